@@ -1,0 +1,144 @@
+// A small, fast HTTP/1.1 server shared by every Strata frontend.
+//
+// Design: N worker threads wait on one epoll set with EPOLLONESHOT; the thread
+// that wakes for a connection parses and serves its request inline (no handoff
+// on the fast path). Header bytes are read non-blockingly and kept per
+// connection, so a slow client that trickles its headers holds no thread; a
+// sweeper closes connections whose headers take longer than header_timeout or
+// that idle past idle_timeout. Bodies are read and responses written in blocking
+// style (poll with io_timeout) from the handler, so handlers stream: a body is
+// never buffered whole by the server. `Expect: 100-continue` is answered when
+// the handler first reads the body, or not at all when it answers first.
+// Responses can use sendfile. Optional TLS via OpenSSL.
+//
+// Thread-safety: Start/Stop from one thread. Handlers run concurrently on
+// worker threads; one request per connection at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <strata/core/result.h>
+
+namespace strata::http {
+
+struct HeaderField {
+  std::string_view name;
+  std::string_view value;
+};
+
+class Connection;
+
+// A parsed request. Views point into the connection's buffer and stay valid
+// until the handler returns.
+class Request {
+ public:
+  std::string_view method;
+  std::string_view target;   // raw request target: "/bucket/key?x=y"
+  std::string_view path;     // target before '?', still percent-encoded
+  std::string_view query;    // after '?', raw ("" if none)
+  int version_minor = 1;
+  std::vector<HeaderField> headers;
+  std::string remote_addr;
+  bool tls = false;
+
+  // First header with this name, case-insensitive.
+  std::optional<std::string_view> Header(std::string_view name) const;
+
+  // Content-Length if present; chunked bodies report nullopt.
+  std::optional<uint64_t> content_length;
+  bool chunked = false;
+  bool expect_continue = false;
+
+  // Reads the decoded body (Content-Length or chunked transfer encoding).
+  // Returns 0 at end of body. Errors: kIOError (peer closed, timeout),
+  // kInvalidArgument (bad chunk framing). Sends "100 Continue" first if asked.
+  Result<size_t> ReadBody(char* buf, size_t n);
+  // Reads the whole body up to max bytes (kResourceExhausted beyond).
+  Result<std::string> ReadAllBody(size_t max);
+  bool body_done() const;
+
+  Connection* conn = nullptr;  // internal
+};
+
+class ResponseWriter {
+ public:
+  explicit ResponseWriter(Connection* conn) : conn_(conn) {}
+
+  void SetStatus(int code) { status_ = code; }
+  int status() const { return status_; }
+  void AddHeader(std::string_view name, std::string_view value);
+  // Whole body in memory; sets Content-Length.
+  Status Send(std::string_view body);
+  // Streamed body of a known length: headers go out now.
+  Status BeginBody(uint64_t content_length);
+  Status Write(const char* data, size_t n);
+  Status SendFile(int fd, uint64_t offset, uint64_t n);
+  bool headers_sent() const { return headers_sent_; }
+  // Closes the connection after this response (e.g. a body left unread).
+  void CloseAfter() { close_after_ = true; }
+  bool close_after() const { return close_after_; }
+  uint64_t bytes_sent() const { return bytes_sent_; }
+
+ private:
+  Status SendHeaders(uint64_t content_length);
+  Connection* conn_;
+  int status_ = 200;
+  std::string headers_;
+  bool headers_sent_ = false;
+  bool close_after_ = false;
+  uint64_t bytes_sent_ = 0;
+};
+
+using Handler = std::function<void(Request&, ResponseWriter&)>;
+
+struct ServerOptions {
+  std::string name = "http";          // for logs and metrics
+  std::string bind_address = "127.0.0.1";
+  int port = 0;                       // 0 = pick a free port (see Server::port())
+  int threads = 0;                    // 0 = max(8, 4 * cores): handlers may block on disk
+  size_t max_header_bytes = 16 * 1024;  // request line + headers; beyond -> 431
+  int max_connections = 1024;         // beyond -> accepted and closed at once
+  int header_timeout_ms = 10'000;     // slow-loris bound for the request head
+  int idle_timeout_ms = 60'000;       // keep-alive connections
+  int io_timeout_ms = 30'000;         // each body read / response write
+  std::string tls_cert_file;          // both set -> TLS
+  std::string tls_key_file;
+};
+
+class Server {
+ public:
+  Server(ServerOptions options, Handler handler);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  Status Start();
+  // Stops accepting, lets in-flight requests finish (up to grace_ms), closes the rest.
+  void Stop(int grace_ms = 5000);
+  int port() const;
+  const ServerOptions& options() const;
+
+  struct Stats {
+    uint64_t connections_accepted = 0;
+    uint64_t connections_rejected = 0;
+    uint64_t requests = 0;
+    uint64_t header_timeouts = 0;
+    int open_connections = 0;
+  };
+  Stats GetStats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// "Not Found" for 404 etc.
+std::string_view ReasonPhrase(int status);
+
+}  // namespace strata::http

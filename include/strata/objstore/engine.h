@@ -1,0 +1,236 @@
+// LocalEngine: Strata's embedded object store (buckets, objects, multipart uploads).
+//
+// Metadata lives in RocksDB keyed by `bucket \0 key`, so a listing page costs one
+// page at any bucket size. Objects up to Options::inline_threshold are stored
+// inline in the metadata value; larger ones as data files named by a unique id
+// (never by key: keys `a/b` and `a/b/c` coexist), written to a temp name, fsynced,
+// renamed, then committed by one metadata write. That write is the moment the
+// object exists: readers never see a partial object and an acknowledged write
+// survives kill -9. Multipart parts are data files; Complete commits the part
+// list by reference (no copy). Every data file carries a CRC32C per block in a
+// footer; reads verify blocks before handing out bytes, so a corrupted file
+// yields kCorruption, never wrong bytes. Files orphaned by a crash are removed by
+// Open().
+//
+// Thread-safety: all methods are safe to call concurrently. Writes to the same
+// key are serialised at commit time by a striped lock; conditional writes are
+// checked under it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <strata/core/checksum.h>
+#include <strata/core/result.h>
+
+namespace strata::objstore {
+
+struct EngineOptions {
+  std::string data_dir;                      // created if missing
+  uint64_t inline_threshold = 64 * 1024;     // objects/parts <= this live in RocksDB
+  uint64_t block_size = 1024 * 1024;         // CRC32C granularity of data files
+  bool sync = true;                          // fsync data files and sync the WAL on commit
+  uint64_t rocksdb_block_cache_bytes = 256ull << 20;
+};
+
+struct BucketInfo {
+  std::string name;
+  int64_t created_ns = 0;
+  std::string owner;            // access key of the creator
+  bool public_read = false;     // anonymous GET/HEAD/List allowed
+};
+
+// One part of a completed multipart object (kept for GET ?partNumber and composite checksums).
+struct PartSummary {
+  int number = 0;
+  uint64_t size = 0;
+  std::string etag;             // hex md5, no quotes
+  std::string checksum;         // base64 of this part's checksum in ObjectMeta::checksum_algorithm ("" if none)
+};
+
+struct ObjectMeta {
+  std::string key;
+  uint64_t size = 0;
+  std::string etag;             // no quotes: "md5hex" or "md5hex-N" for multipart
+  int64_t mtime_ns = 0;
+  std::string content_type;     // "" -> frontend answers binary/octet-stream
+  // Stored request headers replayed on GET: content-encoding, content-disposition,
+  // cache-control, expires, content-language (lower-case names).
+  std::map<std::string, std::string> headers;
+  std::map<std::string, std::string> user_meta;   // x-amz-meta-NAME -> value (NAME lower-case)
+  std::map<std::string, std::string> tags;
+  ChecksumAlgorithm checksum_algorithm = ChecksumAlgorithm::kNone;
+  std::string checksum;         // base64; for multipart COMPOSITE: checksum of part checksums
+  bool checksum_composite = false;  // "-N" suffix / x-amz-checksum-type COMPOSITE
+  std::vector<PartSummary> parts;   // empty for single-part objects
+  std::string owner;
+};
+
+// A pull-style byte stream (an HTTP body, a file). Read returns 0 at end of stream.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  virtual Result<size_t> Read(char* buf, size_t n) = 0;
+};
+
+// What the engine computed while storing a body.
+struct WriteDigest {
+  uint64_t size = 0;
+  std::string md5;              // raw 16 bytes
+  std::string checksum;         // raw bytes of PutOptions::checksum_algorithm, "" if kNone
+};
+
+struct PutOptions {
+  ObjectMeta meta;              // key/size/etag/mtime are filled in by the engine
+  ChecksumAlgorithm checksum_algorithm = ChecksumAlgorithm::kNone;  // computed while writing
+  std::optional<uint64_t> expected_size;   // short or long body -> kInvalidArgument
+  // Conditional write: fails with kPreconditionFailed when not met at commit time,
+  // kConflict when another write to the key committed while this one was uploading.
+  bool if_none_match_star = false;
+  std::optional<std::string> if_match;     // etag without quotes, or "*"
+  // Runs after the bytes are durable, before the commit. A non-OK status aborts
+  // the write (nothing becomes visible) and is returned as is. The frontend
+  // checks Content-MD5 and x-amz-checksum-* (including trailers) here and may
+  // fill meta.checksum.
+  std::function<Status(const WriteDigest&, ObjectMeta& meta)> before_commit;
+};
+
+// Receives the bytes of a GET, already verified. File pieces may be sent with sendfile.
+class ChunkSink {
+ public:
+  virtual ~ChunkSink() = default;
+  virtual Status WriteMemory(const char* data, size_t n) = 0;
+  virtual Status WriteFile(int fd, uint64_t offset, uint64_t n) = 0;
+};
+
+// An open object: metadata plus its bytes, readable while the object is
+// overwritten or deleted (the reader pins its data files).
+class ObjectReader {
+ public:
+  virtual ~ObjectReader() = default;
+  virtual const ObjectMeta& meta() const = 0;
+  // Streams [offset, offset+length) into sink, verifying block checksums first.
+  virtual Status Stream(uint64_t offset, uint64_t length, ChunkSink& sink) = 0;
+  // Convenience: copies a range into memory.
+  virtual Result<std::string> ReadRange(uint64_t offset, uint64_t length) = 0;
+};
+
+struct ListOptions {
+  std::string prefix;
+  std::string delimiter;        // "" = flat listing
+  std::string start_after;      // exclusive; keys and common prefixes > this
+  int max_keys = 1000;          // 0..1000
+};
+
+struct ListResult {
+  std::vector<ObjectMeta> objects;          // key, size, etag, mtime, owner filled
+  std::vector<std::string> common_prefixes;
+  bool truncated = false;
+  std::string next_marker;      // last key or common prefix returned, when truncated
+};
+
+struct MultipartUpload {
+  std::string upload_id;
+  std::string key;
+  int64_t initiated_ns = 0;
+  std::string owner;
+};
+
+struct PartInfo {
+  int number = 0;
+  uint64_t size = 0;
+  std::string etag;             // hex md5, no quotes
+  int64_t mtime_ns = 0;
+  std::string checksum;         // base64, "" if none
+};
+
+struct CompletePart {
+  int number = 0;
+  std::string etag;             // quotes already stripped
+  std::string checksum;         // base64 given by the client, "" if none
+};
+
+struct CompleteOptions {
+  bool if_none_match_star = false;
+  std::optional<std::string> if_match;
+  uint64_t min_part_size = 5 * 1024 * 1024;  // all parts but the last
+};
+
+class LocalEngine {
+ public:
+  static Result<std::unique_ptr<LocalEngine>> Open(const EngineOptions& options);
+  virtual ~LocalEngine() = default;
+
+  // Buckets. DeleteBucket of a non-empty bucket -> kPreconditionFailed
+  // ("bucket \"x\" is not empty"); CreateBucket of an existing one -> kAlreadyExists.
+  // Name validation is the frontend's job.
+  virtual Status CreateBucket(std::string_view name, std::string_view owner) = 0;
+  virtual Status DeleteBucket(std::string_view name) = 0;
+  virtual Result<BucketInfo> GetBucket(std::string_view name) = 0;
+  virtual Result<std::vector<BucketInfo>> ListBuckets() = 0;
+  virtual Status SetBucketPublicRead(std::string_view name, bool public_read) = 0;
+
+  // Objects. Missing bucket -> kNotFound with a message naming the bucket;
+  // missing key -> kNotFound naming the key (the frontend tells them apart with GetBucket).
+  virtual Result<ObjectMeta> PutObject(std::string_view bucket, std::string_view key,
+                                       ByteSource& body, PutOptions options) = 0;
+  // Appends to an existing object whose size equals write_offset (else
+  // kPreconditionFailed); write_offset 0 on a missing key creates it.
+  virtual Result<ObjectMeta> AppendObject(std::string_view bucket, std::string_view key,
+                                          uint64_t write_offset, ByteSource& body,
+                                          PutOptions options) = 0;
+  virtual Result<ObjectMeta> HeadObject(std::string_view bucket, std::string_view key) = 0;
+  virtual Result<std::unique_ptr<ObjectReader>> OpenObject(std::string_view bucket,
+                                                           std::string_view key) = 0;
+  // Deleting a missing key is OK (S3 semantics).
+  virtual Status DeleteObject(std::string_view bucket, std::string_view key) = 0;
+  // Copies data and metadata; `meta` replaces the metadata when set (REPLACE directive).
+  virtual Result<ObjectMeta> CopyObject(std::string_view src_bucket, std::string_view src_key,
+                                        std::string_view dst_bucket, std::string_view dst_key,
+                                        std::optional<ObjectMeta> meta, PutOptions options) = 0;
+  // Atomic, metadata-only rename within a bucket; fails with kPreconditionFailed
+  // when options' conditions on dst are not met.
+  virtual Result<ObjectMeta> RenameObject(std::string_view bucket, std::string_view src_key,
+                                          std::string_view dst_key, PutOptions options) = 0;
+  virtual Status SetObjectTags(std::string_view bucket, std::string_view key,
+                               std::map<std::string, std::string> tags) = 0;
+  virtual Result<ListResult> ListObjects(std::string_view bucket, const ListOptions& options) = 0;
+
+  // Multipart.
+  virtual Result<std::string> CreateMultipartUpload(std::string_view bucket, std::string_view key,
+                                                    PutOptions options) = 0;
+  // Wrong upload id -> kNotFound ("upload \"id\" does not exist").
+  virtual Result<PartInfo> UploadPart(std::string_view bucket, std::string_view key,
+                                      std::string_view upload_id, int part_number,
+                                      ByteSource& body, PutOptions options) = 0;
+  // Unknown/out-of-order/too-small parts or etag mismatch -> kInvalidArgument with
+  // a message starting "InvalidPart:", "InvalidPartOrder:" or "EntityTooSmall:".
+  virtual Result<ObjectMeta> CompleteMultipartUpload(std::string_view bucket, std::string_view key,
+                                                     std::string_view upload_id,
+                                                     const std::vector<CompletePart>& parts,
+                                                     const CompleteOptions& options) = 0;
+  virtual Status AbortMultipartUpload(std::string_view bucket, std::string_view key,
+                                      std::string_view upload_id) = 0;
+  virtual Result<std::vector<PartInfo>> ListParts(std::string_view bucket, std::string_view key,
+                                                  std::string_view upload_id) = 0;
+  // The options the upload was created with (metadata to apply at Complete).
+  virtual Result<PutOptions> GetUpload(std::string_view bucket, std::string_view key,
+                                       std::string_view upload_id) = 0;
+  virtual Result<std::vector<MultipartUpload>> ListMultipartUploads(std::string_view bucket,
+                                                                    std::string_view prefix) = 0;
+
+  // Counts for /metrics and tests.
+  struct Stats {
+    uint64_t objects_put = 0;
+    uint64_t orphans_removed_at_open = 0;
+  };
+  virtual Stats GetStats() = 0;
+};
+
+}  // namespace strata::objstore

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs every Debian package Strata needs to build, test and benchmark.
+# Usage: scripts/install-deps.sh [build|test|bench]   (each level includes the ones before)
+set -euo pipefail
+level="${1:-test}"
+
+build_pkgs=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libssl-dev libisal-dev librocksdb-dev libzstd-dev liblz4-dev libsnappy-dev libbz2-dev zlib1g-dev
+  libfmt-dev libspdlog-dev libcli11-dev libpugixml-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+test_pkgs=(
+  awscli python3 python3-boto3 s3cmd rclone curl procps
+)
+bench_pkgs=( nginx wrk hyperfine )
+
+pkgs=("${build_pkgs[@]}")
+case "$level" in
+  build) ;;
+  test) pkgs+=("${test_pkgs[@]}") ;;
+  bench) pkgs+=("${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
+  *) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
+esac
+
+# Node.js: a machine may already carry a Node.js build that bundles npm (and
+# conflicts with Debian's npm package); only install Debian's when none is there.
+if [ "$level" != build ] && ! command -v npm >/dev/null 2>&1; then pkgs+=(nodejs npm); fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
