@@ -84,6 +84,8 @@ class ResponseWriter {
   void CloseAfter() { close_after_ = true; }
   bool close_after() const { return close_after_; }
   uint64_t bytes_sent() const { return bytes_sent_; }
+  // True when BeginBody promised more bytes than were written (framing lost).
+  bool incomplete() const { return bytes_sent_ < promised_; }
 
  private:
   Status SendHeaders(uint64_t content_length);
@@ -93,6 +95,7 @@ class ResponseWriter {
   bool headers_sent_ = false;
   bool close_after_ = false;
   uint64_t bytes_sent_ = 0;
+  uint64_t promised_ = 0;
 };
 
 using Handler = std::function<void(Request&, ResponseWriter&)>;
