@@ -160,6 +160,9 @@ struct CompleteOptions {
   bool if_none_match_star = false;
   std::optional<std::string> if_match;
   uint64_t min_part_size = 5 * 1024 * 1024;  // all parts but the last
+  // Runs under the key's commit lock with the final metadata (parts filled in),
+  // before the commit; may adjust meta (e.g. a full-object CRC). Non-OK aborts.
+  std::function<Status(ObjectMeta& meta)> before_commit;
 };
 
 class LocalEngine {

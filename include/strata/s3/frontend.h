@@ -1,0 +1,51 @@
+// The S3 API over a LocalEngine: request routing, SigV4 authentication,
+// S3 XML and errors. An adapter at the edge: it owns no storage and knows the
+// HTTP layer only through strata::http::Request/ResponseWriter.
+//
+// Thread-safety: Handle() is called concurrently from the server's workers;
+// the user table is immutable after construction.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <strata/core/http_server.h>
+#include <strata/objstore/engine.h>
+
+namespace strata::s3 {
+
+struct User {
+  std::string name;
+  std::string access_key;
+  std::string secret_key;
+  bool admin = false;  // sees and manages every bucket
+};
+
+struct FrontendOptions {
+  std::string region = "us-east-1";
+  std::vector<User> users;
+  // Virtual-host-style addressing: "bucket.<domain>" in the Host header.
+  std::vector<std::string> domains = {"localhost"};
+  int64_t max_clock_skew_ns = 15ll * 60 * 1'000'000'000;
+  uint64_t max_object_size = 5ull << 40;       // 5 TiB, as S3
+  uint64_t max_put_size = 5ull << 30;          // single PUT / part: 5 GiB, as S3
+  size_t max_xml_body = 2 << 20;               // CompleteMultipartUpload, DeleteObjects, ...
+};
+
+class Frontend {
+ public:
+  Frontend(objstore::LocalEngine* engine, FrontendOptions options);
+  ~Frontend();
+  void Handle(http::Request& req, http::ResponseWriter& w);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// S3 bucket naming rules (3-63 chars, lower-case letters, digits, '.', '-', ...).
+bool IsValidBucketName(std::string_view name);
+
+}  // namespace strata::s3

@@ -1,0 +1,71 @@
+// StrataServer: the process behind `strata server`. Opens the local engine in
+// the data directory and hosts the frontends (S3 on 9000, admin on 9001 with
+// /metrics and /health), each on its own HTTP server and switchable.
+//
+// Credentials: the root user comes from STRATA_ROOT_USER/STRATA_ROOT_PASSWORD,
+// else from DATA/credentials (created at first start, mode 0600); further users
+// from DATA/users (one "name access_key secret_key" per line, `strata user add`).
+//
+// Thread-safety: Start/Stop from one thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <strata/core/result.h>
+#include <strata/objstore/engine.h>
+#include <strata/s3/frontend.h>
+
+namespace strata::server {
+
+struct ServerOptions {
+  std::string data_dir = "./strata-data";
+  bool enable_s3 = true;
+  std::string s3_address = "127.0.0.1:9000";
+  bool enable_admin = true;
+  std::string admin_address = "127.0.0.1:9001";
+  std::string region = "us-east-1";
+  std::vector<std::string> domains = {"localhost"};
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  int threads = 0;                 // HTTP worker threads per frontend; 0 = auto
+  int max_connections = 1024;
+  size_t max_header_bytes = 16 * 1024;
+  int header_timeout_ms = 10'000;
+  int idle_timeout_ms = 60'000;
+  int io_timeout_ms = 30'000;
+  bool sync = true;                // fsync data and WAL on every commit
+};
+
+// The root credentials and any extra users for a data directory.
+struct Credentials {
+  std::vector<s3::User> users;     // users[0] is root
+  bool generated = false;          // root keys were created by this call
+};
+Result<Credentials> LoadOrCreateCredentials(const std::string& data_dir);
+// Appends a user to DATA/users; returns it (keys generated).
+Result<s3::User> AddUser(const std::string& data_dir, const std::string& name);
+
+class StrataServer {
+ public:
+  explicit StrataServer(ServerOptions options);
+  ~StrataServer();
+  Status Start();
+  void Stop();
+  int s3_port() const;
+  int admin_port() const;
+  const Credentials& credentials() const;
+  // "http://127.0.0.1:9000"
+  std::string s3_endpoint() const;
+  std::string admin_endpoint() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// "host:port" -> (host, port); host may be "[::1]".
+Status ParseHostPort(const std::string& s, std::string& host, int& port);
+
+}  // namespace strata::server

@@ -1,0 +1,129 @@
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <strata/core/log.h>
+#include <strata/server/server.h>
+
+#include "cli/commands.h"
+
+namespace strata::cli {
+namespace {
+
+int RunServer(server::ServerOptions opts, const std::string& log_level) {
+  log::SetLevel(log::ParseLevel(log_level));
+  // Block the stop signals before any thread starts so they reach sigwait only.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  server::StrataServer srv(opts);
+  Status st = srv.Start();
+  if (!st.ok()) {
+    fmt::print(stderr, "strata server: {}\n", st.ToString());
+    return 1;
+  }
+  const auto& creds = srv.credentials();
+  fmt::print("Strata server is running (data: {})\n", opts.data_dir);
+  if (opts.enable_s3) {
+    fmt::print("  S3 API:     {}\n", srv.s3_endpoint());
+    fmt::print("  AccessKey:  {}\n  SecretKey:  {}{}\n", creds.users[0].access_key,
+               creds.users[0].secret_key,
+               creds.generated ? fmt::format("   (generated, stored in {}/credentials)", opts.data_dir)
+                               : "");
+  }
+  if (opts.enable_admin) {
+    fmt::print("  Metrics:    {}/metrics\n", srv.admin_endpoint());
+    fmt::print("  Health:     {}/health\n", srv.admin_endpoint());
+  }
+  if (opts.enable_s3) {
+    fmt::print("\nTry it:\n  export AWS_ACCESS_KEY_ID={} AWS_SECRET_ACCESS_KEY={}\n"
+               "  aws --endpoint-url {} s3 mb s3://my-bucket\n",
+               creds.users[0].access_key, creds.users[0].secret_key, srv.s3_endpoint());
+  }
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&set, &sig);
+  fmt::print(stderr, "strata server: received {}, shutting down\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  srv.Stop();
+  return 0;
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  CLI::App app{"Strata: the storage layer for AI teams (S3 object store, and more)", "strata"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "strata 0.1.0");
+
+  server::ServerOptions sopts;
+  std::string log_level = "info";
+  bool no_fsync = false;
+  auto* srv = app.add_subcommand("server", "Run every Strata service in one process (S3 on :9000, admin on :9001)");
+  srv->add_option("--data", sopts.data_dir, "Data directory (objects, metadata, credentials)")
+      ->capture_default_str();
+  srv->add_option("--s3-address", sopts.s3_address, "S3 API listen address")->capture_default_str();
+  srv->add_option("--admin-address", sopts.admin_address, "Admin listen address (/metrics, /health)")
+      ->capture_default_str();
+  srv->add_flag("--no-s3{false}", sopts.enable_s3, "Do not serve the S3 API");
+  srv->add_flag("--no-admin{false}", sopts.enable_admin, "Do not serve the admin endpoint");
+  srv->add_option("--region", sopts.region, "Region reported to clients")->capture_default_str();
+  srv->add_option("--domain", sopts.domains, "Domains for virtual-host-style requests (bucket.DOMAIN)")
+      ->capture_default_str();
+  srv->add_option("--tls-cert", sopts.tls_cert_file, "PEM certificate: serve S3 over HTTPS");
+  srv->add_option("--tls-key", sopts.tls_key_file, "PEM private key for --tls-cert");
+  srv->add_option("--threads", sopts.threads, "HTTP worker threads (0 = 4 x cores, at least 8)")
+      ->capture_default_str();
+  srv->add_option("--max-connections", sopts.max_connections, "Concurrent client connections")
+      ->capture_default_str();
+  srv->add_option("--max-header-bytes", sopts.max_header_bytes, "Largest request head accepted")
+      ->capture_default_str();
+  srv->add_option("--header-timeout-ms", sopts.header_timeout_ms, "Time allowed to send a request head")
+      ->capture_default_str();
+  srv->add_option("--idle-timeout-ms", sopts.idle_timeout_ms, "Keep-alive idle timeout")
+      ->capture_default_str();
+  srv->add_option("--io-timeout-ms", sopts.io_timeout_ms, "Timeout of each body read or write")
+      ->capture_default_str();
+  srv->add_flag("--no-fsync", no_fsync,
+                "Do not fsync on commit (faster; an acknowledged write still survives kill -9 but not power loss)");
+  srv->add_option("--log-level", log_level, "trace|debug|info|warn|error")->capture_default_str();
+
+  std::string user_data = "./strata-data";
+  std::string user_name;
+  auto* user = app.add_subcommand("user", "Manage S3 users of a data directory");
+  user->require_subcommand(1);
+  auto* user_add = user->add_subcommand("add", "Create a user with its own access and secret key");
+  user_add->add_option("name", user_name, "User name")->required();
+  user_add->add_option("--data", user_data, "Data directory")->capture_default_str();
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (srv->parsed()) {
+    if (const char* env = std::getenv("STRATA_DATA"); env != nullptr && srv->count("--data") == 0)
+      sopts.data_dir = env;
+    sopts.sync = !no_fsync;
+    return RunServer(sopts, log_level);
+  }
+  if (user_add->parsed()) {
+    auto u = server::AddUser(user_data, user_name);
+    if (!u.ok()) {
+      fmt::print(stderr, "strata user add: {}\n", u.error().ToString());
+      return 1;
+    }
+    fmt::print("user {} created\n  AccessKey: {}\n  SecretKey: {}\n(restart the server to load it)\n",
+               u->name, u->access_key, u->secret_key);
+    return 0;
+  }
+  return 0;
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,44 @@
+// Parsing of the small XML documents S3 clients send (pugixml underneath).
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <strata/core/result.h>
+#include <strata/objstore/engine.h>
+
+namespace strata::s3 {
+
+struct DeleteRequest {
+  bool quiet = false;
+  std::vector<std::string> keys;
+};
+
+// <CompleteMultipartUpload><Part><PartNumber/><ETag/><ChecksumCRC32/>...</Part>...
+Result<std::vector<objstore::CompletePart>> ParseCompleteMultipart(std::string_view xml);
+// <Delete><Quiet/><Object><Key/></Object>...</Delete>
+Result<DeleteRequest> ParseDelete(std::string_view xml);
+// <Tagging><TagSet><Tag><Key/><Value/></Tag>...</TagSet></Tagging>
+Result<std::map<std::string, std::string>> ParseTagging(std::string_view xml);
+// <CreateBucketConfiguration><LocationConstraint/></...>; "" if absent.
+Result<std::string> ParseLocationConstraint(std::string_view xml);
+
+// Incremental builder for response documents.
+class XmlWriter {
+ public:
+  explicit XmlWriter(std::string_view root, bool with_ns = true);
+  XmlWriter& Open(std::string_view name);
+  XmlWriter& Close(std::string_view name);
+  XmlWriter& Elem(std::string_view name, std::string_view text);
+  XmlWriter& Elem(std::string_view name, uint64_t v);
+  XmlWriter& Elem(std::string_view name, bool v);
+  std::string Finish();
+
+ private:
+  std::string root_;
+  std::string out_;
+};
+
+}  // namespace strata::s3

@@ -1,0 +1,267 @@
+#include <strata/server/server.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include <strata/core/http_server.h>
+#include <strata/core/log.h>
+#include <strata/core/metrics.h>
+#include <strata/core/strings.h>
+
+namespace strata::server {
+namespace {
+
+constexpr log::Logger kLog("server");
+
+std::string RandomString(size_t n, std::string_view alphabet) {
+  std::random_device rd;
+  std::uniform_int_distribution<size_t> dist(0, alphabet.size() - 1);
+  std::string s(n, ' ');
+  for (char& c : s) c = alphabet[dist(rd)];
+  return s;
+}
+
+constexpr std::string_view kKeyAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+constexpr std::string_view kSecretAlphabet =
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+
+Status WritePrivateFile(const std::string& path, const std::string& content) {
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::FromErrno(errno, "create " + tmp);
+  ::fchmod(fd, 0600);
+  ssize_t w = ::write(fd, content.data(), content.size());
+  bool ok = w == static_cast<ssize_t>(content.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok) return Status::IOError("cannot write " + tmp);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return Status::FromErrno(errno, "rename " + tmp);
+  return Status::Ok();
+}
+
+// Lines of "name access_key secret_key".
+Result<std::vector<s3::User>> ReadUsers(const std::string& path) {
+  std::vector<s3::User> users;
+  std::ifstream in(path);
+  if (!in) return users;
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (Trim(line).empty() || Trim(line)[0] == '#') continue;
+    std::istringstream ls(line);
+    s3::User u;
+    if (!(ls >> u.name >> u.access_key >> u.secret_key))
+      return Status::Corruption(fmt::format("{}:{}: expected \"name access_key secret_key\"", path, n));
+    users.push_back(std::move(u));
+  }
+  return users;
+}
+
+}  // namespace
+
+Result<Credentials> LoadOrCreateCredentials(const std::string& data_dir) {
+  Credentials creds;
+  std::error_code ec;
+  std::filesystem::create_directories(data_dir, ec);
+  if (ec) return Status::IOError("cannot create data directory \"" + data_dir + "\": " + ec.message());
+  s3::User root;
+  root.name = "root";
+  root.admin = true;
+  const char* env_user = std::getenv("STRATA_ROOT_USER");
+  const char* env_pass = std::getenv("STRATA_ROOT_PASSWORD");
+  std::string path = data_dir + "/credentials";
+  if (env_user != nullptr && env_pass != nullptr && *env_user && *env_pass) {
+    root.access_key = env_user;
+    root.secret_key = env_pass;
+    if (root.access_key.size() < 3 || root.secret_key.size() < 8)
+      return Status::InvalidArgument("STRATA_ROOT_USER needs at least 3 characters and STRATA_ROOT_PASSWORD at least 8");
+  } else {
+    STRATA_ASSIGN_OR_RETURN(auto stored, ReadUsers(path));
+    if (!stored.empty()) {
+      root.access_key = stored[0].access_key;
+      root.secret_key = stored[0].secret_key;
+    } else {
+      root.access_key = "STRATA" + RandomString(14, kKeyAlphabet);
+      root.secret_key = RandomString(40, kSecretAlphabet);
+      STRATA_RETURN_IF_ERROR(WritePrivateFile(
+          path, fmt::format("# root credentials of this Strata data directory\nroot {} {}\n",
+                            root.access_key, root.secret_key)));
+      creds.generated = true;
+    }
+  }
+  creds.users.push_back(root);
+  STRATA_ASSIGN_OR_RETURN(auto extra, ReadUsers(data_dir + "/users"));
+  for (auto& u : extra) {
+    if (u.access_key == root.access_key) continue;
+    creds.users.push_back(std::move(u));
+  }
+  return creds;
+}
+
+Result<s3::User> AddUser(const std::string& data_dir, const std::string& name) {
+  if (name.empty() || name.find_first_of(" \t\n") != std::string::npos)
+    return Status::InvalidArgument("user names are non-empty and contain no spaces");
+  std::string path = data_dir + "/users";
+  STRATA_ASSIGN_OR_RETURN(auto users, ReadUsers(path));
+  for (const auto& u : users)
+    if (u.name == name) return Status::AlreadyExists("user \"" + name + "\" already exists");
+  s3::User u;
+  u.name = name;
+  u.access_key = "STRATA" + RandomString(14, kKeyAlphabet);
+  u.secret_key = RandomString(40, kSecretAlphabet);
+  users.push_back(u);
+  std::string content = "# name access_key secret_key\n";
+  for (const auto& x : users) content += fmt::format("{} {} {}\n", x.name, x.access_key, x.secret_key);
+  std::error_code ec;
+  std::filesystem::create_directories(data_dir, ec);
+  STRATA_RETURN_IF_ERROR(WritePrivateFile(path, content));
+  return u;
+}
+
+Status ParseHostPort(const std::string& s, std::string& host, int& port) {
+  size_t colon = s.rfind(':');
+  if (colon == std::string::npos) return Status::InvalidArgument("address \"" + s + "\" must be HOST:PORT");
+  host = s.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.empty()) host = "0.0.0.0";
+  auto p = ParseUint64(s.substr(colon + 1));
+  if (!p || *p > 65535) return Status::InvalidArgument("address \"" + s + "\" has a bad port");
+  port = static_cast<int>(*p);
+  return Status::Ok();
+}
+
+struct StrataServer::Impl {
+  ServerOptions opts;
+  Credentials creds;
+  std::unique_ptr<objstore::LocalEngine> engine;
+  std::unique_ptr<s3::Frontend> s3;
+  std::unique_ptr<http::Server> s3_http;
+  std::unique_ptr<http::Server> admin_http;
+
+  http::ServerOptions HttpOptions(const std::string& name, const std::string& address, int& port_out,
+                                  Status& st) {
+    http::ServerOptions h;
+    h.name = name;
+    st = ParseHostPort(address, h.bind_address, h.port);
+    h.threads = opts.threads;
+    h.max_connections = opts.max_connections;
+    h.max_header_bytes = opts.max_header_bytes;
+    h.header_timeout_ms = opts.header_timeout_ms;
+    h.idle_timeout_ms = opts.idle_timeout_ms;
+    h.io_timeout_ms = opts.io_timeout_ms;
+    h.tls_cert_file = opts.tls_cert_file;
+    h.tls_key_file = opts.tls_key_file;
+    (void)port_out;
+    return h;
+  }
+
+  void Admin(http::Request& req, http::ResponseWriter& w) {
+    if (req.path == "/metrics") {
+      w.AddHeader("Content-Type", "text/plain; version=0.0.4");
+      (void)w.Send(metrics::Registry::Global().ExportPrometheus());
+    } else if (req.path == "/health" || req.path == "/health/live" || req.path == "/health/ready" ||
+               req.path == "/minio/health/live") {
+      w.AddHeader("Content-Type", "application/json");
+      (void)w.Send("{\"status\":\"ok\"}\n");
+    } else {
+      w.SetStatus(404);
+      w.AddHeader("Content-Type", "text/plain");
+      (void)w.Send("not found: try /metrics or /health\n");
+    }
+  }
+};
+
+StrataServer::StrataServer(ServerOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->opts = std::move(options);
+}
+
+StrataServer::~StrataServer() { Stop(); }
+
+Status StrataServer::Start() {
+  Impl& im = *impl_;
+  STRATA_ASSIGN_OR_RETURN(im.creds, LoadOrCreateCredentials(im.opts.data_dir));
+  objstore::EngineOptions eo;
+  eo.data_dir = im.opts.data_dir + "/store";
+  eo.sync = im.opts.sync;
+  STRATA_ASSIGN_OR_RETURN(im.engine, objstore::LocalEngine::Open(eo));
+  auto& reg = metrics::Registry::Global();
+  objstore::LocalEngine* engine = im.engine.get();
+  reg.AddCallbackGauge("strata_objstore_orphans_removed_at_open",
+                       "Data files left by a crash and removed at start",
+                       [engine] { return static_cast<double>(engine->GetStats().orphans_removed_at_open); });
+  if (im.opts.enable_s3) {
+    s3::FrontendOptions fo;
+    fo.region = im.opts.region;
+    fo.users = im.creds.users;
+    fo.domains = im.opts.domains;
+    im.s3 = std::make_unique<s3::Frontend>(engine, fo);
+    Status st;
+    int unused = 0;
+    http::ServerOptions h = im.HttpOptions("s3", im.opts.s3_address, unused, st);
+    STRATA_RETURN_IF_ERROR(st);
+    s3::Frontend* fe = im.s3.get();
+    im.s3_http = std::make_unique<http::Server>(h, [fe](http::Request& r, http::ResponseWriter& w) {
+      fe->Handle(r, w);
+    });
+    STRATA_RETURN_IF_ERROR(im.s3_http->Start());
+    http::Server* srv = im.s3_http.get();
+    reg.AddCallbackGauge("strata_http_s3_open_connections", "Open S3 client connections",
+                         [srv] { return static_cast<double>(srv->GetStats().open_connections); });
+    reg.AddCallbackGauge("strata_http_s3_header_timeouts", "Connections closed for a slow request head",
+                         [srv] { return static_cast<double>(srv->GetStats().header_timeouts); });
+  }
+  if (im.opts.enable_admin) {
+    Status st;
+    int unused = 0;
+    http::ServerOptions h = im.HttpOptions("admin", im.opts.admin_address, unused, st);
+    STRATA_RETURN_IF_ERROR(st);
+    h.threads = 2;
+    h.tls_cert_file.clear();
+    h.tls_key_file.clear();
+    Impl* p = &im;
+    im.admin_http = std::make_unique<http::Server>(h, [p](http::Request& r, http::ResponseWriter& w) {
+      p->Admin(r, w);
+    });
+    STRATA_RETURN_IF_ERROR(im.admin_http->Start());
+  }
+  kLog.Info("serving data directory {}", im.opts.data_dir);
+  return Status::Ok();
+}
+
+void StrataServer::Stop() {
+  if (impl_->s3_http) impl_->s3_http->Stop();
+  if (impl_->admin_http) impl_->admin_http->Stop();
+  impl_->s3_http.reset();
+  impl_->admin_http.reset();
+  impl_->s3.reset();
+  impl_->engine.reset();
+}
+
+int StrataServer::s3_port() const { return impl_->s3_http ? impl_->s3_http->port() : 0; }
+int StrataServer::admin_port() const { return impl_->admin_http ? impl_->admin_http->port() : 0; }
+const Credentials& StrataServer::credentials() const { return impl_->creds; }
+
+namespace {
+std::string Endpoint(const http::Server* s, bool tls) {
+  if (s == nullptr) return "";
+  std::string host = s->options().bind_address;
+  if (host == "0.0.0.0" || host == "::") host = "127.0.0.1";
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return fmt::format("{}://{}:{}", tls ? "https" : "http", host, s->port());
+}
+}  // namespace
+
+std::string StrataServer::s3_endpoint() const {
+  return Endpoint(impl_->s3_http.get(), !impl_->opts.tls_cert_file.empty());
+}
+std::string StrataServer::admin_endpoint() const { return Endpoint(impl_->admin_http.get(), false); }
+
+}  // namespace strata::server
