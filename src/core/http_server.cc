@@ -730,11 +730,11 @@ void Server::Impl::Serve(Connection* c) {
       if (c->rpos_ < c->wpos_) {
         std::string_view pending(c->buf_.data() + c->rpos_, c->wpos_ - c->rpos_);
         size_t end = pending.find("\r\n\r\n");
-        if (end != std::string_view::npos) {
+        if (end != std::string_view::npos && end + 4 <= opts.max_header_bytes) {
           c->head_len_ = end + 4;
           break;
         }
-        if (pending.size() > opts.max_header_bytes) {
+        if (end != std::string_view::npos || pending.size() > opts.max_header_bytes) {
           static constexpr std::string_view k431 =
               "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\n"
               "Connection: close\r\n\r\n";
