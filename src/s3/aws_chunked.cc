@@ -214,12 +214,8 @@ Status AwsChunkedDecoder::VerifyChunk(std::string_view data, std::string_view si
 Status AwsChunkedDecoder::ReadTrailers() {
   std::optional<std::string> trailer_sig;
   for (;;) {
-    // A body may end right after the last trailer (or the final chunk) without
-    // the closing empty line; accept that.
-    if (in_pos_ == in_len_) {
-      STRATA_RETURN_IF_ERROR(Fill());
-      if (in_pos_ == in_len_ && source_eof_) break;
-    }
+    // The closing empty line is required (the AWS example's Content-Length
+    // counts it), so a body cut after the final chunk is reported, not accepted.
     std::string_view line;
     STRATA_RETURN_IF_ERROR(ReadLine(&line));
     if (line.empty()) break;
