@@ -3,6 +3,10 @@
 #include <isa-l/crc.h>
 #include <openssl/evp.h>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <climits>
 #include <cstring>
 #include <mutex>
@@ -130,6 +134,85 @@ struct CrcCombiner {
 using Crc32Comb = CrcCombiner<uint32_t, 0xEDB88320u>;
 using Crc32cComb = CrcCombiner<uint32_t, 0x82F63B78u>;
 using Crc64Comb = CrcCombiner<uint64_t, kCrc64NvmePoly>;
+
+// ---------------------------------------------------------------------------
+// CRC64/NVME with PCLMULQDQ folding (Intel, "Fast CRC Computation for Generic
+// Polynomials Using PCLMULQDQ"): ~5x the slicing tables, which matters because
+// S3 computes CRC64NVME over every uploaded byte. Runtime-dispatched, with a
+// function-level target attribute so the rest of this file stays baseline x86-64.
+//
+// In the reflected representation a 64-bit word w stands for sum w_i x^(63-i),
+// and a 16-byte block loaded little-endian has its first 8 bytes (low qword) as
+// the high-degree half. Folding a block A = q0 x^64 + q1 forward by D bits:
+// A x^D = q0 x^(D+64) + q1 x^D; a carry-less product of two reflected words
+// comes out multiplied by x, so the constants are x^(D+63) and x^(D-1) mod P.
+// What is left after folding is a 16-byte "message" whose raw CRC (from zero)
+// the tables finish, so no Barrett reduction is needed.
+
+#if defined(__x86_64__)
+struct Crc64ClmulConstants {
+  uint64_t fold512_q0, fold512_q1;  // 4 accumulators, 64 bytes apart
+  uint64_t fold128_q0, fold128_q1;  // one block forward
+  Crc64ClmulConstants() {
+    auto xn = [](uint64_t n) { return Crc64Comb::X2nModP(n, 0); };
+    fold512_q0 = xn(512 + 63);
+    fold512_q1 = xn(512 - 1);
+    fold128_q0 = xn(128 + 63);
+    fold128_q1 = xn(128 - 1);
+  }
+};
+
+const Crc64ClmulConstants& ClmulK() {
+  static const Crc64ClmulConstants k;
+  return k;
+}
+
+__attribute__((target("pclmul,sse2"))) inline __m128i Fold(__m128i a, __m128i k) {
+  return _mm_xor_si128(_mm_clmulepi64_si128(a, k, 0x00), _mm_clmulepi64_si128(a, k, 0x11));
+}
+
+__attribute__((target("pclmul,sse2"))) uint64_t Crc64RawClmul(uint64_t crc,
+                                                                const unsigned char* p,
+                                                                size_t n) {
+  if (n < 128) return Crc64Raw(crc, p, n);
+  const Crc64ClmulConstants& K = ClmulK();
+  auto load = [](const unsigned char* q) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+  };
+  __m128i a0 = _mm_xor_si128(load(p), _mm_cvtsi64_si128(static_cast<long long>(crc)));
+  __m128i a1 = load(p + 16), a2 = load(p + 32), a3 = load(p + 48);
+  p += 64;
+  n -= 64;
+  const __m128i k512 = _mm_set_epi64x(static_cast<long long>(K.fold512_q1),
+                                      static_cast<long long>(K.fold512_q0));
+  while (n >= 64) {
+    a0 = _mm_xor_si128(Fold(a0, k512), load(p));
+    a1 = _mm_xor_si128(Fold(a1, k512), load(p + 16));
+    a2 = _mm_xor_si128(Fold(a2, k512), load(p + 32));
+    a3 = _mm_xor_si128(Fold(a3, k512), load(p + 48));
+    p += 64;
+    n -= 64;
+  }
+  const __m128i k128 = _mm_set_epi64x(static_cast<long long>(K.fold128_q1),
+                                      static_cast<long long>(K.fold128_q0));
+  a1 = _mm_xor_si128(Fold(a0, k128), a1);
+  a2 = _mm_xor_si128(Fold(a1, k128), a2);
+  a3 = _mm_xor_si128(Fold(a2, k128), a3);
+  while (n >= 16) {
+    a3 = _mm_xor_si128(Fold(a3, k128), load(p));
+    p += 16;
+    n -= 16;
+  }
+  alignas(16) unsigned char rest[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(rest), a3);
+  return Crc64Raw(Crc64Raw(0, rest, 16), p, n);
+}
+
+bool HaveClmul() {
+  static const bool have = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse2");
+  return have;
+}
+#endif  // __x86_64__
 
 // ---------------------------------------------------------------------------
 // OpenSSL digests. Fetching the algorithm once avoids OpenSSL 3's implicit
@@ -278,7 +361,11 @@ uint32_t Crc32c(uint32_t crc, const void* data, size_t n) {
 }
 
 uint64_t Crc64Nvme(uint64_t crc, const void* data, size_t n) {
-  return ~Crc64Raw(~crc, static_cast<const unsigned char*>(data), n);
+  const auto* p = static_cast<const unsigned char*>(data);
+#if defined(__x86_64__)
+  if (HaveClmul()) return ~Crc64RawClmul(~crc, p, n);
+#endif
+  return ~Crc64Raw(~crc, p, n);
 }
 
 uint32_t Crc32Combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {

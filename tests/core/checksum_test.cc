@@ -48,11 +48,20 @@ TEST(ChecksumTest, CrcCheckValues) {
 }
 
 TEST(ChecksumTest, CrcMatchesReferenceOnRandomData) {
-  for (size_t n : {1, 7, 15, 16, 17, 63, 64, 65, 255, 1000, 4096, 100003}) {
-    std::string d = RandomBytes(n, static_cast<uint32_t>(n));
-    EXPECT_EQ(Crc32(0, d.data(), n), RefCrc32(0xEDB88320u, d)) << n;
-    EXPECT_EQ(Crc32c(0, d.data(), n), RefCrc32(0x82F63B78u, d)) << n;
-    EXPECT_EQ(Crc64Nvme(0, d.data(), n), RefCrc64Nvme(d)) << n;
+  // Sizes around the 16/64/128-byte steps of the folding code, at unaligned
+  // addresses too.
+  for (size_t n : {1, 7, 15, 16, 17, 63, 64, 65, 127, 128, 129, 143, 144, 191, 192, 193, 255,
+                   1000, 1023, 1024, 1025, 4096, 65537, 100003}) {
+    for (size_t off : {0, 1, 3}) {
+      std::string buf = RandomBytes(n + off, static_cast<uint32_t>(n));
+      std::string_view d(buf.data() + off, n);
+      EXPECT_EQ(Crc32(0, d.data(), n), RefCrc32(0xEDB88320u, d)) << n;
+      EXPECT_EQ(Crc32c(0, d.data(), n), RefCrc32(0x82F63B78u, d)) << n;
+      EXPECT_EQ(Crc64Nvme(0, d.data(), n), RefCrc64Nvme(d)) << n << "+" << off;
+      // And chained from a non-zero start.
+      EXPECT_EQ(Crc64Nvme(Crc64Nvme(0, "xyz", 3), d.data(), n), RefCrc64Nvme("xyz" + buf.substr(off)))
+          << n;
+    }
   }
 }
 
