@@ -1,0 +1,226 @@
+#include "objstore/data_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include <strata/core/checksum.h>
+
+namespace strata::objstore {
+namespace {
+
+void PutU32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+void PutU64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+uint32_t GetU32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(static_cast<uint8_t>(p[i])) << (8 * i);
+  return v;
+}
+uint64_t GetU64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(p[i])) << (8 * i);
+  return v;
+}
+
+struct ScratchCache {
+  std::unique_ptr<char[]> buf[2];
+  size_t size[2] = {0, 0};
+};
+thread_local ScratchCache tl_scratch;
+
+}  // namespace
+
+// ---- ScratchBuffer ----------------------------------------------------------
+
+ScratchBuffer::ScratchBuffer(size_t size) {
+  for (int i = 0; i < 2; ++i) {
+    if (tl_scratch.buf[i] && tl_scratch.size[i] >= size) {
+      buf_ = std::move(tl_scratch.buf[i]);
+      size_ = tl_scratch.size[i];
+      tl_scratch.size[i] = 0;
+      return;
+    }
+  }
+  buf_.reset(new char[size]);
+  size_ = size;
+}
+
+ScratchBuffer::~ScratchBuffer() {
+  if (!buf_) return;
+  // Keep the buffer for the next request on this thread: fill an empty slot, or
+  // replace a smaller one.
+  int slot = !tl_scratch.buf[0] ? 0 : !tl_scratch.buf[1] ? 1 : -1;
+  if (slot < 0) slot = tl_scratch.size[0] <= tl_scratch.size[1] ? 0 : 1;
+  if (tl_scratch.buf[slot] && tl_scratch.size[slot] >= size_) return;
+  tl_scratch.buf[slot] = std::move(buf_);
+  tl_scratch.size[slot] = size_;
+}
+
+Status PreadFull(int fd, char* buf, size_t n, uint64_t offset) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = ::pread(fd, buf + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno, "pread");
+    }
+    if (r == 0) {
+      return Status::Corruption("file is shorter than expected (" +
+                                std::to_string(offset + done) + " bytes)");
+    }
+    done += static_cast<size_t>(r);
+  }
+  return Status::Ok();
+}
+
+// ---- DataFileWriter ---------------------------------------------------------
+
+DataFileWriter::~DataFileWriter() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(path_.c_str());
+  }
+}
+
+Status DataFileWriter::Open(std::string path, uint32_t block_size) {
+  path_ = std::move(path);
+  block_size_ = block_size;
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd_ < 0) return Status::FromErrno(errno, "create " + path_);
+  return Status::Ok();
+}
+
+Status DataFileWriter::WriteAll(const char* data, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::write(fd_, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno, "write " + path_);
+    }
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return Status::Ok();
+}
+
+Status DataFileWriter::Append(const char* data, size_t n) {
+  const char* p = data;
+  size_t left = n;
+  while (left > 0) {
+    size_t take = std::min<uint64_t>(left, block_size_ - block_fill_);
+    block_crc_ = Crc32c(block_crc_, p, take);
+    block_fill_ += take;
+    p += take;
+    left -= take;
+    if (block_fill_ == block_size_) {
+      crcs_.push_back(block_crc_);
+      block_crc_ = 0;
+      block_fill_ = 0;
+    }
+  }
+  length_ += n;
+  return WriteAll(data, n);
+}
+
+Status DataFileWriter::Finish(bool sync) {
+  if (block_fill_ > 0) {
+    crcs_.push_back(block_crc_);
+    block_crc_ = 0;
+    block_fill_ = 0;
+  }
+  std::string footer(crcs_.size() * 4 + kTrailerSize, '\0');
+  char* p = footer.data();
+  for (uint32_t c : crcs_) {
+    PutU32(p, c);
+    p += 4;
+  }
+  PutU64(p, kDataFileMagic);
+  PutU64(p + 8, length_);
+  PutU32(p + 16, block_size_);
+  PutU32(p + 20, static_cast<uint32_t>(crcs_.size()));
+  PutU32(p + 24, kDataFileVersion);
+  PutU32(p + 28, Crc32c(0, footer.data(), footer.size() - 4));
+  STRATA_RETURN_IF_ERROR(WriteAll(footer.data(), footer.size()));
+  if (sync && ::fdatasync(fd_) != 0) return Status::FromErrno(errno, "fdatasync " + path_);
+  int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) {
+    ::unlink(path_.c_str());
+    return Status::FromErrno(errno, "close " + path_);
+  }
+  return Status::Ok();
+}
+
+// ---- VerifiedFile -----------------------------------------------------------
+
+VerifiedFile::~VerifiedFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status VerifiedFile::LoadFooter() {
+  std::call_once(footer_once_, [this] {
+    uint64_t blocks = BlockCount(length_, block_size_);
+    std::string footer(FooterSize(length_, block_size_), '\0');
+    Status st = PreadFull(fd_, footer.data(), footer.size(), length_);
+    if (!st.ok()) {
+      footer_status_ = st.code() == StatusCode::kCorruption
+                           ? Status::Corruption("footer is missing: " + st.message())
+                           : st;
+      return;
+    }
+    const char* t = footer.data() + blocks * 4;
+    if (GetU64(t) != kDataFileMagic) {
+      footer_status_ = Status::Corruption("footer magic is wrong");
+    } else if (GetU64(t + 8) != length_ || GetU32(t + 16) != block_size_ ||
+               GetU32(t + 20) != blocks) {
+      footer_status_ = Status::Corruption("footer does not match the metadata (length " +
+                                          std::to_string(GetU64(t + 8)) + ", expected " +
+                                          std::to_string(length_) + ")");
+    } else if (GetU32(t + 28) != Crc32c(0, footer.data(), footer.size() - 4)) {
+      footer_status_ = Status::Corruption("footer checksum mismatch");
+    } else {
+      crcs_.resize(blocks);
+      for (uint64_t i = 0; i < blocks; ++i) crcs_[i] = GetU32(footer.data() + 4 * i);
+      verified_.reset(new std::atomic<uint8_t>[blocks]);
+      for (uint64_t i = 0; i < blocks; ++i) verified_[i].store(0, std::memory_order_relaxed);
+    }
+  });
+  return footer_status_;
+}
+
+Status VerifiedFile::Verify(uint64_t offset, uint64_t n) {
+  if (n == 0) return Status::Ok();
+  STRATA_RETURN_IF_ERROR(LoadFooter());
+  uint64_t first = offset / block_size_;
+  uint64_t last = (offset + n - 1) / block_size_;
+  std::optional<ScratchBuffer> buf;
+  for (uint64_t b = first; b <= last; ++b) {
+    if (verified_[b].load(std::memory_order_acquire)) continue;
+    if (!buf) buf.emplace(block_size_);
+    uint64_t start = b * block_size_;
+    size_t len = static_cast<size_t>(std::min<uint64_t>(block_size_, length_ - start));
+    Status st = PreadFull(fd_, buf->data(), len, start);
+    if (!st.ok()) return Status(st.code(), "block " + std::to_string(b) + ": " + st.message());
+    uint32_t crc = Crc32c(0, buf->data(), len);
+    if (crc != crcs_[b]) {
+      char msg[128];
+      std::snprintf(msg, sizeof(msg), "block %llu (bytes %llu..%llu) checksum mismatch",
+                    static_cast<unsigned long long>(b), static_cast<unsigned long long>(start),
+                    static_cast<unsigned long long>(start + len));
+      return Status::Corruption(msg);
+    }
+    verified_[b].store(1, std::memory_order_release);
+  }
+  return Status::Ok();
+}
+
+}  // namespace strata::objstore
