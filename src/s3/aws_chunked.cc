@@ -58,7 +58,7 @@ AwsChunkedDecoder::AwsChunkedDecoder(Source source, const AuthResult& auth,
   }
   options_.max_line = std::min(options_.max_line, kInputBuffer);
   in_cap_ = kInputBuffer;
-  in_ = std::make_unique<char[]>(in_cap_);
+  in_ = std::make_unique_for_overwrite<char[]>(in_cap_);
 }
 
 AwsChunkedDecoder::~AwsChunkedDecoder() = default;
@@ -315,7 +315,7 @@ Result<size_t> AwsChunkedDecoder::Read(char* buf, size_t n) {
         char* dst = buf;
         if (!direct) {
           if (chunk_cap_ < size) {
-            chunk_ = std::make_unique<char[]>(size);
+            chunk_ = std::make_unique_for_overwrite<char[]>(size);
             chunk_cap_ = size;
           }
           dst = chunk_.get();
