@@ -76,19 +76,27 @@ class VerifiedFile {
   // returns kCorruption with a message that starts with "block N ..."; the
   // caller adds which object it is.
   Status Verify(uint64_t offset, uint64_t n);
+  // Copies [offset, offset+n) into dst (call Verify first).
+  Status Read(uint64_t offset, char* dst, uint64_t n);
 
  private:
   Status LoadFooter();
-  Status VerifyBlock(uint64_t block);
 
   int fd_;
   uint64_t length_;
   uint32_t block_size_;
   std::once_flag footer_once_;
-  Status footer_status_;
+  Status footer_status_;  // set once under footer_once_
   std::vector<uint32_t> crcs_;
   std::unique_ptr<std::atomic<uint8_t>[]> verified_;
+  // Files of at least kMapThreshold bytes are checked through a read-only
+  // mapping of the data (set up with the footer): a CRC over mapped page-cache
+  // pages costs no copy, where pread copies every byte once more. Smaller files
+  // use pread into a per-thread buffer (no mmap/munmap per request).
+  const char* map_ = nullptr;
 };
+
+inline constexpr uint64_t kMapThreshold = 1 << 20;
 
 // pread of exactly n bytes (short file -> kCorruption).
 Status PreadFull(int fd, char* buf, size_t n, uint64_t offset);

@@ -21,6 +21,10 @@ std::string FirstDataFilePath(LocalEngine& engine, std::string_view bucket,
 // crash between "file written" and "commit" leaves behind. For orphan tests.
 Status AddGarbageRecordForTest(LocalEngine& engine, std::string_view file_id_hex);
 
+// Number of body records (small bodies kept in RocksDB's "inline" column family).
+// For leak checks.
+uint64_t CountBodyRecordsForTest(LocalEngine& engine);
+
 // Path a data file with this id (32 hex chars) would have.
 std::string DataFilePathForTest(LocalEngine& engine, std::string_view file_id_hex);
 

@@ -102,6 +102,9 @@ void EncodePiece(Encoder& e, const Piece& p) {
   e.U8(p.kind);
   if (p.kind == Piece::kInline) {
     e.Bytes(p.data);
+  } else if (p.kind == Piece::kBlob) {
+    e.Bytes(p.file.Raw());
+    e.Varint(p.length);
   } else {
     e.Bytes(p.file.Raw());
     e.Varint(p.length);
@@ -117,12 +120,13 @@ bool DecodePiece(Decoder& d, Piece* p) {
     p->length = p->data.size();
     return d.ok();
   }
-  if (kind != Piece::kFile) return false;
-  p->kind = Piece::kFile;
+  if (kind != Piece::kFile && kind != Piece::kBlob) return false;
+  p->kind = static_cast<Piece::Kind>(kind);
   std::string_view raw = d.Bytes();
   if (raw.size() != p->file.bytes.size()) return false;
   std::memcpy(p->file.bytes.data(), raw.data(), raw.size());
   p->length = d.Varint();
+  if (kind == Piece::kBlob) return d.ok();
   uint64_t bs = d.Varint();
   if (bs == 0 || bs > UINT32_MAX) return false;
   p->block_size = static_cast<uint32_t>(bs);
@@ -333,7 +337,7 @@ Status DecodeBucket(std::string_view in, BucketRecord* r) {
 
 void EncodeObject(const ObjectMeta& meta, const std::vector<Piece>& pieces, std::string* out) {
   size_t estimate = 64 + meta.etag.size() + meta.owner.size() + meta.content_type.size();
-  for (const Piece& p : pieces) estimate += p.kind == Piece::kInline ? p.data.size() + 6 : 32;
+  for (const Piece& p : pieces) estimate += p.kind == Piece::kInline ? p.data.size() + 6 : 36;
   out->reserve(out->size() + estimate);
   Encoder e(out);
   e.U8(kObjectVersion);

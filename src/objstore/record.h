@@ -12,6 +12,9 @@
 //   U <bucket> \0 <key> \0 <upload id>  -> UploadRecord
 //   P <upload id> \0 <part number BE32> -> PartRecord
 //   G <file id (16 raw bytes)>          -> "" (data file that may be garbage)
+// Column family "inline": <body id (16 raw bytes)> -> the bytes of a small body.
+// Keeping bodies out of the metadata records keeps listings and commit-time
+// reads at metadata size (1000 x 64 KiB bodies would be read per listing page).
 #pragma once
 
 #include <array>
@@ -37,12 +40,13 @@ struct FileId {
   bool operator==(const FileId&) const = default;
 };
 
-// A contiguous piece of an object's bytes: inline in the record, or a whole data file.
+// A contiguous piece of an object's bytes: embedded in the record (tiny bodies),
+// a body record in the "inline" column family (small bodies), or a whole data file.
 struct Piece {
-  enum Kind : uint8_t { kInline = 0, kFile = 1 };
+  enum Kind : uint8_t { kInline = 0, kFile = 1, kBlob = 2 };
   Kind kind = kInline;
   std::string_view data;        // kInline: the bytes (not owned)
-  FileId file;                  // kFile
+  FileId file;                  // kFile: data file id; kBlob: body record key
   uint64_t length = 0;          // bytes of object data (== data.size() for inline)
   uint32_t block_size = 0;      // kFile: CRC32C block size of the file
 };

@@ -152,6 +152,8 @@ class LocalEngineTest : public ::testing::Test {
     return n;
   }
 
+  uint64_t Bodies() { return internal::CountBodyRecordsForTest(*engine_); }
+
   static std::string Md5Hex(std::string_view s) { return HexEncode(Md5(s)); }
 
   TempDir dir_;
@@ -712,6 +714,37 @@ TEST_F(LocalEngineTest, CorruptedDataFileYieldsCorruptionNotBytes) {
   EXPECT_STATUS_CODE(r->ReadRange(0, 10), StatusCode::kCorruption);
 }
 
+TEST_F(LocalEngineTest, CorruptedLargeFileIsCaughtOnTheMappedPath) {
+  // Files of 1 MiB and more are verified through a mapping rather than pread.
+  const uint64_t kMiB = 1 << 20;
+  const std::string data = Bytes(9 * kMiB + 77, 12);
+  ASSERT_OK(Put("large", data));
+  const std::string path = internal::FirstDataFilePath(*engine_, "b", "large");
+  {
+    int fd = ::open(path.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    char c;
+    ASSERT_EQ(::pread(fd, &c, 1, 6 * kMiB + 5), 1);
+    c ^= 0x01;
+    ASSERT_EQ(::pwrite(fd, &c, 1, 6 * kMiB + 5), 1);
+    ::close(fd);
+  }
+  ASSERT_OK_AND_ASSIGN(auto r, engine_->OpenObject("b", "large"));
+  CollectSink sink;
+  Status st = r->Stream(0, UINT64_MAX, sink);
+  EXPECT_EQ(st.code(), StatusCode::kCorruption) << st.ToString();
+  EXPECT_NE(st.message().find("block 6"), std::string::npos) << st.ToString();
+  // Only whole verified windows before the bad block were handed out.
+  EXPECT_EQ(sink.out.size(), 4 * kMiB);
+  EXPECT_TRUE(sink.out == data.substr(0, 4 * kMiB));
+  CollectSink tail;
+  ASSERT_OK(r->Stream(7 * kMiB, UINT64_MAX, tail));
+  EXPECT_TRUE(tail.out == data.substr(7 * kMiB));
+  ASSERT_OK_AND_ASSIGN(std::string head, r->ReadRange(kMiB - 10, 2 * kMiB));
+  EXPECT_TRUE(head == data.substr(kMiB - 10, 2 * kMiB));
+  EXPECT_STATUS_CODE(r->ReadRange(6 * kMiB, 10), StatusCode::kCorruption);
+}
+
 // ---- persistence and crash leftovers -------------------------------------------
 
 TEST_F(LocalEngineTest, ReopenKeepsEverything) {
@@ -1028,6 +1061,69 @@ TEST_F(LocalEngineTest, AppendBuildsAnObject) {
   EXPECT_TRUE(got == expected);
   ASSERT_OK(engine_->DeleteObject("b", "log"));
   EXPECT_TRUE(DataFiles().empty());
+}
+
+TEST_F(LocalEngineTest, SmallAppendsExtendOneBodyRecord) {
+  std::string expected;
+  for (int i = 0; i < 6; ++i) {
+    const std::string chunk = Bytes(400, 20 + i);
+    StringSource src(chunk);
+    ASSERT_OK(engine_->AppendObject("b", "small", expected.size(), src, {}));
+    expected += chunk;
+    ASSERT_OK_AND_ASSIGN(std::string got, Get("small"));
+    EXPECT_TRUE(got == expected) << i;
+    // 400 bytes sit in the record; from 800 on one body record is rewritten.
+    EXPECT_EQ(Bodies(), i == 0 ? 0u : 1u) << i;
+  }
+  EXPECT_TRUE(DataFiles().empty());
+  ASSERT_OK(engine_->DeleteObject("b", "small"));
+  EXPECT_EQ(Bodies(), 0u);
+}
+
+TEST_F(LocalEngineTest, BodyRecordsDoNotLeak) {
+  ASSERT_OK(Put("k", Bytes(5000, 1)));
+  EXPECT_EQ(Bodies(), 1u);
+  ASSERT_OK(Put("k", Bytes(6000, 2)));
+  EXPECT_EQ(Bodies(), 1u);
+  ASSERT_OK(Put("k", "tiny"));
+  EXPECT_EQ(Bodies(), 0u);
+  ASSERT_OK(Put("k", Bytes(7000, 3)));
+  ASSERT_OK_AND_ASSIGN(auto reader, engine_->OpenObject("b", "k"));
+  ASSERT_OK(engine_->RenameObject("b", "k", "k2", {}));
+  EXPECT_EQ(Bodies(), 1u);
+  ASSERT_OK(Put("k2", Bytes(300000, 4)));
+  EXPECT_EQ(Bodies(), 0u);
+  ASSERT_OK_AND_ASSIGN(std::string old, reader->ReadRange(0, UINT64_MAX));
+  EXPECT_TRUE(old == Bytes(7000, 3));  // the reader pinned the replaced body
+  PutOptions fail;
+  fail.before_commit = [](const WriteDigest&, ObjectMeta&) { return Status::Conflict("no"); };
+  EXPECT_STATUS_CODE(Put("k3", Bytes(9000, 5), fail), StatusCode::kConflict);
+  EXPECT_EQ(Bodies(), 0u);
+
+  ASSERT_OK_AND_ASSIGN(std::string id, engine_->CreateMultipartUpload("b", "mp", {}));
+  for (int n = 1; n <= 3; ++n) {
+    StringSource src(Bytes(3000, n));
+    ASSERT_OK(engine_->UploadPart("b", "mp", id, n, src, {}));
+  }
+  StringSource again(Bytes(3100, 9));
+  ASSERT_OK_AND_ASSIGN(PartInfo p2, engine_->UploadPart("b", "mp", id, 2, again, {}));
+  EXPECT_EQ(Bodies(), 3u);
+  ASSERT_OK_AND_ASSIGN(auto parts, engine_->ListParts("b", "mp", id));
+  CompleteOptions c;
+  c.min_part_size = 100;
+  ASSERT_OK(engine_->CompleteMultipartUpload(
+      "b", "mp", id, {{1, parts[0].etag, ""}, {2, p2.etag, ""}}, c));
+  EXPECT_EQ(Bodies(), 2u);  // part 3 dropped, parts 1-2 referenced by the object
+  ASSERT_OK_AND_ASSIGN(std::string got, Get("mp"));
+  EXPECT_TRUE(got == Bytes(3000, 1) + Bytes(3100, 9));
+  ASSERT_OK(engine_->DeleteObject("b", "mp"));
+  EXPECT_EQ(Bodies(), 0u);
+
+  ASSERT_OK_AND_ASSIGN(id, engine_->CreateMultipartUpload("b", "mp", {}));
+  StringSource one(Bytes(3000, 1));
+  ASSERT_OK(engine_->UploadPart("b", "mp", id, 1, one, {}));
+  ASSERT_OK(engine_->AbortMultipartUpload("b", "mp", id));
+  EXPECT_EQ(Bodies(), 0u);
 }
 
 TEST_F(LocalEngineTest, RenameMovesTheRecord) {
