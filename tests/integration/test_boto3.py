@@ -1,0 +1,485 @@
+#!/usr/bin/python3
+"""boto3 (Debian boto3 1.26 / botocore 1.29) against a real `strata server`.
+
+Usage: /usr/bin/python3 test_boto3.py --strata build/strata
+"""
+
+import concurrent.futures
+import datetime
+import hashlib
+import os
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import strata_harness as H  # noqa: E402
+
+from boto3.s3.transfer import TransferConfig  # noqa: E402
+
+MiB = H.MiB
+B = "boto3-main"
+
+
+def etag_md5(data):
+    return '"' + hashlib.md5(data).hexdigest() + '"'
+
+
+class Boto3Tests:
+    def __init__(self, srv, work, bob_keys):
+        self.srv = srv
+        self.s3 = srv.client()
+        self.work = work
+        self.bob_keys = bob_keys
+
+    def setup(self):
+        self.s3.create_bucket(Bucket=B)
+
+    # ---- transfers
+    def transfer_multipart_50mib(self):
+        src = os.path.join(self.work, "fifty.bin")
+        dst = os.path.join(self.work, "fifty.out")
+        H.write_random_file(src, 50 * MiB)
+        cfg = TransferConfig(multipart_threshold=8 * MiB, multipart_chunksize=8 * MiB, max_concurrency=10)
+        self.s3.upload_file(src, B, "big/fifty.bin", Config=cfg)
+        head = self.s3.head_object(Bucket=B, Key="big/fifty.bin")
+        assert head["ContentLength"] == 50 * MiB, head
+        assert head["ETag"].endswith('-7"'), f"expected a 7-part multipart ETag, got {head['ETag']}"
+        self.s3.download_file(B, "big/fifty.bin", dst, Config=cfg)
+        assert H.sha256_file(src) == H.sha256_file(dst), "downloaded bytes differ from uploaded"
+        os.unlink(src)
+        os.unlink(dst)
+
+    # ---- listing
+    def paginate_2500(self):
+        keys = [f"page/{i:05d}" for i in range(2500)]
+
+        def put(k):
+            self.s3.put_object(Bucket=B, Key=k, Body=k.encode())
+
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            list(ex.map(put, keys))
+        pages = list(self.s3.get_paginator("list_objects_v2").paginate(
+            Bucket=B, Prefix="page/", PaginationConfig={"PageSize": 1000}))
+        counts = [len(p.get("Contents", [])) for p in pages]
+        assert counts == [1000, 1000, 500], f"page sizes {counts}"
+        assert [p["IsTruncated"] for p in pages] == [True, True, False], [p["IsTruncated"] for p in pages]
+        assert [p["KeyCount"] for p in pages] == [1000, 1000, 500]
+        got = [o["Key"] for p in pages for o in p["Contents"]]
+        assert got == keys, "keys missing, duplicated or out of order across pages"
+        # One page by hand: MaxKeys=1000 gives a continuation token.
+        r = self.s3.list_objects_v2(Bucket=B, Prefix="page/", MaxKeys=1000)
+        assert r["IsTruncated"] and r.get("NextContinuationToken"), r.get("NextContinuationToken")
+        assert r["MaxKeys"] == 1000
+        # ListObjects (v1) paginates with markers too.
+        pages1 = list(self.s3.get_paginator("list_objects").paginate(
+            Bucket=B, Prefix="page/", PaginationConfig={"PageSize": 1000}))
+        got1 = [o["Key"] for p in pages1 for o in p.get("Contents", [])]
+        assert len(pages1) == 3 and got1 == keys, f"v1: {len(pages1)} pages, {len(got1)} keys"
+
+    def delimiter_listing(self):
+        for k in ["d/a/1", "d/a/2", "d/b/1", "d/c", "d/x.txt", "e/1"]:
+            self.s3.put_object(Bucket=B, Key=k, Body=b"x")
+        r = self.s3.list_objects_v2(Bucket=B, Prefix="d/", Delimiter="/")
+        cps = [c["Prefix"] for c in r.get("CommonPrefixes", [])]
+        keys = [o["Key"] for o in r.get("Contents", [])]
+        assert cps == ["d/a/", "d/b/"], cps
+        assert keys == ["d/c", "d/x.txt"], keys
+        assert r["KeyCount"] == 4, r["KeyCount"]
+        r = self.s3.list_objects_v2(Bucket=B, Delimiter="/", Prefix="")
+        top = [c["Prefix"] for c in r.get("CommonPrefixes", [])]
+        for p in ["d/", "e/", "page/"]:
+            assert p in top, (p, top)
+        r1 = self.s3.list_objects(Bucket=B, Prefix="d/", Delimiter="/")
+        assert [c["Prefix"] for c in r1.get("CommonPrefixes", [])] == ["d/a/", "d/b/"], r1
+        # Paging through common prefixes one at a time.
+        pages = list(self.s3.get_paginator("list_objects_v2").paginate(
+            Bucket=B, Prefix="d/", Delimiter="/", PaginationConfig={"PageSize": 1}))
+        flat = [c["Prefix"] for p in pages for c in p.get("CommonPrefixes", [])] + \
+               [o["Key"] for p in pages for o in p.get("Contents", [])]
+        assert sorted(flat) == ["d/a/", "d/b/", "d/c", "d/x.txt"], flat
+
+    # ---- presigned URLs
+    def presigned(self):
+        data = os.urandom(70_000)
+        self.s3.put_object(Bucket=B, Key="pre/get.bin", Body=data)
+        url = self.s3.generate_presigned_url("get_object", Params={"Bucket": B, "Key": "pre/get.bin"},
+                                             ExpiresIn=300)
+        r = H.url_request(url)
+        assert r.status == 200 and r.body == data, r
+        put_data = os.urandom(1000)
+        url = self.s3.generate_presigned_url("put_object", Params={"Bucket": B, "Key": "pre/put.bin"},
+                                             ExpiresIn=300)
+        r = H.url_request(url, method="PUT", data=put_data)
+        assert r.status == 200, r
+        got = self.s3.get_object(Bucket=B, Key="pre/put.bin")["Body"].read()
+        assert got == put_data, "presigned PUT stored different bytes"
+        url = self.s3.generate_presigned_url("get_object", Params={"Bucket": B, "Key": "pre/get.bin"},
+                                             ExpiresIn=1)
+        time.sleep(2.2)
+        r = H.url_request(url)
+        H.assert_s3_error(r, 403, "AccessDenied")
+        # A tampered presigned URL.
+        url = self.s3.generate_presigned_url("get_object", Params={"Bucket": B, "Key": "pre/get.bin"},
+                                             ExpiresIn=300)
+        r = H.url_request(url.replace("pre/get.bin", "pre/put.bin"))
+        H.assert_s3_error(r, 403, "SignatureDoesNotMatch")
+
+    # ---- metadata
+    def metadata_roundtrip(self):
+        self.s3.put_object(Bucket=B, Key="meta/obj", Body=b"hello",
+                           Metadata={"color": "blue", "multi-word": "Some Value 1"},
+                           ContentType="text/plain; charset=utf-8",
+                           ContentDisposition='attachment; filename="a.txt"',
+                           CacheControl="max-age=60")
+        for r in (self.s3.head_object(Bucket=B, Key="meta/obj"), self.s3.get_object(Bucket=B, Key="meta/obj")):
+            assert r["Metadata"] == {"color": "blue", "multi-word": "Some Value 1"}, r["Metadata"]
+            assert r["ContentType"] == "text/plain; charset=utf-8", r["ContentType"]
+            assert r["ContentDisposition"] == 'attachment; filename="a.txt"', r["ContentDisposition"]
+            assert r["CacheControl"] == "max-age=60", r["CacheControl"]
+            assert r["ContentLength"] == 5
+            assert r["ETag"] == etag_md5(b"hello"), r["ETag"]
+
+    # ---- ranges
+    def range_gets(self):
+        data = bytes(range(256)) * 4  # 1024 bytes
+        self.s3.put_object(Bucket=B, Key="range/obj", Body=data)
+        r = self.s3.get_object(Bucket=B, Key="range/obj", Range="bytes=100-")
+        assert r["ResponseMetadata"]["HTTPStatusCode"] == 206
+        assert r["Body"].read() == data[100:] and r["ContentRange"] == "bytes 100-1023/1024", r["ContentRange"]
+        r = self.s3.get_object(Bucket=B, Key="range/obj", Range="bytes=-10")
+        assert r["Body"].read() == data[-10:] and r["ContentRange"] == "bytes 1014-1023/1024"
+        r = self.s3.get_object(Bucket=B, Key="range/obj", Range="bytes=0-0")
+        assert r["Body"].read() == data[:1] and r["ContentLength"] == 1 and r["ContentRange"] == "bytes 0-0/1024"
+        r = self.s3.get_object(Bucket=B, Key="range/obj", Range="bytes=1000-5000")
+        assert r["Body"].read() == data[1000:], "range past the end is not clamped"
+        st, code = H.client_error_code(self.s3.get_object, Bucket=B, Key="range/obj", Range="bytes=1024-")
+        assert (st, code) == (416, "InvalidRange"), (st, code)
+        # File-backed object (larger than the inline threshold).
+        big = os.urandom(300_000)
+        self.s3.put_object(Bucket=B, Key="range/big", Body=big)
+        r = self.s3.get_object(Bucket=B, Key="range/big", Range="bytes=123456-234567")
+        assert r["Body"].read() == big[123456:234568]
+
+    # ---- conditionals
+    def conditional_get(self):
+        put = self.s3.put_object(Bucket=B, Key="cond/obj", Body=b"conditional")
+        etag = put["ETag"]
+        assert etag == etag_md5(b"conditional"), etag
+        assert H.client_error_code(self.s3.get_object, Bucket=B, Key="cond/obj", IfNoneMatch=etag)[0] == 304
+        st, code = H.client_error_code(self.s3.get_object, Bucket=B, Key="cond/obj",
+                                       IfMatch='"00000000000000000000000000000000"')
+        assert (st, code) == (412, "PreconditionFailed"), (st, code)
+        assert self.s3.get_object(Bucket=B, Key="cond/obj", IfMatch=etag)["Body"].read() == b"conditional"
+        assert self.s3.get_object(Bucket=B, Key="cond/obj", IfNoneMatch='"abc"')["Body"].read() == b"conditional"
+        lm = self.s3.head_object(Bucket=B, Key="cond/obj")["LastModified"]
+        future = lm + datetime.timedelta(hours=1)
+        past = lm - datetime.timedelta(hours=1)
+        assert H.client_error_code(self.s3.get_object, Bucket=B, Key="cond/obj", IfModifiedSince=future)[0] == 304
+        assert self.s3.get_object(Bucket=B, Key="cond/obj", IfModifiedSince=past)["Body"].read() == b"conditional"
+        st, code = H.client_error_code(self.s3.get_object, Bucket=B, Key="cond/obj", IfUnmodifiedSince=past)
+        assert (st, code) == (412, "PreconditionFailed"), (st, code)
+        assert H.client_error_code(self.s3.head_object, Bucket=B, Key="cond/obj", IfNoneMatch=etag)[0] == 304
+
+    def conditional_put(self):
+        c = self.srv.client()
+
+        def add_if_none_match(request, **kw):
+            request.headers["If-None-Match"] = "*"
+
+        c.meta.events.register("before-sign.s3.PutObject", add_if_none_match)
+        c.put_object(Bucket=B, Key="cond/once", Body=b"first")
+        st, code = H.client_error_code(c.put_object, Bucket=B, Key="cond/once", Body=b"second")
+        assert (st, code) == (412, "PreconditionFailed"), (st, code)
+        assert self.s3.get_object(Bucket=B, Key="cond/once")["Body"].read() == b"first", "second PUT overwrote"
+
+    # ---- copy
+    def copy_object(self):
+        self.s3.put_object(Bucket=B, Key="copy/src", Body=b"copy me", Metadata={"k": "v"},
+                           ContentType="application/x-src")
+        r = self.s3.copy_object(Bucket=B, Key="copy/dst1", CopySource={"Bucket": B, "Key": "copy/src"})
+        assert r["CopyObjectResult"]["ETag"] == etag_md5(b"copy me"), r
+        h = self.s3.head_object(Bucket=B, Key="copy/dst1")
+        assert h["Metadata"] == {"k": "v"} and h["ContentType"] == "application/x-src", h
+        r = self.s3.copy_object(Bucket=B, Key="copy/dst2", CopySource=f"{B}/copy/src",
+                                MetadataDirective="REPLACE", Metadata={"n": "w"}, ContentType="text/x-new")
+        h = self.s3.head_object(Bucket=B, Key="copy/dst2")
+        assert h["Metadata"] == {"n": "w"} and h["ContentType"] == "text/x-new", h
+        assert self.s3.get_object(Bucket=B, Key="copy/dst2")["Body"].read() == b"copy me"
+        # Copy onto itself without REPLACE is invalid in S3.
+        st, code = H.client_error_code(self.s3.copy_object, Bucket=B, Key="copy/src",
+                                       CopySource={"Bucket": B, "Key": "copy/src"})
+        assert (st, code) == (400, "InvalidRequest"), (st, code)
+        # A big (file-backed) copy.
+        big = os.urandom(200_000)
+        self.s3.put_object(Bucket=B, Key="copy/bigsrc", Body=big)
+        self.s3.copy_object(Bucket=B, Key="copy/bigdst", CopySource={"Bucket": B, "Key": "copy/bigsrc"})
+        self.s3.delete_object(Bucket=B, Key="copy/bigsrc")
+        assert self.s3.get_object(Bucket=B, Key="copy/bigdst")["Body"].read() == big, "copy shares the deleted source"
+
+    # ---- tagging
+    def tagging(self):
+        self.s3.put_object(Bucket=B, Key="tag/obj", Body=b"t", Tagging="a=1&b=two")
+        g = self.s3.get_object(Bucket=B, Key="tag/obj")
+        assert g.get("TagCount") == 2, g.get("TagCount")
+        tags = {t["Key"]: t["Value"] for t in self.s3.get_object_tagging(Bucket=B, Key="tag/obj")["TagSet"]}
+        assert tags == {"a": "1", "b": "two"}, tags
+        self.s3.put_object_tagging(Bucket=B, Key="tag/obj", Tagging={"TagSet": [{"Key": "x", "Value": "y z"}]})
+        tags = {t["Key"]: t["Value"] for t in self.s3.get_object_tagging(Bucket=B, Key="tag/obj")["TagSet"]}
+        assert tags == {"x": "y z"}, tags
+        self.s3.delete_object_tagging(Bucket=B, Key="tag/obj")
+        assert self.s3.get_object_tagging(Bucket=B, Key="tag/obj")["TagSet"] == []
+        assert self.s3.get_object(Bucket=B, Key="tag/obj")["Body"].read() == b"t"
+
+    # ---- delete objects
+    def delete_objects(self):
+        keys = [f"del/{i}" for i in range(10)]
+        for k in keys:
+            self.s3.put_object(Bucket=B, Key=k, Body=b"d")
+        r = self.s3.delete_objects(Bucket=B, Delete={"Objects": [{"Key": k} for k in keys[:5]], "Quiet": True})
+        assert not r.get("Deleted") and not r.get("Errors"), r
+        r = self.s3.delete_objects(Bucket=B, Delete={"Objects": [{"Key": k} for k in keys[5:] + ["del/none"]]})
+        assert sorted(d["Key"] for d in r.get("Deleted", [])) == sorted(keys[5:] + ["del/none"]), r
+        assert not r.get("Errors"), r
+        left = self.s3.list_objects_v2(Bucket=B, Prefix="del/").get("KeyCount")
+        assert left == 0, f"{left} objects left after DeleteObjects"
+
+    # ---- multipart
+    def multipart(self):
+        p1, p2 = os.urandom(5 * MiB), os.urandom(1 * MiB + 17)
+        # List / abort.
+        up = self.s3.create_multipart_upload(Bucket=B, Key="mp/aborted")["UploadId"]
+        e1 = self.s3.upload_part(Bucket=B, Key="mp/aborted", UploadId=up, PartNumber=1, Body=p1)["ETag"]
+        e2 = self.s3.upload_part(Bucket=B, Key="mp/aborted", UploadId=up, PartNumber=2, Body=p2)["ETag"]
+        assert e1 == etag_md5(p1) and e2 == etag_md5(p2), (e1, e2)
+        parts = self.s3.list_parts(Bucket=B, Key="mp/aborted", UploadId=up)["Parts"]
+        assert [(p["PartNumber"], p["ETag"], p["Size"]) for p in parts] == [(1, e1, len(p1)), (2, e2, len(p2))], parts
+        ups = self.s3.list_multipart_uploads(Bucket=B).get("Uploads", [])
+        assert any(u["UploadId"] == up and u["Key"] == "mp/aborted" for u in ups), ups
+        self.s3.abort_multipart_upload(Bucket=B, Key="mp/aborted", UploadId=up)
+        ups = self.s3.list_multipart_uploads(Bucket=B).get("Uploads", [])
+        assert not any(u["UploadId"] == up for u in ups), ups
+        st, code = H.client_error_code(self.s3.list_parts, Bucket=B, Key="mp/aborted", UploadId=up)
+        assert (st, code) == (404, "NoSuchUpload"), (st, code)
+        st, code = H.client_error_code(self.s3.head_object, Bucket=B, Key="mp/aborted")
+        assert st == 404, st
+        # Wrong ETag -> InvalidPart.
+        up = self.s3.create_multipart_upload(Bucket=B, Key="mp/obj")["UploadId"]
+        e1 = self.s3.upload_part(Bucket=B, Key="mp/obj", UploadId=up, PartNumber=1, Body=p1)["ETag"]
+        e2 = self.s3.upload_part(Bucket=B, Key="mp/obj", UploadId=up, PartNumber=2, Body=p2)["ETag"]
+        st, code = H.client_error_code(
+            self.s3.complete_multipart_upload, Bucket=B, Key="mp/obj", UploadId=up,
+            MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1},
+                                       {"PartNumber": 2, "ETag": '"0123456789abcdef0123456789abcdef"'}]})
+        assert (st, code) == (400, "InvalidPart"), (st, code)
+        r = self.s3.complete_multipart_upload(
+            Bucket=B, Key="mp/obj", UploadId=up,
+            MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]})
+        want = '"' + hashlib.md5(bytes.fromhex(e1.strip('"')) + bytes.fromhex(e2.strip('"'))).hexdigest() + '-2"'
+        assert r["ETag"] == want, (r["ETag"], want)
+        assert self.s3.get_object(Bucket=B, Key="mp/obj")["Body"].read() == p1 + p2
+        # GetObject PartNumber.
+        g = self.s3.get_object(Bucket=B, Key="mp/obj", PartNumber=1)
+        assert g["Body"].read() == p1 and g.get("PartsCount") == 2, g.get("PartsCount")
+        assert g["ContentRange"] == f"bytes 0-{len(p1) - 1}/{len(p1) + len(p2)}", g["ContentRange"]
+        g = self.s3.get_object(Bucket=B, Key="mp/obj", PartNumber=2)
+        assert g["Body"].read() == p2
+        h = self.s3.head_object(Bucket=B, Key="mp/obj", PartNumber=2)
+        assert h["ContentLength"] == len(p2), h["ContentLength"]
+        st, code = H.client_error_code(self.s3.get_object, Bucket=B, Key="mp/obj", PartNumber=3)
+        assert (st, code) == (416, "InvalidPartNumber"), (st, code)
+        # A small part that is not the last -> EntityTooSmall.
+        up = self.s3.create_multipart_upload(Bucket=B, Key="mp/small")["UploadId"]
+        s1 = self.s3.upload_part(Bucket=B, Key="mp/small", UploadId=up, PartNumber=1, Body=b"a" * MiB)["ETag"]
+        s2 = self.s3.upload_part(Bucket=B, Key="mp/small", UploadId=up, PartNumber=2, Body=b"b" * MiB)["ETag"]
+        st, code = H.client_error_code(
+            self.s3.complete_multipart_upload, Bucket=B, Key="mp/small", UploadId=up,
+            MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": s1}, {"PartNumber": 2, "ETag": s2}]})
+        assert (st, code) == (400, "EntityTooSmall"), (st, code)
+        self.s3.abort_multipart_upload(Bucket=B, Key="mp/small", UploadId=up)
+
+    # ---- checksums
+    def checksums(self):
+        data = os.urandom(100_000)
+        small = b"small checksum body"
+        cases = [("CRC32", "ChecksumCRC32", H.crc32_b64), ("SHA256", "ChecksumSHA256", H.sha256_b64),
+                 ("CRC32C", "ChecksumCRC32C", H.crc32c_b64)]
+        for algo, field, fn in cases:
+            for name, body in (("big", data), ("small", small)):
+                key = f"ck/{algo}/{name}"
+                want = fn(body)
+                r = self.s3.put_object(Bucket=B, Key=key, Body=body, ChecksumAlgorithm=algo)
+                assert r.get(field) == want, f"PUT {algo}: {r.get(field)} != {want}"
+                g = self.s3.get_object(Bucket=B, Key=key, ChecksumMode="ENABLED")
+                got = g["Body"].read()  # botocore validates the checksum while reading
+                assert got == body
+                assert g.get(field) == want, f"GET {algo}: {g.get(field)} != {want}"
+                h = self.s3.head_object(Bucket=B, Key=key, ChecksumMode="ENABLED")
+                assert h.get(field) == want, f"HEAD {algo}: {h.get(field)} != {want}"
+        # Without ChecksumMode the checksum is not returned.
+        g = self.s3.get_object(Bucket=B, Key="ck/CRC32/small")
+        g["Body"].read()
+        assert "ChecksumCRC32" not in g, "checksum returned without x-amz-checksum-mode"
+
+    # ---- buckets
+    def bucket_rules(self):
+        for name in ["UPPER", "a", "ab..c", "192.168.1.1"]:
+            st, code = H.client_error_code(self.s3.create_bucket, Bucket=name)
+            assert (st, code) == (400, "InvalidBucketName"), (name, st, code)
+        self.s3.create_bucket(Bucket="boto3-full")
+        self.s3.put_object(Bucket="boto3-full", Key="x", Body=b"x")
+        st, code = H.client_error_code(self.s3.delete_bucket, Bucket="boto3-full")
+        assert (st, code) == (409, "BucketNotEmpty"), (st, code)
+        st, code = H.client_error_code(self.s3.create_bucket, Bucket="boto3-full")
+        assert (st, code) == (409, "BucketAlreadyOwnedByYou"), (st, code)
+        self.s3.delete_object(Bucket="boto3-full", Key="x")
+        self.s3.delete_bucket(Bucket="boto3-full")
+        st, code = H.client_error_code(self.s3.head_bucket, Bucket="boto3-full")
+        assert st == 404, st
+        st, code = H.client_error_code(self.s3.get_object, Bucket="boto3-none", Key="k")
+        assert (st, code) == (404, "NoSuchBucket"), (st, code)
+        st, code = H.client_error_code(self.s3.get_object, Bucket=B, Key="no/such/key")
+        assert (st, code) == (404, "NoSuchKey"), (st, code)
+
+    # ---- auth
+    def auth_errors(self):
+        bad = self.srv.client(secret_key="wrong-secret-key-000000000000", retries=1)
+        st, code = H.client_error_code(bad.list_buckets)
+        assert (st, code) == (403, "SignatureDoesNotMatch"), (st, code)
+        st, code = H.client_error_code(bad.put_object, Bucket=B, Key="auth/x", Body=os.urandom(200_000))
+        assert (st, code) == (403, "SignatureDoesNotMatch"), (st, code)
+        unknown = self.srv.client(access_key="NOSUCHACCESSKEY", retries=1)
+        st, code = H.client_error_code(unknown.list_buckets)
+        assert (st, code) == (403, "InvalidAccessKeyId"), (st, code)
+        st, code = H.client_error_code(self.s3.head_object, Bucket=B, Key="auth/x")
+        assert st == 404, "a PUT with a bad signature created the object"
+
+    def anonymous_and_acl(self):
+        pb = "boto3-public"
+        self.s3.create_bucket(Bucket=pb)
+        self.s3.put_object(Bucket=pb, Key="obj", Body=b"public bytes")
+        anon = self.srv.client(unsigned=True, retries=1)
+        st, code = H.client_error_code(anon.get_object, Bucket=pb, Key="obj")
+        assert (st, code) == (403, "AccessDenied"), (st, code)
+        st, code = H.client_error_code(anon.list_buckets)
+        assert (st, code) == (403, "AccessDenied"), (st, code)
+        self.s3.put_bucket_acl(Bucket=pb, ACL="public-read")
+        assert anon.get_object(Bucket=pb, Key="obj")["Body"].read() == b"public bytes"
+        keys = [o["Key"] for o in anon.list_objects_v2(Bucket=pb).get("Contents", [])]
+        assert keys == ["obj"], keys
+        st, code = H.client_error_code(anon.put_object, Bucket=pb, Key="anon", Body=b"x")
+        assert (st, code) == (403, "AccessDenied"), (st, code)
+        st, code = H.client_error_code(anon.delete_object, Bucket=pb, Key="obj")
+        assert (st, code) == (403, "AccessDenied"), (st, code)
+        # Other buckets stay private.
+        st, code = H.client_error_code(anon.get_object, Bucket=B, Key="meta/obj")
+        assert (st, code) == (403, "AccessDenied"), (st, code)
+        self.s3.put_bucket_acl(Bucket=pb, ACL="private")
+        st, code = H.client_error_code(anon.get_object, Bucket=pb, Key="obj")
+        assert (st, code) == (403, "AccessDenied"), ("still public after ACL=private", st, code)
+
+    def second_user(self):
+        ak, sk = self.bob_keys
+        bob = self.srv.client(access_key=ak, secret_key=sk, retries=1)
+        st, code = H.client_error_code(bob.get_object, Bucket=B, Key="meta/obj")
+        assert (st, code) == (403, "AccessDenied"), (st, code)
+        st, code = H.client_error_code(bob.list_objects_v2, Bucket=B)
+        assert (st, code) == (403, "AccessDenied"), (st, code)
+        st, code = H.client_error_code(bob.put_object, Bucket=B, Key="bob-was-here", Body=b"x")
+        assert (st, code) == (403, "AccessDenied"), (st, code)
+        st, code = H.client_error_code(bob.delete_object, Bucket=B, Key="meta/obj")
+        assert (st, code) == (403, "AccessDenied"), (st, code)
+        st, code = H.client_error_code(bob.delete_bucket, Bucket=B)
+        assert (st, code) == (403, "AccessDenied"), (st, code)
+        bob.create_bucket(Bucket="bob-bucket")
+        bob.put_object(Bucket="bob-bucket", Key="mine", Body=b"bob data")
+        assert bob.get_object(Bucket="bob-bucket", Key="mine")["Body"].read() == b"bob data"
+        names = [b["Name"] for b in bob.list_buckets()["Buckets"]]
+        assert names == ["bob-bucket"], f"bob sees buckets {names}"
+        assert self.s3.head_object(Bucket=B, Key="meta/obj")["ContentLength"] == 5
+        st, code = H.client_error_code(bob.create_bucket, Bucket=B)
+        assert (st, code) == (409, "BucketAlreadyExists"), (st, code)
+
+    # ---- Strata extensions over raw signed requests
+    def rename(self):
+        data = os.urandom(100_000)
+        self.s3.put_object(Bucket=B, Key="ren/src", Body=data, Metadata={"m": "1"})
+        r = H.signed_request(self.srv, "PUT", f"/{B}/ren/dst", "renameObject",
+                             headers={"x-amz-rename-source": f"/{B}/ren/src"})
+        assert r.status == 200, r
+        assert self.s3.get_object(Bucket=B, Key="ren/dst")["Body"].read() == data
+        st, _ = H.client_error_code(self.s3.head_object, Bucket=B, Key="ren/src")
+        assert st == 404, "source still exists after rename"
+        # Renaming a missing source fails and creates nothing.
+        r = H.signed_request(self.srv, "PUT", f"/{B}/ren/dst2", "renameObject",
+                             headers={"x-amz-rename-source": f"/{B}/ren/src"})
+        H.assert_s3_error(r, 404, "NoSuchKey")
+        st, _ = H.client_error_code(self.s3.head_object, Bucket=B, Key="ren/dst2")
+        assert st == 404
+
+    def append(self):
+        self.s3.put_object(Bucket=B, Key="app/obj", Body=b"hello ")
+        r = H.signed_request(self.srv, "PUT", f"/{B}/app/obj", "",
+                             headers={"x-amz-write-offset-bytes": "6"}, body=b"world")
+        assert r.status == 200, r
+        assert self.s3.get_object(Bucket=B, Key="app/obj")["Body"].read() == b"hello world"
+        r = H.signed_request(self.srv, "PUT", f"/{B}/app/obj", "",
+                             headers={"x-amz-write-offset-bytes": "3"}, body=b"XX")
+        H.assert_s3_error(r, 400, "InvalidWriteOffset")
+        assert self.s3.get_object(Bucket=B, Key="app/obj")["Body"].read() == b"hello world"
+        more = os.urandom(100_000)  # grows past the inline threshold
+        r = H.signed_request(self.srv, "PUT", f"/{B}/app/obj", "",
+                             headers={"x-amz-write-offset-bytes": "11"}, body=more)
+        assert r.status == 200, r
+        got = self.s3.get_object(Bucket=B, Key="app/obj")["Body"].read()
+        assert got == b"hello world" + more, f"after 2nd append: {len(got)} bytes"
+        assert self.s3.head_object(Bucket=B, Key="app/obj")["ContentLength"] == 11 + len(more)
+
+    def virtual_host(self):
+        self.s3.put_object(Bucket=B, Key="vh/obj", Body=b"virtual host")
+        host = f"{B}.localhost:{self.srv.port}"
+        r = H.signed_request(self.srv, "GET", "/vh/obj", host=host)
+        assert r.status == 200 and r.body == b"virtual host", r
+        r = H.signed_request(self.srv, "GET", "/", "list-type=2&prefix=vh%2F", host=host)
+        assert r.status == 200, r
+        keys = [e.text for e in ET.fromstring(r.body).iter() if e.tag.endswith("}Key") or e.tag == "Key"]
+        assert keys == ["vh/obj"], keys
+        r = H.signed_request(self.srv, "PUT", "/vh/put", host=host, body=b"via vhost")
+        assert r.status == 200, r
+        assert self.s3.get_object(Bucket=B, Key="vh/put")["Body"].read() == b"via vhost"
+
+
+def main():
+    args = H.parse_args()
+    runner = H.Runner("boto3")
+    srv = H.StrataServer(args.strata)
+    try:
+        bob = srv.add_user("bob")
+        srv.start()
+        with H.tempdir() as work:
+            t = Boto3Tests(srv, work, bob)
+            if not runner.case("create bucket", t.setup):
+                return runner.finish()
+            for name in ["transfer_multipart_50mib", "paginate_2500", "delimiter_listing", "presigned",
+                         "metadata_roundtrip", "range_gets", "conditional_get", "conditional_put",
+                         "copy_object", "tagging", "delete_objects", "multipart", "checksums",
+                         "bucket_rules", "auth_errors", "anonymous_and_acl", "second_user", "rename",
+                         "append", "virtual_host"]:
+                runner.case(name, getattr(t, name))
+                if not srv.alive():
+                    print(f"strata server died:\n{srv.log_tail()}", flush=True)
+                    runner.results.append(("server alive", False, 0, "server process exited"))
+                    break
+        rc = srv.stop()
+        runner.case("server exits 0 on SIGTERM", lambda: _check_rc(rc))
+    finally:
+        srv.cleanup()
+    return runner.finish()
+
+
+def _check_rc(rc):
+    assert rc == 0, f"exit code {rc}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
