@@ -99,6 +99,96 @@ class Boto3Tests:
                [o["Key"] for p in pages for o in p.get("Contents", [])]
         assert sorted(flat) == ["d/a/", "d/b/", "d/c", "d/x.txt"], flat
 
+    SPECIAL_KEYS = ["sp ace/file name.txt", "\u00fc/\u00f1/\u65e5\u672c\u8a9e.txt", "plus+sign", "per%cent",
+                    "amp&er=sand?q", "star*(paren)'!", "semi;colon,comma:colon@at$dollar", "a//double",
+                    "tab\tkey", "new\nline", "trailing/"]
+
+    def special_keys(self):
+        """Keys that need URI encoding: SigV4 paths, and listings (boto3 asks for
+        encoding-type=url and decodes the keys when the response says <EncodingType>url)."""
+        bk = "boto3-keys"
+        self.s3.create_bucket(Bucket=bk)
+        for k in self.SPECIAL_KEYS:
+            self.s3.put_object(Bucket=bk, Key=k, Body=k.encode())
+            got = self.s3.get_object(Bucket=bk, Key=k)["Body"].read()
+            assert got == k.encode(), (k, got)
+        want = sorted(self.SPECIAL_KEYS, key=lambda k: k.encode())
+        r = self.s3.list_objects_v2(Bucket=bk)
+        got = [o["Key"] for o in r.get("Contents", [])]
+        assert got == want, f"ListObjectsV2 (encoding-type=url) keys come back as {got}"
+        got1 = [o["Key"] for o in self.s3.list_objects(Bucket=bk).get("Contents", [])]
+        assert got1 == want, f"ListObjects (encoding-type=url) keys come back as {got1}"
+        r = self.s3.list_objects_v2(Bucket=bk, Delimiter="/")
+        cps = [c["Prefix"] for c in r.get("CommonPrefixes", [])]
+        assert cps == ["a/", "sp ace/", "trailing/", "\u00fc/"], f"common prefixes {cps}"
+        self.s3.copy_object(Bucket=bk, Key="copy of \u00fc", CopySource={"Bucket": bk, "Key": self.SPECIAL_KEYS[1]})
+        assert self.s3.get_object(Bucket=bk, Key="copy of \u00fc")["Body"].read() == self.SPECIAL_KEYS[1].encode()
+        url = self.s3.generate_presigned_url("get_object", Params={"Bucket": bk, "Key": "sp ace/file name.txt"})
+        r = H.url_request(url)
+        assert r.status == 200 and r.body == b"sp ace/file name.txt", r
+        d = self.s3.delete_objects(Bucket=bk, Delete={"Objects": [{"Key": k} for k in self.SPECIAL_KEYS + ["copy of \u00fc"]]})
+        assert not d.get("Errors"), d.get("Errors")
+        assert sorted(x["Key"] for x in d.get("Deleted", [])) == sorted(self.SPECIAL_KEYS + ["copy of \u00fc"]), d
+        assert self.s3.list_objects_v2(Bucket=bk)["KeyCount"] == 0
+        self.s3.delete_bucket(Bucket=bk)
+
+    def list_xml_fields(self):
+        """Fixed-text fields of listings hold their S3 values."""
+        self.s3.put_object(Bucket=B, Key="xmlfields/o1", Body=b"1")
+        self.s3.put_object(Bucket=B, Key="xmlfields/o2", Body=os.urandom(100_000))
+        r = self.s3.list_objects_v2(Bucket=B, Prefix="xmlfields/")
+        assert len(r.get("Contents", [])) == 2 and all(o.get("StorageClass") == "STANDARD" for o in r["Contents"]), \
+            f"ListObjectsV2 StorageClass {[o.get('StorageClass') for o in r['Contents']]}"
+        r = self.s3.list_objects(Bucket=B, Prefix="xmlfields/")
+        assert len(r.get("Contents", [])) == 2 and all(o.get("StorageClass") == "STANDARD" for o in r["Contents"]), \
+            f"ListObjects StorageClass {[o.get('StorageClass') for o in r['Contents']]}"
+        up = self.s3.create_multipart_upload(Bucket=B, Key="xmlfields/mp")["UploadId"]
+        try:
+            self.s3.upload_part(Bucket=B, Key="xmlfields/mp", UploadId=up, PartNumber=1, Body=b"x")
+            ups = [u for u in self.s3.list_multipart_uploads(Bucket=B).get("Uploads", []) if u["UploadId"] == up]
+            assert ups and ups[0].get("StorageClass") == "STANDARD", f"ListMultipartUploads {ups}"
+            lp = self.s3.list_parts(Bucket=B, Key="xmlfields/mp", UploadId=up)
+            assert lp.get("StorageClass") == "STANDARD", f"ListParts StorageClass {lp.get('StorageClass')!r}"
+        finally:
+            self.s3.abort_multipart_upload(Bucket=B, Key="xmlfields/mp", UploadId=up)
+
+    def bucket_acl(self):
+        bk = "boto3-acl"
+        self.s3.create_bucket(Bucket=bk)
+        acl = self.s3.get_bucket_acl(Bucket=bk)
+        grants = [(g["Grantee"].get("Type"), g["Grantee"].get("URI"), g["Permission"]) for g in acl["Grants"]]
+        assert grants == [("CanonicalUser", None, "FULL_CONTROL")], f"private bucket grants {grants}"
+        self.s3.put_bucket_acl(Bucket=bk, ACL="public-read")
+        acl = self.s3.get_bucket_acl(Bucket=bk)
+        grants = [(g["Grantee"].get("Type"), g["Grantee"].get("URI"), g["Permission"]) for g in acl["Grants"]]
+        assert grants == [("CanonicalUser", None, "FULL_CONTROL"),
+                          ("Group", "http://acs.amazonaws.com/groups/global/AllUsers", "READ")], \
+            f"public-read bucket grants {grants}"
+        self.s3.delete_bucket(Bucket=bk)
+
+    def object_edge_cases(self):
+        # Empty object.
+        r = self.s3.put_object(Bucket=B, Key="edge/empty", Body=b"")
+        assert r["ETag"] == etag_md5(b""), r["ETag"]
+        g = self.s3.get_object(Bucket=B, Key="edge/empty")
+        assert g["ContentLength"] == 0 and g["Body"].read() == b""
+        st, code = H.client_error_code(self.s3.get_object, Bucket=B, Key="edge/empty", Range="bytes=0-0")
+        assert (st, code) == (416, "InvalidRange"), (st, code)
+        # "a" and "a/b" are both objects.
+        self.s3.put_object(Bucket=B, Key="edge/n", Body=b"1")
+        self.s3.put_object(Bucket=B, Key="edge/n/b", Body=b"2")
+        assert self.s3.get_object(Bucket=B, Key="edge/n")["Body"].read() == b"1"
+        assert self.s3.get_object(Bucket=B, Key="edge/n/b")["Body"].read() == b"2"
+        # Overwrites across the inline / file-backed boundary.
+        big = os.urandom(500_000)
+        for body in (big, b"small", big[::-1], b""):
+            self.s3.put_object(Bucket=B, Key="edge/ow", Body=body)
+            assert self.s3.get_object(Bucket=B, Key="edge/ow")["Body"].read() == body
+            assert self.s3.head_object(Bucket=B, Key="edge/ow")["ContentLength"] == len(body)
+        # Deleting a missing key is not an error.
+        r = self.s3.delete_object(Bucket=B, Key="edge/never")
+        assert r["ResponseMetadata"]["HTTPStatusCode"] == 204, r
+
     # ---- presigned URLs
     def presigned(self):
         data = os.urandom(70_000)
@@ -460,7 +550,8 @@ def main():
             t = Boto3Tests(srv, work, bob)
             if not runner.case("create bucket", t.setup):
                 return runner.finish()
-            for name in ["transfer_multipart_50mib", "paginate_2500", "delimiter_listing", "presigned",
+            for name in ["transfer_multipart_50mib", "paginate_2500", "delimiter_listing", "special_keys",
+                         "list_xml_fields", "bucket_acl", "object_edge_cases", "presigned",
                          "metadata_roundtrip", "range_gets", "conditional_get", "conditional_put",
                          "copy_object", "tagging", "delete_objects", "multipart", "checksums",
                          "bucket_rules", "auth_errors", "anonymous_and_acl", "second_user", "rename",

@@ -41,6 +41,8 @@ class RcloneTests:
             rel = os.path.join(f"d{i % 4}", f"e{i % 3}", f"f{i}.dat") if i % 5 else f"root{i}.txt"
             self.files[rel] = 37 * i + 1 if i != 7 else 200_000
         self.files["large/big.bin"] = 21 * MiB + 333
+        self.files["special/with space \u00fc+&=.txt"] = 1234
+        self.files["special/100%/\u65e5\u672c.txt"] = 99
         for rel, size in self.files.items():
             p = os.path.join(self.src, rel)
             os.makedirs(os.path.dirname(p), exist_ok=True)

@@ -37,6 +37,9 @@ progress_meter = False
         self.small = os.path.join(work, "small.txt")
         with open(self.small, "wb") as f:
             f.write(b"hello from s3cmd\n" * 100)
+        self.special = os.path.join(work, "s p&\u00fc+.txt")  # needs URL encoding
+        with open(self.special, "wb") as f:
+            f.write(b"special name\n" * 50)
         self.big = os.path.join(work, "big.bin")
         H.write_random_file(self.big, 12 * MiB + 12345)
 
@@ -51,6 +54,7 @@ progress_meter = False
 
     def put(self):
         self.s3cmd("put", self.small, f"s3://{BUCKET}/dir/small.txt")
+        self.s3cmd("put", self.special, f"s3://{BUCKET}/dir/{os.path.basename(self.special)}")
         self.s3cmd("put", self.big, f"s3://{BUCKET}/dir/big.bin")
         # 12 MiB in 5 MiB chunks: a 3-part multipart upload.
         c = self.srv.client()
@@ -63,6 +67,8 @@ progress_meter = False
         sizes = {l[-1]: l[-2] for l in lines}
         assert sizes.get(f"s3://{BUCKET}/dir/small.txt") == str(os.path.getsize(self.small)), sizes
         assert sizes.get(f"s3://{BUCKET}/dir/big.bin") == str(os.path.getsize(self.big)), sizes
+        sp = os.path.basename(self.special)
+        assert f"s3://{BUCKET}/dir/{sp}" in p.stdout, f"special name not listed as is: {p.stdout}"
         p = self.s3cmd("ls", f"s3://{BUCKET}")
         assert "DIR" in p.stdout and f"s3://{BUCKET}/dir/" in p.stdout, p.stdout
         p = self.s3cmd("info", f"s3://{BUCKET}/dir/small.txt")
@@ -70,7 +76,8 @@ progress_meter = False
         assert md5 in p.stdout, p.stdout
 
     def get(self):
-        for name, src in (("small.txt", self.small), ("big.bin", self.big)):
+        for name, src in (("small.txt", self.small), ("big.bin", self.big),
+                          (os.path.basename(self.special), self.special)):
             out = os.path.join(self.work, name + ".out")
             self.s3cmd("get", "--force", f"s3://{BUCKET}/dir/{name}", out)
             assert H.sha256_file(out) == H.sha256_file(src), f"{name} differs after get"
@@ -78,6 +85,7 @@ progress_meter = False
     def dele(self):
         self.s3cmd("del", f"s3://{BUCKET}/dir/small.txt")
         self.s3cmd("del", f"s3://{BUCKET}/dir/big.bin")
+        self.s3cmd("del", f"s3://{BUCKET}/dir/{os.path.basename(self.special)}")
         p = self.s3cmd("ls", "--recursive", f"s3://{BUCKET}")
         assert p.stdout.strip() == "", p.stdout
 

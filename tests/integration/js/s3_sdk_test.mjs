@@ -72,6 +72,7 @@ function chunked(buf, size) {
 const bufferBody = crypto.randomBytes(100 * 1024);
 const streamBody = crypto.randomBytes(300 * 1024 + 7);
 const uploadBody = crypto.randomBytes(12 * MiB);
+let uploadResult = null;
 
 const cases = [
   ["CreateBucket", async () => {
@@ -111,12 +112,21 @@ const cases = [
     });
     const r = await up.done();
     assert.match(r.ETag, /^"[0-9a-f]{32}-3"$/, `not a 3-part multipart ETag: ${r.ETag}`);
+    uploadResult = r;
     const parts = wire.filter((x) => x.op === "UploadPartCommand");
     assert.equal(parts.length, 3, `${parts.length} UploadPart requests`);
     const { body } = await getBytes("upload.bin");
     assert.equal(sha256(body), sha256(uploadBody), "multipart download differs");
     const h = await s3.send(new HeadObjectCommand({ Bucket, Key: "upload.bin" }));
     assert.equal(h.ContentLength, uploadBody.length);
+  }],
+  ["CompleteMultipartUpload result checksum fields", async () => {
+    const r = uploadResult;
+    assert.ok(r, "no Upload result");
+    console.log(`  CompleteMultipartUpload result: CRC32=${r.ChecksumCRC32} type=${r.ChecksumType}`);
+    const partCrcs = [0, 1, 2].map((i) => Buffer.from(crc32b64(uploadBody.subarray(i * 5 * MiB, (i + 1) * 5 * MiB)), "base64"));
+    assert.equal(r.ChecksumCRC32, `${crc32b64(Buffer.concat(partCrcs))}-3`, "<ChecksumCRC32> of the result");
+    assert.equal(r.ChecksumType, "COMPOSITE", "<ChecksumType> of CompleteMultipartUploadResult");
   }],
   ["GetObject ChecksumMode ENABLED", async () => {
     for (const [Key, data] of [["buffer.bin", bufferBody], ["stream.bin", streamBody]]) {
