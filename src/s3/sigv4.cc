@@ -1,15 +1,13 @@
 #include "s3/sigv4.h"
 
-#include <algorithm>
-#include <array>
-
 #include <strata/core/checksum.h>
 #include <strata/core/strings.h>
 
 namespace strata::s3 {
 namespace {
 
-constexpr std::string_view kAlgorithm = "AWS4-HMAC-SHA256";
+using sigv4::kAlgorithm;
+using sigv4::StringToSign;
 constexpr std::string_view kTerminator = "aws4_request";
 constexpr int64_t kNanosPerSec = 1'000'000'000;
 
@@ -153,17 +151,6 @@ std::string CanonicalRequest(const SigV4Request& req, std::string_view uri, cons
   cr.append(sh).push_back('\n');
   cr.append(p.payload_hash);
   return cr;
-}
-
-std::string StringToSign(std::string_view amz_date, std::string_view scope,
-                         std::string_view canonical_request) {
-  std::string sts;
-  sts.reserve(kAlgorithm.size() + amz_date.size() + scope.size() + 64 + 3);
-  sts.append(kAlgorithm).push_back('\n');
-  sts.append(amz_date).push_back('\n');
-  sts.append(scope).push_back('\n');
-  sts.append(HexEncode(Sha256(canonical_request)));
-  return sts;
 }
 
 Status CheckSignedHeaders(std::string_view sh, std::string_view code) {
@@ -420,106 +407,6 @@ Result<AuthResult> VerifyQueryAuth(const SigV4Request& req, const CredentialLook
 }
 
 }  // namespace
-
-std::string DeriveSigningKey(std::string_view secret, std::string_view date,
-                             std::string_view region, std::string_view service) {
-  // A few entries per thread: a server sees few (secret, day, region) triples at
-  // once, and this is the only costly part of verification (4 HMACs).
-  struct Entry {
-    std::string id;
-    std::string key;
-  };
-  constexpr size_t kEntries = 8;
-  thread_local std::array<Entry, kEntries> cache;
-  thread_local size_t next = 0;
-
-  std::string id;
-  id.reserve(secret.size() + date.size() + region.size() + service.size() + 3);
-  id.append(secret).push_back('\0');
-  id.append(date).push_back('\0');
-  id.append(region).push_back('\0');
-  id.append(service);
-  for (const Entry& e : cache) {
-    if (!e.key.empty() && e.id == id) return e.key;
-  }
-  std::string k_secret;
-  k_secret.reserve(4 + secret.size());
-  k_secret.append("AWS4").append(secret);
-  std::string key = HmacSha256(k_secret, date);
-  key = HmacSha256(key, region);
-  key = HmacSha256(key, service);
-  key = HmacSha256(key, kTerminator);
-  Entry& slot = cache[next];
-  next = (next + 1) % kEntries;
-  slot.id = std::move(id);
-  slot.key = key;
-  return key;
-}
-
-std::string SignHex(std::string_view signing_key, std::string_view string_to_sign) {
-  return HexEncode(HmacSha256(signing_key, string_to_sign));
-}
-
-bool ConstantTimeEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  volatile unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = diff | static_cast<unsigned char>(a[i] ^ b[i]);
-  }
-  return diff == 0;
-}
-
-std::string CanonicalQueryString(std::string_view raw_query, bool drop_signature) {
-  if (raw_query.empty()) return std::string();
-  std::vector<std::pair<std::string, std::string>> params;
-  size_t start = 0;
-  while (start <= raw_query.size()) {
-    size_t end = raw_query.find('&', start);
-    if (end == std::string_view::npos) end = raw_query.size();
-    const std::string_view piece = raw_query.substr(start, end - start);
-    start = end + 1;
-    if (piece.empty()) continue;
-    const size_t eq = piece.find('=');
-    const std::string_view raw_name = piece.substr(0, eq);
-    const std::string_view raw_value =
-        eq == std::string_view::npos ? std::string_view() : piece.substr(eq + 1);
-    if (drop_signature && raw_name == "X-Amz-Signature") continue;
-    // A malformed escape is kept as-is (and then encoded), so it can only fail
-    // the signature, never match a different request.
-    auto name = UriDecode(raw_name, /*plus_as_space=*/true);
-    auto value = UriDecode(raw_value, /*plus_as_space=*/true);
-    params.emplace_back(UriEncode(name ? *name : raw_name, false),
-                        UriEncode(value ? *value : raw_value, false));
-  }
-  std::sort(params.begin(), params.end());
-  std::string out;
-  size_t total = 0;
-  for (const auto& [n, v] : params) total += n.size() + v.size() + 2;
-  out.reserve(total);
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (i) out.push_back('&');
-    out.append(params[i].first).push_back('=');
-    out.append(params[i].second);
-  }
-  return out;
-}
-
-std::string CanonicalHeaderValue(std::string_view value) {
-  value = Trim(value);
-  std::string out;
-  out.reserve(value.size());
-  bool in_space = false;
-  for (char c : value) {
-    if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f') {
-      if (!in_space) out.push_back(' ');
-      in_space = true;
-    } else {
-      out.push_back(c);
-      in_space = false;
-    }
-  }
-  return out;
-}
 
 Result<AuthResult> VerifySigV4(const SigV4Request& req, const CredentialLookup& lookup,
                                int64_t max_skew_ns) {

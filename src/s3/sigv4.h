@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <strata/core/result.h>
+#include <strata/core/sigv4.h>
 
 namespace strata::s3 {
 
@@ -74,30 +75,13 @@ inline constexpr int64_t kMaxPresignedExpiresSec = 604800;  // one week, as S3
 Result<AuthResult> VerifySigV4(const SigV4Request& req, const CredentialLookup& lookup,
                                int64_t max_skew_ns = kDefaultMaxSkewNs);
 
-// ---- Building blocks, shared with AwsChunkedDecoder and usable by signers.
-
-// Signing key = HMAC chain over "AWS4"+secret, date (YYYYMMDD), region, service,
-// "aws4_request". Cached per thread.
-std::string DeriveSigningKey(std::string_view secret, std::string_view date,
-                             std::string_view region, std::string_view service);
-
-// Lower-case hex HMAC-SHA256(signing_key, string_to_sign).
-std::string SignHex(std::string_view signing_key, std::string_view string_to_sign);
-
-// Equal-length strings compared without data-dependent early exit.
-bool ConstantTimeEquals(std::string_view a, std::string_view b);
-
-// SigV4 canonical query string from a raw query: each name and value decoded
-// ('+' as space) and re-encoded with UriEncode(keep_slash=false), sorted by name
-// then value, joined with '&'. X-Amz-Signature is dropped when drop_signature.
-std::string CanonicalQueryString(std::string_view raw_query, bool drop_signature);
-
-// A header value as SigV4 canonicalises it: trimmed, inner whitespace runs
-// collapsed to one space.
-std::string CanonicalHeaderValue(std::string_view value);
-
-// The hex SHA-256 of the empty string, which chunk signatures use.
-inline constexpr std::string_view kEmptySha256Hex =
-    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+// ---- Building blocks, shared with AwsChunkedDecoder; they live in core
+// (<strata/core/sigv4.h>) with the client-side signer.
+using sigv4::CanonicalHeaderValue;
+using sigv4::CanonicalQueryString;
+using sigv4::ConstantTimeEquals;
+using sigv4::DeriveSigningKey;
+using sigv4::kEmptySha256Hex;
+using sigv4::SignHex;
 
 }  // namespace strata::s3
