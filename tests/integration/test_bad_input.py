@@ -76,6 +76,36 @@ def read_response(sock, timeout=10, method="GET"):
     return status, headers, rest
 
 
+class BufferedReader:
+    """Reads consecutive responses from one socket (keeps bytes past each one)."""
+
+    def __init__(self, sock, timeout=10):
+        self.sock, self.buf = sock, b""
+        sock.settimeout(timeout)
+
+    def _fill(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise ConnectionError(f"connection closed; buffered {self.buf[:200]!r}")
+        self.buf += chunk
+
+    def response(self, method="GET"):
+        while b"\r\n\r\n" not in self.buf:
+            self._fill()
+        head, _, self.buf = self.buf.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ", 2)[1])
+        headers = {}
+        for l in lines[1:]:
+            k, _, v = l.partition(":")
+            headers[k.strip().lower()] = v.strip()
+        n = 0 if method == "HEAD" or status in (204, 304) else int(headers.get("content-length", "0"))
+        while len(self.buf) < n:
+            self._fill()
+        body, self.buf = self.buf[:n], self.buf[n:]
+        return status, headers, body
+
+
 def wait_eof(sock, timeout=5):
     """True if the peer closes the connection (EOF or reset) within `timeout`."""
     sock.settimeout(timeout)
@@ -347,6 +377,82 @@ class BadInputTests:
         assert not problems, "; ".join(problems)
         self.still_serving()
 
+    def expect_100_continue(self):
+        """A signed PUT with Expect: 100-continue gets 100 Continue before the body;
+        one with a bad signature gets its 403 instead, without sending the body."""
+        body = os.urandom(100_000)
+        hdrs = H.sign_headers(self.srv, "PUT", f"/{B}/expect", headers={"Expect": "100-continue"}, body=body)
+        hdrs["Content-Length"] = str(len(body))
+        s = connect(self.srv)
+        try:
+            s.sendall(raw_bytes("PUT", f"/{B}/expect", hdrs))
+            s.settimeout(5)
+            first = s.recv(64)
+            assert first.startswith(b"HTTP/1.1 100"), f"no 100 Continue, got {first!r}"
+            s.sendall(body)
+            status, headers, _ = read_response(s)
+            assert status == 200 and headers.get("etag") == '"' + hashlib.md5(body).hexdigest() + '"', \
+                (status, headers)
+        finally:
+            s.close()
+        hdrs = H.sign_headers(self.srv, "PUT", f"/{B}/expect-bad", headers={"Expect": "100-continue"},
+                              body=body, secret_key="not-the-secret-key")
+        hdrs["Content-Length"] = str(len(body))
+        s = connect(self.srv)
+        try:
+            s.sendall(raw_bytes("PUT", f"/{B}/expect-bad", hdrs))
+            status, headers, rbody = read_response(s)
+            assert status == 403, f"bad signature with Expect -> {status}"
+            assert H.parse_error(rbody).get("Code") == "SignatureDoesNotMatch", rbody[:300]
+        finally:
+            s.close()
+        self.absent("expect-bad")
+        self.still_serving()
+
+    def keep_alive_after_errors(self):
+        """Error responses don't break the connection: later requests on it work."""
+        import http.client
+        c = http.client.HTTPConnection("127.0.0.1", self.srv.port, timeout=10)
+        try:
+            seq = [("GET", f"/{B}/missing", b"", {}, 404), ("GET", f"/{B}/sentinel", b"", {}, 200),
+                   ("PUT", f"/{B}/ka-md5", b"abc", {"Content-MD5": "AAAAAAAAAAAAAAAAAAAAAA=="}, 400),
+                   ("GET", f"/{B}/sentinel", b"", {}, 200), ("HEAD", f"/{B}/missing", b"", {}, 404),
+                   ("GET", "/no-such-bucket-ka/x", b"", {}, 404), ("GET", f"/{B}/sentinel", b"", {}, 200)]
+            first_sock = None
+            for method, path, body, extra, want in seq:
+                hd = H.sign_headers(self.srv, method, path, headers=extra, body=body)
+                c.request(method, path, body=body, headers=hd)
+                r = c.getresponse()
+                data = r.read()
+                assert r.status == want, (method, path, r.status, data[:200])
+                if want == 200 and method == "GET":
+                    assert data == SENTINEL
+                first_sock = first_sock or c.sock
+                assert c.sock is first_sock, f"connection was replaced after {method} {path}"
+        finally:
+            c.close()
+        self.still_serving()
+
+    def pipelined_requests(self):
+        """Two requests in one write get two responses, in order."""
+        s = connect(self.srv)
+        try:
+            h1 = H.sign_headers(self.srv, "GET", f"/{B}/sentinel")
+            h2 = H.sign_headers(self.srv, "GET", f"/{B}/missing")
+            h3 = H.sign_headers(self.srv, "HEAD", f"/{B}/sentinel")
+            s.sendall(raw_bytes("GET", f"/{B}/sentinel", h1) + raw_bytes("GET", f"/{B}/missing", h2)
+                      + raw_bytes("HEAD", f"/{B}/sentinel", h3))
+            r = BufferedReader(s)
+            st1, _, b1 = r.response()
+            st2, _, b2 = r.response()
+            st3, h3r, _ = r.response(method="HEAD")
+            assert (st1, b1) == (200, SENTINEL), (st1, b1[:100])
+            assert st2 == 404 and H.parse_error(b2).get("Code") == "NoSuchKey", (st2, b2[:200])
+            assert st3 == 200 and h3r.get("content-length") == str(len(SENTINEL)), (st3, h3r)
+        finally:
+            s.close()
+        self.still_serving()
+
     def slow_loris(self):
         n_slow = 16  # more than the server's default worker threads
         closed_after = [None] * n_slow
@@ -429,7 +535,8 @@ def main():
             for name in ["malformed_xml_complete", "malformed_xml_delete", "wrong_signature", "clock_skew",
                          "expired_presigned", "truncated_body", "wrong_content_md5", "wrong_crc32",
                          "bad_aws_chunked", "oversized_header", "invalid_bucket_names", "key_too_long",
-                         "garbage_request_line", "bad_content_length", "error_format_http_layer",
+                         "garbage_request_line", "bad_content_length", "expect_100_continue",
+                         "keep_alive_after_errors", "pipelined_requests", "error_format_http_layer",
                          "slow_loris"]:
                 runner.case(name, getattr(t, name))
                 if not srv.alive():

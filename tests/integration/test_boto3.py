@@ -9,6 +9,7 @@ import datetime
 import hashlib
 import os
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 
@@ -378,6 +379,39 @@ class Boto3Tests:
         assert h["ContentLength"] == len(p2), h["ContentLength"]
         st, code = H.client_error_code(self.s3.get_object, Bucket=B, Key="mp/obj", PartNumber=3)
         assert (st, code) == (416, "InvalidPartNumber"), (st, code)
+        # Re-uploading a part replaces it; order and gaps.
+        up = self.s3.create_multipart_upload(Bucket=B, Key="mp/replaced")["UploadId"]
+        a1 = self.s3.upload_part(Bucket=B, Key="mp/replaced", UploadId=up, PartNumber=1, Body=p1)["ETag"]
+        b1 = self.s3.upload_part(Bucket=B, Key="mp/replaced", UploadId=up, PartNumber=1, Body=p1[::-1])["ETag"]
+        x2 = self.s3.upload_part(Bucket=B, Key="mp/replaced", UploadId=up, PartNumber=2, Body=b"two")["ETag"]
+        x3 = self.s3.upload_part(Bucket=B, Key="mp/replaced", UploadId=up, PartNumber=3, Body=b"three")["ETag"]
+        lp = self.s3.list_parts(Bucket=B, Key="mp/replaced", UploadId=up, MaxParts=2)
+        assert [p["PartNumber"] for p in lp["Parts"]] == [1, 2] and lp["IsTruncated"], lp
+        assert lp["Parts"][0]["ETag"] == b1, "ListParts shows the replaced part's ETag"
+        lp2 = self.s3.list_parts(Bucket=B, Key="mp/replaced", UploadId=up,
+                                 PartNumberMarker=int(lp["NextPartNumberMarker"]))
+        assert [p["PartNumber"] for p in lp2["Parts"]] == [3] and not lp2["IsTruncated"], lp2
+        st, code = H.client_error_code(
+            self.s3.complete_multipart_upload, Bucket=B, Key="mp/replaced", UploadId=up,
+            MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": a1}, {"PartNumber": 3, "ETag": x3}]})
+        assert (st, code) == (400, "InvalidPart"), ("the replaced part's ETag was accepted", st, code)
+        st, code = H.client_error_code(
+            self.s3.complete_multipart_upload, Bucket=B, Key="mp/replaced", UploadId=up,
+            MultipartUpload={"Parts": [{"PartNumber": 3, "ETag": x3}, {"PartNumber": 1, "ETag": b1}]})
+        assert (st, code) == (400, "InvalidPartOrder"), (st, code)
+        del x2  # part 2 is left out: a gap is allowed
+        self.s3.complete_multipart_upload(
+            Bucket=B, Key="mp/replaced", UploadId=up,
+            MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": b1}, {"PartNumber": 3, "ETag": x3}]})
+        assert self.s3.get_object(Bucket=B, Key="mp/replaced")["Body"].read() == p1[::-1] + b"three"
+        # ListMultipartUploads pages.
+        ups = [self.s3.create_multipart_upload(Bucket=B, Key=f"mp/many/{i}")["UploadId"] for i in range(5)]
+        pages = list(self.s3.get_paginator("list_multipart_uploads").paginate(
+            Bucket=B, Prefix="mp/many/", PaginationConfig={"PageSize": 2}))
+        got = [[u["Key"] for u in pg.get("Uploads", [])] for pg in pages]
+        assert got == [["mp/many/0", "mp/many/1"], ["mp/many/2", "mp/many/3"], ["mp/many/4"]], got
+        for i, u in enumerate(ups):
+            self.s3.abort_multipart_upload(Bucket=B, Key=f"mp/many/{i}", UploadId=u)
         # A small part that is not the last -> EntityTooSmall.
         up = self.s3.create_multipart_upload(Bucket=B, Key="mp/small")["UploadId"]
         s1 = self.s3.upload_part(Bucket=B, Key="mp/small", UploadId=up, PartNumber=1, Body=b"a" * MiB)["ETag"]
@@ -387,6 +421,52 @@ class Boto3Tests:
             MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": s1}, {"PartNumber": 2, "ETag": s2}]})
         assert (st, code) == (400, "EntityTooSmall"), (st, code)
         self.s3.abort_multipart_upload(Bucket=B, Key="mp/small", UploadId=up)
+
+    def concurrent_overwrite_reads(self):
+        """Concurrent PUTs of one key never expose a torn or mixed object to readers."""
+        key = "hot/key"
+        bodies = [bytes([i]) * (200_000 + i * 1000) for i in range(6)] + \
+                 [bytes([100 + i]) * (1000 + i) for i in range(6)]
+        self.s3.put_object(Bucket=B, Key=key, Body=bodies[0])
+        stop = threading.Event()
+        bad, reads, errors = [], [0], []
+
+        def writer(i):
+            c = self.srv.client()
+            try:
+                for j in range(12):
+                    c.put_object(Bucket=B, Key=key, Body=bodies[(i * 7 + j) % len(bodies)])
+            except Exception as e:  # noqa: BLE001
+                errors.append(repr(e))
+
+        def reader():
+            c = self.srv.client()
+            while not stop.is_set():
+                try:
+                    g = c.get_object(Bucket=B, Key=key)
+                    d = g["Body"].read()
+                except Exception as e:  # noqa: BLE001
+                    errors.append(repr(e))
+                    continue
+                reads[0] += 1
+                if (g["ETag"].strip('"') != hashlib.md5(d).hexdigest() or len(d) != g["ContentLength"]
+                        or d not in bodies):
+                    bad.append((g["ETag"], len(d), d[:1], d[-1:]))
+
+        ws = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+        rs = [threading.Thread(target=reader) for _ in range(3)]
+        for t in ws + rs:
+            t.start()
+        for t in ws:
+            t.join(120)
+        stop.set()
+        for t in rs:
+            t.join(60)
+        assert not errors, errors[:3]
+        assert not bad, f"{len(bad)} torn reads of {reads[0]}: {bad[:3]}"
+        assert reads[0] > 0
+        final = self.s3.get_object(Bucket=B, Key=key)["Body"].read()
+        assert final in bodies
 
     # ---- checksums
     def checksums(self):
@@ -553,7 +633,7 @@ def main():
             for name in ["transfer_multipart_50mib", "paginate_2500", "delimiter_listing", "special_keys",
                          "list_xml_fields", "bucket_acl", "object_edge_cases", "presigned",
                          "metadata_roundtrip", "range_gets", "conditional_get", "conditional_put",
-                         "copy_object", "tagging", "delete_objects", "multipart", "checksums",
+                         "copy_object", "tagging", "delete_objects", "multipart", "concurrent_overwrite_reads", "checksums",
                          "bucket_rules", "auth_errors", "anonymous_and_acl", "second_user", "rename",
                          "append", "virtual_host"]:
                 runner.case(name, getattr(t, name))

@@ -16,6 +16,7 @@ help text promises that acknowledged writes still survive kill -9.
 Usage: /usr/bin/python3 test_crash.py --strata build/strata
 """
 
+import base64
 import hashlib
 import os
 import random
@@ -41,10 +42,11 @@ POOL2 = POOL + POOL
 
 
 class Version:
-    __slots__ = ("md5", "crc", "size", "state")
+    __slots__ = ("md5", "crc", "size", "etag", "state")
 
-    def __init__(self, md5, crc, size):
-        self.md5, self.crc, self.size = md5, crc, size
+    def __init__(self, md5, crc, size, etag=None):
+        self.md5, self.crc, self.size = md5, crc, size   # md5 of the bytes
+        self.etag = etag or md5                          # S3 ETag (differs for multipart)
         self.state = "sent"   # sent -> acked | rejected | unknown
 
 
@@ -99,6 +101,48 @@ class Storm:
             with self.lock:
                 self.acks += 1
 
+    def mp_writer(self, srv, rnd, stop, killed):
+        """Multipart uploads (5 MiB + a small last part) with CRC32 part checksums."""
+        c = srv.client(retries=1, read_timeout=30)
+        n = 0
+        while not stop.is_set():
+            n += 1
+            key = f"r{rnd}/mp/{n:04d}"
+            p1 = f"{key}#1#".encode() + POOL2[n % 1000:n % 1000 + 5 * MiB]
+            p2 = self.body(key, n)[:rng.randint(1, 200_000)]
+            data = p1 + p2
+            c1, c2 = H.crc32_b64(p1), H.crc32_b64(p2)
+            etag = hashlib.md5(hashlib.md5(p1).digest() + hashlib.md5(p2).digest()).hexdigest() + "-2"
+            crc = H.crc32_b64(base64.b64decode(c1) + base64.b64decode(c2)) + "-2"
+            v = Version(hashlib.md5(data).hexdigest(), crc, len(data), etag)
+            with self.lock:
+                self.versions[key] = [v]
+            try:
+                up = c.create_multipart_upload(Bucket=BUCKET, Key=key, ChecksumAlgorithm="CRC32")["UploadId"]
+                e1 = c.upload_part(Bucket=BUCKET, Key=key, UploadId=up, PartNumber=1, Body=p1,
+                                   ChecksumAlgorithm="CRC32")["ETag"]
+                e2 = c.upload_part(Bucket=BUCKET, Key=key, UploadId=up, PartNumber=2, Body=p2,
+                                   ChecksumAlgorithm="CRC32")["ETag"]
+                r = c.complete_multipart_upload(
+                    Bucket=BUCKET, Key=key, UploadId=up,
+                    MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1, "ChecksumCRC32": c1},
+                                               {"PartNumber": 2, "ETag": e2, "ChecksumCRC32": c2}]})
+            except ClientError as e:
+                v.state = "rejected"
+                if not killed.is_set():
+                    self.unexpected.append(f"{key}: {e}")
+                continue
+            except Exception as e:  # noqa: BLE001 - the kill
+                v.state = "unknown"
+                if not killed.is_set():
+                    self.unexpected.append(f"{key}: {type(e).__name__}: {e}")
+                return
+            if r["ETag"].strip('"') != etag:
+                self.unexpected.append(f"{key}: Complete answered ETag {r['ETag']}, expected {etag}")
+            v.state = "acked"
+            with self.lock:
+                self.acks += 1
+
     def acceptable(self, key):
         """Versions the key may hold now, and whether it may be absent."""
         vs = self.versions.get(key, [])
@@ -134,8 +178,8 @@ def verify(srv, storm, label):
                             f"{[(v.md5, v.size, v.state) for v in ok]}")
             continue
         v = match[0]
-        if g["ETag"].strip('"') != v.md5:
-            problems.append(f"{key}: ETag {g['ETag']} != md5 {v.md5}")
+        if g["ETag"].strip('"') != v.etag:
+            problems.append(f"{key}: ETag {g['ETag']} != {v.etag}")
         if g.get("ChecksumCRC32") != v.crc:
             problems.append(f"{key}: CRC32 {g.get('ChecksumCRC32')} != {v.crc}")
         if len(data) != v.size:
@@ -150,7 +194,8 @@ def verify(srv, storm, label):
             problems.append(f"{key}: listed but GET failed: {e}")
             continue
         m = hashlib.md5(data).hexdigest()
-        if m != etag or len(data) != size:
+        same = [v for v in ok if v.md5 == m]
+        if len(data) != size or (m != etag and not any(v.etag == etag for v in same)):
             problems.append(f"{key}: listed ETag {etag}/{size} B but read md5 {m}/{len(data)} B (partial?)")
         if key not in storm.versions:
             problems.append(f"{key}: listed but never written")
@@ -168,7 +213,8 @@ def verify(srv, storm, label):
                 problems.append(f"{key}: HEAD {e}")
     unknown_present = sum(1 for k, vs in storm.versions.items()
                           if k in listed and not any(v.state == "acked" for v in vs))
-    print(f"[{label}] {len(acked_keys)} acknowledged keys, {len(listed)} listed, "
+    n_mp = sum(1 for k in acked_keys if storm.versions[k][-1].etag != storm.versions[k][-1].md5)
+    print(f"[{label}] {len(acked_keys)} acknowledged keys ({n_mp} multipart), {len(listed)} listed, "
           f"{unknown_present} unacknowledged-but-complete, {len(problems)} problems", flush=True)
     assert not problems, f"{len(problems)} problems after {label}:\n  " + "\n  ".join(problems[:30])
 
@@ -193,6 +239,7 @@ def main():
                 acks0 = storm.acks
                 threads = [threading.Thread(target=storm.writer, args=(srv, t, rnd, stop, killed), daemon=True)
                            for t in range(THREADS)]
+                threads.append(threading.Thread(target=storm.mp_writer, args=(srv, rnd, stop, killed), daemon=True))
                 for t in threads:
                     t.start()
                 target = rng.randint(60, 120)
@@ -249,8 +296,33 @@ def main():
             assert c.get_object(Bucket=BUCKET, Key="after")["Body"].read() == b"after recovery" * 10000
             verify(srv, storm, "clean restart")
 
+        def oracle_can_fail():
+            """verify() reports a lost and a changed acknowledged object."""
+            c = srv.client()
+            acked = sorted(k for k, vs in storm.versions.items()
+                           if vs[-1].state == "acked" and vs[-1].etag == vs[-1].md5 and k != "after")
+            assert len(acked) >= 2, "too few acknowledged keys to self-check"
+            lost, changed = acked[0], acked[1]
+            saved = {k: c.get_object(Bucket=BUCKET, Key=k)["Body"].read() for k in (lost, changed)}
+            c.delete_object(Bucket=BUCKET, Key=lost)
+            c.put_object(Bucket=BUCKET, Key=changed, Body=saved[changed][:-1] + b"!")
+            try:
+                verify(srv, storm, "self-check (2 problems expected)")
+            except AssertionError as e:
+                msg = str(e)
+                assert f"{lost}: acknowledged but not listed" in msg, msg
+                assert f"{changed}: bytes" in msg, msg
+            else:
+                raise AssertionError("verify() missed a deleted and a modified object")
+            finally:
+                for k, v in saved.items():
+                    c.put_object(Bucket=BUCKET, Key=k, Body=v, ChecksumAlgorithm="CRC32")
+            verify(srv, storm, "after self-check")
+
         if srv.alive():
             runner.case("writes and clean restart after recovery", writable_after_recovery)
+        if srv.alive():
+            runner.case("oracle self-check", oracle_can_fail)
     finally:
         print(f"server log tail:\n{srv.log_tail(15)}", flush=True)
         srv.cleanup()
