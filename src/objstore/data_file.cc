@@ -38,7 +38,11 @@ struct ScratchCache {
 };
 thread_local ScratchCache tl_scratch;
 
+std::atomic<bool> g_use_mmap{true};
+
 }  // namespace
+
+void SetDataFileMmapForTest(bool enabled) { g_use_mmap.store(enabled); }
 
 // ---- ScratchBuffer ----------------------------------------------------------
 
@@ -194,7 +198,7 @@ Status VerifiedFile::LoadFooter() {
       for (uint64_t i = 0; i < blocks; ++i) crcs_[i] = GetU32(footer.data() + 4 * i);
       verified_.reset(new std::atomic<uint8_t>[blocks]);
       for (uint64_t i = 0; i < blocks; ++i) verified_[i].store(0, std::memory_order_relaxed);
-      if (length_ >= kMapThreshold) {
+      if (length_ > 0 && g_use_mmap.load(std::memory_order_relaxed)) {
         // The footer check above proved the file holds all `length_` bytes, so
         // the mapping is backed (a file truncated later by hand would SIGBUS;
         // the engine never truncates). On failure we fall back to pread.

@@ -89,14 +89,16 @@ class VerifiedFile {
   Status footer_status_;  // set once under footer_once_
   std::vector<uint32_t> crcs_;
   std::unique_ptr<std::atomic<uint8_t>[]> verified_;
-  // Files of at least kMapThreshold bytes are checked through a read-only
-  // mapping of the data (set up with the footer): a CRC over mapped page-cache
-  // pages costs no copy, where pread copies every byte once more. Smaller files
-  // use pread into a per-thread buffer (no mmap/munmap per request).
+  // Blocks are checked through a read-only mapping of the data (set up with the
+  // footer): a CRC over mapped page-cache pages costs no copy, where pread copies
+  // every byte once more. Measured per GET incl. open/mmap/munmap: 100 KiB 55 vs
+  // 95 us, 700 KiB 150-220 vs 500 us. pread into a per-thread buffer remains the
+  // fallback when mmap fails.
   const char* map_ = nullptr;
 };
 
-inline constexpr uint64_t kMapThreshold = 1 << 20;
+// Tests switch block verification between mmap (default) and pread.
+void SetDataFileMmapForTest(bool enabled);
 
 // pread of exactly n bytes (short file -> kCorruption).
 Status PreadFull(int fd, char* buf, size_t n, uint64_t offset);

@@ -17,6 +17,7 @@
 #include <strata/core/checksum.h>
 #include <strata/core/strings.h>
 
+#include "objstore/data_file.h"
 #include "objstore/local_engine_internal.h"
 #include "testutil/testutil.h"
 
@@ -674,7 +675,19 @@ TEST_F(LocalEngineTest, ReaderSurvivesConcurrentDeleteAndOverwrite) {
   EXPECT_EQ(reader->meta().etag, Md5Hex(data));
 }
 
-TEST_F(LocalEngineTest, CorruptedDataFileYieldsCorruptionNotBytes) {
+class CorruptionTest : public LocalEngineTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  void SetUp() override {
+    SetDataFileMmapForTest(GetParam());
+    LocalEngineTest::SetUp();
+  }
+  void TearDown() override { SetDataFileMmapForTest(true); }
+};
+
+INSTANTIATE_TEST_SUITE_P(MmapAndPread, CorruptionTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Mmap" : "Pread"; });
+
+TEST_P(CorruptionTest, CorruptedDataFileYieldsCorruptionNotBytes) {
   options_.block_size = 4096;
   options_.inline_threshold = 100;
   ASSERT_NO_FATAL_FAILURE(Reopen());
@@ -714,8 +727,7 @@ TEST_F(LocalEngineTest, CorruptedDataFileYieldsCorruptionNotBytes) {
   EXPECT_STATUS_CODE(r->ReadRange(0, 10), StatusCode::kCorruption);
 }
 
-TEST_F(LocalEngineTest, CorruptedLargeFileIsCaughtOnTheMappedPath) {
-  // Files of 1 MiB and more are verified through a mapping rather than pread.
+TEST_P(CorruptionTest, LargeFileStopsBeforeTheBadWindow) {
   const uint64_t kMiB = 1 << 20;
   const std::string data = Bytes(9 * kMiB + 77, 12);
   ASSERT_OK(Put("large", data));
