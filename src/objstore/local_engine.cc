@@ -1722,6 +1722,11 @@ Result<ObjectMeta> LocalEngineImpl::CompleteMultipartUpload(
     for (PartSummary& ps : meta.parts) {
       if (!composite) ps.checksum.clear();
     }
+    if (options.before_commit) {
+      STRATA_RETURN_IF_ERROR(options.before_commit(meta));
+      meta.key = std::string(key);
+      meta.size = total;
+    }
     // A tiny object made of embedded parts becomes one embedded piece.
     std::string merged;
     if (pieces.size() > 1 && total <= embed_max_ &&

@@ -1001,6 +1001,40 @@ TEST_F(MultipartTest, CompositeChecksum) {
   EXPECT_EQ(m.parts[0].checksum, i1.checksum);
 }
 
+TEST_F(MultipartTest, CompleteBeforeCommitCanAmendOrAbort) {
+  PutOptions create;
+  create.checksum_algorithm = ChecksumAlgorithm::kCrc32;
+  ASSERT_OK_AND_ASSIGN(std::string id, engine_->CreateMultipartUpload("b", "mp", create));
+  const std::string p1 = Bytes(2000, 1), p2 = Bytes(70000, 2);
+  ASSERT_OK_AND_ASSIGN(PartInfo i1, Upload(id, 1, p1));
+  ASSERT_OK_AND_ASSIGN(PartInfo i2, Upload(id, 2, p2));
+  CompleteOptions c = Small();
+  c.before_commit = [](ObjectMeta& meta) {
+    EXPECT_EQ(meta.parts.size(), 2u);
+    EXPECT_FALSE(meta.parts[1].checksum.empty());
+    return Status::InvalidArgument("InvalidPart: refused by the frontend");
+  };
+  auto r = engine_->CompleteMultipartUpload("b", "mp", id, {{1, i1.etag, ""}, {2, i2.etag, ""}}, c);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().message(), "InvalidPart: refused by the frontend");
+  EXPECT_STATUS_CODE(engine_->HeadObject("b", "mp"), StatusCode::kNotFound);
+  // The upload survives a refused Complete; a full-object CRC can replace the composite one.
+  c.before_commit = [&](ObjectMeta& meta) {
+    uint32_t whole = Crc32(0, (p1 + p2).data(), p1.size() + p2.size());
+    meta.checksum = Base64Encode(std::string{static_cast<char>(whole >> 24),
+                                             static_cast<char>(whole >> 16),
+                                             static_cast<char>(whole >> 8), static_cast<char>(whole)});
+    meta.checksum_composite = false;
+    return Status::Ok();
+  };
+  ASSERT_OK_AND_ASSIGN(ObjectMeta m, engine_->CompleteMultipartUpload(
+                                         "b", "mp", id, {{1, i1.etag, ""}, {2, i2.etag, ""}}, c));
+  ASSERT_OK_AND_ASSIGN(ObjectMeta h, engine_->HeadObject("b", "mp"));
+  EXPECT_FALSE(h.checksum_composite);
+  EXPECT_EQ(h.checksum, m.checksum);
+  EXPECT_EQ(h.checksum_algorithm, ChecksumAlgorithm::kCrc32);
+}
+
 TEST_F(MultipartTest, CompleteHonoursConditions) {
   ASSERT_OK(Put("mp", "existing"));
   ASSERT_OK_AND_ASSIGN(std::string id, engine_->CreateMultipartUpload("b", "mp", {}));
