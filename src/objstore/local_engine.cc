@@ -202,9 +202,23 @@ Status FsyncDir(const std::string& path) {
 // their key was written while they were uploading.
 struct alignas(64) Stripe {
   std::mutex mu;
-  int in_flight = 0;                                  // guarded by mu
-  uint64_t seq = 0;                                   // guarded by mu
-  std::unordered_map<uint64_t, uint64_t> last_write;  // key hash -> seq; guarded by mu
+  // All guarded by mu.
+  std::multiset<uint64_t> starts;                     // seq when each tracked write started
+  uint64_t seq = 0;                                   // commits noted so far
+  std::unordered_map<uint64_t, uint64_t> last_write;  // key hash -> seq of its last commit
+  size_t prune_at = 64;
+
+  // After a commit to the key with this hash (mu held).
+  void NoteCommitLocked(uint64_t hash) {
+    if (starts.empty()) return;
+    last_write[hash] = ++seq;
+    if (last_write.size() < prune_at) return;
+    // Entries not newer than the oldest tracked write's start matter to nobody;
+    // pruning keeps the map bounded while tracked writes keep overlapping.
+    const uint64_t oldest = *starts.begin();
+    std::erase_if(last_write, [oldest](const auto& kv) { return kv.second <= oldest; });
+    prune_at = std::max<size_t>(64, 2 * last_write.size());
+  }
 };
 
 struct KeyRef {
@@ -244,8 +258,8 @@ class WriteTracker {
   }
   void StartLocked(KeyRef ref) {
     ref_ = ref;
-    ++ref.stripe->in_flight;
     start_seq_ = ref.stripe->seq;
+    ref.stripe->starts.insert(start_seq_);
   }
   bool ChangedLocked() const {
     auto it = ref_.stripe->last_write.find(ref_.hash);
@@ -253,7 +267,12 @@ class WriteTracker {
   }
   void ReleaseLocked() {
     if (!ref_.stripe) return;
-    if (--ref_.stripe->in_flight == 0) ref_.stripe->last_write.clear();
+    Stripe* s = ref_.stripe;
+    s->starts.erase(s->starts.find(start_seq_));
+    if (s->starts.empty()) {
+      s->last_write.clear();
+      s->prune_at = 64;
+    }
     ref_.stripe = nullptr;
   }
 
@@ -588,7 +607,7 @@ class LocalEngineImpl final : public LocalEngine {
   }
   // Called with the stripe's mutex held after a commit that changed the key.
   static void NoteCommitLocked(KeyRef ref) {
-    if (ref.stripe->in_flight > 0) ref.stripe->last_write[ref.hash] = ++ref.stripe->seq;
+    ref.stripe->NoteCommitLocked(ref.hash);
   }
 
   Status CheckBucket(std::string_view bucket) {
