@@ -478,6 +478,7 @@ struct Server::Impl {
 
   void WorkerLoop();
   void AcceptAll();
+  void SendLayerError(ResponseWriter& w, int status, std::string_view msg);
   void Serve(Connection* c);
   void Park(Connection* c);
   void CloseConn(Connection* c);
@@ -609,6 +610,17 @@ void Server::Stop(int grace_ms) {
   }
 }
 
+void Server::Impl::SendLayerError(ResponseWriter& w, int status, std::string_view msg) {
+  w.SetStatus(status);
+  w.CloseAfter();
+  if (opts.error_handler) {
+    opts.error_handler(status, msg, w);
+    if (w.headers_sent()) return;
+  }
+  w.AddHeader("Content-Type", "text/plain");
+  (void)w.Send(std::string(msg) + "\n");
+}
+
 void Server::Impl::WorkerLoop() {
   epoll_event events[4];
   while (running.load(std::memory_order_relaxed)) {
@@ -735,10 +747,9 @@ void Server::Impl::Serve(Connection* c) {
           break;
         }
         if (end != std::string_view::npos || pending.size() > opts.max_header_bytes) {
-          static constexpr std::string_view k431 =
-              "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\n"
-              "Connection: close\r\n\r\n";
-          (void)c->SendAll(k431.data(), k431.size());
+          ResponseWriter w(c);
+          c->head_only_ = false;
+          SendLayerError(w, 431, "the request head is larger than the server accepts");
           CloseConn(c);
           return;
         }
@@ -784,10 +795,8 @@ bool Server::Impl::HandleOne(Connection* c) {
   ResponseWriter w(c);
 
   auto bad_request = [&](int code, std::string_view msg) {
-    w.SetStatus(code);
-    w.CloseAfter();
-    w.AddHeader("Content-Type", "text/plain");
-    (void)w.Send(msg);
+    c->head_only_ = false;
+    SendLayerError(w, code, msg);
     return false;
   };
 
@@ -798,7 +807,7 @@ bool Server::Impl::HandleOne(Connection* c) {
   if (sp1 == std::string_view::npos || sp2 == sp1) {
     c->rpos_ += c->head_len_;
     c->head_len_ = 0;
-    return bad_request(400, "malformed request line\n");
+    return bad_request(400, "malformed HTTP request line");
   }
   req.method = line.substr(0, sp1);
   req.target = line.substr(sp1 + 1, sp2 - sp1 - 1);
@@ -810,7 +819,7 @@ bool Server::Impl::HandleOne(Connection* c) {
   } else {
     c->rpos_ += c->head_len_;
     c->head_len_ = 0;
-    return bad_request(400, "unsupported HTTP version\n");
+    return bad_request(400, "unsupported HTTP version (HTTP/1.0 and HTTP/1.1 are served)");
   }
   size_t q = req.target.find('?');
   req.path = req.target.substr(0, q);
@@ -850,7 +859,7 @@ bool Server::Impl::HandleOne(Connection* c) {
   }
   c->rpos_ += c->head_len_;
   c->head_len_ = 0;
-  if (malformed) return bad_request(400, "malformed header\n");
+  if (malformed) return bad_request(400, "malformed HTTP header");
   if (req.chunked) req.content_length.reset();  // chunked wins (RFC 9112 6.3)
 
   c->chunked_ = req.chunked;

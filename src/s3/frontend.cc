@@ -308,6 +308,18 @@ Frontend::~Frontend() = default;
 
 void Frontend::Handle(http::Request& req, http::ResponseWriter& w) { impl_->Handle(req, w); }
 
+void Frontend::HandleTransportError(int status, std::string_view message, http::ResponseWriter& w) {
+  std::string id = fmt::format("{:016X}{:08X}", impl_->id_prefix,
+                               impl_->request_seq.fetch_add(1) & 0xffffffff);
+  S3Error e{status, status == 431 ? "RequestHeaderSectionTooLarge" : "InvalidRequest",
+            std::string(message)};
+  w.AddHeader("x-amz-request-id", id);
+  w.AddHeader("x-amz-id-2", id);
+  w.AddHeader("Content-Type", "application/xml");
+  (void)w.Send(ErrorXml(e, "", id));
+  impl_->RequestCounter("Malformed", status).Inc();
+}
+
 metrics::Counter& Frontend::Impl::RequestCounter(std::string_view op, int status) {
   std::string labels = fmt::format("op=\"{}\",code=\"{}\"", op, status);
   std::lock_guard<std::mutex> lock(counters_mu);

@@ -32,6 +32,13 @@ class XmlWriter {
   XmlWriter& Open(std::string_view name);
   XmlWriter& Close(std::string_view name);
   XmlWriter& Elem(std::string_view name, std::string_view text);
+  // Without this, a string literal would pick the bool overload.
+  XmlWriter& Elem(std::string_view name, const char* text) {
+    return Elem(name, std::string_view(text));
+  }
+  XmlWriter& Elem(std::string_view name, const std::string& text) {
+    return Elem(name, std::string_view(text));
+  }
   XmlWriter& Elem(std::string_view name, uint64_t v);
   XmlWriter& Elem(std::string_view name, bool v);
   std::string Finish();

@@ -208,6 +208,9 @@ Status StrataServer::Start() {
     http::ServerOptions h = im.HttpOptions("s3", im.opts.s3_address, unused, st);
     STRATA_RETURN_IF_ERROR(st);
     s3::Frontend* fe = im.s3.get();
+    h.error_handler = [fe](int status, std::string_view msg, http::ResponseWriter& w) {
+      fe->HandleTransportError(status, msg, w);
+    };
     im.s3_http = std::make_unique<http::Server>(h, [fe](http::Request& r, http::ResponseWriter& w) {
       fe->Handle(r, w);
     });

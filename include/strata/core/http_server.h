@@ -99,6 +99,10 @@ class ResponseWriter {
 };
 
 using Handler = std::function<void(Request&, ResponseWriter&)>;
+// Writes an error the HTTP layer detected itself (malformed request line or
+// header: 400; oversized head: 431) in the frontend's format. The connection is
+// closed afterwards. Unset: a plain-text body.
+using ErrorHandler = std::function<void(int status, std::string_view message, ResponseWriter&)>;
 
 struct ServerOptions {
   std::string name = "http";          // for logs and metrics
@@ -112,6 +116,7 @@ struct ServerOptions {
   int io_timeout_ms = 30'000;         // each body read / response write
   std::string tls_cert_file;          // both set -> TLS
   std::string tls_key_file;
+  ErrorHandler error_handler;
 };
 
 class Server {

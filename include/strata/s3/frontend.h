@@ -39,6 +39,9 @@ class Frontend {
   Frontend(objstore::LocalEngine* engine, FrontendOptions options);
   ~Frontend();
   void Handle(http::Request& req, http::ResponseWriter& w);
+  // For http::ServerOptions::error_handler: errors found by the HTTP layer
+  // (malformed request, oversized head) as S3 XML with a request id.
+  void HandleTransportError(int status, std::string_view message, http::ResponseWriter& w);
 
  private:
   struct Impl;
