@@ -11,7 +11,7 @@ build_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 test_pkgs=(
-  awscli python3 python3-boto3 s3cmd rclone curl procps
+  awscli python3 python3-boto3 s3cmd rclone curl procps openssl
 )
 bench_pkgs=( nginx wrk hyperfine )
 
