@@ -1891,6 +1891,11 @@ Result<std::unique_ptr<LocalEngine>> LocalEngine::Open(const EngineOptions& opti
     return Status::InvalidArgument("EngineOptions::block_size must be 1 byte to 1 GiB (got " +
                                    std::to_string(options.block_size) + ")");
   }
+  if (options.inline_threshold > (16u << 20)) {
+    // Small bodies are buffered whole in memory and stored as RocksDB values.
+    return Status::InvalidArgument("EngineOptions::inline_threshold must be at most 16 MiB (got " +
+                                   std::to_string(options.inline_threshold) + ")");
+  }
   auto engine = std::make_unique<LocalEngineImpl>(options);
   STRATA_RETURN_IF_ERROR(engine->Init());
   return std::unique_ptr<LocalEngine>(std::move(engine));

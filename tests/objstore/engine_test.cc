@@ -204,6 +204,19 @@ TEST_F(LocalEngineTest, BucketLifecycle) {
   EXPECT_EQ(list[0].name, "alpha");
 }
 
+TEST_F(LocalEngineTest, OpenRejectsBadOptions) {
+  EngineOptions o;
+  EXPECT_STATUS_CODE(LocalEngine::Open(o), StatusCode::kInvalidArgument);  // no data_dir
+  o.data_dir = dir_.Join("other");
+  o.block_size = 0;
+  EXPECT_STATUS_CODE(LocalEngine::Open(o), StatusCode::kInvalidArgument);
+  o.block_size = 4096;
+  o.inline_threshold = 1ull << 30;
+  EXPECT_STATUS_CODE(LocalEngine::Open(o), StatusCode::kInvalidArgument);
+  // The directory is locked by the open engine.
+  EXPECT_FALSE(LocalEngine::Open(options_).has_value());
+}
+
 TEST_F(LocalEngineTest, MissingBucketAndObjectErrorsNameThem) {
   auto r = Put("k", "v", {}, "nope");
   ASSERT_FALSE(r.has_value());
