@@ -1,0 +1,45 @@
+// Private declarations of the objstore component: the S3 store factory, and
+// small helpers the store implementations share (URL parsing, multipart CRC
+// combination, in-memory multipart ETags).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <strata/core/checksum.h>
+#include <strata/core/result.h>
+#include <strata/objstore/object_store.h>
+
+namespace strata::objstore {
+
+// s3://bucket/prefix?... (see OpenObjectStore and s3_client.h).
+Result<std::unique_ptr<ObjectStore>> OpenS3Url(std::string_view url);
+
+// A store URL split up: SCHEME://HOST/PATH?k=v&... (values percent-decoded).
+struct StoreUrl {
+  std::string scheme;   // lower-case
+  std::string host;     // bucket, mem name ("" for file://)
+  std::string path;     // prefix, or the directory for file:// (decoded)
+  std::map<std::string, std::string> params;
+};
+Result<StoreUrl> ParseStoreUrl(std::string_view url);
+
+// "a/b" -> "a/b/", "" stays "": a URL's prefix names a directory.
+std::string NormalizePrefix(std::string prefix);
+
+// Parses "true/false/1/0/yes/no".
+std::optional<bool> ParseBool(std::string_view s);
+
+// The full-object CRC of a multipart object from its parts' CRCs (base64) and
+// sizes; nullopt when alg is not a CRC or a part lacks its checksum.
+std::optional<std::string> CombinePartCrcs(ChecksumAlgorithm alg,
+                                           const std::vector<std::pair<std::string, uint64_t>>& parts);
+
+// S3's multipart ETag: hex MD5 of the concatenated raw part MD5s, "-N".
+std::optional<std::string> MultipartEtag(const std::vector<std::string>& part_etags);
+
+}  // namespace strata::objstore
