@@ -571,6 +571,7 @@ struct S3Client::Impl {
   std::string base_path;  // endpoint path ("" or "/x")
   bool path_style = true;
   std::atomic<uint64_t> requests{0}, retries{0}, resumed_gets{0};
+  std::atomic<int> strata_server{-1};  // from the Server header: -1 unknown, 0 no, 1 yes
 
   // One S3 request. Views must outlive Execute.
   struct Call {
@@ -659,7 +660,11 @@ struct S3Client::Impl {
       sigv4::SignRequest(req.method, path, call.query, req.headers, payload, sp);
     }
     requests.fetch_add(1, std::memory_order_relaxed);
-    return http.Send(req);
+    auto r = http.Send(req);
+    if (r.ok()) {
+      if (auto server = (*r)->Header("server")) strata_server = StartsWith(*server, "Strata") ? 1 : 0;
+    }
+    return r;
   }
 
   // The response's S3 error as a Status; *retry when it is worth repeating.
@@ -1219,7 +1224,7 @@ class S3ObjectStore final : public ObjectStore {
         return s;
       }
       if (first) {
-        if (pos > 0 && resp.status() != 206) {
+        if ((pos > 0 || end) && resp.status() != 206) {
           return Status::Internal("the server ignored the Range of " + c.op + " " + full);
         }
         ObjectInfo i = s3_.InfoFromHeaders(resp, full);
@@ -1472,6 +1477,16 @@ class S3ObjectStore final : public ObjectStore {
 
   Status Rename(std::string_view src_key, std::string_view dst_key) override {
     // Strata's server (and S3 Express directory buckets) have RenameObject.
+    std::optional<bool> use = s3_.options.rename_object;
+    if (!use) {
+      if (s3_.strata_server.load() < 0) (void)client_->HeadBucket(bucket_);
+      use = s3_.strata_server.load() == 1;
+    }
+    if (!*use) {
+      return Status::NotSupported("atomic rename is not supported by " + url() +
+                                  " (RenameObject is only used against Strata's server, or with "
+                                  "rename_object=true); copy and delete instead");
+    }
     S3Client::Impl::Call c;
     c.op = "RenameObject";
     c.method = "PUT";
@@ -1876,6 +1891,11 @@ Result<std::pair<S3Options, S3Location>> ResolveS3Url(std::string_view url) {
   STRATA_RETURN_IF_ERROR(flag("verify_checksum", o.verify_checksum));
   STRATA_RETURN_IF_ERROR(flag("sign_payload", o.sign_payload));
   STRATA_RETURN_IF_ERROR(flag("tls_verify", o.http.tls_verify));
+  if (auto v = take("rename_object")) {
+    auto b = ParseBool(*v);
+    if (!b) return bad("rename_object", *v);
+    o.rename_object = *b;
+  }
   if (auto v = take("ca_file")) o.http.tls_ca_file = *v;
   STRATA_RETURN_IF_ERROR(number("part_size", o.part_size));
   STRATA_RETURN_IF_ERROR(number("multipart_threshold", o.multipart_threshold));

@@ -279,6 +279,54 @@ TEST_P(ObjectStoreTest, LargeObjectsByteForByte) {
   EXPECT_FALSE(range.mismatch);
 }
 
+TEST_P(ObjectStoreTest, ChecksumAlgorithms) {
+  const std::string data = Pattern(21, 6 * (1 << 20) + 99);
+  uint64_t crc = Crc64Nvme(0, data.data(), data.size());
+  std::string raw(8, '\0');
+  for (int i = 7; i >= 0; --i) {
+    raw[static_cast<size_t>(i)] = static_cast<char>(crc & 0xff);
+    crc >>= 8;
+  }
+  const std::string want = Base64Encode(raw);
+  WriteOptions wo;
+  wo.checksum = ChecksumAlgorithm::kCrc64Nvme;
+  ASSERT_OK_AND_ASSIGN(ObjectInfo a, store_->PutBytes("crc64/bytes", data, wo));
+  EXPECT_EQ(a.checksum_algorithm, ChecksumAlgorithm::kCrc64Nvme);
+  EXPECT_EQ(a.checksum, want);
+  StringSource src(data);
+  wo.size = data.size();
+  ASSERT_OK_AND_ASSIGN(ObjectInfo b, store_->Put("crc64/streamed", src, wo));
+  EXPECT_EQ(b.checksum, want);
+  wo.size.reset();
+  ASSERT_OK_AND_ASSIGN(std::string id, store_->CreateMultipart("crc64/mp", wo));
+  StringSource p1(std::string_view(data).substr(0, 5 << 20));
+  StringSource p2(std::string_view(data).substr(5 << 20));
+  ASSERT_OK_AND_ASSIGN(UploadedPart u1, store_->UploadPart("crc64/mp", id, 1, p1, 5 << 20));
+  ASSERT_OK_AND_ASSIGN(UploadedPart u2,
+                       store_->UploadPart("crc64/mp", id, 2, p2, data.size() - (5 << 20)));
+  ASSERT_OK_AND_ASSIGN(ObjectInfo c, store_->CompleteMultipart("crc64/mp", id, {u1, u2}));
+  EXPECT_EQ(c.checksum, want) << "full-object CRC64NVME of a multipart upload";
+  for (const char* k : {"crc64/bytes", "crc64/streamed", "crc64/mp"}) {
+    ASSERT_OK_AND_ASSIGN(ObjectInfo h, store_->Head(k));
+    EXPECT_EQ(h.checksum_algorithm, ChecksumAlgorithm::kCrc64Nvme) << k;
+    EXPECT_EQ(h.checksum, want) << k;
+    ASSERT_OK_AND_ASSIGN(std::string got, store_->GetBytes(k));
+    EXPECT_TRUE(got == data) << k;
+  }
+  // SHA-256, and no checksum at all.
+  WriteOptions sha;
+  sha.checksum = ChecksumAlgorithm::kSha256;
+  ASSERT_OK(store_->PutBytes("sha", "abc", sha));
+  ASSERT_OK_AND_ASSIGN(ObjectInfo h, store_->Head("sha"));
+  EXPECT_EQ(h.checksum_algorithm, ChecksumAlgorithm::kSha256);
+  EXPECT_EQ(h.checksum, Base64Encode(Sha256("abc")));
+  WriteOptions none;
+  none.checksum = ChecksumAlgorithm::kNone;
+  ASSERT_OK(store_->PutBytes("none", "abc", none));
+  ASSERT_OK_AND_ASSIGN(h, store_->Head("none"));
+  EXPECT_EQ(h.checksum, "");
+}
+
 TEST_P(ObjectStoreTest, ConditionalWrites) {
   WriteOptions create;
   create.if_none_match_star = true;

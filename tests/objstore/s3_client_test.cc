@@ -218,6 +218,21 @@ TEST_F(S3ClientTest, ErrorsCarryTheS3Code) {
   EXPECT_EQ(bad->stats().retries, 0u);
 }
 
+TEST_F(S3ClientTest, RenameOnlyWhereTheServiceHasIt) {
+  const std::string b = UniqueBucket();
+  ASSERT_OK(client_->CreateBucket(b));
+  const std::string base = "s3://" + b + "?endpoint=" + endpoint_ + "&access_key=" +
+                           StrataServer::kUser + "&secret_key=" + StrataServer::kPassword;
+  ASSERT_OK_AND_ASSIGN(auto detect, OpenObjectStore(base));  // recognises Strata's server
+  ASSERT_OK(detect->PutBytes("a", "1"));
+  ASSERT_OK(detect->Rename("a", "b"));
+  ASSERT_OK_AND_ASSIGN(auto off, OpenObjectStore(base + "&rename_object=false"));
+  EXPECT_STATUS_CODE(off->Rename("b", "c"), StatusCode::kNotSupported);
+  ASSERT_OK_AND_ASSIGN(std::string got, off->GetBytes("b"));
+  EXPECT_EQ(got, "1");
+  EXPECT_STATUS_CODE(off->Head("c"), StatusCode::kNotFound);
+}
+
 TEST_F(S3ClientTest, GivesUpOnAnUnreachableEndpoint) {
   S3Options o = Options();
   o.endpoint = "http://127.0.0.1:" + std::to_string(StrataServer::FreePort());
@@ -476,6 +491,12 @@ TEST(FakeS3Test, DownloadsAreVerified) {
   std::string crc = Crc32cB64(body), etag = HexEncode(Md5(body));
   FakeS3 fake([&](http::Request& req, http::ResponseWriter& w, int) {
     w.AddHeader("ETag", "\"" + etag + "\"");
+    if (req.Header("range") == std::optional<std::string_view>("bytes=0-4")) {
+      w.SetStatus(206);
+      w.AddHeader("Content-Range", "bytes 0-4/" + std::to_string(body.size()));
+      (void)w.Send(body.substr(0, 5));
+      return;
+    }
     if (req.Header("x-amz-checksum-mode")) w.AddHeader("x-amz-checksum-crc32c", crc);
     (void)w.Send(body);
   });
@@ -496,7 +517,12 @@ TEST(FakeS3Test, DownloadsAreVerified) {
   ReadOptions ro;
   ro.offset = 0;
   ro.length = 5;
-  EXPECT_OK(store->GetBytes("k", ro).status());
+  ASSERT_OK_AND_ASSIGN(got, store->GetBytes("k", ro));
+  EXPECT_EQ(got, "the b");
+  // A server that ignores Range is not trusted to have sent the right bytes.
+  ro.offset = 1;
+  ro.length = 3;
+  EXPECT_STATUS_CODE(store->GetBytes("k", ro), StatusCode::kInternal);
   // MD5 checking can be turned off (e.g. servers with non-MD5 ETags).
   auto lenient = fake.Client(/*verify_md5=*/false)->OpenBucket("b");
   EXPECT_OK(lenient->GetBytes("k").status());

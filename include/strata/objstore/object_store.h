@@ -196,7 +196,8 @@ class ObjectStore {
 //       &session_token=..&profile=P&path_style=true|false&part_size=BYTES
 //       &multipart_threshold=BYTES&max_retries=N&connect_timeout_ms=..&timeout_ms=..
 //       &max_idle_connections=N&verify_md5=..&verify_checksum=..&sign_payload=..
-//       &tls_verify=..&ca_file=PATH&fault_error_rate=F&fault_drop_rate=F&fault_seed=N]
+//       &tls_verify=..&ca_file=PATH&rename_object=..&fault_error_rate=F&fault_drop_rate=F
+//       &fault_seed=N]
 //       the S3 client (s3_client.h); the fault_* parameters make its own HTTP
 //       transport inject 503s and dropped connections, to exercise retries.
 //       Settings not in the URL come from the environment

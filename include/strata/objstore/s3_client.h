@@ -76,6 +76,11 @@ struct S3Options {
   // Hex SHA-256 for bodies in memory instead of UNSIGNED-PAYLOAD (the
   // checksum header protects them either way; small XML bodies are always hashed).
   bool sign_payload = false;
+  // ObjectStore::Rename through RenameObject (PUT ?renameObject). nullopt: only
+  // against Strata's server (recognised by its Server header), since a service
+  // that ignored the unknown sub-resource would store an empty object instead.
+  // true for other services that have it (S3 Express directory buckets).
+  std::optional<bool> rename_object;
 };
 
 // Where an s3:// URL points.
