@@ -147,7 +147,9 @@ class Connection {
     }
   }
 
-  Status SendAll(const char* p, size_t n) {
+  // more: the caller sends more right after (MSG_MORE: one segment on the wire).
+  Status SendAll(const char* p, size_t n, bool more = false) {
+    int flags = MSG_NOSIGNAL | (more ? MSG_MORE : 0);
     while (n > 0) {
       ssize_t r;
       if (ssl_ != nullptr) {
@@ -164,7 +166,7 @@ class Connection {
           return Status::IOError("TLS write failed");
         }
       } else {
-        r = ::send(fd_, p, n, MSG_NOSIGNAL);
+        r = ::send(fd_, p, n, flags);
         if (r < 0) {
           if (errno == EINTR) continue;
           if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -386,9 +388,9 @@ void ResponseWriter::AddHeader(std::string_view name, std::string_view value) {
   headers_.append("\r\n");
 }
 
-Status ResponseWriter::SendHeaders(uint64_t content_length) {
+std::string ResponseWriter::BuildHead(uint64_t content_length, size_t reserve_body) const {
   std::string head;
-  head.reserve(headers_.size() + 160);
+  head.reserve(headers_.size() + 160 + reserve_body);
   head.append("HTTP/1.1 ");
   head.append(std::to_string(status_));
   head.push_back(' ');
@@ -404,55 +406,69 @@ Status ResponseWriter::SendHeaders(uint64_t content_length) {
   if (close_after_) head.append("Connection: close\r\n");
   head.append(headers_);
   head.append("\r\n");
-  headers_sent_ = true;
-  return conn_->SendAll(head.data(), head.size());
+  return head;
 }
 
 Status ResponseWriter::Send(std::string_view body) {
   if (headers_sent_) return Status::Internal("response already started");
   bool with_body = !conn_->head_only_ && status_ != 204 && status_ != 304;
-  if (with_body && body.size() <= 64 * 1024) {
-    // One write for head and body: saves a syscall and a packet on small replies.
-    std::string head;
-    head.reserve(headers_.size() + 160 + body.size());
-    head.append("HTTP/1.1 ");
-    head.append(std::to_string(status_));
-    head.push_back(' ');
-    head.append(ReasonPhrase(status_));
-    head.append("\r\nServer: Strata\r\nDate: ");
-    head.append(CachedDate());
-    head.append("\r\nContent-Length: ");
-    head.append(std::to_string(body.size()));
-    head.append("\r\n");
-    if (close_after_) head.append("Connection: close\r\n");
-    head.append(headers_);
-    head.append("\r\n");
-    head.append(body);
-    headers_sent_ = true;
-    bytes_sent_ = body.size();
+  headers_sent_ = true;
+  if (!with_body) {
+    std::string head = BuildHead(body.size(), 0);
     return conn_->SendAll(head.data(), head.size());
   }
-  STRATA_RETURN_IF_ERROR(SendHeaders(body.size()));
-  if (!with_body) return Status::Ok();
   bytes_sent_ = body.size();
+  if (body.size() <= 256 * 1024) {
+    // One write for head and body: saves a syscall and a packet on small replies.
+    std::string head = BuildHead(body.size(), body.size());
+    head.append(body);
+    return conn_->SendAll(head.data(), head.size());
+  }
+  std::string head = BuildHead(body.size(), 0);
+  STRATA_RETURN_IF_ERROR(conn_->SendAll(head.data(), head.size(), /*more=*/true));
   return conn_->SendAll(body.data(), body.size());
 }
 
+// The head is held back until the first body bytes (or Flush), so a small
+// streamed response still goes out in one send.
 Status ResponseWriter::BeginBody(uint64_t content_length) {
   if (headers_sent_) return Status::Internal("response already started");
   if (!conn_->head_only_) promised_ = content_length;
-  return SendHeaders(content_length);
+  headers_sent_ = true;
+  pending_head_ = BuildHead(content_length, conn_->head_only_ ? 0 : std::min<uint64_t>(content_length, 256 * 1024));
+  return Status::Ok();
+}
+
+Status ResponseWriter::Flush() {
+  if (pending_head_.empty()) return Status::Ok();
+  std::string head = std::move(pending_head_);
+  pending_head_.clear();
+  return conn_->SendAll(head.data(), head.size());
 }
 
 Status ResponseWriter::Write(const char* data, size_t n) {
   if (conn_->head_only_) return Status::Ok();
   bytes_sent_ += n;
+  if (!pending_head_.empty()) {
+    std::string head = std::move(pending_head_);
+    pending_head_.clear();
+    if (n <= 256 * 1024) {
+      head.append(data, n);
+      return conn_->SendAll(head.data(), head.size());
+    }
+    STRATA_RETURN_IF_ERROR(conn_->SendAll(head.data(), head.size(), /*more=*/true));
+  }
   return conn_->SendAll(data, n);
 }
 
 Status ResponseWriter::SendFile(int fd, uint64_t offset, uint64_t n) {
   if (conn_->head_only_) return Status::Ok();
   bytes_sent_ += n;
+  if (!pending_head_.empty()) {
+    std::string head = std::move(pending_head_);
+    pending_head_.clear();
+    STRATA_RETURN_IF_ERROR(conn_->SendAll(head.data(), head.size(), /*more=*/true));
+  }
   return conn_->SendFileAll(fd, offset, n);
 }
 
@@ -885,6 +901,8 @@ bool Server::Impl::HandleOne(Connection* c) {
   }
   if (!w.headers_sent()) {
     if (!w.Send("").ok()) return false;
+  } else if (!w.Flush().ok()) {
+    return false;
   }
   if (w.close_after() || w.incomplete()) return false;
   // Leftover body: drain a little, otherwise the framing is lost; close.

@@ -256,6 +256,7 @@ struct Frontend::Impl {
   void SendError(Ctx& c, const Status& st, std::string_view fallback_not_found);
   void SendXml(Ctx& c, int status, const std::string& xml);
   metrics::Counter& RequestCounter(std::string_view op, int status);
+  metrics::Counter& RequestCounterSlow(std::string_view op, int status);
 
   Status Authenticate(Ctx& c);
   Status Authorize(Ctx& c, bool write);
@@ -321,6 +322,21 @@ void Frontend::HandleTransportError(int status, std::string_view message, http::
 }
 
 metrics::Counter& Frontend::Impl::RequestCounter(std::string_view op, int status) {
+  // Per-thread memo: the hot path formats no label string and takes no lock.
+  thread_local std::map<std::pair<std::string, int>, metrics::Counter*, std::less<>> memo;
+  thread_local const Impl* memo_owner = nullptr;
+  if (memo_owner != this) {
+    memo.clear();
+    memo_owner = this;
+  }
+  std::pair<std::string, int> mk(op, status);
+  if (auto it = memo.find(mk); it != memo.end()) return *it->second;
+  metrics::Counter& c = RequestCounterSlow(op, status);
+  memo.emplace(std::move(mk), &c);
+  return c;
+}
+
+metrics::Counter& Frontend::Impl::RequestCounterSlow(std::string_view op, int status) {
   std::string labels = fmt::format("op=\"{}\",code=\"{}\"", op, status);
   std::lock_guard<std::mutex> lock(counters_mu);
   auto it = counters.find(labels);

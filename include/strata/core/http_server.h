@@ -79,6 +79,9 @@ class ResponseWriter {
   Status BeginBody(uint64_t content_length);
   Status Write(const char* data, size_t n);
   Status SendFile(int fd, uint64_t offset, uint64_t n);
+  // Sends a head held back by BeginBody (the server calls it after the handler).
+  Status Flush();
+  // True once the response has started (a held-back head counts).
   bool headers_sent() const { return headers_sent_; }
   // Closes the connection after this response (e.g. a body left unread).
   void CloseAfter() { close_after_ = true; }
@@ -88,10 +91,11 @@ class ResponseWriter {
   bool incomplete() const { return bytes_sent_ < promised_; }
 
  private:
-  Status SendHeaders(uint64_t content_length);
+  std::string BuildHead(uint64_t content_length, size_t reserve_body) const;
   Connection* conn_;
   int status_ = 200;
   std::string headers_;
+  std::string pending_head_;  // BeginBody's head, sent with the first body bytes
   bool headers_sent_ = false;
   bool close_after_ = false;
   uint64_t bytes_sent_ = 0;
