@@ -1237,7 +1237,10 @@ class S3ObjectStore final : public ObjectStore {
             verify.crc = Hasher::Create(i.checksum_algorithm);
             verify.crc_want = i.checksum;
           }
-          if (s3_.options.verify_md5 && IsHexMd5(i.etag) &&
+          const auto md5_check = s3_.options.verify_md5;
+          if ((md5_check == S3Options::EtagCheck::kAlways ||
+               (md5_check == S3Options::EtagCheck::kWhenNoChecksum && !verify.crc)) &&
+              IsHexMd5(i.etag) &&
               !resp.Header("x-amz-server-side-encryption-customer-algorithm") &&
               !IEquals(resp.Header("x-amz-server-side-encryption").value_or(""), "aws:kms")) {
             verify.md5 = Hasher::Create(ChecksumAlgorithm::kMd5);
@@ -1887,7 +1890,13 @@ Result<std::pair<S3Options, S3Location>> ResolveS3Url(std::string_view url) {
     if (!b) return bad("path_style", *v);
     o.path_style = *b;
   }
-  STRATA_RETURN_IF_ERROR(flag("verify_md5", o.verify_md5));
+  if (auto v = take("verify_md5")) {
+    const std::string m = ToLower(*v);
+    if (m == "always" || m == "true") o.verify_md5 = S3Options::EtagCheck::kAlways;
+    else if (m == "never" || m == "false") o.verify_md5 = S3Options::EtagCheck::kNever;
+    else if (m == "when_no_checksum") o.verify_md5 = S3Options::EtagCheck::kWhenNoChecksum;
+    else return bad("verify_md5", *v + " (always|never|when_no_checksum)");
+  }
   STRATA_RETURN_IF_ERROR(flag("verify_checksum", o.verify_checksum));
   STRATA_RETURN_IF_ERROR(flag("sign_payload", o.sign_payload));
   STRATA_RETURN_IF_ERROR(flag("tls_verify", o.http.tls_verify));

@@ -463,7 +463,8 @@ class FakeS3 {
     started = server_->Start().ok();
   }
   ~FakeS3() { server_->Stop(100); }
-  std::shared_ptr<S3Client> Client(bool verify_md5 = true) {
+  std::shared_ptr<S3Client> Client(
+      S3Options::EtagCheck verify_md5 = S3Options::EtagCheck::kWhenNoChecksum) {
     S3Options o;
     o.endpoint = "http://127.0.0.1:" + std::to_string(server_->port());
     o.credentials = {"AK", "SECRETSECRET", ""};
@@ -510,9 +511,16 @@ TEST(FakeS3Test, DownloadsAreVerified) {
   ASSERT_STATUS_CODE(bad, StatusCode::kCorruption);
   EXPECT_NE(bad.error().message().find("CRC32C"), std::string::npos) << bad.error().message();
 
-  crc.clear();
+  // A wrong ETag MD5: by default checked only when there is no stored checksum.
+  crc = Crc32cB64(body);
   etag = HexEncode(Md5("not the body"));
-  EXPECT_STATUS_CODE(store->GetBytes("k"), StatusCode::kCorruption);
+  EXPECT_OK(store->GetBytes("k").status());
+  auto strict = fake.Client(S3Options::EtagCheck::kAlways)->OpenBucket("b");
+  EXPECT_STATUS_CODE(strict->GetBytes("k"), StatusCode::kCorruption);
+  crc.clear();
+  auto md5_bad = store->GetBytes("k");
+  ASSERT_STATUS_CODE(md5_bad, StatusCode::kCorruption);
+  EXPECT_NE(md5_bad.error().message().find("MD5"), std::string::npos);
   // Ranged reads cannot be checked against whole-object values.
   ReadOptions ro;
   ro.offset = 0;
@@ -524,7 +532,7 @@ TEST(FakeS3Test, DownloadsAreVerified) {
   ro.length = 3;
   EXPECT_STATUS_CODE(store->GetBytes("k", ro), StatusCode::kInternal);
   // MD5 checking can be turned off (e.g. servers with non-MD5 ETags).
-  auto lenient = fake.Client(/*verify_md5=*/false)->OpenBucket("b");
+  auto lenient = fake.Client(S3Options::EtagCheck::kNever)->OpenBucket("b");
   EXPECT_OK(lenient->GetBytes("k").status());
   // Multipart ETags are not MD5s of the bytes.
   etag = HexEncode(Md5("x")) + "-3";

@@ -195,7 +195,7 @@ class ObjectStore {
 //   s3://BUCKET[/PREFIX][?endpoint=URL&region=R&access_key=..&secret_key=..
 //       &session_token=..&profile=P&path_style=true|false&part_size=BYTES
 //       &multipart_threshold=BYTES&max_retries=N&connect_timeout_ms=..&timeout_ms=..
-//       &max_idle_connections=N&verify_md5=..&verify_checksum=..&sign_payload=..
+//       &max_idle_connections=N&verify_md5=always|never|when_no_checksum&verify_checksum=..&sign_payload=..
 //       &tls_verify=..&ca_file=PATH&rename_object=..&fault_error_rate=F&fault_drop_rate=F
 //       &fault_seed=N]
 //       the S3 client (s3_client.h); the fault_* parameters make its own HTTP
