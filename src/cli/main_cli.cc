@@ -12,6 +12,7 @@
 #include <strata/server/server.h>
 
 #include "cli/commands.h"
+#include "cli/transfer_cmds.h"
 
 namespace strata::cli {
 namespace {
@@ -105,7 +106,16 @@ int Main(int argc, char** argv) {
   user_add->add_option("name", user_name, "User name")->required();
   user_add->add_option("--data", user_data, "Data directory")->capture_default_str();
 
-  CLI11_PARSE(app, argc, argv);
+  int transfer_rc = -1;  // set by the transfer subcommands' callbacks (run inside parse)
+  RegisterTransferCommands(app, &transfer_rc);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);  // prints help/version (0) or the error
+    return rc == 0 ? 0 : 2;      // 2: usage error, as the transfer commands document
+  }
+  if (transfer_rc >= 0) return transfer_rc;
 
   if (srv->parsed()) {
     if (const char* env = std::getenv("STRATA_DATA"); env != nullptr && srv->count("--data") == 0)

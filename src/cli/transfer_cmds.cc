@@ -1,0 +1,1352 @@
+// strata ls | cp | sync | rm | cat | mb | rb | du — transfers against any S3
+// endpoint, on the parallel engine of objstore/transfer.h.
+#include "cli/transfer_cmds.h"
+
+#include <fcntl.h>
+#include <glob.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <strata/core/checksum.h>
+#include <strata/core/strings.h>
+#include <strata/objstore/object_store.h>
+#include <strata/objstore/s3_client.h>
+#include <strata/objstore/transfer.h>
+
+#include "cli/transfer_util.h"
+
+namespace strata::cli {
+namespace {
+
+using objstore::ObjectInfo;
+using objstore::ObjectStore;
+using objstore::S3Client;
+using objstore::TransferManager;
+using objstore::TransferOptions;
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// ---------------------------------------------------------------------------
+// Options shared by every transfer command.
+
+struct Common {
+  std::string endpoint_url;
+  std::string profile;
+  std::string region;
+  std::string ca_bundle;
+  bool no_verify_ssl = false;
+  std::vector<std::string> s3_options;  // KEY=VALUE, passed to the S3 client URL
+  int concurrency = 16;
+  std::string part_size = "8MiB";
+  std::string multipart_threshold = "16MiB";
+  bool no_fsync = false;
+  bool json = false;
+  bool quiet = false;
+  bool no_progress = false;
+  bool dryrun = false;
+  std::vector<std::string> exclude;
+  std::vector<std::string> include;
+};
+
+void AddConnectionOptions(CLI::App* sub, Common& c) {
+  auto* g = sub->add_option_group("Connection", "Endpoint and credentials (as awscli takes them)");
+  g->add_option("--endpoint-url", c.endpoint_url,
+                "S3 endpoint, e.g. http://127.0.0.1:9000 (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, "
+                "the profile's endpoint_url, else AWS)");
+  g->add_option("--profile", c.profile, "Profile in ~/.aws/credentials and ~/.aws/config (default: AWS_PROFILE or \"default\")");
+  g->add_option("--region", c.region, "Region to sign for (default: AWS_REGION, AWS_DEFAULT_REGION, the profile's, us-east-1)");
+  g->add_flag("--no-verify-ssl", c.no_verify_ssl, "Do not verify the TLS certificate of an https:// endpoint");
+  g->add_option("--ca-bundle", c.ca_bundle, "PEM file of CA certificates to verify the endpoint with");
+  g->add_option("--s3-option", c.s3_options,
+                "Advanced S3 client setting KEY=VALUE (repeatable): max_retries, timeout_ms, "
+                "connect_timeout_ms, path_style, sign_payload, verify_md5, fault_error_rate, fault_drop_rate, ...")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+}
+
+void AddTransferOptions(CLI::App* sub, Common& c) {
+  auto* g = sub->add_option_group("Transfer", "Parallelism and part sizes");
+  g->add_option("--concurrency", c.concurrency, "Requests in flight at once, across files and parts")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  g->add_option("--part-size", c.part_size,
+                "Multipart part size (grows to keep at most 10,000 parts; at least 5MiB)")
+      ->capture_default_str();
+  g->add_option("--multipart-threshold", c.multipart_threshold,
+                "Files larger than this are uploaded in parts and downloaded with parallel ranged GETs")
+      ->capture_default_str();
+  g->add_flag("--no-fsync", c.no_fsync, "Do not fsync downloaded files before renaming them into place");
+}
+
+void AddOutputOptions(CLI::App* sub, Common& c) {
+  auto* g = sub->add_option_group("Output");
+  g->add_flag("--json", c.json, "One JSON object per line on stdout (one per object, then a summary)");
+  g->add_flag("-q,--quiet", c.quiet, "Print errors only");
+  g->add_flag("--no-progress", c.no_progress, "No progress bar (it is shown only when stderr is a terminal)");
+}
+
+void AddFilterOptions(CLI::App* sub, Common& c) {
+  sub->add_option("--exclude", c.exclude,
+                  "Skip paths matching this pattern (relative to SRC; * ? [] wildcards; repeatable)")
+      ->allow_extra_args(false);
+  sub->add_option("--include", c.include,
+                  "Do not skip paths matching this pattern, even if an --exclude matched (repeatable)")
+      ->allow_extra_args(false);
+}
+
+// awscli applies --exclude/--include in command-line order; CLI11 keeps the
+// values per option, and the order of occurrences in parse_order().
+Filters BuildFilters(const Common& c, const CLI::App* sub) {
+  Filters f;
+  size_t ei = 0, ii = 0;
+  for (const CLI::Option* o : sub->parse_order()) {
+    if (o->check_lname("exclude") && ei < c.exclude.size()) {
+      f.Add(false, c.exclude[ei++]);
+    } else if (o->check_lname("include") && ii < c.include.size()) {
+      f.Add(true, c.include[ii++]);
+    }
+  }
+  while (ei < c.exclude.size()) f.Add(false, c.exclude[ei++]);
+  while (ii < c.include.size()) f.Add(true, c.include[ii++]);
+  return f;
+}
+
+// ---------------------------------------------------------------------------
+// The session of one command: the S3 client, stores per bucket, the engine.
+
+class Session {
+ public:
+  explicit Session(const Common& c) : c_(c) {}
+
+  Status Init(bool need_manager, const objstore::WriteOptions* write = nullptr) {
+    auto ps = ParseSize(c_.part_size);
+    auto mt = ParseSize(c_.multipart_threshold);
+    if (!ps) return Status::InvalidArgument("--part-size \"" + c_.part_size + "\" is not a size (e.g. 8MiB)");
+    if (!mt) {
+      return Status::InvalidArgument("--multipart-threshold \"" + c_.multipart_threshold +
+                                     "\" is not a size (e.g. 16MiB)");
+    }
+    if (*ps < (5ull << 20)) return Status::InvalidArgument("--part-size must be at least 5MiB (S3's minimum)");
+    if (*ps > (5ull << 30)) return Status::InvalidArgument("--part-size must be at most 5GiB (S3's maximum)");
+    if (*mt > (5ull << 30)) {
+      return Status::InvalidArgument("--multipart-threshold must be at most 5GiB (S3's largest single PUT)");
+    }
+    topts_.concurrency = c_.concurrency;
+    topts_.part_size = *ps;
+    topts_.multipart_threshold = *mt;
+    topts_.fsync = !c_.no_fsync;
+    if (write != nullptr) topts_.write = *write;
+    if (need_manager) mgr_ = std::make_unique<TransferManager>(topts_);
+    return Status::Ok();
+  }
+
+  TransferManager& mgr() { return *mgr_; }
+  TransferManager* mgr_ptr() { return mgr_.get(); }
+  const TransferOptions& topts() const { return topts_; }
+
+  Result<S3Client*> Client() {
+    std::lock_guard l(mu_);
+    if (client_) return client_.get();
+    std::vector<std::pair<std::string, std::string>> params;
+    if (!c_.endpoint_url.empty()) params.emplace_back("endpoint", c_.endpoint_url);
+    if (!c_.region.empty()) params.emplace_back("region", c_.region);
+    if (!c_.profile.empty()) params.emplace_back("profile", c_.profile);
+    if (!c_.ca_bundle.empty()) params.emplace_back("ca_file", c_.ca_bundle);
+    if (c_.no_verify_ssl) params.emplace_back("tls_verify", "false");
+    // Keep a pooled connection for every request in flight.
+    params.emplace_back("max_idle_connections", std::to_string(c_.concurrency + 8));
+    params.emplace_back("part_size", std::to_string(topts_.part_size));
+    params.emplace_back("multipart_threshold", std::to_string(std::max<uint64_t>(topts_.multipart_threshold, 5ull << 20)));
+    for (const std::string& kv : c_.s3_options) {
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return Status::InvalidArgument("--s3-option \"" + kv + "\" is not KEY=VALUE");
+      }
+      params.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+    std::string url = "s3://strata-cli";
+    char sep = '?';
+    for (const auto& [k, v] : params) {
+      url += sep + UriEncode(k, false) + "=" + UriEncode(v, false);
+      sep = '&';
+    }
+    auto resolved = objstore::ResolveS3Url(url);
+    if (!resolved.ok()) return resolved.error();
+    anonymous_ = resolved->first.credentials.access_key.empty();
+    auto client = S3Client::Create(resolved->first);
+    if (!client.ok()) return client.error();
+    client_ = std::move(*client);
+    return client_.get();
+  }
+
+  Result<ObjectStore*> Bucket(const std::string& bucket) {
+    STRATA_ASSIGN_OR_RETURN(S3Client * c, Client());
+    std::lock_guard l(mu_);
+    auto& s = stores_[bucket];
+    if (!s) s = c->OpenBucket(bucket);
+    return s.get();
+  }
+
+  // Adds what to do about it to errors whose cause is plain.
+  Status Explain(Status s) const {
+    if (s.code() == StatusCode::kPermissionDenied && anonymous_) {
+      return s.WithContext(
+          "no credentials were found (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or use --profile)");
+    }
+    if (s.code() == StatusCode::kUnavailable && c_.endpoint_url.empty()) {
+      return s.WithContext("cannot reach the S3 endpoint (is --endpoint-url or AWS_ENDPOINT_URL set?)");
+    }
+    return s;
+  }
+
+ private:
+  const Common& c_;
+  TransferOptions topts_;
+  std::unique_ptr<TransferManager> mgr_;
+  std::mutex mu_;
+  std::shared_ptr<S3Client> client_;                                  // guarded by mu_
+  std::unordered_map<std::string, std::unique_ptr<ObjectStore>> stores_;  // guarded by mu_
+  bool anonymous_ = false;
+};
+
+int Fail(const Status& s, std::string_view cmd, bool json = false) {
+  if (json) {
+    nlohmann::json j{{"error", s.ToString()}, {"exit_code", ExitCodeFor(s)}};
+    fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  } else {
+    fmt::print(stderr, "strata {}: {}\n", cmd, s.ToString());
+  }
+  return ExitCodeFor(s);
+}
+
+int Usage(std::string_view cmd, const std::string& msg) {
+  fmt::print(stderr, "strata {}: {}\nRun 'strata {} --help' for usage.\n", cmd, msg, cmd);
+  return kExitUsage;
+}
+
+std::string JoinKey(const std::string& prefix, const std::string& rel) {
+  if (prefix.empty()) return rel;
+  if (prefix.back() == '/') return prefix + rel;
+  return prefix + "/" + rel;
+}
+
+std::string JoinPath(const std::string& dir, const std::string& rel) {
+  if (dir.empty()) return rel;
+  if (dir.back() == '/') return dir + rel;
+  return dir + "/" + rel;
+}
+
+std::string DirPrefix(const std::string& key) {
+  if (key.empty() || key.back() == '/') return key;
+  return key + "/";
+}
+
+std::string BaseName(const std::string& p) {
+  std::string s = p;
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  const size_t slash = s.find_last_of('/');
+  return slash == std::string::npos ? s : s.substr(slash + 1);
+}
+
+bool IsDir(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// A relative path from an object key that stays inside the destination
+// directory; nullopt for keys that cannot be files ("a/", "../x", "a//b").
+std::optional<std::string> SafeRel(const std::string& rel) {
+  if (rel.empty() || rel.back() == '/' || rel.front() == '/') return std::nullopt;
+  for (std::string_view part : Split(rel, '/')) {
+    if (part.empty() || part == "." || part == "..") return std::nullopt;
+  }
+  return rel;
+}
+
+std::string S3Url(const std::string& bucket, const std::string& key) { return "s3://" + bucket + "/" + key; }
+
+std::string FormatLocalTime(int64_t ns) {
+  const time_t t = static_cast<time_t>(ns / 1'000'000'000);
+  struct tm tm;
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+// Lists every object under prefix, page by page, calling fn for each.
+Status ListObjects(ObjectStore& store, const std::string& prefix,
+                   const std::function<Status(const ObjectInfo&)>& fn) {
+  return store.ListAll(prefix, fn);
+}
+
+// ---------------------------------------------------------------------------
+// Content comparison for sync --checksum.
+
+Result<std::string> HashFile(const std::string& path, ChecksumAlgorithm alg) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "open " + path);
+  auto h = Hasher::Create(alg);
+  std::vector<char> buf(1 << 20);
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      return Status::FromErrno(e, "read " + path);
+    }
+    if (n == 0) break;
+    h->Update(buf.data(), static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return h->Digest();
+}
+
+// The multipart ETag the file would have with this part size.
+Result<std::string> MultipartEtagOf(const std::string& path, uint64_t size, uint64_t part) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "open " + path);
+  std::string md5s;
+  std::vector<char> buf(1 << 20);
+  uint64_t off = 0, n = 0;
+  while (off < size) {
+    const uint64_t len = std::min(part, size - off);
+    auto h = Hasher::Create(ChecksumAlgorithm::kMd5);
+    uint64_t done = 0;
+    while (done < len) {
+      ssize_t r = ::pread(fd, buf.data(), std::min<uint64_t>(buf.size(), len - done),
+                          static_cast<off_t>(off + done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        ::close(fd);
+        return Status::IOError("read " + path + " failed or the file shrank");
+      }
+      h->Update(buf.data(), static_cast<size_t>(r));
+      done += static_cast<uint64_t>(r);
+    }
+    md5s += h->Digest();
+    off += len;
+    ++n;
+  }
+  ::close(fd);
+  return HexEncode(Md5(md5s)) + "-" + std::to_string(n);
+}
+
+bool IsMd5Etag(const std::string& etag) {
+  if (etag.size() != 32) return false;
+  return std::all_of(etag.begin(), etag.end(), [](char ch) { return std::isxdigit(static_cast<unsigned char>(ch)); });
+}
+
+// Whether the local file holds the object's bytes: MD5 against a single-part
+// ETag, else the stored full-object CRC, else the multipart ETag recomputed
+// with the likely part sizes. Unknown counts as different.
+Result<bool> SameContent(const LocalFile& f, const ObjectInfo& listed, ObjectStore& store,
+                         const std::string& key, uint64_t part_size) {
+  if (f.size != listed.size) return false;
+  if (IsMd5Etag(listed.etag)) {
+    STRATA_ASSIGN_OR_RETURN(std::string d, HashFile(f.path, ChecksumAlgorithm::kMd5));
+    return HexEncode(d) == ToLower(listed.etag);
+  }
+  STRATA_ASSIGN_OR_RETURN(ObjectInfo h, store.Head(key));
+  const ChecksumAlgorithm a = h.checksum_algorithm;
+  if ((a == ChecksumAlgorithm::kCrc32 || a == ChecksumAlgorithm::kCrc32c || a == ChecksumAlgorithm::kCrc64Nvme ||
+       a == ChecksumAlgorithm::kSha1 || a == ChecksumAlgorithm::kSha256) &&
+      !h.checksum.empty() && h.checksum.find('-') == std::string::npos) {
+    STRATA_ASSIGN_OR_RETURN(std::string d, HashFile(f.path, a));
+    return Base64Encode(d) == h.checksum;
+  }
+  const size_t dash = h.etag.rfind('-');
+  if (dash == std::string::npos) return false;
+  auto nparts = ParseUint64(std::string_view(h.etag).substr(dash + 1));
+  if (!nparts || *nparts == 0) return false;
+  std::set<uint64_t> candidates = {objstore::EffectivePartSize(f.size, part_size), 8ull << 20, 16ull << 20,
+                                   5ull << 20};
+  const uint64_t even = (f.size + *nparts - 1) / *nparts;
+  candidates.insert((even + (1 << 20) - 1) / (1 << 20) * (1 << 20));
+  for (uint64_t p : candidates) {
+    if (p == 0 || (f.size + p - 1) / p != *nparts) continue;
+    STRATA_ASSIGN_OR_RETURN(std::string e, MultipartEtagOf(f.path, f.size, p));
+    if (e == ToLower(h.etag)) return true;
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------
+// Jobs: one object to move, run on the engine's pool, reported when done.
+
+struct Job {
+  enum Kind { kUpload, kDownload, kCopy };
+  Kind kind = kUpload;
+  std::string local;           // upload source / download destination
+  std::string bucket, key;     // the S3 side (copy: source)
+  std::string dst_bucket, dst_key;  // copy destination
+  uint64_t size = 0;
+  std::optional<ObjectInfo> info;  // from a listing
+  std::optional<LocalFile> compare_local;  // sync --checksum: transfer only if different
+  const ObjectInfo* compare_remote = nullptr;
+};
+
+class Runner {
+ public:
+  Runner(Session& s, Reporter& r, bool dryrun) : s_(s), r_(r), dryrun_(dryrun) {}
+
+  void Submit(Job j) {
+    if (dryrun_ && !j.compare_local) {
+      Describe(j, [&](std::string_view op, const std::string& src, const std::string& dst) {
+        r_.Note(op, src, dst, j.size);
+      });
+      return;
+    }
+    if (!j.compare_local) s_.mgr().AddTotal(j.size, 1);
+    s_.mgr().Run([this, j = std::move(j)] { Execute(j); });
+  }
+
+  // Deletes keys in batches of 1,000 (DeleteObjects), batches in parallel.
+  void SubmitDeletes(const std::string& bucket, std::vector<std::string> keys) {
+    if (keys.empty()) return;
+    if (dryrun_) {
+      for (const auto& k : keys) r_.Note("delete", S3Url(bucket, k), "", 0);
+      return;
+    }
+    s_.mgr().AddTotal(0, keys.size());
+    for (size_t i = 0; i < keys.size(); i += 1000) {
+      std::vector<std::string> batch(keys.begin() + static_cast<std::ptrdiff_t>(i),
+                                     keys.begin() + static_cast<std::ptrdiff_t>(std::min(keys.size(), i + 1000)));
+      s_.mgr().Run([this, bucket, batch = std::move(batch)] {
+        const auto t0 = Clock::now();
+        auto store = s_.Bucket(bucket);
+        Result<std::vector<Status>> r = store.ok() ? (*store)->DeleteMany(batch) : Result<std::vector<Status>>(store.error());
+        for (size_t k = 0; k < batch.size(); ++k) {
+          Status st = !r.ok() ? r.error() : (k < r->size() ? (*r)[k] : Status::Ok());
+          r_.Object("delete", S3Url(bucket, batch[k]), "", 0, s_.Explain(st), Since(t0));
+        }
+      });
+    }
+  }
+
+  void Wait() { s_.mgr().Wait(); }
+
+ private:
+  template <class F>
+  void Describe(const Job& j, F&& f) {
+    switch (j.kind) {
+      case Job::kUpload: f("upload", j.local, S3Url(j.bucket, j.key)); break;
+      case Job::kDownload: f("download", S3Url(j.bucket, j.key), j.local); break;
+      case Job::kCopy: f("copy", S3Url(j.bucket, j.key), S3Url(j.dst_bucket, j.dst_key)); break;
+    }
+  }
+
+  void Execute(const Job& j) {
+    const auto t0 = Clock::now();
+    Status st;
+    bool skipped = false;
+    if (j.compare_local) {
+      // sync --checksum: hash first (on the pool), transfer only if different.
+      auto store = s_.Bucket(j.bucket);
+      if (!store.ok()) {
+        st = store.error();
+      } else {
+        auto same = SameContent(*j.compare_local, *j.compare_remote, **store, j.key, s_.topts().part_size);
+        if (!same.ok()) {
+          st = same.error();
+        } else if (*same) {
+          skipped = true;
+        } else if (dryrun_) {
+          Describe(j, [&](std::string_view op, const std::string& src, const std::string& dst) {
+            r_.Note(op, src, dst, j.size);
+          });
+          skipped = true;
+        }
+      }
+      if (skipped) return;
+      s_.mgr().AddTotal(j.size, 1);
+    }
+    if (st.ok()) st = Transfer(j);
+    st = s_.Explain(st);
+    if (!st.ok()) s_.mgr().CountFailure();
+    Describe(j, [&](std::string_view op, const std::string& src, const std::string& dst) {
+      r_.Object(op, src, dst, j.size, st, Since(t0));
+    });
+  }
+
+  Status Transfer(const Job& j) {
+    switch (j.kind) {
+      case Job::kUpload: {
+        STRATA_ASSIGN_OR_RETURN(ObjectStore * store, s_.Bucket(j.bucket));
+        return s_.mgr().UploadFile(j.local, *store, j.key).error();
+      }
+      case Job::kDownload: {
+        STRATA_ASSIGN_OR_RETURN(ObjectStore * store, s_.Bucket(j.bucket));
+        return s_.mgr().DownloadFile(*store, j.key, j.local, j.info ? &*j.info : nullptr).error();
+      }
+      case Job::kCopy: {
+        STRATA_ASSIGN_OR_RETURN(S3Client * c, s_.Client());
+        return s_.mgr().CopyS3Object(*c, j.bucket, j.key, j.dst_bucket, j.dst_key, j.info ? &*j.info : nullptr).error();
+      }
+    }
+    return Status::Internal("unknown job");
+  }
+
+  Session& s_;
+  Reporter& r_;
+  bool dryrun_;
+};
+
+Reporter::Options ReporterOptions(const Common& c) {
+  Reporter::Options o;
+  o.json = c.json;
+  o.quiet = c.quiet;
+  o.progress = !c.no_progress;
+  return o;
+}
+
+// ---------------------------------------------------------------------------
+// ls
+
+struct LsArgs {
+  std::string target;
+  bool recursive = false;
+  bool human = false;
+  bool summarize = false;
+};
+
+int CmdLs(Common& c, LsArgs& a) {
+  Session s(c);
+  if (Status st = s.Init(false); !st.ok()) return Usage("ls", st.message());
+  auto client = s.Client();
+  if (!client.ok()) return Fail(client.error(), "ls", c.json);
+  auto size_str = [&](uint64_t n) { return a.human ? HumanBytes(n) : std::to_string(n); };
+  if (a.target.empty() || a.target == "s3://") {
+    auto buckets = (*client)->ListBuckets();
+    if (!buckets.ok()) return Fail(s.Explain(buckets.error()), "ls", c.json);
+    for (const auto& b : *buckets) {
+      if (c.json) {
+        fmt::print("{}\n", nlohmann::json{{"bucket", b.name}, {"created", FormatIso8601(b.created_ns)}}.dump());
+      } else {
+        fmt::print("{} {}\n", FormatLocalTime(b.created_ns), b.name);
+      }
+    }
+    return kExitOk;
+  }
+  auto loc = ParseLocation(a.target);
+  if (!loc.ok()) return Usage("ls", loc.error().message());
+  if (!loc->s3) return Usage("ls", "ls lists s3:// locations; use your shell's ls for local files");
+  auto store = s.Bucket(loc->bucket);
+  if (!store.ok()) return Fail(store.error(), "ls", c.json);
+  const std::string prefix = loc->key;
+  const size_t dir_len = a.recursive ? 0 : (prefix.find_last_of('/') == std::string::npos ? 0 : prefix.find_last_of('/') + 1);
+  std::string token;
+  uint64_t count = 0, total = 0;
+  bool any = false;
+  for (;;) {
+    auto page = (*store)->List(prefix, a.recursive ? "" : "/", token, 1000);
+    if (!page.ok()) return Fail(s.Explain(page.error()), "ls", c.json);
+    for (const std::string& p : page->common_prefixes) {
+      any = true;
+      if (c.json) {
+        fmt::print("{}\n", nlohmann::json{{"prefix", p}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      } else {
+        fmt::print("{:>30} {}\n", "PRE", p.substr(dir_len));
+      }
+    }
+    for (const ObjectInfo& o : page->objects) {
+      any = true;
+      ++count;
+      total += o.size;
+      if (c.json) {
+        fmt::print("{}\n", nlohmann::json{{"key", o.key}, {"size", o.size}, {"etag", o.etag},
+                                          {"last_modified", FormatIso8601(o.mtime_ns)}}
+                               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      } else {
+        fmt::print("{} {:>10} {}\n", FormatLocalTime(o.mtime_ns), size_str(o.size), o.key.substr(dir_len));
+      }
+    }
+    if (page->next_token.empty()) break;
+    token = page->next_token;
+  }
+  if (a.summarize) {
+    if (c.json) {
+      fmt::print("{}\n", nlohmann::json{{"summary", true}, {"objects", count}, {"bytes", total}}.dump());
+    } else {
+      fmt::print("\nTotal Objects: {}\n   Total Size: {}\n", count, size_str(total));
+    }
+  }
+  std::fflush(stdout);
+  // Like awscli: listing a prefix that matches nothing is an error.
+  if (!any && !prefix.empty()) return kExitNotFound;
+  return kExitOk;
+}
+
+// ---------------------------------------------------------------------------
+// cp
+
+struct CpArgs {
+  std::vector<std::string> paths;  // SRC... DST
+  bool recursive = false;
+  std::string content_type;
+  std::vector<std::string> metadata;  // KEY=VALUE
+  std::string checksum_algorithm = "CRC32C";
+};
+
+// A source that reads stdin (cp - s3://...): not rewindable, so the S3 client
+// sends it as a multipart upload of in-memory parts.
+class StdinSource final : public objstore::ByteSource {
+ public:
+  Result<size_t> Read(char* buf, size_t n) override {
+    for (;;) {
+      ssize_t r = ::read(STDIN_FILENO, buf, n);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return Status::FromErrno(errno, "read stdin");
+      return static_cast<size_t>(r);
+    }
+  }
+};
+
+Status StreamToStdout(ObjectStore& store, const std::string& key) {
+  Status write_error;
+  Status s = store.Get(key, {}, [&](const char* data, size_t n) {
+    if (std::fwrite(data, 1, n, stdout) != n) {
+      write_error = Status::FromErrno(errno, "write to stdout");
+      return write_error;
+    }
+    return Status::Ok();
+  });
+  if (std::fflush(stdout) != 0 && s.ok()) return Status::FromErrno(errno, "write to stdout");
+  return s;
+}
+
+int CmdCp(Common& c, CpArgs& a, const CLI::App* sub) {
+  if (a.paths.size() < 2) return Usage("cp", "cp needs a source and a destination");
+  auto alg = ParseChecksumAlgorithm(a.checksum_algorithm);
+  if (alg == ChecksumAlgorithm::kNone && !IEquals(a.checksum_algorithm, "none")) {
+    return Usage("cp", "--checksum-algorithm must be CRC32, CRC32C, CRC64NVME, SHA1, SHA256 or NONE");
+  }
+  objstore::WriteOptions w;
+  w.checksum = alg;
+  w.content_type = a.content_type;
+  for (const std::string& kv : a.metadata) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) return Usage("cp", "--metadata \"" + kv + "\" is not KEY=VALUE");
+    w.user_meta[ToLower(kv.substr(0, eq))] = kv.substr(eq + 1);
+  }
+  Session s(c);
+  if (Status st = s.Init(true, &w); !st.ok()) return Usage("cp", st.message());
+  Filters filters = BuildFilters(c, sub);
+  std::vector<std::string> srcs(a.paths.begin(), a.paths.end() - 1);
+  auto dst_r = ParseLocation(a.paths.back());
+  if (!dst_r.ok()) return Usage("cp", dst_r.error().message());
+  const Location dst = *dst_r;
+  std::vector<Location> src_locs;
+  for (const std::string& p : srcs) {
+    auto l = ParseLocation(p);
+    if (!l.ok()) return Usage("cp", l.error().message());
+    if (!l->s3 && !dst.s3) {
+      return Usage("cp", "one of SRC and DST must be an s3:// location (use your shell's cp for local copies)");
+    }
+    src_locs.push_back(*l);
+  }
+  const bool many = srcs.size() > 1;
+  if (dst.key == "-" && !dst.s3 && (many || a.recursive)) return Usage("cp", "only one object can be written to stdout");
+
+  // stdin / stdout: one object, streamed.
+  if (src_locs.size() == 1 && !src_locs[0].s3 && src_locs[0].key == "-") {
+    if (!dst.s3 || dst.key.empty() || dst.key.back() == '/') {
+      return Usage("cp", "cp - needs a full s3://BUCKET/KEY destination");
+    }
+    auto store = s.Bucket(dst.bucket);
+    if (!store.ok()) return Fail(store.error(), "cp", c.json);
+    StdinSource in;
+    auto r = (*store)->Put(dst.key, in, w);
+    if (!r.ok()) return Fail(s.Explain(r.error()), "cp", c.json);
+    return kExitOk;
+  }
+  if (!dst.s3 && dst.key == "-") {
+    const Location& src = src_locs[0];
+    if (!src.s3 || HasWildcard(src.key)) return Usage("cp", "cp SRC - needs one s3://BUCKET/KEY source");
+    auto store = s.Bucket(src.bucket);
+    if (!store.ok()) return Fail(store.error(), "cp", c.json);
+    Status st = StreamToStdout(**store, src.key);
+    if (!st.ok()) return Fail(s.Explain(st), "cp", c.json);
+    return kExitOk;
+  }
+
+  Reporter rep(ReporterOptions(c), s.mgr_ptr());
+  Runner run(s, rep, c.dryrun);
+
+  // Where an object or file named `name` (relative `rel` for tree copies) goes.
+  auto dst_for = [&](const std::string& rel, bool tree) -> std::string {
+    const bool into = tree || many || dst.key.empty() || dst.key.back() == '/' || (!dst.s3 && IsDir(dst.key));
+    if (!into) return dst.key;
+    return dst.s3 ? JoinKey(dst.key, tree ? rel : BaseName(rel)) : JoinPath(dst.key, tree ? rel : BaseName(rel));
+  };
+
+  auto add_local_file = [&](const LocalFile& f, const std::string& dst_key) {
+    Job j;
+    j.kind = Job::kUpload;
+    j.local = f.path;
+    j.bucket = dst.bucket;
+    j.key = dst_key;
+    j.size = f.size;
+    run.Submit(std::move(j));
+  };
+
+  auto add_object = [&](const Location& src, const ObjectInfo& o, const std::string& to) {
+    Job j;
+    j.kind = dst.s3 ? Job::kCopy : Job::kDownload;
+    j.bucket = src.bucket;
+    j.key = o.key;
+    j.size = o.size;
+    j.info = o;
+    if (dst.s3) {
+      j.dst_bucket = dst.bucket;
+      j.dst_key = to;
+    } else {
+      j.local = to;
+    }
+    run.Submit(std::move(j));
+  };
+
+  for (const Location& src : src_locs) {
+    if (!src.s3) {
+      // Local source: a file, a directory (--recursive) or a glob.
+      std::vector<std::string> paths;
+      struct stat st;
+      if (::stat(src.key.c_str(), &st) == 0) {
+        paths.push_back(src.key);
+      } else if (HasWildcard(src.key)) {
+        glob_t g{};
+        if (::glob(src.key.c_str(), 0, nullptr, &g) == 0) {
+          for (size_t i = 0; i < g.gl_pathc; ++i) paths.emplace_back(g.gl_pathv[i]);
+        }
+        ::globfree(&g);
+        if (paths.empty()) {
+          rep.Error(Status::NotFound("no local file matches \"" + src.key + "\""));
+          continue;
+        }
+      } else {
+        rep.Error(Status::NotFound("\"" + src.key + "\" does not exist"));
+        continue;
+      }
+      const bool expanded = paths.size() > 1 || paths[0] != src.key;
+      for (const std::string& p : paths) {
+        if (IsDir(p)) {
+          if (!a.recursive) {
+            rep.Error(Status::InvalidArgument("\"" + p + "\" is a directory (use --recursive)"));
+            continue;
+          }
+          std::vector<LocalFile> files;
+          if (Status w = WalkLocal(p, &files); !w.ok()) {
+            rep.Error(w);
+            continue;
+          }
+          // A globbed directory keeps its own name under DST; SRC given as is copies its contents.
+          const std::string base = expanded ? BaseName(p) + "/" : "";
+          for (const LocalFile& f : files) {
+            if (!filters.Included(f.rel)) continue;
+            add_local_file(f, dst_for(base + f.rel, true));
+          }
+        } else {
+          auto f = StatLocal(p);
+          if (!f.ok()) {
+            rep.Error(f.error());
+            continue;
+          }
+          if (expanded && !filters.Included(BaseName(p))) continue;
+          add_local_file(*f, expanded ? JoinKey(dst.key, BaseName(p)) : dst_for(p, false));
+        }
+      }
+      continue;
+    }
+
+    // S3 source.
+    auto store = s.Bucket(src.bucket);
+    if (!store.ok()) {
+      rep.Error(store.error());
+      continue;
+    }
+    bool pattern = HasWildcard(src.key);
+    if (pattern) {
+      // A key that really contains * ? [ is taken literally.
+      auto h = (*store)->Head(src.key);
+      if (h.ok()) pattern = false;
+    }
+    if (pattern || a.recursive) {
+      std::string list_prefix, base;
+      if (pattern) {
+        list_prefix = std::string(LiteralPrefix(src.key));
+        const size_t slash = list_prefix.find_last_of('/');
+        base = slash == std::string::npos ? "" : list_prefix.substr(0, slash + 1);
+      } else {
+        list_prefix = base = DirPrefix(src.key);
+      }
+      uint64_t matched = 0;
+      Status ls = ListObjects(**store, list_prefix, [&](const ObjectInfo& o) {
+        if (pattern && !WildcardMatch(src.key, o.key)) return Status::Ok();
+        std::string rel = o.key.substr(base.size());
+        if (!filters.Included(rel)) return Status::Ok();
+        if (!dst.s3) {
+          auto safe = SafeRel(rel);
+          if (!safe) {
+            if (!rel.empty() && rel.back() == '/') return Status::Ok();  // a "directory" marker
+            rep.Object("download", S3Url(src.bucket, o.key), "", o.size,
+                       Status::InvalidArgument("the key cannot be a local path (empty, '.' or '..' parts)"), 0);
+            return Status::Ok();
+          }
+        }
+        ++matched;
+        add_object(src, o, dst_for(rel, true));
+        return Status::Ok();
+      });
+      if (!ls.ok()) rep.Error(s.Explain(ls), "listing " + src.str());
+      else if (matched == 0 && pattern) rep.Error(Status::NotFound("no object matches " + src.str()));
+      else if (matched == 0 && !src.key.empty()) rep.Error(Status::NotFound("no object under " + src.str()));
+      continue;
+    }
+    if (src.key.empty() || src.key.back() == '/') {
+      rep.Error(Status::InvalidArgument(src.str() + " names a prefix (use --recursive)"));
+      continue;
+    }
+    // One object: the engine HEADs it (for its size) when it runs.
+    Job j;
+    j.kind = dst.s3 ? Job::kCopy : Job::kDownload;
+    j.bucket = src.bucket;
+    j.key = src.key;
+    const std::string to = dst_for(src.key, false);
+    if (dst.s3) {
+      j.dst_bucket = dst.bucket;
+      j.dst_key = to;
+    } else {
+      j.local = to;
+    }
+    auto h = (*store)->Head(src.key);
+    if (!h.ok()) {
+      rep.Object(dst.s3 ? "copy" : "download", src.str(), dst.s3 ? S3Url(dst.bucket, to) : to, 0, s.Explain(h.error()), 0);
+      continue;
+    }
+    j.size = h->size;
+    j.info = *h;
+    run.Submit(std::move(j));
+  }
+  run.Wait();
+  return rep.Finish("cp");
+}
+
+// ---------------------------------------------------------------------------
+// sync
+
+struct SyncArgs {
+  std::string src, dst;
+  bool del = false;
+  bool checksum = false;
+  bool size_only = false;
+};
+
+int64_t Secs(int64_t ns) { return ns >= 0 ? ns / 1'000'000'000 : -((-ns + 999'999'999) / 1'000'000'000); }
+
+int CmdSync(Common& c, SyncArgs& a, const CLI::App* sub) {
+  Session s(c);
+  if (Status st = s.Init(true); !st.ok()) return Usage("sync", st.message());
+  auto src_r = ParseLocation(a.src), dst_r = ParseLocation(a.dst);
+  if (!src_r.ok()) return Usage("sync", src_r.error().message());
+  if (!dst_r.ok()) return Usage("sync", dst_r.error().message());
+  const Location src = *src_r, dst = *dst_r;
+  if (!src.s3 && !dst.s3) return Usage("sync", "one of SRC and DST must be an s3:// location");
+  if (HasWildcard(src.s3 ? src.key : "") ) return Usage("sync", "sync takes a directory or prefix, not a pattern (use --exclude/--include)");
+  if (a.checksum && a.size_only) return Usage("sync", "--checksum and --size-only exclude each other");
+  Filters filters = BuildFilters(c, sub);
+  Reporter rep(ReporterOptions(c), s.mgr_ptr());
+  Runner run(s, rep, c.dryrun);
+
+  // The destination's current state, by relative path.
+  std::map<std::string, ObjectInfo> remote;      // when dst (or src, for downloads) is S3
+  std::map<std::string, LocalFile> local;
+  auto list_s3 = [&](const Location& l, std::map<std::string, ObjectInfo>* out) -> Status {
+    STRATA_ASSIGN_OR_RETURN(ObjectStore * store, s.Bucket(l.bucket));
+    const std::string prefix = DirPrefix(l.key);
+    return ListObjects(*store, prefix, [&](const ObjectInfo& o) {
+      std::string rel = o.key.substr(prefix.size());
+      if (rel.empty() || rel.back() == '/') return Status::Ok();
+      if (!filters.Included(rel)) return Status::Ok();
+      (*out)[rel] = o;
+      return Status::Ok();
+    });
+  };
+
+  if (!src.s3) {
+    // local -> S3
+    std::vector<LocalFile> files;
+    if (Status w = WalkLocal(src.key, &files); !w.ok()) {
+      rep.Error(w);
+      return rep.Finish("sync");
+    }
+    if (Status l = list_s3(dst, &remote); !l.ok()) {
+      rep.Error(s.Explain(l), "listing " + dst.str());
+      return rep.Finish("sync");
+    }
+    const std::string prefix = DirPrefix(dst.key);
+    std::set<std::string> seen;
+    for (const LocalFile& f : files) {
+      if (!filters.Included(f.rel)) continue;
+      seen.insert(f.rel);
+      auto it = remote.find(f.rel);
+      Job j;
+    j.kind = Job::kUpload;
+      j.local = f.path;
+      j.bucket = dst.bucket;
+      j.key = prefix + f.rel;
+      j.size = f.size;
+      if (it != remote.end()) {
+        const ObjectInfo& o = it->second;
+        if (a.checksum) {
+          if (o.size == f.size) {
+            j.compare_local = f;
+            j.compare_remote = &o;
+          }
+        } else if (o.size == f.size && (a.size_only || Secs(f.mtime_ns) <= Secs(o.mtime_ns))) {
+          continue;
+        }
+      }
+      run.Submit(std::move(j));
+    }
+    if (a.del) {
+      std::vector<std::string> gone;
+      for (const auto& [rel, o] : remote) {
+        if (!seen.count(rel)) gone.push_back(prefix + rel);
+      }
+      run.Wait();
+      run.SubmitDeletes(dst.bucket, std::move(gone));
+    }
+  } else if (!dst.s3) {
+    // S3 -> local
+    if (Status l = list_s3(src, &remote); !l.ok()) {
+      rep.Error(s.Explain(l), "listing " + src.str());
+      return rep.Finish("sync");
+    }
+    std::vector<LocalFile> files;
+    if (IsDir(dst.key)) {
+      if (Status w = WalkLocal(dst.key, &files); !w.ok()) {
+        rep.Error(w);
+        return rep.Finish("sync");
+      }
+    }
+    for (LocalFile& f : files) local[f.rel] = std::move(f);
+    const std::string prefix = DirPrefix(src.key);
+    for (const auto& [rel, o] : remote) {
+      auto safe = SafeRel(rel);
+      if (!safe) {
+        rep.Object("download", S3Url(src.bucket, o.key), "", o.size,
+                   Status::InvalidArgument("the key cannot be a local path (empty, '.' or '..' parts)"), 0);
+        continue;
+      }
+      Job j;
+    j.kind = Job::kDownload;
+      j.bucket = src.bucket;
+      j.key = o.key;
+      j.local = JoinPath(dst.key, rel);
+      j.size = o.size;
+      j.info = o;
+      auto it = local.find(rel);
+      if (it != local.end()) {
+        const LocalFile& f = it->second;
+        if (a.checksum) {
+          if (o.size == f.size) {
+            j.compare_local = f;
+            j.compare_remote = &o;
+          }
+        } else if (o.size == f.size && (a.size_only || Secs(f.mtime_ns) == Secs(o.mtime_ns))) {
+          continue;
+        }
+      }
+      run.Submit(std::move(j));
+    }
+    (void)prefix;
+    if (a.del) {
+      run.Wait();
+      for (const auto& [rel, f] : local) {
+        if (remote.count(rel) || !filters.Included(rel)) continue;
+        if (c.dryrun) {
+          rep.Note("delete", f.path, "", f.size);
+          continue;
+        }
+        Status st;
+        if (::unlink(f.path.c_str()) != 0) st = Status::FromErrno(errno, "delete " + f.path);
+        rep.Object("delete", f.path, "", f.size, st, 0);
+      }
+    }
+  } else {
+    // S3 -> S3, server-side.
+    std::map<std::string, ObjectInfo> dst_objs;
+    if (Status l = list_s3(src, &remote); !l.ok()) {
+      rep.Error(s.Explain(l), "listing " + src.str());
+      return rep.Finish("sync");
+    }
+    if (Status l = list_s3(dst, &dst_objs); !l.ok()) {
+      rep.Error(s.Explain(l), "listing " + dst.str());
+      return rep.Finish("sync");
+    }
+    const std::string dprefix = DirPrefix(dst.key);
+    for (const auto& [rel, o] : remote) {
+      auto it = dst_objs.find(rel);
+      if (it != dst_objs.end()) {
+        const ObjectInfo& d = it->second;
+        bool same;
+        if (a.checksum) same = d.size == o.size && d.etag == o.etag;
+        else same = d.size == o.size && (a.size_only || Secs(o.mtime_ns) <= Secs(d.mtime_ns));
+        if (same) continue;
+      }
+      Job j;
+    j.kind = Job::kCopy;
+      j.bucket = src.bucket;
+      j.key = o.key;
+      j.dst_bucket = dst.bucket;
+      j.dst_key = dprefix + rel;
+      j.size = o.size;
+      j.info = o;
+      run.Submit(std::move(j));
+    }
+    if (a.del) {
+      std::vector<std::string> gone;
+      for (const auto& [rel, d] : dst_objs) {
+        if (!remote.count(rel)) gone.push_back(dprefix + rel);
+      }
+      run.Wait();
+      run.SubmitDeletes(dst.bucket, std::move(gone));
+    }
+  }
+  run.Wait();
+  return rep.Finish("sync");
+}
+
+// ---------------------------------------------------------------------------
+// rm, cat, mb, rb, du
+
+struct RmArgs {
+  std::vector<std::string> targets;
+  bool recursive = false;
+};
+
+int CmdRm(Common& c, RmArgs& a, const CLI::App* sub) {
+  Session s(c);
+  if (Status st = s.Init(true); !st.ok()) return Usage("rm", st.message());
+  Filters filters = BuildFilters(c, sub);
+  Reporter rep(ReporterOptions(c), s.mgr_ptr());
+  Runner run(s, rep, c.dryrun);
+  for (const std::string& t : a.targets) {
+    auto loc = ParseLocation(t);
+    if (!loc.ok()) return Usage("rm", loc.error().message());
+    if (!loc->s3) return Usage("rm", "rm deletes s3:// objects; use your shell's rm for local files");
+    auto store = s.Bucket(loc->bucket);
+    if (!store.ok()) {
+      rep.Error(store.error());
+      continue;
+    }
+    bool pattern = HasWildcard(loc->key);
+    if (pattern && (*store)->Head(loc->key).ok()) pattern = false;
+    if (!pattern && !a.recursive) {
+      if (loc->key.empty() || loc->key.back() == '/') {
+        rep.Error(Status::InvalidArgument(t + " names a prefix (use --recursive)"));
+        continue;
+      }
+      run.SubmitDeletes(loc->bucket, {loc->key});
+      continue;
+    }
+    const std::string list_prefix = pattern ? std::string(LiteralPrefix(loc->key)) : loc->key;
+    const std::string base = pattern ? list_prefix.substr(0, list_prefix.find_last_of('/') == std::string::npos
+                                                                  ? 0
+                                                                  : list_prefix.find_last_of('/') + 1)
+                                     : list_prefix;
+    std::vector<std::string> keys;
+    Status ls = ListObjects(**store, list_prefix, [&](const ObjectInfo& o) {
+      if (pattern && !WildcardMatch(loc->key, o.key)) return Status::Ok();
+      if (!filters.Included(o.key.substr(base.size()))) return Status::Ok();
+      keys.push_back(o.key);
+      if (keys.size() == 1000) run.SubmitDeletes(loc->bucket, std::exchange(keys, {}));
+      return Status::Ok();
+    });
+    run.SubmitDeletes(loc->bucket, std::move(keys));
+    if (!ls.ok()) rep.Error(s.Explain(ls), "listing " + t);
+  }
+  run.Wait();
+  return rep.Finish("rm");
+}
+
+int CmdCat(Common& c, std::vector<std::string>& targets) {
+  Session s(c);
+  if (Status st = s.Init(false); !st.ok()) return Usage("cat", st.message());
+  static char buf[1 << 20];
+  std::setvbuf(stdout, buf, _IOFBF, sizeof(buf));
+  for (const std::string& t : targets) {
+    auto loc = ParseLocation(t);
+    if (!loc.ok()) return Usage("cat", loc.error().message());
+    if (!loc->s3 || loc->key.empty()) return Usage("cat", "cat takes s3://BUCKET/KEY");
+    auto store = s.Bucket(loc->bucket);
+    if (!store.ok()) return Fail(store.error(), "cat");
+    Status st = StreamToStdout(**store, loc->key);
+    if (!st.ok()) {
+      if (errno == EPIPE) return kExitOk;  // the reader went away (| head)
+      return Fail(s.Explain(st), "cat");
+    }
+  }
+  return kExitOk;
+}
+
+int CmdMb(Common& c, std::vector<std::string>& targets) {
+  Session s(c);
+  if (Status st = s.Init(false); !st.ok()) return Usage("mb", st.message());
+  auto client = s.Client();
+  if (!client.ok()) return Fail(client.error(), "mb", c.json);
+  int rc = kExitOk;
+  for (const std::string& t : targets) {
+    auto loc = ParseLocation(t);
+    if (!loc.ok() || !loc->s3 || !loc->key.empty()) return Usage("mb", "mb takes s3://BUCKET");
+    Status st = (*client)->CreateBucket(loc->bucket);
+    if (!st.ok()) {
+      rc = Fail(s.Explain(st).WithContext("make_bucket " + loc->bucket), "mb", c.json);
+      continue;
+    }
+    if (c.json) fmt::print("{}\n", nlohmann::json{{"op", "make_bucket"}, {"bucket", loc->bucket}, {"ok", true}}.dump());
+    else if (!c.quiet) fmt::print("make_bucket: {}\n", loc->bucket);
+  }
+  return rc;
+}
+
+int CmdRb(Common& c, std::vector<std::string>& targets, bool force) {
+  Session s(c);
+  if (Status st = s.Init(true); !st.ok()) return Usage("rb", st.message());
+  auto client = s.Client();
+  if (!client.ok()) return Fail(client.error(), "rb", c.json);
+  int rc = kExitOk;
+  for (const std::string& t : targets) {
+    auto loc = ParseLocation(t);
+    if (!loc.ok() || !loc->s3 || !loc->key.empty()) return Usage("rb", "rb takes s3://BUCKET");
+    if (force) {
+      Common quiet = c;
+      quiet.quiet = true;
+      quiet.json = false;
+      Reporter rep(ReporterOptions(quiet), s.mgr_ptr());
+      Runner run(s, rep, false);
+      auto store = s.Bucket(loc->bucket);
+      if (!store.ok()) return Fail(store.error(), "rb", c.json);
+      std::vector<std::string> keys;
+      Status ls = ListObjects(**store, "", [&](const ObjectInfo& o) {
+        keys.push_back(o.key);
+        if (keys.size() == 1000) run.SubmitDeletes(loc->bucket, std::exchange(keys, {}));
+        return Status::Ok();
+      });
+      run.SubmitDeletes(loc->bucket, std::move(keys));
+      run.Wait();
+      const int drc = rep.Finish("rb");
+      if (!ls.ok()) {
+        rc = Fail(s.Explain(ls).WithContext("emptying " + loc->bucket), "rb", c.json);
+        continue;
+      }
+      if (drc != kExitOk) {
+        rc = drc;
+        continue;
+      }
+    }
+    Status st = (*client)->DeleteBucket(loc->bucket);
+    if (!st.ok()) {
+      if (st.code() == StatusCode::kPreconditionFailed) {
+        st = st.WithContext("bucket " + loc->bucket + " is not empty (use --force to delete its objects first)");
+      }
+      rc = Fail(s.Explain(st).WithContext("remove_bucket " + loc->bucket), "rb", c.json);
+      continue;
+    }
+    if (c.json) fmt::print("{}\n", nlohmann::json{{"op", "remove_bucket"}, {"bucket", loc->bucket}, {"ok", true}}.dump());
+    else if (!c.quiet) fmt::print("remove_bucket: {}\n", loc->bucket);
+  }
+  return rc;
+}
+
+int CmdDu(Common& c, std::vector<std::string>& targets, bool human) {
+  Session s(c);
+  if (Status st = s.Init(false); !st.ok()) return Usage("du", st.message());
+  int rc = kExitOk;
+  for (const std::string& t : targets) {
+    auto loc = ParseLocation(t);
+    if (!loc.ok() || !loc->s3) return Usage("du", "du takes s3://BUCKET[/PREFIX]");
+    auto store = s.Bucket(loc->bucket);
+    if (!store.ok()) return Fail(store.error(), "du", c.json);
+    uint64_t n = 0, bytes = 0;
+    Status ls = ListObjects(**store, loc->key, [&](const ObjectInfo& o) {
+      ++n;
+      bytes += o.size;
+      return Status::Ok();
+    });
+    if (!ls.ok()) {
+      rc = Fail(s.Explain(ls), "du", c.json);
+      continue;
+    }
+    if (c.json) {
+      fmt::print("{}\n", nlohmann::json{{"location", t}, {"objects", n}, {"bytes", bytes}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    } else {
+      fmt::print("{}\t{} objects\t{}\n", human ? HumanBytes(bytes) : std::to_string(bytes), n, t);
+    }
+  }
+  return rc;
+}
+
+// ---------------------------------------------------------------------------
+// Registration
+
+struct State {
+  Common common;
+  LsArgs ls;
+  CpArgs cp;
+  SyncArgs sync;
+  RmArgs rm;
+  std::vector<std::string> cat, mb, rb, du;
+  bool rb_force = false;
+  bool du_human = false;
+};
+
+constexpr const char* kExitCodesHelp =
+    "Exit codes: 0 ok, 1 some objects failed, 2 usage, 3 not found, 4 access denied or no\n"
+    "credentials, 5 precondition (source changed mid-transfer, bucket not empty, exists),\n"
+    "6 endpoint unreachable, 7 checksum mismatch.";
+
+}  // namespace
+
+void RegisterTransferCommands(CLI::App& app, int* exit_code) {
+  auto st = std::make_shared<State>();
+  Common& c = st->common;
+
+  auto wrap = [st, exit_code](std::function<int()> fn) {
+    return [st, exit_code, fn = std::move(fn)] {
+      ::signal(SIGPIPE, SIG_IGN);
+      try {
+        *exit_code = fn();
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "strata: internal error: {}\n", e.what());
+        *exit_code = kExitSomeFailed;
+      }
+    };
+  };
+  auto footer = [](std::string examples) { return "\nExamples:\n" + examples + "\n\n" + kExitCodesHelp; };
+
+  auto* ls = app.add_subcommand("ls", "List buckets, or the objects and prefixes under s3://BUCKET[/PREFIX]");
+  ls->add_option("target", st->ls.target, "s3://BUCKET[/PREFIX] (nothing: list buckets)");
+  ls->add_flag("-r,--recursive", st->ls.recursive, "List every object under the prefix, not one level");
+  ls->add_flag("-H,--human-readable", st->ls.human, "Sizes in KiB/MiB/GiB");
+  ls->add_flag("--summarize", st->ls.summarize, "Print the number of objects and their total size");
+  AddConnectionOptions(ls, c);
+  AddOutputOptions(ls, c);
+  ls->footer(footer("  strata ls --endpoint-url http://127.0.0.1:9000\n"
+                    "  strata ls s3://data/shards/\n"
+                    "  strata ls --recursive --summarize --human-readable s3://data"));
+  ls->callback(wrap([st] { return CmdLs(st->common, st->ls); }));
+
+  auto* cp = app.add_subcommand("cp", "Copy files to, from and between S3 locations (parallel, multipart, resumable)");
+  cp->add_option("paths", st->cp.paths,
+                 "SRC... DST: local paths (- for stdin/stdout, globs) and s3://BUCKET/KEY (wildcards * ? [ ] "
+                 "in the key; * also matches /)")
+      ->required()
+      ->expected(2, -1);
+  cp->add_flag("-r,--recursive", st->cp.recursive, "Copy directories / every object under a prefix");
+  cp->add_option("--content-type", st->cp.content_type, "Content-Type of uploaded objects");
+  cp->add_option("--metadata", st->cp.metadata, "User metadata KEY=VALUE of uploaded objects (repeatable)")
+      ->allow_extra_args(false);
+  cp->add_option("--checksum-algorithm", st->cp.checksum_algorithm,
+                 "Checksum the server verifies on upload: CRC32, CRC32C, CRC64NVME, SHA1, SHA256, NONE")
+      ->capture_default_str();
+  cp->add_flag("--dryrun", c.dryrun, "Print what would be copied, copy nothing");
+  AddFilterOptions(cp, c);
+  AddTransferOptions(cp, c);
+  AddConnectionOptions(cp, c);
+  AddOutputOptions(cp, c);
+  cp->footer(footer("  strata cp model.bin s3://ckpt/run1/                 upload (key run1/model.bin)\n"
+                    "  strata cp --recursive ./dataset s3://data/ds1       a directory\n"
+                    "  strata cp 's3://data/shards/*.tar' ./shards/        objects matching a pattern\n"
+                    "  strata cp s3://data/a.bin s3://backup/a.bin         server-side copy\n"
+                    "  tar c dir | strata cp - s3://data/dir.tar           from stdin\n"
+                    "An interrupted multipart upload resumes when the same command is run again."));
+  cp->callback(wrap([st, cp] { return CmdCp(st->common, st->cp, cp); }));
+
+  auto* sync = app.add_subcommand("sync", "Make DST hold what SRC holds: copy new and changed files (size and mtime, or --checksum)");
+  sync->add_option("src", st->sync.src, "Local directory or s3://BUCKET[/PREFIX]")->required();
+  sync->add_option("dst", st->sync.dst, "Local directory or s3://BUCKET[/PREFIX]")->required();
+  sync->add_flag("--delete", st->sync.del, "Delete files in DST that are not in SRC");
+  sync->add_flag("--checksum", st->sync.checksum,
+                 "Compare contents, not mtimes: local MD5 vs single-part ETag, or the stored CRC32C/CRC64NVME "
+                 "checksum, or the multipart ETag");
+  sync->add_flag("--size-only", st->sync.size_only, "Compare sizes only");
+  sync->add_flag("--dryrun", c.dryrun, "Print what would be copied or deleted, change nothing");
+  AddFilterOptions(sync, c);
+  AddTransferOptions(sync, c);
+  AddConnectionOptions(sync, c);
+  AddOutputOptions(sync, c);
+  sync->footer(footer("  strata sync ./dataset s3://data/ds1\n"
+                      "  strata sync --delete s3://data/ds1 ./dataset\n"
+                      "  strata sync --checksum --exclude '*.tmp' ./out s3://results/out\n"
+                      "A file is copied when it is missing or its size differs, or (upload) the local file\n"
+                      "is newer than the object, or (download) the mtimes differ; downloads get the object's\n"
+                      "LastModified as mtime, so a second run copies nothing."));
+  sync->callback(wrap([st, sync] { return CmdSync(st->common, st->sync, sync); }));
+
+  auto* rm = app.add_subcommand("rm", "Delete objects (batched DeleteObjects with --recursive or wildcards)");
+  rm->add_option("targets", st->rm.targets, "s3://BUCKET/KEY (wildcards allowed) or, with --recursive, a prefix")
+      ->required();
+  rm->add_flag("-r,--recursive", st->rm.recursive, "Delete every object under the prefix");
+  rm->add_flag("--dryrun", c.dryrun, "Print what would be deleted, delete nothing");
+  AddFilterOptions(rm, c);
+  AddTransferOptions(rm, c);
+  AddConnectionOptions(rm, c);
+  AddOutputOptions(rm, c);
+  rm->footer(footer("  strata rm s3://data/old.bin\n"
+                    "  strata rm --recursive s3://data/tmp/\n"
+                    "  strata rm 's3://data/logs/*.gz'"));
+  rm->callback(wrap([st, rm] { return CmdRm(st->common, st->rm, rm); }));
+
+  auto* cat = app.add_subcommand("cat", "Write objects to stdout");
+  cat->add_option("targets", st->cat, "s3://BUCKET/KEY...")->required();
+  AddConnectionOptions(cat, c);
+  cat->footer(footer("  strata cat s3://data/config.json | jq ."));
+  cat->callback(wrap([st] { return CmdCat(st->common, st->cat); }));
+
+  auto* mb = app.add_subcommand("mb", "Create buckets");
+  mb->add_option("buckets", st->mb, "s3://BUCKET...")->required();
+  AddConnectionOptions(mb, c);
+  AddOutputOptions(mb, c);
+  mb->footer(footer("  strata mb s3://data"));
+  mb->callback(wrap([st] { return CmdMb(st->common, st->mb); }));
+
+  auto* rb = app.add_subcommand("rb", "Delete buckets (empty ones, or everything in them with --force)");
+  rb->add_option("buckets", st->rb, "s3://BUCKET...")->required();
+  rb->add_flag("--force", st->rb_force, "Delete every object in the bucket first");
+  AddTransferOptions(rb, c);
+  AddConnectionOptions(rb, c);
+  AddOutputOptions(rb, c);
+  rb->footer(footer("  strata rb --force s3://scratch"));
+  rb->callback(wrap([st] { return CmdRb(st->common, st->rb, st->rb_force); }));
+
+  auto* du = app.add_subcommand("du", "Total size and object count under s3://BUCKET[/PREFIX]");
+  du->add_option("targets", st->du, "s3://BUCKET[/PREFIX]...")->required();
+  du->add_flag("-H,--human-readable", st->du_human, "Sizes in KiB/MiB/GiB");
+  AddConnectionOptions(du, c);
+  AddOutputOptions(du, c);
+  du->footer(footer("  strata du -H s3://data/shards/"));
+  du->callback(wrap([st] { return CmdDu(st->common, st->du, st->du_human); }));
+
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,369 @@
+#include "cli/transfer_util.h"
+
+#include <dirent.h>
+#include <fnmatch.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <strata/core/strings.h>
+
+namespace strata::cli {
+
+int ExitCodeFor(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kOk: return kExitOk;
+    case StatusCode::kNotFound: return kExitNotFound;
+    case StatusCode::kPermissionDenied: return kExitAuth;
+    case StatusCode::kPreconditionFailed:
+    case StatusCode::kConflict:
+    case StatusCode::kAlreadyExists: return kExitConflict;
+    case StatusCode::kUnavailable: return kExitUnavailable;
+    case StatusCode::kCorruption: return kExitCorruption;
+    default: return kExitSomeFailed;
+  }
+}
+
+Result<Location> ParseLocation(std::string_view arg) {
+  Location l;
+  if (arg.size() >= 5 && IEquals(arg.substr(0, 5), "s3://")) {
+    l.s3 = true;
+    std::string_view rest = arg.substr(5);
+    const size_t slash = rest.find('/');
+    l.bucket = std::string(rest.substr(0, slash));
+    if (slash != std::string_view::npos) l.key = std::string(rest.substr(slash + 1));
+    if (l.bucket.empty()) {
+      return Status::InvalidArgument("\"" + std::string(arg) + "\" names no bucket (expected s3://BUCKET[/KEY])");
+    }
+    if (HasWildcard(l.bucket)) {
+      return Status::InvalidArgument("wildcards are not allowed in bucket names (\"" + std::string(arg) + "\")");
+    }
+    return l;
+  }
+  if (arg.find("://") != std::string_view::npos) {
+    return Status::InvalidArgument("\"" + std::string(arg) +
+                                   "\": only s3:// URLs and local paths are supported");
+  }
+  if (arg.empty()) return Status::InvalidArgument("empty path");
+  l.key = std::string(arg);
+  return l;
+}
+
+std::optional<uint64_t> ParseSize(std::string_view s) {
+  s = Trim(s);
+  size_t i = 0;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+  if (i == 0) return std::nullopt;
+  double v = 0;
+  try {
+    v = std::stod(std::string(s.substr(0, i)));
+  } catch (...) {
+    return std::nullopt;
+  }
+  std::string unit = ToLower(Trim(s.substr(i)));
+  if (!unit.empty() && unit.back() == 'b') unit.pop_back();
+  if (!unit.empty() && unit.back() == 'i') unit.pop_back();
+  double mult = 1;
+  if (unit.empty()) mult = 1;
+  else if (unit == "k") mult = 1024.0;
+  else if (unit == "m") mult = 1024.0 * 1024;
+  else if (unit == "g") mult = 1024.0 * 1024 * 1024;
+  else if (unit == "t") mult = 1024.0 * 1024 * 1024 * 1024;
+  else return std::nullopt;
+  const double bytes = v * mult;
+  if (bytes < 0 || bytes > 1e18) return std::nullopt;
+  return static_cast<uint64_t>(std::llround(bytes));
+}
+
+std::string HumanBytes(uint64_t n) {
+  static const char* kUnits[] = {"Bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (n < 1024) return fmt::format("{} Bytes", n);
+  double v = static_cast<double>(n);
+  int u = 0;
+  while (v >= 1024 && u < 5) {
+    v /= 1024;
+    ++u;
+  }
+  return fmt::format("{:.1f} {}", v, kUnits[u]);
+}
+
+bool HasWildcard(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
+
+std::string_view LiteralPrefix(std::string_view pattern) {
+  const size_t w = pattern.find_first_of("*?[");
+  return w == std::string_view::npos ? pattern : pattern.substr(0, w);
+}
+
+bool WildcardMatch(const std::string& pattern, const std::string& s) {
+  return ::fnmatch(pattern.c_str(), s.c_str(), 0) == 0;
+}
+
+bool Filters::Included(const std::string& rel) const {
+  bool in = true;
+  for (const Rule& r : rules_) {
+    if (WildcardMatch(r.pattern, rel)) in = r.include;
+  }
+  return in;
+}
+
+Result<LocalFile> StatLocal(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::NotFound("\"" + path + "\" does not exist");
+    return Status::FromErrno(errno, "stat " + path);
+  }
+  LocalFile f;
+  f.path = path;
+  f.size = static_cast<uint64_t>(st.st_size);
+  f.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+  if (S_ISDIR(st.st_mode)) return Status::InvalidArgument("\"" + path + "\" is a directory");
+  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument("\"" + path + "\" is not a regular file");
+  return f;
+}
+
+namespace {
+Status WalkDir(const std::string& dir, const std::string& rel, std::set<std::pair<dev_t, ino_t>>& seen,
+               std::vector<LocalFile>* out) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return Status::FromErrno(errno, "open directory " + dir);
+  std::vector<std::string> names;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n == "." || n == "..") continue;
+    names.push_back(std::move(n));
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  for (const std::string& n : names) {
+    const std::string p = dir == "/" ? "/" + n : dir + "/" + n;
+    const std::string r = rel.empty() ? n : rel + "/" + n;
+    struct stat st;
+    if (::stat(p.c_str(), &st) != 0) continue;  // a broken symlink, or gone meanwhile
+    if (S_ISDIR(st.st_mode)) {
+      if (!seen.insert({st.st_dev, st.st_ino}).second) continue;  // a symlink loop
+      STRATA_RETURN_IF_ERROR(WalkDir(p, r, seen, out));
+    } else if (S_ISREG(st.st_mode)) {
+      // Our own temporary download files are never sources.
+      if (n.find(".strata-tmp-") != std::string::npos) continue;
+      LocalFile f;
+      f.path = p;
+      f.rel = r;
+      f.size = static_cast<uint64_t>(st.st_size);
+      f.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+      out->push_back(std::move(f));
+    }
+  }
+  return Status::Ok();
+}
+}  // namespace
+
+Status WalkLocal(const std::string& root, std::vector<LocalFile>* out) {
+  struct stat st;
+  if (::stat(root.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::NotFound("\"" + root + "\" does not exist");
+    return Status::FromErrno(errno, "stat " + root);
+  }
+  if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument("\"" + root + "\" is not a directory");
+  std::set<std::pair<dev_t, ino_t>> seen{{st.st_dev, st.st_ino}};
+  std::string r = root;
+  while (r.size() > 1 && r.back() == '/') r.pop_back();
+  const size_t before = out->size();
+  STRATA_RETURN_IF_ERROR(WalkDir(r, "", seen, out));
+  std::sort(out->begin() + static_cast<std::ptrdiff_t>(before), out->end(),
+            [](const LocalFile& a, const LocalFile& b) { return a.rel < b.rel; });
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------
+// Reporter
+
+Reporter::Reporter(Options o, objstore::TransferManager* mgr)
+    : o_(o), mgr_(mgr), start_(std::chrono::steady_clock::now()) {
+  bar_ = o_.progress && !o_.quiet && !o_.json && mgr_ != nullptr && ::isatty(STDERR_FILENO);
+  if (bar_) bar_thread_ = std::thread([this] { BarLoop(); });
+}
+
+Reporter::~Reporter() {
+  {
+    std::lock_guard l(mu_);
+    stop_ = true;
+  }
+  bar_cv_.notify_all();
+  if (bar_thread_.joinable()) bar_thread_.join();
+}
+
+void Reporter::ClearBarLocked() {
+  if (bar_drawn_) {
+    std::fputs("\r\033[K", stderr);
+    bar_drawn_ = false;
+  }
+}
+
+namespace {
+std::string FormatDuration(double s) {
+  if (!std::isfinite(s) || s < 0) return "--:--";
+  const uint64_t t = static_cast<uint64_t>(s + 0.5);
+  if (t >= 3600) return fmt::format("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60);
+  return fmt::format("{}:{:02}", t / 60, t % 60);
+}
+}  // namespace
+
+void Reporter::DrawBarLocked() {
+  // Throughput over the last few seconds, so the ETA follows the current rate.
+  static thread_local std::deque<std::pair<double, uint64_t>> samples;
+  const objstore::TransferProgress p = mgr_->progress();
+  const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  samples.emplace_back(now, p.bytes_done);
+  while (samples.size() > 2 && now - samples.front().first > 5.0) samples.pop_front();
+  double rate = 0;
+  if (samples.size() >= 2 && samples.back().first > samples.front().first) {
+    rate = static_cast<double>(samples.back().second - std::min(samples.back().second, samples.front().second)) /
+           (samples.back().first - samples.front().first);
+  }
+  const uint64_t total = std::max(p.bytes_total, p.bytes_done);
+  const double frac = total > 0 ? static_cast<double>(p.bytes_done) / static_cast<double>(total) : 0.0;
+  constexpr int kWidth = 24;
+  const int filled = static_cast<int>(frac * kWidth);
+  std::string bar(static_cast<size_t>(filled), '=');
+  if (filled < kWidth) bar += '>';
+  bar.resize(kWidth, ' ');
+  const double eta = rate > 0 ? static_cast<double>(total - p.bytes_done) / rate : -1;
+  std::string line = fmt::format("\r\033[K{:3.0f}% [{}] {} / {}  {}/s  ETA {}  {}/{} objects", frac * 100, bar,
+                                 HumanBytes(p.bytes_done), HumanBytes(total), HumanBytes(static_cast<uint64_t>(rate)),
+                                 FormatDuration(eta), p.objects_done, p.objects_total);
+  if (p.objects_failed > 0) line += fmt::format(", {} failed", p.objects_failed);
+  std::fputs(line.c_str(), stderr);
+  std::fflush(stderr);
+  bar_drawn_ = true;
+}
+
+void Reporter::BarLoop() {
+  std::unique_lock l(mu_);
+  while (!stop_) {
+    bar_cv_.wait_for(l, std::chrono::milliseconds(200));
+    if (stop_) break;
+    DrawBarLocked();
+  }
+  ClearBarLocked();
+}
+
+void Reporter::Object(std::string_view op, const std::string& src, const std::string& dst,
+                      uint64_t size, const Status& st, double seconds) {
+  if (st.ok()) {
+    ok_.fetch_add(1);
+    bytes_.fetch_add(size);
+  } else {
+    failed_.fetch_add(1);
+  }
+  std::lock_guard l(mu_);
+  if (!st.ok()) {
+    if (first_error_.ok()) first_error_ = st;
+    error_kinds_ |= 1 << std::min(ExitCodeFor(st), 30);
+  }
+  if (o_.json) {
+    nlohmann::json j{{"op", op}, {"source", src}, {"size", size}, {"ok", st.ok()},
+                     {"seconds", std::round(seconds * 1000) / 1000}};
+    if (!dst.empty()) j["dest"] = dst;
+    if (!st.ok()) {
+      j["error"] = st.ToString();
+      j["exit_code"] = ExitCodeFor(st);
+    }
+    std::fputs((j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
+    return;
+  }
+  ClearBarLocked();
+  if (!st.ok()) {
+    if (dst.empty() || st.message().find(src) != std::string::npos) {
+      // The message names the object already (the engine adds it).
+      if (st.message().find(src) != std::string::npos) {
+        std::fputs(fmt::format("{} failed: {}\n", op, st.ToString()).c_str(), stderr);
+      } else {
+        std::fputs(fmt::format("{} failed: {}: {}\n", op, src, st.ToString()).c_str(), stderr);
+      }
+    } else {
+      std::fputs(fmt::format("{} failed: {} to {}: {}\n", op, src, dst, st.ToString()).c_str(), stderr);
+    }
+  } else if (!o_.quiet) {
+    if (dst.empty()) {
+      std::fputs(fmt::format("{}: {}\n", op, src).c_str(), stdout);
+    } else {
+      std::fputs(fmt::format("{}: {} to {}\n", op, src, dst).c_str(), stdout);
+    }
+    if (bar_) std::fflush(stdout);
+  }
+}
+
+void Reporter::Note(std::string_view op, const std::string& src, const std::string& dst, uint64_t size) {
+  std::lock_guard l(mu_);
+  if (o_.json) {
+    nlohmann::json j{{"op", op}, {"source", src}, {"size", size}, {"dryrun", true}};
+    if (!dst.empty()) j["dest"] = dst;
+    std::fputs((j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
+    return;
+  }
+  if (o_.quiet) return;
+  ClearBarLocked();
+  if (dst.empty()) {
+    std::fputs(fmt::format("(dryrun) {}: {}\n", op, src).c_str(), stdout);
+  } else {
+    std::fputs(fmt::format("(dryrun) {}: {} to {}\n", op, src, dst).c_str(), stdout);
+  }
+}
+
+void Reporter::Error(const Status& st, std::string_view context) {
+  failed_.fetch_add(1);
+  std::lock_guard l(mu_);
+  if (first_error_.ok()) first_error_ = st;
+  error_kinds_ |= 1 << std::min(ExitCodeFor(st), 30);
+  const std::string msg = context.empty() ? st.ToString() : std::string(context) + ": " + st.ToString();
+  if (o_.json) {
+    nlohmann::json j{{"error", msg}, {"exit_code", ExitCodeFor(st)}};
+    std::fputs((j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
+    return;
+  }
+  ClearBarLocked();
+  std::fputs(fmt::format("error: {}\n", msg).c_str(), stderr);
+}
+
+int Reporter::Finish(std::string_view command) {
+  {
+    std::lock_guard l(mu_);
+    stop_ = true;
+  }
+  bar_cv_.notify_all();
+  if (bar_thread_.joinable()) bar_thread_.join();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const uint64_t ok = ok_.load(), failed = failed_.load(), bytes = bytes_.load();
+  int code = kExitOk;
+  if (failed > 0) {
+    // One kind of failure and nothing succeeded: say which; else "some failed".
+    const bool one_kind = (error_kinds_ & (error_kinds_ - 1)) == 0;
+    code = (ok == 0 && one_kind) ? ExitCodeFor(first_error_) : kExitSomeFailed;
+  }
+  if (o_.json) {
+    nlohmann::json j{{"summary", true},  {"command", command}, {"ok", ok},
+                     {"failed", failed}, {"bytes", bytes},     {"seconds", std::round(secs * 1000) / 1000},
+                     {"exit_code", code}};
+    std::fputs((j.dump() + "\n").c_str(), stdout);
+  } else if (bar_ && (ok + failed) > 0) {
+    std::fputs(fmt::format("{}: {} object(s), {} in {:.1f}s ({}/s){}\n", command, ok, HumanBytes(bytes), secs,
+                           HumanBytes(secs > 0 ? static_cast<uint64_t>(static_cast<double>(bytes) / secs) : 0),
+                           failed > 0 ? fmt::format(", {} FAILED", failed) : "")
+                   .c_str(),
+               stderr);
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  return code;
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,132 @@
+// Helpers of the transfer subcommands (ls, cp, sync, rm, cat, mb, rb, du):
+// locations, sizes, local directory walks, wildcards, include/exclude filters,
+// exit codes, and the reporter (per-object lines, --json, the progress bar).
+// Private to the CLI.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <strata/core/result.h>
+#include <strata/objstore/transfer.h>
+
+namespace strata::cli {
+
+// Exit codes of the transfer commands (docs/transfer.md).
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitSomeFailed = 1,     // some objects failed (the rest were transferred), or another error
+  kExitUsage = 2,          // bad arguments
+  kExitNotFound = 3,       // a source, bucket or key does not exist
+  kExitAuth = 4,           // credentials missing or refused, access denied
+  kExitConflict = 5,       // precondition: source changed mid-transfer, bucket not empty, exists
+  kExitUnavailable = 6,    // the service could not be reached (after retries)
+  kExitCorruption = 7,     // a checksum did not match
+  kExitInterrupted = 130,  // SIGINT
+};
+int ExitCodeFor(const Status& s);
+
+// "s3://bucket/key" or a local path ("-" = stdin/stdout).
+struct Location {
+  bool s3 = false;
+  std::string bucket;  // s3 only
+  std::string key;     // s3: the key or prefix ("" for the bucket); local: the path
+  std::string str() const { return s3 ? "s3://" + bucket + (key.empty() ? "" : "/" + key) : key; }
+};
+Result<Location> ParseLocation(std::string_view arg);
+
+// "8MiB", "8M", "8MB", "1.5GiB", "4096" -> bytes (K/M/G/T are powers of 1024, as awscli).
+std::optional<uint64_t> ParseSize(std::string_view s);
+// 1536 -> "1.5 KiB"
+std::string HumanBytes(uint64_t n);
+
+bool HasWildcard(std::string_view s);
+// The part of a pattern before its first wildcard.
+std::string_view LiteralPrefix(std::string_view pattern);
+// '*' also matches '/', as s5cmd.
+bool WildcardMatch(const std::string& pattern, const std::string& s);
+
+// One regular file under a local directory.
+struct LocalFile {
+  std::string path;  // as opened
+  std::string rel;   // relative to the walked root, '/'-separated
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+};
+// Every regular file under root (symlinks followed, loops skipped), sorted by rel.
+Status WalkLocal(const std::string& root, std::vector<LocalFile>* out);
+Result<LocalFile> StatLocal(const std::string& path);
+
+// awscli's --exclude/--include: every path is included, then each filter in
+// command-line order decides for the paths it matches (the last match wins).
+class Filters {
+ public:
+  void Add(bool include, std::string pattern) { rules_.push_back({include, std::move(pattern)}); }
+  bool empty() const { return rules_.empty(); }
+  bool Included(const std::string& rel) const;
+
+ private:
+  struct Rule {
+    bool include;
+    std::string pattern;
+  };
+  std::vector<Rule> rules_;
+};
+
+// Per-object lines, JSON lines, the progress bar and the summary.
+//   text (default): "upload: SRC to DST" per object on stdout, errors on stderr;
+//   --quiet: errors only; --json: one JSON object per line on stdout, then a
+//   summary object; the progress bar (stderr) only when stderr is a TTY and
+//   neither --quiet, --json nor --no-progress was given.
+class Reporter {
+ public:
+  struct Options {
+    bool json = false;
+    bool quiet = false;
+    bool progress = true;
+  };
+  Reporter(Options o, objstore::TransferManager* mgr);
+  ~Reporter();
+
+  // One object done (ok or not).
+  void Object(std::string_view op, const std::string& src, const std::string& dst, uint64_t size,
+              const Status& st, double seconds);
+  // A line of its own (e.g. "(dryrun) upload: ..."); JSON mode wraps it.
+  void Note(std::string_view op, const std::string& src, const std::string& dst, uint64_t size);
+  // An error not tied to one object (listing failed, ...).
+  void Error(const Status& st, std::string_view context = "");
+  // Stops the bar, prints the summary; returns the exit code.
+  int Finish(std::string_view command);
+
+  uint64_t failures() const { return failed_.load(); }
+  bool json() const { return o_.json; }
+
+ private:
+  void BarLoop();
+  void ClearBarLocked();
+  void DrawBarLocked();
+
+  Options o_;
+  objstore::TransferManager* mgr_;
+  bool bar_ = false;
+  std::mutex mu_;                 // guards the terminal and what follows
+  bool bar_drawn_ = false;
+  Status first_error_;
+  int error_kinds_ = 0;           // distinct exit codes seen (bits)
+  std::atomic<uint64_t> ok_{0}, failed_{0}, bytes_{0};
+  std::chrono::steady_clock::time_point start_;
+  std::thread bar_thread_;
+  std::condition_variable bar_cv_;
+  bool stop_ = false;             // guarded by mu_
+};
+
+}  // namespace strata::cli
