@@ -284,6 +284,58 @@ class Boto3Tests:
         assert (st, code) == (412, "PreconditionFailed"), (st, code)
         assert self.s3.get_object(Bucket=B, Key="cond/once")["Body"].read() == b"first", "second PUT overwrote"
 
+    def conditional_put_if_match_and_complete(self):
+        """If-Match on PUT and If-None-Match/If-Match on CompleteMultipartUpload (raw signed requests)."""
+        self.s3.put_object(Bucket=B, Key="cond/m", Body=b"v1")
+        etag = self.s3.head_object(Bucket=B, Key="cond/m")["ETag"]
+        r = H.signed_request(self.srv, "PUT", f"/{B}/cond/m", headers={"If-Match": '"0123456789abcdef0123456789abcdef"'}, body=b"v2")
+        H.assert_s3_error(r, 412, "PreconditionFailed")
+        r = H.signed_request(self.srv, "PUT", f"/{B}/cond/m", headers={"If-Match": etag}, body=b"v2")
+        assert r.status == 200, r
+        assert self.s3.get_object(Bucket=B, Key="cond/m")["Body"].read() == b"v2"
+        # Complete with If-None-Match: * over an existing key -> 412, object unchanged.
+        up = self.s3.create_multipart_upload(Bucket=B, Key="cond/m")["UploadId"]
+        part = self.s3.upload_part(Bucket=B, Key="cond/m", UploadId=up, PartNumber=1, Body=b"mp")
+        body = (f"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{part['ETag']}</ETag>"
+                "</Part></CompleteMultipartUpload>").encode()
+        r = H.signed_request(self.srv, "POST", f"/{B}/cond/m", query=f"uploadId={up}",
+                             headers={"If-None-Match": "*"}, body=body)
+        H.assert_s3_error(r, 412, "PreconditionFailed")
+        assert self.s3.get_object(Bucket=B, Key="cond/m")["Body"].read() == b"v2"
+        # ... and with the current ETag as If-Match it commits.
+        cur = self.s3.head_object(Bucket=B, Key="cond/m")["ETag"]
+        r = H.signed_request(self.srv, "POST", f"/{B}/cond/m", query=f"uploadId={up}",
+                             headers={"If-Match": cur}, body=body)
+        assert r.status == 200, r
+        assert self.s3.get_object(Bucket=B, Key="cond/m")["Body"].read() == b"mp"
+
+    def conditional_put_conflict_409(self):
+        """S3: a conditional write whose key is written (then deleted) while its body is
+        still uploading gets 409 ConditionalRequestConflict; the other writer's outcome stands."""
+        import http.client
+        import time as _t
+        body = b"x" * 200000
+        hdrs = H.sign_headers(self.srv, "PUT", f"/{B}/cond/race", headers={"If-None-Match": "*"},
+                              payload_hash="UNSIGNED-PAYLOAD")
+        hdrs["Content-Length"] = str(len(body))
+        conn = http.client.HTTPConnection("127.0.0.1", self.srv.port, timeout=30)
+        conn.putrequest("PUT", f"/{B}/cond/race", skip_host=True, skip_accept_encoding=True)
+        for k, v in hdrs.items():
+            conn.putheader(k, v)
+        conn.endheaders()
+        conn.send(body[:1000])
+        _t.sleep(0.3)  # the conditional write has started; another writer races it
+        self.s3.put_object(Bucket=B, Key="cond/race", Body=b"winner")
+        self.s3.delete_object(Bucket=B, Key="cond/race")
+        conn.send(body[1000:])
+        r = conn.getresponse()
+        data = r.read()
+        conn.close()
+        resp = H.Response(r.status, r.reason, {k.lower(): v for k, v in r.getheaders()}, data)
+        H.assert_s3_error(resp, 409, "ConditionalRequestConflict")
+        st, code = H.client_error_code(self.s3.head_object, Bucket=B, Key="cond/race")
+        assert st == 404, (st, code)
+
     # ---- copy
     def copy_object(self):
         self.s3.put_object(Bucket=B, Key="copy/src", Body=b"copy me", Metadata={"k": "v"},
@@ -633,6 +685,7 @@ def main():
             for name in ["transfer_multipart_50mib", "paginate_2500", "delimiter_listing", "special_keys",
                          "list_xml_fields", "bucket_acl", "object_edge_cases", "presigned",
                          "metadata_roundtrip", "range_gets", "conditional_get", "conditional_put",
+                         "conditional_put_if_match_and_complete", "conditional_put_conflict_409",
                          "copy_object", "tagging", "delete_objects", "multipart", "concurrent_overwrite_reads", "checksums",
                          "bucket_rules", "auth_errors", "anonymous_and_acl", "second_user", "rename",
                          "append", "virtual_host"]:
