@@ -355,7 +355,10 @@ void Frontend::Impl::Handle(http::Request& req, http::ResponseWriter& w) {
   w.AddHeader("x-amz-id-2", c.request_id);
   Status st = Route(c);
   if (!st.ok()) {
-    std::string_view nf = c.has_key ? "NoSuchKey" : "NoSuchBucket";
+    // A missing bucket under an object operation is NoSuchBucket, not NoSuchKey
+    // (looked up on the error path only).
+    std::string_view nf =
+        c.has_key && (c.bucket.empty() || engine->GetBucket(c.bucket).ok()) ? "NoSuchKey" : "NoSuchBucket";
     if (c.op == "AbortMultipartUpload" || c.op == "UploadPart" || c.op == "ListParts" ||
         c.op == "CompleteMultipartUpload")
       nf = "NoSuchUpload";

@@ -562,6 +562,11 @@ class Boto3Tests:
         assert (st, code) == (404, "NoSuchBucket"), (st, code)
         st, code = H.client_error_code(self.s3.get_object, Bucket=B, Key="no/such/key")
         assert (st, code) == (404, "NoSuchKey"), (st, code)
+        for op in (lambda: self.s3.put_object(Bucket="boto3-none", Key="k", Body=b"x"),
+                   lambda: self.s3.create_multipart_upload(Bucket="boto3-none", Key="k"),
+                   lambda: self.s3.delete_object(Bucket="boto3-none", Key="k")):
+            st, code = H.client_error_code(op)
+            assert (st, code) == (404, "NoSuchBucket"), (st, code)
 
     # ---- auth
     def auth_errors(self):
