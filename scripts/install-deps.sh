@@ -7,7 +7,7 @@ level="${1:-test}"
 build_pkgs=(
   build-essential cmake ninja-build ccache pkg-config git
   libssl-dev libisal-dev librocksdb-dev libzstd-dev liblz4-dev libsnappy-dev libbz2-dev zlib1g-dev
-  libfmt-dev libspdlog-dev libcli11-dev libpugixml-dev nlohmann-json3-dev
+  libfmt-dev libspdlog-dev libcli11-dev libpugixml-dev nlohmann-json3-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 test_pkgs=(
