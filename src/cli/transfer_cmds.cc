@@ -3,6 +3,7 @@
 #include "cli/transfer_cmds.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <glob.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -18,6 +19,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -57,7 +59,7 @@ struct Common {
   int concurrency = 16;
   std::string part_size = "8MiB";
   std::string multipart_threshold = "16MiB";
-  bool no_fsync = false;
+  bool fsync = false;
   bool json = false;
   bool quiet = false;
   bool no_progress = false;
@@ -93,7 +95,8 @@ void AddTransferOptions(CLI::App* sub, Common& c) {
   g->add_option("--multipart-threshold", c.multipart_threshold,
                 "Files larger than this are uploaded in parts and downloaded with parallel ranged GETs")
       ->capture_default_str();
-  g->add_flag("--no-fsync", c.no_fsync, "Do not fsync downloaded files before renaming them into place");
+  g->add_flag("--fsync", c.fsync,
+              "fsync downloaded files before renaming them into place (survive power loss; costs disk speed)");
 }
 
 void AddOutputOptions(CLI::App* sub, Common& c) {
@@ -130,11 +133,45 @@ Filters BuildFilters(const Common& c, const CLI::App* sub) {
 }
 
 // ---------------------------------------------------------------------------
+// Ctrl-C: the downloads' temporary files are removed before exiting (resume
+// state of uploads is kept on purpose). The signals are taken by a thread in
+// sigwait, so the cleanup runs in normal thread context.
+
+std::mutex g_interrupt_mu;
+TransferManager* g_active = nullptr;  // guarded by g_interrupt_mu
+
+void SetActiveManager(TransferManager* m) {
+  std::lock_guard l(g_interrupt_mu);
+  g_active = m;
+}
+
+void InstallInterruptHandler() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  // Before any other thread exists, so that all of them inherit the mask.
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::thread([set] {
+    int sig = 0;
+    if (sigwait(&set, &sig) != 0) return;
+    std::lock_guard l(g_interrupt_mu);
+    if (g_active != nullptr) g_active->RemoveTemporaryFiles();
+    std::fputs("\nstrata: interrupted (run the same command again to resume uploads)\n", stderr);
+    std::_Exit(sig == SIGINT ? kExitInterrupted : 128 + sig);
+  }).detach();
+}
+
+// ---------------------------------------------------------------------------
 // The session of one command: the S3 client, stores per bucket, the engine.
 
 class Session {
  public:
   explicit Session(const Common& c) : c_(c) {}
+  ~Session() {
+    if (mgr_) SetActiveManager(nullptr);
+  }
 
   Status Init(bool need_manager, const objstore::WriteOptions* write = nullptr) {
     auto ps = ParseSize(c_.part_size);
@@ -152,9 +189,12 @@ class Session {
     topts_.concurrency = c_.concurrency;
     topts_.part_size = *ps;
     topts_.multipart_threshold = *mt;
-    topts_.fsync = !c_.no_fsync;
+    topts_.fsync = c_.fsync;
     if (write != nullptr) topts_.write = *write;
-    if (need_manager) mgr_ = std::make_unique<TransferManager>(topts_);
+    if (need_manager) {
+      mgr_ = std::make_unique<TransferManager>(topts_);
+      SetActiveManager(mgr_.get());
+    }
     return Status::Ok();
   }
 
@@ -191,6 +231,7 @@ class Session {
     auto resolved = objstore::ResolveS3Url(url);
     if (!resolved.ok()) return resolved.error();
     anonymous_ = resolved->first.credentials.access_key.empty();
+    aws_endpoint_ = resolved->first.endpoint.empty();
     auto client = S3Client::Create(resolved->first);
     if (!client.ok()) return client.error();
     client_ = std::move(*client);
@@ -211,8 +252,8 @@ class Session {
       return s.WithContext(
           "no credentials were found (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or use --profile)");
     }
-    if (s.code() == StatusCode::kUnavailable && c_.endpoint_url.empty()) {
-      return s.WithContext("cannot reach the S3 endpoint (is --endpoint-url or AWS_ENDPOINT_URL set?)");
+    if (s.code() == StatusCode::kUnavailable && aws_endpoint_) {
+      return s.WithContext("cannot reach AWS S3 (for another service, set --endpoint-url or AWS_ENDPOINT_URL)");
     }
     return s;
   }
@@ -225,6 +266,7 @@ class Session {
   std::shared_ptr<S3Client> client_;                                  // guarded by mu_
   std::unordered_map<std::string, std::unique_ptr<ObjectStore>> stores_;  // guarded by mu_
   bool anonymous_ = false;
+  bool aws_endpoint_ = false;  // no endpoint configured: AWS itself
 };
 
 int Fail(const Status& s, std::string_view cmd, bool json = false) {
@@ -806,7 +848,7 @@ int CmdCp(Common& c, CpArgs& a, const CLI::App* sub) {
         if (!dst.s3) {
           auto safe = SafeRel(rel);
           if (!safe) {
-            if (!rel.empty() && rel.back() == '/') return Status::Ok();  // a "directory" marker
+            if (rel.empty() || rel.back() == '/') return Status::Ok();  // a "directory" marker
             rep.Object("download", S3Url(src.bucket, o.key), "", o.size,
                        Status::InvalidArgument("the key cannot be a local path (empty, '.' or '..' parts)"), 0);
             return Status::Ok();
@@ -1234,6 +1276,7 @@ void RegisterTransferCommands(CLI::App& app, int* exit_code) {
   auto wrap = [st, exit_code](std::function<int()> fn) {
     return [st, exit_code, fn = std::move(fn)] {
       ::signal(SIGPIPE, SIG_IGN);
+      InstallInterruptHandler();
       try {
         *exit_code = fn();
       } catch (const std::exception& e) {

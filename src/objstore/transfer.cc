@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -338,6 +339,8 @@ struct TransferManager::Impl {
   ProgressCallback cb;                                // guarded by cb_mu
   std::chrono::steady_clock::time_point last_cb{};  // guarded by cb_mu
   std::atomic<bool> has_cb{false};
+  std::mutex temps_mu;
+  std::set<std::string> temps;  // downloads' temporary files; guarded by temps_mu
 
   TransferProgress Snapshot() const {
     TransferProgress p;
@@ -421,6 +424,11 @@ void TransferManager::set_progress_callback(ProgressCallback cb) {
 void TransferManager::CountFailure() {
   impl_->objects_failed.fetch_add(1, std::memory_order_relaxed);
   impl_->Notify(true);
+}
+
+void TransferManager::RemoveTemporaryFiles() {
+  std::lock_guard l(impl_->temps_mu);
+  for (const std::string& t : impl_->temps) ::unlink(t.c_str());
 }
 
 std::string TransferManager::StateFilePath(const std::string& path, const ObjectStore& store,
@@ -650,13 +658,20 @@ Result<ObjectInfo> TransferManager::DownloadFile(ObjectStore& store, std::string
   if (fd.get() < 0) return fail(Status::FromErrno(errno, "create a temporary file next to " + path));
   const std::string tmp = tmpl;
   bool keep_tmp = false;
+  {
+    std::lock_guard l(I.temps_mu);
+    I.temps.insert(tmp);
+  }
   struct Cleanup {
+    Impl& impl;
     const std::string& p;
     bool& keep;
     ~Cleanup() {
       if (!keep) ::unlink(p.c_str());
+      std::lock_guard l(impl.temps_mu);
+      impl.temps.erase(p);
     }
-  } cleanup{tmp, keep_tmp};
+  } cleanup{I, tmp, keep_tmp};
 
   Result<ObjectInfo> r = Status::Internal("unreachable");
   if (info.size <= I.options.multipart_threshold) {
@@ -793,6 +808,12 @@ Result<ObjectInfo> TransferManager::Impl::DownloadRanges(ObjectStore& store, std
             return;
           }
           crcs[i] = crc;
+          if (options.fsync) {
+            // Start writing this range to disk now, so the fsync before the
+            // rename waits for the last ranges only (disk and network overlap).
+            (void)::sync_file_range(fd, static_cast<off_t>(off), static_cast<off_t>(len),
+                                    SYNC_FILE_RANGE_WRITE);
+          }
         },
         /*leaf=*/true);
   }

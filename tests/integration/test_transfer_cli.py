@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -165,7 +166,7 @@ class TransferCliTests:
         body = self.s3.get_object(Bucket=BUCKET, Key="big/large.bin")["Body"].read()
         assert hashlib.sha256(body).hexdigest() == H.sha256_file(big)
         out = os.path.join(self.work, "large.back")
-        self.run("cp", "--part-size", "5MiB", "--concurrency", "8", f"s3://{BUCKET}/big/large.bin", out)
+        self.run("cp", "--part-size", "5MiB", "--concurrency", "8", "--fsync", f"s3://{BUCKET}/big/large.bin", out)
         assert H.sha256_file(out) == H.sha256_file(big), "downloaded bytes differ"
         # Downloads carry the object's LastModified as mtime.
         lm = head["LastModified"].timestamp()
@@ -441,6 +442,57 @@ class TransferCliTests:
         assert open(target, "rb").read() == b"precious"
         assert not glob.glob(target + ".strata-tmp-*"), glob.glob(target + ".strata-tmp-*")
 
+    def interrupt(self):
+        """Ctrl-C mid-download removes the temporary file (exit 130); Ctrl-C
+        mid-upload keeps the resume state, and the next run resumes."""
+        target = os.path.join(self.work, "interrupted.bin")
+        caught = False
+        for _ in range(20):
+            p = subprocess.Popen([self.strata, "cp", "--endpoint-url", self.srv.endpoint, "--concurrency", "1",
+                                  "--part-size", "5MiB", f"s3://{BUCKET}/big/large.bin", target],
+                                 env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            while p.poll() is None and not glob.glob(target + ".strata-tmp-*"):
+                time.sleep(0.001)
+            if p.poll() is None:
+                time.sleep(0.02)
+                p.send_signal(signal.SIGINT)
+            out, err = p.communicate(timeout=60)
+            if p.returncode == 130:
+                caught = True
+                assert b"interrupted" in err, err
+                break
+            assert p.returncode == 0, (p.returncode, err)
+            os.remove(target)
+        assert caught, "the download always finished before SIGINT"
+        time.sleep(0.1)
+        assert not glob.glob(target + ".strata-tmp-*"), glob.glob(target + "*")
+        assert not os.path.exists(target)
+
+        big = self.file("interrupt/up.bin", 200 * MiB, seed=21)
+        state_dir = os.path.join(self.work, "cache", "strata", "uploads")
+        key = f"s3://{BUCKET}/interrupt/up.bin"
+        caught = False
+        for _ in range(20):
+            p = subprocess.Popen([self.strata, "cp", "--endpoint-url", self.srv.endpoint, "--concurrency", "1",
+                                  "--part-size", "5MiB", big, key],
+                                 env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            while p.poll() is None and not (os.path.isdir(state_dir) and os.listdir(state_dir)):
+                time.sleep(0.001)
+            if p.poll() is None:
+                time.sleep(0.05)
+                p.send_signal(signal.SIGINT)
+            out, err = p.communicate(timeout=60)
+            if p.returncode == 130:
+                caught = True
+                break
+            assert p.returncode == 0, (p.returncode, err)
+        assert caught, "the upload always finished before SIGINT"
+        p = self.run("cp", "--part-size", "5MiB", big, key)
+        assert "resuming" in p.err, p.err
+        body = self.s3.get_object(Bucket=BUCKET, Key="interrupt/up.bin")["Body"].read()
+        assert hashlib.sha256(body).hexdigest() == H.sha256_file(big)
+        assert not os.listdir(state_dir)
+
     def rb(self):
         self.run("rb", "--force", f"s3://{BUCKET2}")
         p = self.run("ls")
@@ -457,7 +509,7 @@ def main():
             t = TransferCliTests(srv, os.path.abspath(args.strata), work)
             order = ["help", "usage_errors", "mb_ls", "small_up_down", "large_up_down", "stdin_stdout_cat",
                      "recursive", "wildcards", "server_side_copy", "sync", "ls_du", "rm_batches", "exit_codes",
-                     "faults", "resume", "atomic_download", "rb"]
+                     "faults", "resume", "atomic_download", "interrupt", "rb"]
             for name in order:
                 if not runner.case(name, getattr(t, name)) and name == "mb_ls":
                     break

@@ -192,7 +192,9 @@ TEST_F(TransferTest, RangedParallelDownload) {
     EXPECT_TRUE(o.if_match.has_value()) << "ranged GETs must be pinned to the ETag";
     return Status::Ok();
   };
-  TransferManager tm(Opts(4));
+  TransferOptions o = Opts(4);
+  o.fsync = true;  // also runs the writeback-as-ranges-land path
+  TransferManager tm(o);
   const std::string out = dir_.Join("out/sub/big");  // parent directories are created
   ASSERT_OK_AND_ASSIGN(ObjectInfo info, tm.DownloadFile(store, "big", out));
   EXPECT_EQ(info.size, data.size());
@@ -214,7 +216,9 @@ TEST_F(TransferTest, SmallDownloadIsOneGetAndKeepsMtime) {
   EXPECT_EQ(ReadFileOrEmpty(out), data);
   struct stat st;
   ASSERT_EQ(::stat(out.c_str(), &st), 0);
-  if (listed.mtime_ns > 0) EXPECT_EQ(st.st_mtim.tv_sec, listed.mtime_ns / 1'000'000'000);
+  if (listed.mtime_ns > 0) {
+    EXPECT_EQ(st.st_mtim.tv_sec, listed.mtime_ns / 1'000'000'000);
+  }
 }
 
 TEST_F(TransferTest, InterruptedUploadResumesWithMissingPartsOnly) {

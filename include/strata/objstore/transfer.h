@@ -16,8 +16,9 @@
 //     (If-Match), so a source object replaced mid-download fails with
 //     kPreconditionFailed ("source changed during download") instead of
 //     producing a file mixed from two versions. Bytes are written with pwrite
-//     into DST.strata-tmp-XXXXXX next to DST, fsynced and renamed over DST: a
-//     failed download never leaves a partial DST nor destroys the old one.
+//     into DST.strata-tmp-XXXXXX next to DST (fsynced if asked) and renamed
+//     over DST: a failed download never leaves a partial DST nor destroys the
+//     old one.
 //     When the object carries a full-object CRC (CRC32, CRC32C, CRC64NVME),
 //     a multi-range download is verified against it.
 //   * Copies between buckets of one S3 service are server-side: CopyObject,
@@ -68,8 +69,13 @@ struct TransferOptions {
   // Where resume state files live; "" = $XDG_CACHE_HOME/strata/uploads, or
   // ~/.cache/strata/uploads.
   std::string state_dir;
-  // fsync downloaded files before the rename that makes them visible.
-  bool fsync = true;
+  // fsync downloaded files before the rename that makes them visible (ranges
+  // are handed to writeback as they land, so disk and network overlap). Off by
+  // default, as in cp, rsync, awscli and rclone: the rename alone already
+  // guarantees that DST is the old file or the whole new one after any failure
+  // or crash of this process; fsync adds survival of a power loss, at the
+  // disk's write speed (docs/transfer.md: 2.5x slower large downloads here).
+  bool fsync = false;
   // Set a downloaded file's mtime to the object's LastModified (as awscli does,
   // so that `sync` can compare the two afterwards).
   bool preserve_mtime = true;
@@ -134,6 +140,11 @@ class TransferManager {
   void set_progress_callback(ProgressCallback cb);
   // Counts an object that failed (for progress displays).
   void CountFailure();
+
+  // Removes the temporary files of the downloads in flight (for a program that
+  // is about to exit on SIGINT; the downloads then fail). Not signal-safe:
+  // call it from a thread, e.g. one waiting in sigwait.
+  void RemoveTemporaryFiles();
 
   // The resume state file UploadFile would use for this upload (exposed for
   // tests and `strata cp` messages).
