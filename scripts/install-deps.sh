@@ -13,7 +13,7 @@ build_pkgs=(
 test_pkgs=(
   awscli python3 python3-boto3 s3cmd rclone curl procps openssl
 )
-bench_pkgs=( nginx wrk hyperfine )
+bench_pkgs=( nginx wrk hyperfine python3-numpy python3-hnswlib python3-faiss libhnswlib-dev dataset-fashion-mnist )
 
 pkgs=("${build_pkgs[@]}")
 case "$level" in

@@ -8,8 +8,8 @@
 //  * visited sets are epoch-stamped uint16 arrays recycled through a pool;
 //  * neighbours are chosen with the diversity heuristic (hnswlib's
 //    getNeighborsByHeuristic2);
-//  * inserts run in parallel with one 1-byte spinlock per node (allocated only
-//    while an Add runs) and a global lock for the entry point.
+//  * inserts run in parallel; each link list is locked by a bit in its own
+//    count word, and a global lock guards the entry point.
 //
 // Unlike hnswlib, a node's unvisited neighbours are first collected (and all
 // their vectors prefetched) and then scored, which keeps more cache misses in
@@ -39,17 +39,49 @@ inline void CpuRelax() {
 #endif
 }
 
-class SpinLock {
+// Build-time link lists carry their lock in the count word's top bit, so
+// taking it touches the cache line the links are on anyway (a separate lock
+// array costs a second miss per expanded node). Readers take no lock: they
+// snapshot count then ids with relaxed atomic loads; a concurrent prune can
+// only make them see other valid node ids, which the search tolerates.
+constexpr uint32_t kLockBit = 0x80000000u;
+
+inline std::atomic_ref<uint32_t> Word(const uint32_t* p) {
+  return std::atomic_ref<uint32_t>(*const_cast<uint32_t*>(p));
+}
+
+// Copies a link list (count, then ids) without locking; returns the count.
+inline uint32_t SnapshotLinks(const uint32_t* links, uint32_t* buf) {
+  uint32_t cnt = Word(links).load(std::memory_order_acquire) & ~kLockBit;
+  for (uint32_t j = 0; j < cnt; ++j) buf[j] = Word(links + 1 + j).load(std::memory_order_relaxed);
+  return cnt;
+}
+
+class ListLock {
  public:
-  void lock() {
-    while (flag_.exchange(1, std::memory_order_acquire)) {
-      while (flag_.load(std::memory_order_relaxed)) CpuRelax();
+  explicit ListLock(uint32_t* links) : links_(links) {
+    auto w = Word(links);
+    uint32_t v = w.load(std::memory_order_relaxed);
+    for (;;) {
+      if (!(v & kLockBit) &&
+          w.compare_exchange_weak(v, v | kLockBit, std::memory_order_acquire,
+                                  std::memory_order_relaxed)) {
+        break;
+      }
+      CpuRelax();
+      v = w.load(std::memory_order_relaxed);
     }
+    count_ = v & ~kLockBit;
   }
-  void unlock() { flag_.store(0, std::memory_order_release); }
+  ~ListLock() { Word(links_).store(count_, std::memory_order_release); }
+  uint32_t count() const { return count_; }
+  uint32_t id(uint32_t j) const { return Word(links_ + 1 + j).load(std::memory_order_relaxed); }
+  void Set(uint32_t j, uint32_t id) { Word(links_ + 1 + j).store(id, std::memory_order_relaxed); }
+  void SetCount(uint32_t c) { count_ = c; }
 
  private:
-  std::atomic<uint8_t> flag_{0};
+  uint32_t* links_;
+  uint32_t count_;
 };
 
 // Epoch-stamped visited set: Reset is O(1) except once every 65535 uses.
@@ -198,10 +230,9 @@ class HnswIndex final : public IndexBase {
 
   void PrefetchData(uint32_t i) const {
     const char* p = Data(i);
-    Prefetch(p);
-    // A few more lines of the vector; the stream prefetcher covers the rest.
-    if (data_bytes_ > 64) Prefetch(p + 64);
-    if (data_bytes_ > 128) Prefetch(p + 128);
+    // The first lines of the vector; the stream prefetcher keeps up with the rest.
+    const size_t bytes = std::min<size_t>(data_bytes_, 256);
+    for (size_t off = 0; off < bytes; off += 64) Prefetch(p + off);
   }
 
   void StoreVector(uint32_t i, const float* x) {
@@ -285,7 +316,6 @@ class HnswIndex final : public IndexBase {
         for (int l = 1; l <= level; ++l) LinksUpper(row, l)[0] = 0;
       }
     }
-    locks_.reset(new SpinLock[total]);
     size_t begin = 0;
     if (entry_ == UINT32_MAX) {
       entry_ = first;
@@ -296,7 +326,6 @@ class HnswIndex final : public IndexBase {
     ParallelFor(n - begin, threads, [&](size_t i, unsigned) {
       Insert(first + uint32_t(begin + i), data + (begin + i) * params_.dim);
     });
-    locks_.reset();
     return Status::Ok();
   }
 
@@ -321,13 +350,7 @@ class HnswIndex final : public IndexBase {
       while (changed) {
         changed = false;
         uint32_t buf[512];
-        uint32_t cnt;
-        {
-          std::lock_guard<SpinLock> g(locks_[ep]);
-          uint32_t* links = Links(ep, l);
-          cnt = links[0];
-          std::memcpy(buf, links + 1, cnt * sizeof(uint32_t));
-        }
+        uint32_t cnt = SnapshotLinks(Links(ep, l), buf);
         for (uint32_t j = 0; j < cnt; ++j) {
           float dd = DistQ(K, q, buf[j]);
           if (dd < ep_dist) {
@@ -353,13 +376,15 @@ class HnswIndex final : public IndexBase {
     }
   }
 
-  // ef_construction best nodes at `level` (a max-heap in *top), reading links under locks.
+  // ef_construction best nodes at `level` (a max-heap in *top), with links
+  // read lock-free while other inserts run.
   void SearchLayerBuild(const DistanceKernels& K, const Query& q, uint32_t ep, float ep_dist,
                         int level, std::vector<HeapItem>* top) const {
     const size_t ef = params_.hnsw_ef_construction;
     auto visited = pool_.Get(rows());
     top->clear();
-    std::vector<HeapItem> cand;  // min-heap
+    thread_local std::vector<HeapItem> cand;  // min-heap
+    cand.clear();
     top->push_back({ep_dist, ep});
     cand.push_back({ep_dist, ep});
     visited->Set(ep);
@@ -370,13 +395,8 @@ class HnswIndex final : public IndexBase {
       if (c.dist > lower && top->size() >= ef) break;
       std::pop_heap(cand.begin(), cand.end(), HeapGreater);
       cand.pop_back();
-      uint32_t cnt;
-      {
-        std::lock_guard<SpinLock> g(locks_[c.id]);
-        uint32_t* links = Links(c.id, level);
-        cnt = links[0];
-        std::memcpy(buf, links + 1, cnt * sizeof(uint32_t));
-      }
+      uint32_t cnt = SnapshotLinks(Links(c.id, level), buf);
+      for (uint32_t j = 0; j < cnt; ++j) Prefetch(&visited->mark[buf[j]]);
       uint32_t fresh = 0;
       for (uint32_t j = 0; j < cnt; ++j) {
         uint32_t nb = buf[j];
@@ -409,8 +429,8 @@ class HnswIndex final : public IndexBase {
   void SelectHeuristic(const DistanceKernels& K, std::vector<HeapItem>* cands, size_t m) const {
     std::sort(cands->begin(), cands->end(), HeapLess);
     if (cands->size() <= m) return;
-    std::vector<HeapItem> kept;
-    kept.reserve(m);
+    thread_local std::vector<HeapItem> kept;
+    kept.clear();
     for (const HeapItem& c : *cands) {
       if (kept.size() >= m) break;
       bool good = true;
@@ -422,7 +442,7 @@ class HnswIndex final : public IndexBase {
       }
       if (good) kept.push_back(c);
     }
-    cands->swap(kept);
+    cands->assign(kept.begin(), kept.end());
   }
 
   // Links cur to its selected neighbours at `level` and back; returns the
@@ -435,33 +455,32 @@ class HnswIndex final : public IndexBase {
                top->end());
     SelectHeuristic(K, top, M_);
     {
-      std::lock_guard<SpinLock> g(locks_[cur]);
-      uint32_t* links = Links(cur, level);
-      links[0] = uint32_t(top->size());
-      for (size_t i = 0; i < top->size(); ++i) links[1 + i] = (*top)[i].id;
+      ListLock mine(Links(cur, level));
+      for (size_t i = 0; i < top->size(); ++i) mine.Set(uint32_t(i), (*top)[i].id);
+      mine.SetCount(uint32_t(top->size()));
     }
-    std::vector<HeapItem> cands;
+    thread_local std::vector<HeapItem> cands;
     for (const HeapItem& nbh : *top) {
       uint32_t nb = nbh.id;
-      std::lock_guard<SpinLock> g(locks_[nb]);
-      uint32_t* links = Links(nb, level);
-      uint32_t cnt = links[0];
+      ListLock theirs(Links(nb, level));
+      uint32_t cnt = theirs.count();
       bool present = false;
-      for (uint32_t j = 0; j < cnt; ++j) present |= links[1 + j] == cur;
+      for (uint32_t j = 0; j < cnt; ++j) present |= theirs.id(j) == cur;
       if (present) continue;
       if (cnt < max_links) {
-        links[1 + cnt] = cur;
-        links[0] = cnt + 1;
+        theirs.Set(cnt, cur);
+        theirs.SetCount(cnt + 1);
         continue;
       }
       cands.clear();
       cands.push_back({nbh.dist, cur});
       for (uint32_t j = 0; j < cnt; ++j) {
-        cands.push_back({DistNodes(K, nb, links[1 + j]), links[1 + j]});
+        uint32_t other = theirs.id(j);
+        cands.push_back({DistNodes(K, nb, other), other});
       }
       SelectHeuristic(K, &cands, max_links);
-      links[0] = uint32_t(cands.size());
-      for (size_t j = 0; j < cands.size(); ++j) links[1 + j] = cands[j].id;
+      for (size_t j = 0; j < cands.size(); ++j) theirs.Set(uint32_t(j), cands[j].id);
+      theirs.SetCount(uint32_t(cands.size()));
     }
     return top->empty() ? UINT32_MAX : top->front().id;
   }
@@ -499,7 +518,8 @@ class HnswIndex final : public IndexBase {
     }
     size_t ef = std::max<size_t>(ctx.params->ef ? ctx.params->ef : 64, k);
     const bool filtered = ctx.filter != nullptr || live_ != rows();
-    std::vector<HeapItem> top;
+    thread_local std::vector<HeapItem> top;
+    top.clear();
     if (!filtered) {
       SearchLevel0<false, false>(K, q, ep, ep_dist, ef, ctx.filter, &top);
     } else if (ctx.strategy == FilterStrategy::kAcorn) {
@@ -516,8 +536,8 @@ class HnswIndex final : public IndexBase {
                     size_t ef, const IdFilter* filter, std::vector<HeapItem>* top) const {
     auto visited = pool_.Get(rows());
     VisitedList& vis = *visited;
-    std::vector<HeapItem> cand;  // min-heap by dist
-    cand.reserve(ef * 4);
+    thread_local std::vector<HeapItem> cand;  // min-heap by dist
+    cand.clear();
     top->reserve(ef + 1);
     float lower = std::numeric_limits<float>::infinity();
     if (!kFiltered || Passes(ep, filter)) {
@@ -574,6 +594,12 @@ class HnswIndex final : public IndexBase {
             lower = top->front().dist;
           }
         }
+      }
+      // The next node to expand: start fetching its links now.
+      if (!cand.empty()) {
+        const char* next = reinterpret_cast<const char*>(Links0(cand.front().id));
+        Prefetch(next);
+        Prefetch(next + 64);
       }
     }
     pool_.Put(std::move(visited));
@@ -688,7 +714,6 @@ class HnswIndex final : public IndexBase {
   uint32_t entry_ = UINT32_MAX;                       // guarded by global_ during Add
   int32_t max_level_ = -1;                            // guarded by global_ during Add
   std::mutex global_;
-  std::unique_ptr<SpinLock[]> locks_;  // one per node, only while an Add runs
   mutable VisitedPool pool_;
 
   std::vector<float> sq_offset_;  // SQ8: per-dimension minimum

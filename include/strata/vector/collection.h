@@ -1,0 +1,282 @@
+// Collections: the vector database on top of the indexes in index.h.
+//
+// A Collection is a directory holding a schema (config.json), a write-ahead log
+// (wal/), sealed segments (segments/*.dat, immutable, with one index file per
+// vector field) and a MANIFEST naming the live segments, their delete bitmaps
+// and where WAL replay starts. Points are written to the WAL first, then to the
+// growing segment (a FLAT index per vector field, searchable at once); at
+// CollectionOptions::segment_rows rows the growing segment is sealed and a
+// background thread rewrites it as a sealed segment (live rows only, the
+// configured index built, files fsynced, MANIFEST replaced), after which its
+// WAL files are removed. Deletes are bitmaps over segment rows; compaction
+// rewrites a segment without its deleted rows so their memory is returned.
+//
+// Durability: Upsert/Delete append to the WAL before they are applied; with
+// WriteOptions::wait they return after an fsync shared by every concurrent
+// writer (group commit). An acknowledged write survives kill -9 even with
+// wait=false (the bytes are in the page cache); power loss needs wait=true.
+//
+// Ids: each point has a PointId; inside a segment the index ids are row
+// offsets, so filter bitmaps over rows are index filters directly.
+//
+// Thread-safety: every method is thread-safe. Reads (Search, Get, Scroll,
+// Count) share a reader/writer lock with writes (Upsert, Delete, index
+// swaps), which hold it only to apply in-memory changes; fsync, index builds
+// and segment rewrites run outside it. CollectionManager is thread-safe; the
+// shared_ptr it hands out keeps a dropped collection usable until released.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <strata/core/result.h>
+#include <strata/core/status.h>
+#include <strata/vector/filter.h>
+#include <strata/vector/index.h>
+
+namespace strata::vector {
+
+// Typed payload fields are validated on upsert and get a payload index.
+enum class PayloadType : uint8_t { kKeyword = 0, kInteger = 1, kFloat = 2, kBool = 3, kTimestamp = 4 };
+std::string_view PayloadTypeName(PayloadType t);  // "keyword", "integer", "float", "bool", "timestamp"
+// Also accepts Qdrant's names: "datetime", "uuid" (keyword), "text" (keyword).
+Result<PayloadType> ParsePayloadType(std::string_view name);
+
+struct PayloadFieldSchema {
+  std::string name;  // a payload key path ("source", "meta.lang")
+  PayloadType type = PayloadType::kKeyword;
+  bool is_list = false;  // values are arrays of `type` (a single value is accepted too)
+};
+
+struct VectorFieldSchema {
+  std::string name;    // "" for the default (unnamed) vector, as Qdrant's single-vector config
+  IndexParams index;   // dim, metric, type and parameters of the sealed segments' index
+};
+
+struct CollectionSchema {
+  std::vector<VectorFieldSchema> vectors;  // at least one; names unique
+  std::vector<PayloadFieldSchema> payload;  // typed fields (the rest of a payload is kept as is)
+};
+
+struct CollectionOptions {
+  // Rows in the growing segment that trigger sealing and index building. The
+  // growing segment is searched exactly, so this bounds that scan.
+  size_t segment_rows = 20'000;
+  // fsync the WAL before wait=true writes return (false: write() only).
+  bool sync = true;
+  // A sealed segment whose deleted fraction exceeds this is compacted in the
+  // background (0 disables automatic compaction).
+  double compact_deleted_ratio = 0.2;
+  // Sealed segments smaller than this many live rows are merged together in
+  // the background, up to merge_max_rows per merged segment (0 disables).
+  size_t merge_small_rows = 5'000;
+  size_t merge_max_rows = 200'000;
+  // Filtered search: a segment whose filter matches at most this fraction of
+  // its live rows (or at most exact_max_rows rows) is searched exactly over the
+  // matching rows; otherwise the index walks its graph with the filter.
+  double exact_selectivity = 0.03;
+  size_t exact_max_rows = 2'000;
+  // Threads for index builds (0 = all cores) and for searching one batch.
+  uint32_t index_threads = 0;
+  uint32_t search_threads = 1;
+  // false: no background thread; sealing, index builds and compaction run
+  // inline in the call that triggers them (deterministic tests, tools).
+  bool background = true;
+};
+
+struct NamedVector {
+  std::string name;  // "" = the default vector
+  std::vector<float> values;
+};
+
+struct Point {
+  PointId id;
+  std::vector<NamedVector> vectors;
+  std::string payload;  // a JSON object as text; "" = no payload
+};
+
+struct Record {
+  PointId id;
+  uint64_t version = 0;  // the operation (WAL sequence number) that wrote it
+  std::string payload;   // JSON object text ("{}" when none); empty unless asked for
+  std::vector<NamedVector> vectors;  // empty unless asked for
+};
+
+struct ScoredPoint {
+  Record record;
+  // Qdrant's score: Euclidean distance for L2 (smaller is closer), the dot
+  // product / cosine similarity for IP and COSINE (larger is closer).
+  float score = 0;
+};
+
+struct WriteOptions {
+  bool wait = true;  // return after the WAL is fsynced (when CollectionOptions::sync)
+};
+
+struct SearchRequest {
+  std::string vector_name;  // which vector field; "" = the default / only one
+  std::vector<float> vector;
+  size_t limit = 10;
+  size_t offset = 0;
+  std::optional<Filter> filter;
+  std::optional<float> score_threshold;  // L2: score <= t; IP/COSINE: score >= t
+  bool with_payload = false;
+  bool with_vectors = false;
+  uint32_t ef = 0;          // HNSW beam (Qdrant hnsw_ef); 0 = index default
+  uint32_t nprobe = 0;      // IVF lists to scan; 0 = index default
+  bool exact = false;       // brute force over the matching rows
+  FilterStrategy filter_strategy = FilterStrategy::kAuto;
+  std::vector<PointId> exclude;  // never return these (query by point id)
+};
+
+struct ScrollRequest {
+  std::optional<Filter> filter;
+  std::optional<PointId> offset;  // first id to return (inclusive)
+  size_t limit = 10;
+  bool with_payload = true;
+  bool with_vectors = false;
+};
+
+struct ScrollResult {
+  std::vector<Record> points;
+  std::optional<PointId> next_offset;  // first id of the next page
+};
+
+struct CollectionInfo {
+  std::string name;
+  CollectionSchema schema;
+  CollectionOptions options;
+  size_t points = 0;             // live points
+  size_t indexed_points = 0;     // live points in segments whose index is built
+  size_t segments = 0;           // sealed + growing
+  size_t pending_tasks = 0;      // background seals/builds/compactions queued or running
+  size_t memory_bytes = 0;       // indexes + payloads + ids in RAM (approximate)
+  size_t disk_bytes = 0;         // files under the collection directory
+  uint64_t last_operation = 0;   // the newest WAL sequence number
+  // Payload indexes: field -> type, with the number of points having a value.
+  std::vector<std::pair<PayloadFieldSchema, size_t>> payload_indexes;
+};
+
+class Collection {
+ public:
+  // Creates a new collection in `dir` (which must not exist or be empty).
+  static Result<std::unique_ptr<Collection>> Create(const std::string& dir, std::string name,
+                                                    const CollectionSchema& schema,
+                                                    const CollectionOptions& options);
+  // Opens an existing collection: loads sealed segments and replays the WAL.
+  // `options` replaces the stored options when given.
+  static Result<std::unique_ptr<Collection>> Open(
+      const std::string& dir, const std::optional<CollectionOptions>& options = std::nullopt);
+  ~Collection();
+  Collection(const Collection&) = delete;
+  Collection& operator=(const Collection&) = delete;
+
+  const std::string& name() const;
+  const std::string& dir() const;
+  const CollectionSchema& schema() const;
+
+  // Inserts or replaces points (a point id seen twice in one batch: the last
+  // wins). Validation is all-or-nothing: a wrong dimension, NaN/Inf, an
+  // unknown vector name, a payload that is not a JSON object or a typed field
+  // of the wrong type rejects the batch with kInvalidArgument naming the point.
+  // *operation_id (optional) gets the WAL sequence number of the batch.
+  Status Upsert(std::span<const Point> points, const WriteOptions& wo = {},
+                uint64_t* operation_id = nullptr);
+  // Deletes the given ids (unknown ids are ignored); *deleted counts the live ones.
+  Status Delete(std::span<const PointId> ids, const WriteOptions& wo = {},
+                size_t* deleted = nullptr, uint64_t* operation_id = nullptr);
+  Status DeleteByFilter(const Filter& filter, const WriteOptions& wo = {},
+                        size_t* deleted = nullptr, uint64_t* operation_id = nullptr);
+
+  // Points by id, in the order asked, skipping unknown ids.
+  Result<std::vector<Record>> Get(std::span<const PointId> ids, bool with_payload,
+                                  bool with_vectors) const;
+  // The `limit` nearest points (after `offset`), closest first.
+  Result<std::vector<ScoredPoint>> Search(const SearchRequest& req) const;
+  // Several searches; requests on the same field with the same filter are run
+  // as one batch per segment (one filter evaluation, parallel queries).
+  Result<std::vector<std::vector<ScoredPoint>>> SearchBatch(
+      std::span<const SearchRequest> reqs) const;
+  // Points in id order.
+  Result<ScrollResult> Scroll(const ScrollRequest& req) const;
+  Result<size_t> Count(const std::optional<Filter>& filter) const;
+
+  // Builds (or replaces) a payload index on a key; typed schema fields have one
+  // already. Persisted in config.json.
+  Status CreatePayloadIndex(const std::string& key, PayloadType type);
+  Status DropPayloadIndex(const std::string& key);
+
+  // Rewrites every sealed segment that has deleted rows (and merges small
+  // ones), then seals and indexes the growing segment when `seal_growing`;
+  // returns when done.
+  Status Compact(bool seal_growing = false);
+  // Waits until the background queue is empty (seals, index builds, compaction).
+  Status WaitIdle() const;
+  // A consistent copy of the collection in `dest_dir` (which must not exist):
+  // sealed segment files are hard-linked (copied across file systems), the WAL
+  // copied up to the moment of the call. Collection::Open(dest_dir) restores it.
+  Status Snapshot(const std::string& dest_dir) const;
+
+  CollectionInfo Info() const;
+
+  // Stops the background thread (finishing its current task) and syncs the
+  // WAL. Further calls fail with kUnavailable. The destructor calls it.
+  void Close();
+
+  struct Impl;
+
+ private:
+  explicit Collection(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Collections under one root directory, one subdirectory each.
+class CollectionManager {
+ public:
+  // Opens every collection found under root (created if missing). A
+  // collection that fails to open is logged and skipped, not fatal.
+  static Result<std::unique_ptr<CollectionManager>> Open(const std::string& root,
+                                                         const CollectionOptions& defaults = {});
+  ~CollectionManager();
+
+  // Names: 1-255 characters of [A-Za-z0-9_.-], not starting with '.'.
+  Result<std::shared_ptr<Collection>> Create(const std::string& name,
+                                             const CollectionSchema& schema,
+                                             const std::optional<CollectionOptions>& options = {});
+  // kNotFound: `collection "x" does not exist`.
+  Result<std::shared_ptr<Collection>> Get(const std::string& name) const;
+  Status Drop(const std::string& name);
+  std::vector<std::string> List() const;  // sorted
+  bool Exists(const std::string& name) const;
+  const std::string& root() const { return root_; }
+  const CollectionOptions& defaults() const { return defaults_; }
+
+  // Snapshot of a collection into root/.snapshots/<name>/<snapshot>/; returns
+  // the snapshot's name.
+  Result<std::string> CreateSnapshot(const std::string& name);
+  // Snapshot names of a collection, oldest first.
+  Result<std::vector<std::string>> ListSnapshots(const std::string& name) const;
+  // A new collection `name` from a snapshot directory.
+  Result<std::shared_ptr<Collection>> RestoreSnapshot(const std::string& snapshot_dir,
+                                                      const std::string& name);
+
+  static Status ValidateName(const std::string& name);
+
+ private:
+  CollectionManager(std::string root, CollectionOptions defaults)
+      : root_(std::move(root)), defaults_(defaults) {}
+  std::string root_;
+  CollectionOptions defaults_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Collection>> collections_;  // guarded by mu_
+};
+
+}  // namespace strata::vector
