@@ -26,6 +26,11 @@
 // shared_ptr it hands out keeps a dropped collection usable until released.
 #pragma once
 
+#include <strata/core/result.h>
+#include <strata/core/status.h>
+#include <strata/vector/filter.h>
+#include <strata/vector/index.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -37,16 +42,18 @@
 #include <string_view>
 #include <vector>
 
-#include <strata/core/result.h>
-#include <strata/core/status.h>
-#include <strata/vector/filter.h>
-#include <strata/vector/index.h>
-
 namespace strata::vector {
 
 // Typed payload fields are validated on upsert and get a payload index.
-enum class PayloadType : uint8_t { kKeyword = 0, kInteger = 1, kFloat = 2, kBool = 3, kTimestamp = 4 };
-std::string_view PayloadTypeName(PayloadType t);  // "keyword", "integer", "float", "bool", "timestamp"
+enum class PayloadType : uint8_t {
+  kKeyword = 0,
+  kInteger = 1,
+  kFloat = 2,
+  kBool = 3,
+  kTimestamp = 4
+};
+std::string_view PayloadTypeName(
+    PayloadType t);  // "keyword", "integer", "float", "bool", "timestamp"
 // Also accepts Qdrant's names: "datetime", "uuid" (keyword), "text" (keyword).
 Result<PayloadType> ParsePayloadType(std::string_view name);
 
@@ -57,12 +64,12 @@ struct PayloadFieldSchema {
 };
 
 struct VectorFieldSchema {
-  std::string name;    // "" for the default (unnamed) vector, as Qdrant's single-vector config
-  IndexParams index;   // dim, metric, type and parameters of the sealed segments' index
+  std::string name;   // "" for the default (unnamed) vector, as Qdrant's single-vector config
+  IndexParams index;  // dim, metric, type and parameters of the sealed segments' index
 };
 
 struct CollectionSchema {
-  std::vector<VectorFieldSchema> vectors;  // at least one; names unique
+  std::vector<VectorFieldSchema> vectors;   // at least one; names unique
   std::vector<PayloadFieldSchema> payload;  // typed fields (the rest of a payload is kept as is)
 };
 
@@ -105,8 +112,8 @@ struct Point {
 
 struct Record {
   PointId id;
-  uint64_t version = 0;  // the operation (WAL sequence number) that wrote it
-  std::string payload;   // JSON object text ("{}" when none); empty unless asked for
+  uint64_t version = 0;              // the operation (WAL sequence number) that wrote it
+  std::string payload;               // JSON object text ("{}" when none); empty unless asked for
   std::vector<NamedVector> vectors;  // empty unless asked for
 };
 
@@ -130,9 +137,9 @@ struct SearchRequest {
   std::optional<float> score_threshold;  // L2: score <= t; IP/COSINE: score >= t
   bool with_payload = false;
   bool with_vectors = false;
-  uint32_t ef = 0;          // HNSW beam (Qdrant hnsw_ef); 0 = index default
-  uint32_t nprobe = 0;      // IVF lists to scan; 0 = index default
-  bool exact = false;       // brute force over the matching rows
+  uint32_t ef = 0;      // HNSW beam (Qdrant hnsw_ef); 0 = index default
+  uint32_t nprobe = 0;  // IVF lists to scan; 0 = index default
+  bool exact = false;   // brute force over the matching rows
   FilterStrategy filter_strategy = FilterStrategy::kAuto;
   std::vector<PointId> exclude;  // never return these (query by point id)
 };
@@ -154,13 +161,13 @@ struct CollectionInfo {
   std::string name;
   CollectionSchema schema;
   CollectionOptions options;
-  size_t points = 0;             // live points
-  size_t indexed_points = 0;     // live points in segments whose index is built
-  size_t segments = 0;           // sealed + growing
-  size_t pending_tasks = 0;      // background seals/builds/compactions queued or running
-  size_t memory_bytes = 0;       // indexes + payloads + ids in RAM (approximate)
-  size_t disk_bytes = 0;         // files under the collection directory
-  uint64_t last_operation = 0;   // the newest WAL sequence number
+  size_t points = 0;            // live points
+  size_t indexed_points = 0;    // live points in segments whose index is built
+  size_t segments = 0;          // sealed + growing
+  size_t pending_tasks = 0;     // background seals/builds/compactions queued or running
+  size_t memory_bytes = 0;      // indexes + payloads + ids in RAM (approximate)
+  size_t disk_bytes = 0;        // files under the collection directory
+  uint64_t last_operation = 0;  // the newest WAL sequence number
   // Payload indexes: field -> type, with the number of points having a value.
   std::vector<std::pair<PayloadFieldSchema, size_t>> payload_indexes;
 };

@@ -16,6 +16,8 @@
 // Value types, no I/O, no locks: thread-compatible.
 #pragma once
 
+#include <strata/core/result.h>
+
 #include <compare>
 #include <cstddef>
 #include <cstdint>
@@ -24,8 +26,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <strata/core/result.h>
 
 namespace strata::vector {
 
@@ -50,7 +50,8 @@ struct PointId {
 
 struct PointIdHash {
   size_t operator()(const PointId& id) const {
-    uint64_t h = id.hi * 0x9E3779B97F4A7C15ull ^ (id.lo + 0x632BE59BD9B4E019ull + (id.is_uuid ? 1 : 0));
+    uint64_t h =
+        id.hi * 0x9E3779B97F4A7C15ull ^ (id.lo + 0x632BE59BD9B4E019ull + (id.is_uuid ? 1 : 0));
     return static_cast<size_t>(h ^ (h >> 29));
   }
 };
@@ -64,9 +65,24 @@ struct FilterValue {
   double d = 0;
   std::string s;
 
-  static FilterValue Bool(bool v) { FilterValue x; x.type = Type::kBool; x.b = v; return x; }
-  static FilterValue Int(int64_t v) { FilterValue x; x.type = Type::kInt; x.i = v; return x; }
-  static FilterValue Double(double v) { FilterValue x; x.type = Type::kDouble; x.d = v; return x; }
+  static FilterValue Bool(bool v) {
+    FilterValue x;
+    x.type = Type::kBool;
+    x.b = v;
+    return x;
+  }
+  static FilterValue Int(int64_t v) {
+    FilterValue x;
+    x.type = Type::kInt;
+    x.i = v;
+    return x;
+  }
+  static FilterValue Double(double v) {
+    FilterValue x;
+    x.type = Type::kDouble;
+    x.d = v;
+    return x;
+  }
   static FilterValue String(std::string v) {
     FilterValue x;
     x.type = Type::kString;
@@ -104,10 +120,10 @@ struct Condition {
   // strings are parsed as timestamps too.
   std::optional<double> gt, gte, lt, lte;
   bool datetime = false;
-  std::string pattern;          // kLike, kText
-  std::vector<PointId> ids;     // kHasId
+  std::string pattern;       // kLike, kText
+  std::vector<PointId> ids;  // kHasId
   std::vector<Condition> children;
-  uint32_t min_count = 0;       // kMinShould
+  uint32_t min_count = 0;  // kMinShould
 
   static Condition True() { return Condition{}; }
   static Condition And(std::vector<Condition> c);

@@ -1,0 +1,367 @@
+#include "vector/segment.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <strata/core/checksum.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace strata::vector::internal {
+namespace {
+
+constexpr char kMagic[8] = {'S', 'T', 'R', 'S', 'E', 'G', '0', '1'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kHeaderSize = 64;
+
+void Put32(std::string* s, uint32_t v) { s->append(reinterpret_cast<const char*>(&v), 4); }
+void Put64(std::string* s, uint64_t v) { s->append(reinterpret_cast<const char*>(&v), 8); }
+
+struct Reader {
+  const char* p;
+  const char* end;
+  bool ok = true;
+  bool Need(size_t n) {
+    if (!ok || size_t(end - p) < n) ok = false;
+    return ok;
+  }
+  uint32_t U32() {
+    uint32_t v = 0;
+    if (Need(4)) std::memcpy(&v, p, 4), p += 4;
+    return v;
+  }
+  uint64_t U64() {
+    uint64_t v = 0;
+    if (Need(8)) std::memcpy(&v, p, 8), p += 8;
+    return v;
+  }
+  uint8_t U8() {
+    uint8_t v = 0;
+    if (Need(1)) v = static_cast<uint8_t>(*p++);
+    return v;
+  }
+  std::string Str(size_t n) {
+    std::string s;
+    if (Need(n)) s.assign(p, n), p += n;
+    return s;
+  }
+};
+
+// Buffered writer over a file descriptor with a running offset.
+class FileWriter {
+ public:
+  explicit FileWriter(int fd, std::string path) : fd_(fd), path_(std::move(path)) {
+    buf_.reserve(1 << 20);
+  }
+  void Write(const void* p, size_t n) {
+    if (!st_.ok()) return;
+    const char* c = static_cast<const char*>(p);
+    offset_ += n;
+    if (buf_.size() + n > (1 << 20)) Flush();
+    if (n >= (1 << 20)) {
+      Raw(c, n);
+    } else {
+      buf_.append(c, n);
+    }
+  }
+  void PadTo(size_t align) {
+    static const char zeros[64] = {};
+    size_t pad = (align - offset_ % align) % align;
+    Write(zeros, pad);
+  }
+  void Flush() {
+    if (!buf_.empty()) Raw(buf_.data(), buf_.size());
+    buf_.clear();
+  }
+  uint64_t offset() const { return offset_; }
+  const Status& status() const { return st_; }
+
+ private:
+  void Raw(const char* p, size_t n) {
+    while (n > 0 && st_.ok()) {
+      ssize_t w = ::write(fd_, p, n);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        st_ = Status::FromErrno(errno, "write " + path_);
+        return;
+      }
+      p += w;
+      n -= size_t(w);
+    }
+  }
+  int fd_;
+  std::string path_;
+  std::string buf_;
+  uint64_t offset_ = 0;
+  Status st_;
+};
+
+}  // namespace
+
+Status SyncDirectory(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "open " + dir);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) return Status::FromErrno(err, "fsync " + dir);
+  return Status::Ok();
+}
+
+Status WriteFileAtomic(const std::string& path, std::string_view data) {
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::FromErrno(errno, "create " + tmp);
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t w = ::write(fd, data.data() + off, data.size() - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return Status::FromErrno(err, "write " + tmp);
+    }
+    off += size_t(w);
+  }
+  if (::fsync(fd) != 0) {
+    int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return Status::FromErrno(err, "fsync " + tmp);
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return Status::FromErrno(err, "rename " + tmp);
+  }
+  return SyncDirectory(std::filesystem::path(path).parent_path().string());
+}
+
+// ---------------------------------------------------------------------------
+// SegmentFile
+
+Result<std::shared_ptr<SegmentFile>> SegmentFile::Open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "open " + path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return Status::FromErrno(err, "stat " + path);
+  }
+  std::shared_ptr<SegmentFile> f(new SegmentFile());
+  f->path_ = path;
+  f->size_ = size_t(st.st_size);
+  if (f->size_ < kHeaderSize) {
+    ::close(fd);
+    return Status::Corruption(
+        fmt::format("segment file {} is truncated ({} bytes)", path, f->size_));
+  }
+  void* m = ::mmap(nullptr, f->size_, PROT_READ, MAP_SHARED, fd, 0);
+  int err = errno;
+  ::close(fd);
+  if (m == MAP_FAILED) return Status::FromErrno(err, "mmap " + path);
+  f->data_ = static_cast<const char*>(m);
+  auto corrupt = [&](std::string why) {
+    return Status::Corruption(fmt::format("segment file {} is damaged: {}", path, why));
+  };
+  if (std::memcmp(f->data_, kMagic, 8) != 0) return corrupt("bad magic");
+  Reader h{f->data_ + 8, f->data_ + kHeaderSize};
+  uint32_t version = h.U32();
+  uint32_t nfields = h.U32();
+  f->rows_ = h.U64();
+  uint64_t meta_off = h.U64();
+  uint64_t meta_len = h.U64();
+  uint32_t meta_crc = h.U32();
+  if (version != kVersion) return corrupt(fmt::format("unknown version {}", version));
+  if (meta_off > f->size_ || meta_len > f->size_ - meta_off)
+    return corrupt("meta section out of bounds");
+  if (Crc32c(0, f->data_ + meta_off, meta_len) != meta_crc)
+    return corrupt("meta checksum mismatch");
+  if (f->rows_ > (uint64_t(1) << 32)) return corrupt("too many rows");
+  Reader r{f->data_ + meta_off, f->data_ + meta_off + meta_len};
+  const uint64_t words = (f->rows_ + 63) / 64;
+  for (uint32_t i = 0; i < nfields; ++i) {
+    Field fl;
+    uint32_t nlen = r.U32();
+    fl.name = r.Str(nlen);
+    fl.dim = r.U32();
+    uint64_t bitmap_off = r.U64();
+    uint64_t vec_off = r.U64();
+    fl.crc = r.U32();
+    if (!r.ok) return corrupt("field table truncated");
+    uint64_t vec_bytes = f->rows_ * uint64_t(fl.dim) * 4;
+    if (bitmap_off > f->size_ || words * 8 > f->size_ - bitmap_off || vec_off > f->size_ ||
+        vec_bytes > f->size_ - vec_off || vec_off != bitmap_off + words * 8) {
+      return corrupt(fmt::format("field {} out of bounds", i));
+    }
+    fl.present = reinterpret_cast<const uint64_t*>(f->data_ + bitmap_off);
+    fl.vectors = reinterpret_cast<const float*>(f->data_ + vec_off);
+    fl.bytes_offset = bitmap_off;
+    fl.bytes_len = words * 8 + vec_bytes;
+    f->fields_.push_back(std::move(fl));
+  }
+  f->ids.resize(f->rows_);
+  for (auto& id : f->ids) {
+    id.is_uuid = r.U8() != 0;
+    id.hi = r.U64();
+    id.lo = r.U64();
+  }
+  f->versions.resize(f->rows_);
+  for (auto& v : f->versions) v = r.U64();
+  std::vector<uint32_t> lens(f->rows_);
+  for (auto& l : lens) l = r.U32();
+  if (!r.ok) return corrupt("row table truncated");
+  f->payloads.resize(f->rows_);
+  for (uint64_t i = 0; i < f->rows_; ++i) f->payloads[i] = r.Str(lens[i]);
+  if (!r.ok) return corrupt("payloads truncated");
+  // Vectors are read through the mapping on demand.
+  ::madvise(const_cast<char*>(f->data_), f->size_, MADV_RANDOM);
+  return f;
+}
+
+SegmentFile::~SegmentFile() {
+  if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
+}
+
+Status SegmentFile::VerifyField(size_t i) const {
+  const Field& fl = fields_.at(i);
+  if (Crc32c(0, data_ + fl.bytes_offset, fl.bytes_len) != fl.crc) {
+    return Status::Corruption(fmt::format(
+        "segment file {}: vectors of field \"{}\" fail their checksum", path_, fl.name));
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------
+// Segment
+
+bool Segment::AllBuilt() const {
+  for (const auto& f : fields) {
+    if (f.index && !f.built) return false;
+  }
+  return true;
+}
+
+bool Segment::GetVector(size_t f, uint32_t row, float* out) const {
+  if (file && f < file->fields().size()) {
+    const auto& fl = file->fields()[f];
+    if (row >= file->rows() || !((fl.present[row >> 6] >> (row & 63)) & 1)) return false;
+    std::memcpy(out, fl.vectors + size_t(row) * fl.dim, size_t(fl.dim) * 4);
+    return true;
+  }
+  if (f >= fields.size() || !fields[f].index) return false;
+  return fields[f].index->Contains(row) && fields[f].index->GetVector(row, out).ok();
+}
+
+size_t Segment::MemoryBytes() const {
+  size_t b = ids.capacity() * sizeof(PointId) + versions.capacity() * 8 + deleted.MemoryBytes();
+  for (const auto& p : payloads) b += sizeof(std::string) + (p.size() > 15 ? p.capacity() : 0);
+  for (const auto& f : fields) {
+    if (f.index) b += f.index->MemoryBytes();
+  }
+  for (const auto& [k, idx] : payload_indexes) b += idx->MemoryBytes();
+  return b;
+}
+
+bool Segment::Delete(uint32_t r) {
+  if (r >= rows() || deleted.Test(r)) return false;
+  deleted.Set(r);
+  --live;
+  return true;
+}
+
+Status WriteSegmentFile(const std::string& path, const Segment& seg, const CollectionSchema& schema,
+                        const std::function<bool(size_t, uint32_t, float*)>& vec) {
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::FromErrno(errno, "create " + tmp);
+  const uint64_t rows = seg.rows();
+  const uint64_t words = (rows + 63) / 64;
+  FileWriter w(fd, tmp);
+  char header[kHeaderSize] = {};
+  w.Write(header, kHeaderSize);  // rewritten at the end
+
+  struct FieldPos {
+    uint64_t bitmap_off, vec_off;
+    uint32_t crc;
+  };
+  std::vector<FieldPos> pos;
+  for (size_t f = 0; f < schema.vectors.size(); ++f) {
+    const uint32_t dim = schema.vectors[f].index.dim;
+    w.PadTo(64);
+    FieldPos fp{w.offset(), 0, 0};
+    std::vector<uint64_t> bitmap(words, 0);
+    std::vector<float> matrix_row(dim);
+    // The bitmap first needs to know every row's presence: probe once.
+    std::vector<float> all;
+    all.reserve(size_t(rows) * dim);
+    for (uint32_t r = 0; r < rows; ++r) {
+      if (vec(f, r, matrix_row.data())) {
+        bitmap[r >> 6] |= uint64_t{1} << (r & 63);
+        all.insert(all.end(), matrix_row.begin(), matrix_row.end());
+      } else {
+        all.insert(all.end(), dim, 0.0f);
+      }
+    }
+    uint32_t crc = Crc32c(0, bitmap.data(), bitmap.size() * 8);
+    crc = Crc32c(crc, all.data(), all.size() * 4);
+    w.Write(bitmap.data(), bitmap.size() * 8);
+    fp.vec_off = w.offset();
+    w.Write(all.data(), all.size() * 4);
+    fp.crc = crc;
+    pos.push_back(fp);
+  }
+  std::string meta;
+  for (size_t f = 0; f < schema.vectors.size(); ++f) {
+    const auto& name = schema.vectors[f].name;
+    Put32(&meta, uint32_t(name.size()));
+    meta += name;
+    Put32(&meta, schema.vectors[f].index.dim);
+    Put64(&meta, pos[f].bitmap_off);
+    Put64(&meta, pos[f].vec_off);
+    Put32(&meta, pos[f].crc);
+  }
+  for (const auto& id : seg.ids) {
+    meta.push_back(id.is_uuid ? 1 : 0);
+    Put64(&meta, id.hi);
+    Put64(&meta, id.lo);
+  }
+  for (uint64_t v : seg.versions) Put64(&meta, v);
+  for (const auto& p : seg.payloads) Put32(&meta, uint32_t(p.size()));
+  for (const auto& p : seg.payloads) meta += p;
+  w.PadTo(64);
+  const uint64_t meta_off = w.offset();
+  w.Write(meta.data(), meta.size());
+  w.Flush();
+  Status st = w.status();
+  if (st.ok()) {
+    std::string h(kMagic, 8);
+    Put32(&h, kVersion);
+    Put32(&h, uint32_t(schema.vectors.size()));
+    Put64(&h, rows);
+    Put64(&h, meta_off);
+    Put64(&h, meta.size());
+    Put32(&h, Crc32c(0, meta.data(), meta.size()));
+    h.resize(kHeaderSize, '\0');
+    if (::pwrite(fd, h.data(), h.size(), 0) != ssize_t(h.size()))
+      st = Status::FromErrno(errno, "write " + tmp);
+  }
+  if (st.ok() && ::fsync(fd) != 0) st = Status::FromErrno(errno, "fsync " + tmp);
+  ::close(fd);
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
+    st = Status::FromErrno(errno, "rename " + tmp);
+  if (!st.ok()) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  return SyncDirectory(std::filesystem::path(path).parent_path().string());
+}
+
+}  // namespace strata::vector::internal
