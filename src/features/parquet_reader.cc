@@ -403,7 +403,9 @@ Status AppendRows(const Leaf& leaf, const PhysValues& v, const uint8_t* levels, 
         std::memcpy(&nanos, p, 8);
         std::memcpy(&julian, p + 8, 4);
         const int64_t days = static_cast<int64_t>(julian) - 2440588;  // Julian day of 1970-01-01
-        col->Append<int64_t>(days * 86400000000LL + nanos / 1000);
+        // Garbage can overflow int64 microseconds: saturate rather than wrap.
+        const __int128 us = static_cast<__int128>(days) * 86400000000LL + nanos / 1000;
+        col->Append<int64_t>(us > INT64_MAX ? INT64_MAX : us < INT64_MIN ? INT64_MIN : static_cast<int64_t>(us));
       });
       break;
     case Conv::kDecimalI32: {

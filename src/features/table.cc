@@ -317,6 +317,80 @@ bool Table::Equals(const Table& other, std::string* why) const {
   return true;
 }
 
+bool CanCast(const DataType& from, const DataType& to) {
+  auto numeric = [](TypeId t) {
+    return t == TypeId::kInt32 || t == TypeId::kInt64 || t == TypeId::kFloat || t == TypeId::kDouble;
+  };
+  if (from == to) return true;
+  if (numeric(to.id)) return numeric(from.id) || from.id == TypeId::kBool;
+  if (to.id == TypeId::kBool) return from.id == TypeId::kBool;
+  if (to.is_string_like()) return from.is_string_like();
+  if (to.id == TypeId::kTimestamp) return from.id == TypeId::kTimestamp || from.id == TypeId::kDate;
+  if (to.id == TypeId::kDate) return from.id == TypeId::kDate;
+  return false;
+}
+
+Result<Column> CastColumn(const Column& c, const DataType& to) {
+  if (c.type() == to) return c;
+  if (!CanCast(c.type(), to)) {
+    return Status::InvalidArgument(fmt::format("cannot convert {} to {}", c.type().ToString(), to.ToString()));
+  }
+  Column out(to);
+  const size_t n = c.size();
+  out.Reserve(n, c.chars().size());
+  const TypeId from = c.type().id;
+  for (size_t i = 0; i < n; ++i) {
+    if (c.IsNull(i)) {
+      out.AppendNull();
+      continue;
+    }
+    switch (to.id) {
+      case TypeId::kInt32: {
+        int64_t v;
+        if (from == TypeId::kFloat || from == TypeId::kDouble) {
+          const double d = c.DoubleAt(i);
+          if (!(d >= INT32_MIN && d <= INT32_MAX) || d != std::trunc(d)) {
+            return Status::InvalidArgument(fmt::format("value {} does not fit int32", d));
+          }
+          v = static_cast<int64_t>(d);
+        } else {
+          v = c.IntAt(i);
+        }
+        if (v < INT32_MIN || v > INT32_MAX) return Status::InvalidArgument(fmt::format("value {} does not fit int32", v));
+        out.Append<int32_t>(static_cast<int32_t>(v));
+        break;
+      }
+      case TypeId::kInt64: {
+        if (from == TypeId::kFloat || from == TypeId::kDouble) {
+          const double d = c.DoubleAt(i);
+          if (!(d >= -9.2e18 && d <= 9.2e18) || d != std::trunc(d)) {
+            return Status::InvalidArgument(fmt::format("value {} is not an int64", d));
+          }
+          out.Append<int64_t>(static_cast<int64_t>(d));
+        } else {
+          out.Append<int64_t>(c.IntAt(i));
+        }
+        break;
+      }
+      case TypeId::kFloat: out.Append<float>(static_cast<float>(c.DoubleAt(i))); break;
+      case TypeId::kDouble: out.Append<double>(c.DoubleAt(i)); break;
+      case TypeId::kBool: out.Append<uint8_t>(c.values<uint8_t>()[i]); break;
+      case TypeId::kString:
+      case TypeId::kBinary: out.AppendString(c.StringAt(i)); break;
+      case TypeId::kTimestamp:
+        if (from == TypeId::kDate) {
+          out.Append<int64_t>(
+              ConvertTime(static_cast<int64_t>(c.values<int32_t>()[i]) * 86400000, TimeUnit::kMilli, to.unit));
+        } else {
+          out.Append<int64_t>(ConvertTime(c.values<int64_t>()[i], c.type().unit, to.unit));
+        }
+        break;
+      case TypeId::kDate: out.Append<int32_t>(c.values<int32_t>()[i]); break;
+    }
+  }
+  return out;
+}
+
 // Howard Hinnant's days_from_civil / civil_from_days.
 int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
   y -= m <= 2;

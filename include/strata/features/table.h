@@ -184,6 +184,13 @@ class Table {
   size_t num_rows_ = 0;
 };
 
+// Whether CastColumn can turn `from` into `to`: numbers into numbers (bools into
+// integers), strings into binaries and back, dates and timestamps into timestamps.
+bool CanCast(const DataType& from, const DataType& to);
+// The column converted to `to`; InvalidArgument names the first value that does
+// not fit (an integer out of range, a non-UTF-8 binary...).
+Result<Column> CastColumn(const Column& column, const DataType& to);
+
 // Timestamps and dates as text: "YYYY-MM-DD HH:MM:SS[.fraction]" with trailing
 // zeros dropped from the fraction (DuckDB's form), "+00" appended for UTC.
 std::string FormatTimestamp(int64_t value, TimeUnit unit, bool utc);

@@ -1,0 +1,626 @@
+#include <strata/features/historical.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+#include <set>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include <strata/features/parquet.h>
+
+namespace strata::features {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kNoCreated = std::numeric_limits<int64_t>::min();
+
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// int64 -> dense id, open addressing (the probe loop is the join's hot path).
+class IntKeyMap {
+ public:
+  void Reserve(size_t n) {
+    size_t cap = 16;
+    while (cap < n * 2) cap <<= 1;
+    keys_.assign(cap, 0);
+    vals_.assign(cap, kEmpty);
+    mask_ = cap - 1;
+  }
+  uint32_t Insert(int64_t k) {
+    size_t i = Mix(static_cast<uint64_t>(k)) & mask_;
+    while (vals_[i] != kEmpty) {
+      if (keys_[i] == k) return vals_[i];
+      i = (i + 1) & mask_;
+    }
+    keys_[i] = k;
+    vals_[i] = next_;
+    return next_++;
+  }
+  int64_t Find(int64_t k) const {
+    size_t i = Mix(static_cast<uint64_t>(k)) & mask_;
+    while (vals_[i] != kEmpty) {
+      if (keys_[i] == k) return vals_[i];
+      i = (i + 1) & mask_;
+    }
+    return -1;
+  }
+  uint32_t size() const { return next_; }
+
+ private:
+  static constexpr uint32_t kEmpty = 0xffffffffu;
+  std::vector<int64_t> keys_;
+  std::vector<uint32_t> vals_;
+  size_t mask_ = 0;
+  uint32_t next_ = 0;
+};
+
+bool IntLike(TypeId t) {
+  return t == TypeId::kBool || t == TypeId::kInt32 || t == TypeId::kInt64 || t == TypeId::kDate ||
+         t == TypeId::kTimestamp;
+}
+
+// Join keys of either side, as dense ids shared by both.
+class KeyIndex {
+ public:
+  explicit KeyIndex(bool single_int) : single_int_(single_int) {}
+
+  // Entity side: assigns ids. -1 for a NULL key.
+  void BuildFromEntities(const std::vector<const Column*>& cols, size_t n, std::vector<int64_t>* ids) {
+    ids->resize(n);
+    if (single_int_) {
+      ints_.Reserve(n);
+      const Column& c = *cols[0];
+      for (size_t r = 0; r < n; ++r) (*ids)[r] = c.IsNull(r) ? int64_t{-1} : int64_t{ints_.Insert(c.IntAt(r))};
+      count_ = ints_.size();
+      return;
+    }
+    std::string buf;
+    strs_.reserve(n);
+    for (size_t r = 0; r < n; ++r) {
+      if (!Encode(cols, r, &buf)) {
+        (*ids)[r] = -1;
+        continue;
+      }
+      auto [it, fresh] = strs_.try_emplace(buf, count_);
+      if (fresh) ++count_;
+      (*ids)[r] = it->second;
+    }
+  }
+
+  // Source side: -1 when NULL or absent among the entities.
+  int64_t Lookup(const std::vector<const Column*>& cols, size_t r, std::string* buf) const {
+    if (single_int_) return cols[0]->IsNull(r) ? -1 : ints_.Find(cols[0]->IntAt(r));
+    if (!Encode(cols, r, buf)) return -1;
+    auto it = strs_.find(*buf);
+    return it == strs_.end() ? int64_t{-1} : int64_t{it->second};
+  }
+
+  uint32_t count() const { return count_; }
+
+ private:
+  static bool Encode(const std::vector<const Column*>& cols, size_t r, std::string* buf) {
+    buf->clear();
+    for (const Column* c : cols) {
+      if (c->IsNull(r)) return false;
+      if (IntLike(c->type().id)) {
+        const int64_t v = c->IntAt(r);
+        buf->push_back('i');
+        buf->append(reinterpret_cast<const char*>(&v), 8);
+      } else {
+        const std::string_view s = c->StringAt(r);
+        const uint32_t len = static_cast<uint32_t>(s.size());
+        buf->push_back('s');
+        buf->append(reinterpret_cast<const char*>(&len), 4);
+        buf->append(s);
+      }
+    }
+    return true;
+  }
+
+  bool single_int_;
+  IntKeyMap ints_;
+  std::unordered_map<std::string, uint32_t> strs_;
+  uint32_t count_ = 0;
+};
+
+TimeUnit UnitOf(const DataType& t) { return t.id == TypeId::kDate ? TimeUnit::kMilli : t.unit; }
+TimeUnit Finer(TimeUnit a, TimeUnit b) { return static_cast<int>(a) > static_cast<int>(b) ? a : b; }
+int64_t PerSecond(TimeUnit u) { return u == TimeUnit::kMilli ? 1000 : u == TimeUnit::kMicro ? 1000000 : 1000000000; }
+
+// Row r of a timestamp/date column in `unit`.
+inline int64_t TimeAt(const Column& c, size_t r, TimeUnit unit) {
+  if (c.type().id == TypeId::kDate) {
+    return ConvertTime(static_cast<int64_t>(c.values<int32_t>()[r]) * 86400000, TimeUnit::kMilli, unit);
+  }
+  return ConvertTime(c.values<int64_t>()[r], c.type().unit, unit);
+}
+
+bool IsTime(const DataType& t) { return t.id == TypeId::kTimestamp || t.id == TypeId::kDate; }
+
+// Kept feature rows of one partition (or of everything).
+struct Kept {
+  std::vector<uint32_t> id;       // dense key id (global)
+  std::vector<int64_t> ts;        // in the join unit
+  std::vector<int64_t> created;   // in the join unit; empty when the view has none
+  std::vector<Column> features;   // cast to the declared types
+};
+
+struct FRow {
+  int64_t ts;
+  int64_t created;
+  uint32_t idx;
+};
+
+struct ERow {
+  int64_t ts;
+  uint32_t row;
+};
+
+// For each entity row in `erows` (ids global, divided by `stride` into local
+// ids), the index into `k` of its point-in-time feature row, or -1.
+void Match(const Kept& k, uint32_t nlocal, uint32_t stride, const std::vector<uint32_t>& erows,
+           const std::vector<int64_t>& e_id, const std::vector<int64_t>& e_ts, const std::vector<uint8_t>& e_ts_valid,
+           int64_t ttl, std::vector<int64_t>* match) {
+  const size_t m = k.id.size();
+  const bool has_created = !k.created.empty();
+  // Counting sort of feature rows by key, then time order within each key.
+  std::vector<uint32_t> start(static_cast<size_t>(nlocal) + 1, 0);
+  for (size_t i = 0; i < m; ++i) ++start[k.id[i] / stride + 1];
+  for (size_t g = 0; g < nlocal; ++g) start[g + 1] += start[g];
+  std::vector<FRow> rows(m);
+  {
+    std::vector<uint32_t> pos(start.begin(), start.end() - 1);
+    for (size_t i = 0; i < m; ++i) {
+      rows[pos[k.id[i] / stride]++] = FRow{k.ts[i], has_created ? k.created[i] : 0, static_cast<uint32_t>(i)};
+    }
+  }
+  auto by_time = [](const FRow& a, const FRow& b) {
+    if (a.ts != b.ts) return a.ts < b.ts;
+    if (a.created != b.created) return a.created < b.created;
+    return a.idx < b.idx;
+  };
+  for (size_t g = 0; g < nlocal; ++g) {
+    if (start[g + 1] - start[g] > 1) std::sort(rows.begin() + start[g], rows.begin() + start[g + 1], by_time);
+  }
+  // Entity rows the same way.
+  std::vector<uint32_t> estart(static_cast<size_t>(nlocal) + 1, 0);
+  size_t live = 0;
+  for (uint32_t r : erows) {
+    if (e_id[r] >= 0 && e_ts_valid[r]) {
+      ++estart[static_cast<size_t>(e_id[r]) / stride + 1];
+      ++live;
+    }
+  }
+  for (size_t g = 0; g < nlocal; ++g) estart[g + 1] += estart[g];
+  std::vector<ERow> ents(live);
+  {
+    std::vector<uint32_t> pos(estart.begin(), estart.end() - 1);
+    for (uint32_t r : erows) {
+      if (e_id[r] >= 0 && e_ts_valid[r]) ents[pos[static_cast<size_t>(e_id[r]) / stride]++] = ERow{e_ts[r], r};
+    }
+  }
+  for (size_t g = 0; g < nlocal; ++g) {
+    const uint32_t fb = start[g], fe = start[g + 1];
+    const uint32_t eb = estart[g], ee = estart[g + 1];
+    if (ee - eb > 1) {
+      std::sort(ents.begin() + eb, ents.begin() + ee, [](const ERow& a, const ERow& b) { return a.ts < b.ts; });
+    }
+    uint32_t j = fb;  // first feature row with ts > the current entity ts
+    for (uint32_t e = eb; e < ee; ++e) {
+      const int64_t ets = ents[e].ts;
+      while (j < fe && rows[j].ts <= ets) ++j;
+      int64_t hit = -1;
+      if (j > fb) {
+        const FRow& f = rows[j - 1];
+        // ttl: ts >= ets - ttl, written to avoid overflow at the int64 edges.
+        if (ttl <= 0 || f.ts >= ets || ets - f.ts <= ttl) hit = f.idx;
+      }
+      (*match)[ents[e].row] = hit;
+    }
+  }
+}
+
+std::string SourceName(const ViewJoinSpec& v, const std::string& name) {
+  for (const auto& [from, to] : v.field_mapping) {
+    if (to == name) return from;
+  }
+  return name;
+}
+
+class SpillFiles {
+ public:
+  ~SpillFiles() {
+    for (const std::string& p : paths_) {
+      std::error_code ec;
+      fs::remove(p, ec);
+      fs::remove(p + fmt::format(".tmp-{}", ::getpid()), ec);
+    }
+  }
+  void Add(std::string p) { paths_.push_back(std::move(p)); }
+
+ private:
+  std::vector<std::string> paths_;
+};
+
+struct EntityTime {
+  int column = -1;
+  TimeUnit unit = TimeUnit::kMicro;
+};
+
+Result<EntityTime> FindEntityTime(const Table& e, const std::string& wanted) {
+  EntityTime et;
+  if (!wanted.empty()) {
+    et.column = e.FieldIndex(wanted);
+    if (et.column < 0) return Status::InvalidArgument(fmt::format("the entity table has no column \"{}\"", wanted));
+  } else if (e.FieldIndex("event_timestamp") >= 0) {
+    et.column = e.FieldIndex("event_timestamp");
+  } else {
+    for (size_t i = 0; i < e.num_columns(); ++i) {
+      if (IsTime(e.field(i).type)) {
+        if (et.column >= 0) {
+          return Status::InvalidArgument(
+              "the entity table has several timestamp columns and none is named event_timestamp: name the one "
+              "to use (--timestamp-column)");
+        }
+        et.column = static_cast<int>(i);
+      }
+    }
+    if (et.column < 0) {
+      return Status::InvalidArgument("the entity table has no timestamp column (event_timestamp)");
+    }
+  }
+  const DataType& t = e.field(et.column).type;
+  if (!IsTime(t)) {
+    return Status::InvalidArgument(fmt::format("entity column \"{}\" is {}, not a timestamp",
+                                               e.field(et.column).name, t.ToString()));
+  }
+  et.unit = UnitOf(t);
+  return et;
+}
+
+// Joins one view; appends its output columns.
+Status JoinView(const Table& entities, const EntityTime& et, const ViewJoinSpec& v, const HistoricalOptions& opt,
+                HistoricalStats* st, std::vector<Column>* out) {
+  const size_t n = entities.num_rows();
+  const std::string what = fmt::format("feature view \"{}\"", v.name);
+  if (v.join_keys.empty()) return Status::InvalidArgument(what + " has no join keys");
+  if (v.output_names.size() != v.features.size()) return Status::InvalidArgument(what + ": output names mismatch");
+  std::vector<const Column*> ekeys;
+  for (const std::string& k : v.join_keys) {
+    const int ix = entities.FieldIndex(k);
+    if (ix < 0) {
+      return Status::InvalidArgument(
+          fmt::format("the entity table has no column \"{}\", a join key of {}", k, what));
+    }
+    ekeys.push_back(&entities.column(ix));
+  }
+
+  // The source, projected to keys, timestamps and features (in that order).
+  std::vector<std::string> wanted;
+  for (const std::string& k : v.join_keys) wanted.push_back(SourceName(v, k));
+  wanted.push_back(SourceName(v, v.timestamp_field));
+  const bool has_created = !v.created_timestamp_column.empty();
+  if (has_created) wanted.push_back(SourceName(v, v.created_timestamp_column));
+  for (const FeatureDef& f : v.features) wanted.push_back(SourceName(v, f.name));
+  // A column may serve twice (rare: a feature that is also the created column); project unique names.
+  std::vector<std::string> unique;
+  std::vector<int> pos_of(wanted.size());
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    auto it = std::find(unique.begin(), unique.end(), wanted[i]);
+    pos_of[i] = static_cast<int>(it - unique.begin());
+    if (it == unique.end()) unique.push_back(wanted[i]);
+  }
+  std::unique_ptr<BatchReader> reader;
+  Schema src_schema;
+  if (v.table != nullptr) {
+    for (const std::string& c : unique) {
+      const int ix = v.table->FieldIndex(c);
+      if (ix < 0) return Status::InvalidArgument(fmt::format("{}: the source has no column \"{}\"", what, c));
+      src_schema.push_back(v.table->field(ix));
+    }
+  } else {
+    auto r = BatchReader::Open(v.path, v.format, unique);
+    if (!r.ok()) return r.error().WithContext(what + " source");
+    reader = std::move(*r);
+    src_schema = reader->schema();
+  }
+  const size_t nk = v.join_keys.size();
+  for (size_t i = 0; i < nk; ++i) {
+    const DataType& s = src_schema[pos_of[i]].type;
+    const DataType& e = ekeys[i]->type();
+    const bool ok = IntLike(s.id) ? IntLike(e.id) : (s.is_string_like() && e.is_string_like());
+    if (!ok) {
+      return Status::InvalidArgument(fmt::format("join key \"{}\" is {} in the entity table but {} in {}'s source",
+                                                 v.join_keys[i], e.ToString(), s.ToString(), what));
+    }
+  }
+  const DataType& ts_type = src_schema[pos_of[nk]].type;
+  if (!IsTime(ts_type)) {
+    return Status::InvalidArgument(fmt::format("{}: timestamp field \"{}\" is {}, not a timestamp", what,
+                                               v.timestamp_field, ts_type.ToString()));
+  }
+  if (has_created && !IsTime(src_schema[pos_of[nk + 1]].type)) {
+    return Status::InvalidArgument(fmt::format("{}: created column \"{}\" is not a timestamp", what,
+                                               v.created_timestamp_column));
+  }
+  const size_t f0 = nk + 1 + (has_created ? 1 : 0);
+  for (size_t i = 0; i < v.features.size(); ++i) {
+    const DataType& s = src_schema[pos_of[f0 + i]].type;
+    if (!CanCast(s, v.features[i].type)) {
+      return Status::InvalidArgument(fmt::format("{}: feature \"{}\" is declared {} but the source column is {}", what,
+                                                 v.features[i].name, v.features[i].type.ToString(), s.ToString()));
+    }
+  }
+
+  // Entity side.
+  const bool single_int = nk == 1 && IntLike(ekeys[0]->type().id);
+  KeyIndex keys(single_int);
+  std::vector<int64_t> e_id;
+  keys.BuildFromEntities(ekeys, n, &e_id);
+  const TimeUnit unit = Finer(et.unit, UnitOf(ts_type));
+  const Column& ets_col = entities.column(et.column);
+  std::vector<int64_t> e_ts(n);
+  std::vector<uint8_t> e_valid(n);
+  for (size_t r = 0; r < n; ++r) {
+    e_valid[r] = ets_col.IsValid(r);
+    e_ts[r] = e_valid[r] ? TimeAt(ets_col, r, unit) : 0;
+  }
+  const int64_t ttl = v.ttl_seconds > 0
+                          ? (v.ttl_seconds > std::numeric_limits<int64_t>::max() / PerSecond(unit)
+                                 ? std::numeric_limits<int64_t>::max()
+                                 : v.ttl_seconds * PerSecond(unit))
+                          : 0;
+  const uint32_t nkeys = std::max<uint32_t>(keys.count(), 1);
+
+  // Partitions: enough that each one's kept rows fit the budget.
+  int64_t est = 0;
+  if (reader) {
+    est = reader->estimated_bytes() + reader->num_rows() * 32;
+  } else {
+    est = static_cast<int64_t>(v.table->num_rows()) * 64;
+  }
+  const int64_t budget = std::max<int64_t>(opt.memory_budget_bytes, 4096);
+  uint32_t parts = static_cast<uint32_t>(std::min<int64_t>((est + budget - 1) / budget, 4096));
+  parts = std::max<uint32_t>(parts, 1);
+  parts = std::min<uint32_t>(parts, nkeys);
+  st->partitions += parts;
+
+  Schema kept_schema;
+  for (const FeatureDef& f : v.features) kept_schema.push_back(Field{f.name, f.type, true});
+  Kept all;
+  for (const FeatureDef& f : v.features) all.features.emplace_back(f.type);
+
+  // Spill state (parts > 1).
+  std::string spill_dir = opt.spill_dir;
+  if (spill_dir.empty()) {
+    const char* t = std::getenv("TMPDIR");
+    spill_dir = t && *t ? t : "/tmp";
+  }
+  SpillFiles cleanup;
+  std::vector<std::unique_ptr<ParquetWriter>> writers(parts > 1 ? parts : 0);
+  std::vector<std::string> spill_paths(writers.size());
+  Schema spill_schema = {{"__id", DataType::Int64(), false}, {"__ts", DataType::Int64(), false},
+                         {"__created", DataType::Int64(), false}};
+  for (const Field& f : kept_schema) spill_schema.push_back({"f_" + f.name, f.type, true});
+  ParquetWriteOptions spill_opt;
+  spill_opt.codec = ParquetCodec::kLz4Raw;
+  spill_opt.dictionary = ParquetWriteOptions::Dictionary::kNever;
+  spill_opt.statistics = false;
+  spill_opt.row_group_rows = 1 << 16;
+
+  // Scan.
+  Table batch;
+  bool first = true;
+  std::string buf;
+  std::vector<int64_t> take;
+  std::vector<uint32_t> ids;
+  std::vector<int64_t> tss, crs;
+  while (true) {
+    if (reader) {
+      auto more = reader->Next(&batch);
+      if (!more.ok()) return more.error().WithContext(what + " source");
+      if (!*more) break;
+    } else {
+      if (!first) break;
+      STRATA_ASSIGN_OR_RETURN(batch, v.table->Select(unique));
+    }
+    first = false;
+    const size_t m = batch.num_rows();
+    st->feature_rows_read += static_cast<int64_t>(m);
+    std::vector<const Column*> fkeys;
+    for (size_t i = 0; i < nk; ++i) fkeys.push_back(&batch.column(pos_of[i]));
+    const Column& fts = batch.column(pos_of[nk]);
+    const Column* fcr = has_created ? &batch.column(pos_of[nk + 1]) : nullptr;
+    take.clear();
+    ids.clear();
+    tss.clear();
+    crs.clear();
+    for (size_t r = 0; r < m; ++r) {
+      if (fts.IsNull(r)) continue;
+      const int64_t id = keys.Lookup(fkeys, r, &buf);
+      if (id < 0) continue;
+      take.push_back(static_cast<int64_t>(r));
+      ids.push_back(static_cast<uint32_t>(id));
+      tss.push_back(TimeAt(fts, r, unit));
+      if (fcr) crs.push_back(fcr->IsNull(r) ? kNoCreated : TimeAt(*fcr, r, unit));
+    }
+    st->feature_rows_kept += static_cast<int64_t>(take.size());
+    if (take.empty()) continue;
+    std::vector<Column> feats;
+    for (size_t i = 0; i < v.features.size(); ++i) {
+      const Column& src = batch.column(pos_of[f0 + i]);
+      Column taken = src.Take(take);
+      auto cast = CastColumn(taken, v.features[i].type);
+      if (!cast.ok()) {
+        return cast.error().WithContext(fmt::format("{}: feature \"{}\"", what, v.features[i].name));
+      }
+      feats.push_back(std::move(*cast));
+    }
+    if (parts == 1) {
+      all.id.insert(all.id.end(), ids.begin(), ids.end());
+      all.ts.insert(all.ts.end(), tss.begin(), tss.end());
+      if (has_created) all.created.insert(all.created.end(), crs.begin(), crs.end());
+      for (size_t i = 0; i < feats.size(); ++i) all.features[i].AppendColumn(feats[i]);
+      continue;
+    }
+    // Route rows to their partitions.
+    std::vector<std::vector<int64_t>> by_part(parts);
+    for (size_t i = 0; i < ids.size(); ++i) by_part[ids[i] % parts].push_back(static_cast<int64_t>(i));
+    for (uint32_t p = 0; p < parts; ++p) {
+      if (by_part[p].empty()) continue;
+      Table t(spill_schema);
+      Column& cid = t.column(0);
+      Column& cts = t.column(1);
+      Column& ccr = t.column(2);
+      for (int64_t i : by_part[p]) {
+        cid.Append<int64_t>(ids[i]);
+        cts.Append<int64_t>(tss[i]);
+        ccr.Append<int64_t>(has_created ? crs[i] : 0);
+      }
+      for (size_t f = 0; f < feats.size(); ++f) t.column(3 + f) = feats[f].Take(by_part[p]);
+      if (!writers[p]) {
+        spill_paths[p] = fmt::format("{}/strata-pit-{}-{}-{}-{}.parquet", spill_dir, ::getpid(),
+                                     reinterpret_cast<uintptr_t>(&all), v.name, p);
+        cleanup.Add(spill_paths[p]);
+        STRATA_ASSIGN_OR_RETURN(writers[p], ParquetWriter::Open(spill_paths[p], spill_schema, spill_opt));
+      }
+      STRATA_RETURN_IF_ERROR(writers[p]->Write(t).WithContext("spilling to " + spill_paths[p]));
+    }
+  }
+
+  std::vector<int64_t> match(n, -1);
+  std::vector<Column> result;
+  if (parts == 1) {
+    std::vector<uint32_t> erows(n);
+    for (size_t r = 0; r < n; ++r) erows[r] = static_cast<uint32_t>(r);
+    Match(all, nkeys, 1, erows, e_id, e_ts, e_valid, ttl, &match);
+    for (Column& c : all.features) result.push_back(c.Take(match));
+  } else {
+    // Entity rows by partition.
+    std::vector<std::vector<uint32_t>> eparts(parts);
+    for (size_t r = 0; r < n; ++r) {
+      if (e_id[r] >= 0) eparts[static_cast<size_t>(e_id[r]) % parts].push_back(static_cast<uint32_t>(r));
+    }
+    // Matched rows of every partition, gathered here, then put in entity order.
+    std::vector<int64_t> matched_row;
+    std::vector<Column> matched;
+    for (const FeatureDef& f : v.features) matched.emplace_back(f.type);
+    for (uint32_t p = 0; p < parts; ++p) {
+      if (!writers[p] || eparts[p].empty()) continue;
+      STRATA_RETURN_IF_ERROR(writers[p]->Close());
+      writers[p].reset();
+      st->spilled_bytes += static_cast<int64_t>(fs::file_size(spill_paths[p]));
+      STRATA_ASSIGN_OR_RETURN(Table t, ReadParquetFile(spill_paths[p]));
+      std::error_code ec;
+      fs::remove(spill_paths[p], ec);
+      Kept k;
+      const auto& cid = t.column(0).values<int64_t>();
+      k.id.assign(cid.begin(), cid.end());
+      k.ts = t.column(1).values<int64_t>();
+      if (has_created) k.created = t.column(2).values<int64_t>();
+      // Local ids: id / parts (ids in partition p are p, p+parts, ...).
+      const uint32_t nlocal = (nkeys + parts - 1) / parts + 1;
+      std::vector<int64_t> pmatch(n, -1);
+      Match(k, nlocal, parts, eparts[p], e_id, e_ts, e_valid, ttl, &pmatch);
+      std::vector<int64_t> hits;
+      for (uint32_t r : eparts[p]) {
+        if (pmatch[r] >= 0) {
+          hits.push_back(pmatch[r]);
+          match[r] = static_cast<int64_t>(matched_row.size());
+          matched_row.push_back(r);
+        }
+      }
+      for (size_t f = 0; f < v.features.size(); ++f) matched[f].AppendColumn(t.column(3 + f).Take(hits));
+    }
+    for (Column& c : matched) result.push_back(c.Take(match));
+  }
+  for (int64_t mi : match) st->matched += mi >= 0;
+  for (Column& c : result) out->push_back(std::move(c));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Table> PointInTimeJoin(const Table& entities, const std::vector<ViewJoinSpec>& views,
+                              const HistoricalOptions& options, HistoricalStats* stats) {
+  HistoricalStats local;
+  HistoricalStats* st = stats ? stats : &local;
+  STRATA_RETURN_IF_ERROR(entities.Validate());
+  if (entities.num_rows() >= std::numeric_limits<uint32_t>::max()) {
+    return Status::InvalidArgument("more than 4 billion entity rows: split the entity table");
+  }
+  STRATA_ASSIGN_OR_RETURN(EntityTime et, FindEntityTime(entities, options.entity_timestamp_column));
+  // Output names: unique, and not already entity columns.
+  std::set<std::string> names;
+  for (const Field& f : entities.schema()) names.insert(f.name);
+  for (const ViewJoinSpec& v : views) {
+    for (const std::string& o : v.output_names) {
+      if (!names.insert(o).second) {
+        return Status::InvalidArgument(fmt::format(
+            "output column \"{}\" (from feature view \"{}\") would appear twice: it is already an entity column "
+            "or another view's feature; use full feature names (view__feature)",
+            o, v.name));
+      }
+    }
+  }
+  Table out = entities;
+  for (const ViewJoinSpec& v : views) {
+    std::vector<Column> cols;
+    STRATA_RETURN_IF_ERROR(JoinView(entities, et, v, options, st, &cols));
+    for (size_t i = 0; i < cols.size(); ++i) {
+      STRATA_RETURN_IF_ERROR(out.AddColumn(Field{v.output_names[i], v.features[i].type, true}, std::move(cols[i])));
+    }
+  }
+  return out;
+}
+
+Result<std::vector<ViewJoinSpec>> PlanHistorical(const FeatureRepo& repo, const std::vector<FeatureProjection>& features,
+                                                 const HistoricalOptions& options) {
+  std::vector<ViewJoinSpec> specs;
+  for (const FeatureProjection& p : features) {
+    const FeatureViewDef* v = repo.FindView(p.view);
+    if (!v) return Status::NotFound(fmt::format("unknown feature view \"{}\"", p.view));
+    ViewJoinSpec s;
+    s.name = v->name;
+    s.path = repo.ResolvePath(v->source.path);
+    s.format = v->source.format;
+    s.join_keys = v->join_keys;
+    s.field_mapping = v->source.field_mapping;
+    s.timestamp_field = v->source.timestamp_field;
+    s.created_timestamp_column = v->source.created_timestamp_column;
+    s.ttl_seconds = v->ttl_seconds;
+    std::vector<std::string> names = p.features;
+    if (names.empty()) {
+      for (const FeatureDef& f : v->features) names.push_back(f.name);
+    }
+    for (const std::string& n : names) {
+      const FeatureDef* f = v->FindFeature(n);
+      if (!f) return Status::NotFound(fmt::format("feature view \"{}\" has no feature \"{}\"", v->name, n));
+      s.features.push_back(*f);
+      s.output_names.push_back(options.full_feature_names ? v->name + "__" + n : n);
+    }
+    specs.push_back(std::move(s));
+  }
+  return specs;
+}
+
+Result<Table> GetHistoricalFeatures(const FeatureRepo& repo, const Table& entities,
+                                    const std::vector<FeatureProjection>& features, const HistoricalOptions& options,
+                                    HistoricalStats* stats) {
+  STRATA_ASSIGN_OR_RETURN(auto specs, PlanHistorical(repo, features, options));
+  return PointInTimeJoin(entities, specs, options, stats);
+}
+
+}  // namespace strata::features
