@@ -1,0 +1,301 @@
+#include "cli/features_cmds.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include <strata/features/historical.h>
+#include <strata/features/io.h>
+#include <strata/features/parquet.h>
+#include <strata/features/repo.h>
+
+namespace strata::cli {
+
+namespace {
+
+using namespace strata::features;  // NOLINT
+
+int Fail(const Status& st) {
+  fmt::print(stderr, "strata features: {}\n", st.message().empty() ? st.ToString() : st.message());
+  return st.code() == StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+std::optional<int64_t> ParseBytes(std::string s) {
+  int64_t mult = 1;
+  auto ends = [&](const char* suf) {
+    const size_t n = std::strlen(suf);
+    if (s.size() > n && s.compare(s.size() - n, n, suf) == 0) {
+      s.resize(s.size() - n);
+      return true;
+    }
+    return false;
+  };
+  if (ends("GiB") || ends("G")) mult = int64_t{1} << 30;
+  else if (ends("MiB") || ends("M")) mult = int64_t{1} << 20;
+  else if (ends("KiB") || ends("K")) mult = int64_t{1} << 10;
+  try {
+    size_t pos = 0;
+    const double v = std::stod(s, &pos);
+    if (pos != s.size() || v <= 0) return std::nullopt;
+    return static_cast<int64_t>(v * static_cast<double>(mult));
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+// The repository's config with the applied definitions (the registry), as Feast reads them.
+Result<FeatureRepo> LoadApplied(const std::string& dir) {
+  STRATA_ASSIGN_OR_RETURN(FeatureRepo repo, LoadFeatureRepo(dir));
+  if (!std::filesystem::exists(repo.config.registry_path)) {
+    return Status::PreconditionFailed(fmt::format(
+        "no registry at {}: run `strata features apply --repo {}` first", repo.config.registry_path, dir));
+  }
+  STRATA_ASSIGN_OR_RETURN(FeatureRepo reg, LoadRegistry(repo.config.registry_path));
+  RepoConfig config = repo.config;
+  reg.config = config;
+  return reg;
+}
+
+void PrintPlan(const std::vector<PlanChange>& changes, bool applied) {
+  int created = 0, updated = 0;
+  for (const PlanChange& c : changes) {
+    switch (c.kind) {
+      case PlanChange::kCreate:
+        fmt::print("{} {} {}\n", applied ? "Created" : "Will create", c.object, c.name);
+        ++created;
+        break;
+      case PlanChange::kUpdate:
+        fmt::print("{} {} {} ({})\n", applied ? "Updated" : "Will update", c.object, c.name, c.detail);
+        ++updated;
+        break;
+      case PlanChange::kUnchanged: fmt::print("No change to {} {}\n", c.object, c.name); break;
+      case PlanChange::kNotInRepo: fmt::print("Not in the repository: {} {} ({})\n", c.object, c.name, c.detail); break;
+    }
+  }
+  fmt::print("{} to create, {} to update\n", created, updated);
+}
+
+}  // namespace
+
+void RegisterFeaturesCommands(CLI::App& app, int* exit_code) {
+  auto* feat = app.add_subcommand("features", "Feature store: definitions, registry, training sets (Feast-compatible)");
+  feat->require_subcommand(1);
+
+  // plan / apply
+  struct RepoArgs {
+    std::string repo = ".";
+    bool skip_sources = false;
+  };
+  auto repo_args = std::make_shared<RepoArgs>();
+  for (const char* name : {"plan", "apply"}) {
+    const bool apply = std::string(name) == "apply";
+    auto* cmd = feat->add_subcommand(name, apply ? "Validate the repository and write the registry"
+                                                 : "Validate the repository and show what apply would change");
+    cmd->add_option("--repo,-r", repo_args->repo, "Feature repository directory (holds feature_store.yaml)")
+        ->capture_default_str();
+    cmd->add_flag("--skip-source-validation", repo_args->skip_sources, "Do not open the sources to check columns");
+    cmd->callback([repo_args, exit_code, apply] {
+      auto repo = LoadFeatureRepo(repo_args->repo);
+      if (!repo.ok()) {
+        *exit_code = Fail(repo.error());
+        return;
+      }
+      if (!repo_args->skip_sources) {
+        Status st = CheckSources(*repo);
+        if (!st.ok()) {
+          *exit_code = Fail(st);
+          return;
+        }
+      }
+      auto changes = apply ? ApplyRepo(*repo) : PlanRepo(*repo);
+      if (!changes.ok()) {
+        *exit_code = Fail(changes.error());
+        return;
+      }
+      PrintPlan(*changes, apply);
+      if (apply) fmt::print("Registry written to {}\n", repo->config.registry_path);
+      *exit_code = 0;
+    });
+  }
+
+  // historical
+  struct HistArgs {
+    std::string repo = ".";
+    std::string entities, features, service, out, timestamp_column, spill_dir, budget = "4GiB", codec = "zstd";
+    bool full_names = false;
+  };
+  auto h = std::make_shared<HistArgs>();
+  auto* hist = feat->add_subcommand("historical", "Build a point-in-time-correct training set (get_historical_features)");
+  hist->add_option("--repo,-r", h->repo, "Feature repository directory")->capture_default_str();
+  hist->add_option("--entities,-e", h->entities, "Entity rows: Parquet or CSV with join keys and event_timestamp")
+      ->required();
+  auto* fopt = hist->add_option("--features,-f", h->features, "Comma-separated view:feature references");
+  auto* sopt = hist->add_option("--service,-s", h->service, "A feature service instead of --features");
+  fopt->excludes(sopt);
+  hist->add_option("--out,-o", h->out, "Output file (.parquet or .csv; local or s3://...)")->required();
+  hist->add_flag("--full-feature-names", h->full_names, "Name columns view__feature");
+  hist->add_option("--timestamp-column", h->timestamp_column, "Entity timestamp column (default event_timestamp)");
+  hist->add_option("--memory-budget", h->budget, "Feature rows kept in memory before spilling (e.g. 2GiB)")
+      ->capture_default_str();
+  hist->add_option("--spill-dir", h->spill_dir, "Where spilled partitions go (default $TMPDIR or /tmp)");
+  hist->add_option("--codec", h->codec, "Parquet output codec: zstd, snappy, gzip, lz4_raw, none")->capture_default_str();
+  hist->callback([h, exit_code] {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (h->features.empty() && h->service.empty()) {
+      *exit_code = Fail(Status::InvalidArgument("give --features view:feature,... or --service NAME"));
+      return;
+    }
+    auto repo = LoadApplied(h->repo);
+    if (!repo.ok()) {
+      *exit_code = Fail(repo.error());
+      return;
+    }
+    Result<std::vector<FeatureProjection>> refs = Status::Internal("unset");
+    if (!h->service.empty()) {
+      refs = ResolveService(*repo, h->service);
+    } else {
+      std::vector<std::string> list;
+      std::string cur;
+      for (char c : h->features + ",") {
+        if (c == ',') {
+          if (!cur.empty()) list.push_back(cur);
+          cur.clear();
+        } else if (c != ' ') {
+          cur.push_back(c);
+        }
+      }
+      refs = ResolveFeatureRefs(*repo, list);
+    }
+    if (!refs.ok()) {
+      *exit_code = Fail(refs.error());
+      return;
+    }
+    HistoricalOptions opt;
+    opt.full_feature_names = h->full_names;
+    opt.entity_timestamp_column = h->timestamp_column;
+    opt.spill_dir = h->spill_dir;
+    auto budget = ParseBytes(h->budget);
+    if (!budget) {
+      *exit_code = Fail(Status::InvalidArgument(fmt::format("--memory-budget \"{}\" is not a size", h->budget)));
+      return;
+    }
+    opt.memory_budget_bytes = *budget;
+    auto codec = ParseParquetCodec(h->codec);
+    if (!codec.ok()) {
+      *exit_code = Fail(codec.error());
+      return;
+    }
+    auto entities = ReadTableFile(h->entities);
+    if (!entities.ok()) {
+      *exit_code = Fail(entities.error().WithContext("entities"));
+      return;
+    }
+    HistoricalStats stats;
+    auto out = GetHistoricalFeatures(*repo, *entities, *refs, opt, &stats);
+    if (!out.ok()) {
+      *exit_code = Fail(out.error());
+      return;
+    }
+    ParquetWriteOptions wopt;
+    wopt.codec = *codec;
+    Status st = WriteTableFile(h->out, *out, wopt);
+    if (!st.ok()) {
+      *exit_code = Fail(st);
+      return;
+    }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    fmt::print(stderr,
+               "{} rows x {} columns written to {} in {:.2f} s ({} feature rows read, {} kept, {} matches, "
+               "{} partitions, {} bytes spilled)\n",
+               out->num_rows(), out->num_columns(), h->out, secs, stats.feature_rows_read, stats.feature_rows_kept,
+               stats.matched, stats.partitions, stats.spilled_bytes);
+    *exit_code = 0;
+  });
+
+  // convert: any supported file to Parquet (our writer) or CSV.
+  struct ConvArgs {
+    std::string in, out, codec = "zstd", dictionary = "auto";
+    int page_version = 1;
+    int64_t row_group_rows = 1 << 20;
+  };
+  auto c = std::make_shared<ConvArgs>();
+  auto* conv = feat->add_subcommand("convert", "Convert between Parquet and CSV with Strata's reader and writer");
+  conv->add_option("input", c->in, "Input file (.parquet or .csv; local or s3://...)")->required();
+  conv->add_option("output", c->out, "Output file (.parquet or .csv)")->required();
+  conv->add_option("--codec", c->codec, "zstd, snappy, gzip, lz4_raw, none")->capture_default_str();
+  conv->add_option("--dictionary", c->dictionary, "auto (strings), always, never")->capture_default_str();
+  conv->add_option("--page-version", c->page_version, "Data page version (1 or 2)")->capture_default_str();
+  conv->add_option("--row-group-rows", c->row_group_rows, "Rows per row group")->capture_default_str();
+  conv->callback([c, exit_code] {
+    auto codec = ParseParquetCodec(c->codec);
+    if (!codec.ok()) {
+      *exit_code = Fail(codec.error());
+      return;
+    }
+    ParquetWriteOptions opt;
+    opt.codec = *codec;
+    opt.data_page_version = c->page_version;
+    opt.row_group_rows = c->row_group_rows;
+    if (c->dictionary == "always") opt.dictionary = ParquetWriteOptions::Dictionary::kAlways;
+    else if (c->dictionary == "never") opt.dictionary = ParquetWriteOptions::Dictionary::kNever;
+    else if (c->dictionary != "auto") {
+      *exit_code = Fail(Status::InvalidArgument("--dictionary must be auto, always or never"));
+      return;
+    }
+    auto t = ReadTableFile(c->in);
+    if (!t.ok()) {
+      *exit_code = Fail(t.error());
+      return;
+    }
+    Status st = WriteTableFile(c->out, *t, opt);
+    if (!st.ok()) {
+      *exit_code = Fail(st);
+      return;
+    }
+    fmt::print(stderr, "{} rows x {} columns written to {}\n", t->num_rows(), t->num_columns(), c->out);
+    *exit_code = 0;
+  });
+
+  // parquet-info: the footer, as our reader sees it.
+  auto info_path = std::make_shared<std::string>();
+  auto* info = feat->add_subcommand("parquet-info", "Show a Parquet file's schema, row groups and statistics");
+  info->add_option("file", *info_path, "Parquet file (local or s3://...)")->required();
+  info->callback([info_path, exit_code] {
+    auto src = OpenSourceFile(*info_path);
+    if (!src.ok()) {
+      *exit_code = Fail(src.error());
+      return;
+    }
+    auto r = ParquetReader::Open(std::move(*src));
+    if (!r.ok()) {
+      *exit_code = Fail(r.error());
+      return;
+    }
+    const ParquetReader& pr = **r;
+    fmt::print("{}: {} rows, {} row groups, created by {}\n", *info_path, pr.num_rows(), pr.num_row_groups(),
+               pr.created_by());
+    for (size_t i = 0; i < pr.schema().size(); ++i) {
+      const Field& f = pr.schema()[i];
+      fmt::print("  {:<24} {:<22} {:<12} {}{}\n", f.name, f.type.ToString(), pr.column_info()[i].physical,
+                 pr.column_info()[i].logical, f.nullable ? "" : " NOT NULL");
+    }
+    for (int g = 0; g < pr.num_row_groups(); ++g) {
+      const ParquetRowGroupInfo& rg = pr.row_group(g);
+      fmt::print("row group {}: {} rows\n", g, rg.num_rows);
+      for (size_t i = 0; i < rg.columns.size(); ++i) {
+        const ParquetChunkInfo& ci = rg.columns[i];
+        std::string enc;
+        for (const std::string& e : ci.encodings) enc += (enc.empty() ? "" : ",") + e;
+        fmt::print("  {:<24} {:<8} {:<28} {:>10} bytes ({} raw){}\n", pr.schema()[i].name, ci.codec, enc,
+                   ci.compressed_bytes, ci.uncompressed_bytes,
+                   ci.null_count ? fmt::format(", {} nulls", *ci.null_count) : "");
+      }
+    }
+    *exit_code = 0;
+  });
+}
+
+}  // namespace strata::cli
