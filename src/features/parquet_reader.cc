@@ -355,6 +355,31 @@ Status AppendRows(const Leaf& leaf, const PhysValues& v, const uint8_t* levels, 
     }
   };
   const bool all_valid = levels == nullptr;
+  // Fixed-width values with NULLs: fill pre-sized vectors rather than pushing row by row.
+  auto scatter = [&](auto& dst, const auto& src) {
+    auto& valid = col->validity();
+    const size_t base = dst.size();
+    dst.resize(base + n);
+    valid.resize(base + n);
+    for (size_t i = 0; i < n; ++i) {
+      if (levels[i]) {
+        dst[base + i] = src[k++];
+        valid[base + i] = 1;
+      } else {
+        dst[base + i] = {};
+        valid[base + i] = 0;
+      }
+    }
+  };
+  if (!all_valid) {
+    switch (leaf.conv) {
+      case Conv::kI32: scatter(col->values<int32_t>(), v.i32); return Status::Ok();
+      case Conv::kI64: scatter(col->values<int64_t>(), v.i64); return Status::Ok();
+      case Conv::kF32: scatter(col->values<float>(), v.f32); return Status::Ok();
+      case Conv::kF64: scatter(col->values<double>(), v.f64); return Status::Ok();
+      default: break;
+    }
+  }
   switch (leaf.conv) {
     case Conv::kBool: each([&](size_t j) { col->Append<uint8_t>(v.b[j]); }); break;
     case Conv::kI32:

@@ -169,14 +169,55 @@ void Column::AppendColumn(const Column& src) {
   }
 }
 
+namespace {
+
+template <class T>
+void TakeFixed(const std::vector<T>& src, const std::vector<uint8_t>& src_valid, const std::vector<int64_t>& idx,
+               std::vector<T>* dst, std::vector<uint8_t>* dst_valid) {
+  const size_t n = idx.size();
+  dst->resize(n);
+  dst_valid->resize(n);
+  T* d = dst->data();
+  uint8_t* dv = dst_valid->data();
+  for (size_t k = 0; k < n; ++k) {
+    const int64_t i = idx[k];
+    if (i < 0) {
+      d[k] = T{};
+      dv[k] = 0;
+    } else {
+      d[k] = src[static_cast<size_t>(i)];
+      dv[k] = src_valid[static_cast<size_t>(i)];
+    }
+  }
+}
+
+}  // namespace
+
 Column Column::Take(const std::vector<int64_t>& indices) const {
   Column out(type_);
-  out.Reserve(indices.size());
-  for (int64_t ix : indices) {
-    if (ix < 0) {
-      out.AppendNull();
-    } else {
-      out.AppendFrom(*this, static_cast<size_t>(ix));
+  switch (type_.id) {
+    case TypeId::kBool: TakeFixed(b_, valid_, indices, &out.b_, &out.valid_); break;
+    case TypeId::kInt32:
+    case TypeId::kDate: TakeFixed(i32_, valid_, indices, &out.i32_, &out.valid_); break;
+    case TypeId::kInt64:
+    case TypeId::kTimestamp: TakeFixed(i64_, valid_, indices, &out.i64_, &out.valid_); break;
+    case TypeId::kFloat: TakeFixed(f32_, valid_, indices, &out.f32_, &out.valid_); break;
+    case TypeId::kDouble: TakeFixed(f64_, valid_, indices, &out.f64_, &out.valid_); break;
+    case TypeId::kString:
+    case TypeId::kBinary: {
+      size_t bytes = 0;
+      for (int64_t ix : indices) {
+        if (ix >= 0) bytes += offsets_[ix + 1] - offsets_[ix];
+      }
+      out.Reserve(indices.size(), bytes);
+      for (int64_t ix : indices) {
+        if (ix < 0) {
+          out.AppendNull();
+        } else {
+          out.AppendFrom(*this, static_cast<size_t>(ix));
+        }
+      }
+      break;
     }
   }
   return out;
