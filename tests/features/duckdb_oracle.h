@@ -30,7 +30,11 @@ inline int RunCommand(const std::string& cmd, std::string* out) {
 inline std::string EnsureDuckDb() {
   if (std::filesystem::exists(DuckDbDir() + "/node_modules/@duckdb/node-api")) return "";
   std::string out;
-  const int rc = RunCommand("cd '" + DuckDbDir() + "' && npm install --no-audit --no-fund --loglevel=error", &out);
+  // ctest runs tests in parallel: one npm install at a time (flock), the others wait for it.
+  const int rc = RunCommand("cd '" + DuckDbDir() +
+                                "' && flock .npm-install.lock sh -c '[ -d node_modules/@duckdb/node-api ] || "
+                                "npm install --no-audit --no-fund --loglevel=error'",
+                            &out);
   return rc == 0 ? "" : "npm install in " + DuckDbDir() + " failed: " + out;
 }
 
