@@ -43,6 +43,10 @@ int RunServer(server::ServerOptions opts, const std::string& log_level) {
                creds.generated ? fmt::format("   (generated, stored in {}/credentials)", opts.data_dir)
                                : "");
   }
+  if (opts.enable_vector && srv.vector_port() != 0) {
+    fmt::print("  Vector API: {} (Qdrant-compatible){}\n", srv.vector_endpoint(),
+               opts.vector_api_key.empty() ? "" : ", api-key required");
+  }
   if (opts.enable_admin) {
     fmt::print("  Metrics:    {}/metrics\n", srv.admin_endpoint());
     fmt::print("  Health:     {}/health\n", srv.admin_endpoint());
@@ -70,7 +74,7 @@ int Main(int argc, char** argv) {
   server::ServerOptions sopts;
   std::string log_level = "info";
   bool no_fsync = false;
-  auto* srv = app.add_subcommand("server", "Run every Strata service in one process (S3 on :9000, admin on :9001)");
+  auto* srv = app.add_subcommand("server", "Run every Strata service in one process (S3 on :9000, admin on :9001, vector on :6333)");
   srv->add_option("--data", sopts.data_dir, "Data directory (objects, metadata, credentials)")
       ->capture_default_str();
   srv->add_option("--s3-address", sopts.s3_address, "S3 API listen address")->capture_default_str();
@@ -78,6 +82,11 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   srv->add_flag("--no-s3{false}", sopts.enable_s3, "Do not serve the S3 API");
   srv->add_flag("--no-admin{false}", sopts.enable_admin, "Do not serve the admin endpoint");
+  srv->add_option("--vector-address", sopts.vector_address, "Vector (Qdrant-compatible REST) listen address")
+      ->capture_default_str();
+  srv->add_flag("--no-vector{false}", sopts.enable_vector, "Do not serve the vector API");
+  srv->add_option("--vector-api-key", sopts.vector_api_key,
+                  "Require this key in the api-key header of vector API requests (also STRATA_VECTOR_API_KEY)");
   srv->add_option("--region", sopts.region, "Region reported to clients")->capture_default_str();
   srv->add_option("--domain", sopts.domains, "Domains for virtual-host-style requests (bucket.DOMAIN)")
       ->capture_default_str();
@@ -123,6 +132,9 @@ int Main(int argc, char** argv) {
     if (const char* env = std::getenv("STRATA_DATA"); env != nullptr && srv->count("--data") == 0)
       sopts.data_dir = env;
     sopts.sync = !no_fsync;
+    sopts.vector_bind_required = srv->count("--vector-address") > 0;
+    if (const char* k = std::getenv("STRATA_VECTOR_API_KEY"); k != nullptr && sopts.vector_api_key.empty())
+      sopts.vector_api_key = k;
     return RunServer(sopts, log_level);
   }
   if (user_add->parsed()) {

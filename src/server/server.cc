@@ -15,6 +15,9 @@
 #include <strata/core/log.h>
 #include <strata/core/metrics.h>
 #include <strata/core/strings.h>
+#include <strata/vector/collection.h>
+
+#include "server/vector_rest.h"
 
 namespace strata::server {
 namespace {
@@ -145,6 +148,9 @@ struct StrataServer::Impl {
   std::unique_ptr<s3::Frontend> s3;
   std::unique_ptr<http::Server> s3_http;
   std::unique_ptr<http::Server> admin_http;
+  std::unique_ptr<vector::CollectionManager> collections;
+  std::unique_ptr<VectorRest> vector_rest;
+  std::unique_ptr<http::Server> vector_http;
 
   http::ServerOptions HttpOptions(const std::string& name, const std::string& address, int& port_out,
                                   Status& st) {
@@ -221,6 +227,33 @@ Status StrataServer::Start() {
     reg.AddCallbackGauge("strata_http_s3_header_timeouts", "Connections closed for a slow request head",
                          [srv] { return static_cast<double>(srv->GetStats().header_timeouts); });
   }
+  if (im.opts.enable_vector) {
+    vector::CollectionOptions vo;
+    vo.sync = im.opts.sync;
+    STRATA_ASSIGN_OR_RETURN(im.collections, vector::CollectionManager::Open(im.opts.data_dir + "/vector", vo));
+    VectorRestOptions ro;
+    ro.api_key = im.opts.vector_api_key;
+    im.vector_rest = std::make_unique<VectorRest>(im.collections.get(), ro);
+    Status st;
+    int unused = 0;
+    http::ServerOptions h = im.HttpOptions("vector", im.opts.vector_address, unused, st);
+    STRATA_RETURN_IF_ERROR(st);
+    h.tls_cert_file.clear();  // TLS is the S3 frontend's option
+    h.tls_key_file.clear();
+    VectorRest* vr = im.vector_rest.get();
+    h.error_handler = [vr](int status, std::string_view msg, http::ResponseWriter& w) {
+      vr->HandleTransportError(status, msg, w);
+    };
+    im.vector_http = std::make_unique<http::Server>(h, [vr](http::Request& r, http::ResponseWriter& w) {
+      vr->Handle(r, w);
+    });
+    if (Status vs = im.vector_http->Start(); !vs.ok()) {
+      if (im.opts.vector_bind_required) return vs;
+      kLog.Warn("vector API not started on {}: {} (pass --vector-address to choose another)",
+                im.opts.vector_address, vs.ToString());
+      im.vector_http.reset();
+    }
+  }
   if (im.opts.enable_admin) {
     Status st;
     int unused = 0;
@@ -242,14 +275,19 @@ Status StrataServer::Start() {
 void StrataServer::Stop() {
   if (impl_->s3_http) impl_->s3_http->Stop();
   if (impl_->admin_http) impl_->admin_http->Stop();
+  if (impl_->vector_http) impl_->vector_http->Stop();
   impl_->s3_http.reset();
   impl_->admin_http.reset();
+  impl_->vector_http.reset();
+  impl_->vector_rest.reset();
+  impl_->collections.reset();
   impl_->s3.reset();
   impl_->engine.reset();
 }
 
 int StrataServer::s3_port() const { return impl_->s3_http ? impl_->s3_http->port() : 0; }
 int StrataServer::admin_port() const { return impl_->admin_http ? impl_->admin_http->port() : 0; }
+int StrataServer::vector_port() const { return impl_->vector_http ? impl_->vector_http->port() : 0; }
 const Credentials& StrataServer::credentials() const { return impl_->creds; }
 
 namespace {
@@ -266,5 +304,6 @@ std::string StrataServer::s3_endpoint() const {
   return Endpoint(impl_->s3_http.get(), !impl_->opts.tls_cert_file.empty());
 }
 std::string StrataServer::admin_endpoint() const { return Endpoint(impl_->admin_http.get(), false); }
+std::string StrataServer::vector_endpoint() const { return Endpoint(impl_->vector_http.get(), false); }
 
 }  // namespace strata::server

@@ -106,7 +106,7 @@ class StrataServer:
     """One `strata server` process on a (possibly reused) data directory."""
 
     def __init__(self, binary, data_dir=None, extra_args=(), root_user=ROOT_USER,
-                 root_password=ROOT_PASSWORD, log_level="warn"):
+                 root_password=ROOT_PASSWORD, log_level="warn", vector=False):
         self.binary = os.path.abspath(binary)
         self._own_dir = data_dir is None
         self.base_dir = tempfile.mkdtemp(prefix="strata-it-")
@@ -118,6 +118,9 @@ class StrataServer:
         self.proc = None
         self.port = None
         self.admin_port = None
+        # vector=True: also serve the vector (Qdrant-compatible) API on a free port.
+        self.vector = vector
+        self.vector_port = None
         self.log_path = None
         self.starts = 0
 
@@ -126,6 +129,10 @@ class StrataServer:
         last_err = None
         for _attempt in range(5):  # a port picked by free_port() may be taken meanwhile
             self.port, self.admin_port = free_port(), free_port()
+            vector_args = []
+            if self.vector:
+                self.vector_port = free_port()
+                vector_args = ["--vector-address", f"127.0.0.1:{self.vector_port}"]
             self.starts += 1
             self.log_path = os.path.join(self.base_dir, f"server-{self.starts}.log")
             log = open(self.log_path, "wb")
@@ -134,7 +141,7 @@ class StrataServer:
             cmd = [self.binary, "server", "--data", self.data_dir,
                    "--s3-address", f"127.0.0.1:{self.port}",
                    "--admin-address", f"127.0.0.1:{self.admin_port}",
-                   "--log-level", self.log_level] + self.extra_args
+                   "--log-level", self.log_level] + vector_args + self.extra_args
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                                          preexec_fn=_die_with_parent)
             log.close()
@@ -221,6 +228,10 @@ class StrataServer:
     @property
     def endpoint(self):
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def vector_endpoint(self):
+        return f"http://127.0.0.1:{self.vector_port}"
 
     @property
     def admin_endpoint(self):

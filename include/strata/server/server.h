@@ -1,6 +1,7 @@
 // StrataServer: the process behind `strata server`. Opens the local engine in
 // the data directory and hosts the frontends (S3 on 9000, admin on 9001 with
-// /metrics and /health), each on its own HTTP server and switchable.
+// /metrics and /health, the Qdrant-compatible vector API on 6333 over
+// DATA/vector), each on its own HTTP server and switchable.
 //
 // Credentials: the root user comes from STRATA_ROOT_USER/STRATA_ROOT_PASSWORD,
 // else from DATA/credentials (created at first start, mode 0600); further users
@@ -25,6 +26,12 @@ struct ServerOptions {
   std::string s3_address = "127.0.0.1:9000";
   bool enable_admin = true;
   std::string admin_address = "127.0.0.1:9001";
+  bool enable_vector = true;
+  std::string vector_address = "127.0.0.1:6333";
+  std::string vector_api_key;      // non-empty: required in the `api-key` header
+  // false: when vector_address cannot be bound (another server holds the
+  // default port) the vector API is skipped with a warning, not fatal.
+  bool vector_bind_required = false;
   std::string region = "us-east-1";
   std::vector<std::string> domains = {"localhost"};
   std::string tls_cert_file;
@@ -55,10 +62,12 @@ class StrataServer {
   void Stop();
   int s3_port() const;
   int admin_port() const;
+  int vector_port() const;
   const Credentials& credentials() const;
   // "http://127.0.0.1:9000"
   std::string s3_endpoint() const;
   std::string admin_endpoint() const;
+  std::string vector_endpoint() const;
 
  private:
   struct Impl;
