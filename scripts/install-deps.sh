@@ -11,7 +11,7 @@ build_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 test_pkgs=(
-  awscli python3 python3-boto3 s3cmd rclone curl procps openssl
+  awscli python3 python3-boto3 s3cmd rclone curl procps openssl redis-server
 )
 bench_pkgs=( nginx wrk hyperfine python3-numpy python3-hnswlib python3-faiss libhnswlib-dev dataset-fashion-mnist )
 

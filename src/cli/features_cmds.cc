@@ -1,5 +1,8 @@
 #include "cli/features_cmds.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -7,7 +10,9 @@
 
 #include <fmt/format.h>
 
+#include <strata/features/feature_server.h>
 #include <strata/features/historical.h>
+#include <strata/features/online.h>
 #include <strata/features/io.h>
 #include <strata/features/parquet.h>
 #include <strata/features/repo.h>
@@ -76,6 +81,38 @@ void PrintPlan(const std::vector<PlanChange>& changes, bool applied) {
     }
   }
   fmt::print("{} to create, {} to update\n", created, updated);
+}
+
+Result<int64_t> ParseWhen(const std::string& s) {
+  if (s == "now") return NowMicros();
+  return ParseTimestamp(s, TimeUnit::kMicro);
+}
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s + ",") {
+    if (c == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else if (c != ' ') {
+      cur.push_back(c);
+    }
+  }
+  return out;
+}
+
+// "\r<view> 42% (4200000/10000000 rows)" on a terminal, a line per view otherwise.
+void Progress(const std::string& view, int64_t done, int64_t total) {
+  const bool tty = ::isatty(2);
+  const int pct = total > 0 ? static_cast<int>(100 * done / total) : 100;
+  if (tty) {
+    fmt::print(stderr, "\r{:<32} [{:<30}] {:3}% ({}/{} rows)", view, std::string(static_cast<size_t>(pct * 30 / 100), '#'),
+               pct, done, total);
+    if (done >= total) fmt::print(stderr, "\n");
+  } else if (done >= total) {
+    fmt::print(stderr, "{}: {} rows scanned\n", view, done);
+  }
 }
 
 }  // namespace
@@ -212,6 +249,112 @@ void RegisterFeaturesCommands(CLI::App& app, int* exit_code) {
                "{} partitions, {} bytes spilled)\n",
                out->num_rows(), out->num_columns(), h->out, secs, stats.feature_rows_read, stats.feature_rows_kept,
                stats.matched, stats.partitions, stats.spilled_bytes);
+    *exit_code = 0;
+  });
+
+
+  // materialize / materialize-incremental
+  struct MatArgs {
+    std::string repo = ".", start, end, views;
+  };
+  auto m = std::make_shared<MatArgs>();
+  for (const char* name : {"materialize", "materialize-incremental"}) {
+    const bool incremental = std::string(name) == "materialize-incremental";
+    auto* cmd = feat->add_subcommand(name, incremental ? "Load new feature rows (since the last run) into the online store"
+                                                       : "Load the latest feature rows between START and END into the online store");
+    cmd->add_option("--repo,-r", m->repo, "Feature repository directory")->capture_default_str();
+    if (!incremental) cmd->add_option("start", m->start, "Start time (ISO-8601, inclusive)")->required();
+    cmd->add_option("end", m->end, "End time (ISO-8601 or now, inclusive)")->required();
+    cmd->add_option("--views,-v", m->views, "Comma-separated feature views (default: every online view)");
+    cmd->callback([m, exit_code, incremental] {
+      auto repo = LoadApplied(m->repo);
+      if (!repo.ok()) {
+        *exit_code = Fail(repo.error());
+        return;
+      }
+      auto end = ParseWhen(m->end);
+      if (!end.ok()) {
+        *exit_code = Fail(end.error());
+        return;
+      }
+      auto store = OpenOnlineStore(repo->config);
+      if (!store.ok()) {
+        *exit_code = Fail(store.error());
+        return;
+      }
+      MaterializeOptions opt;
+      opt.views = SplitList(m->views);
+      opt.progress = Progress;
+      MaterializeStats st;
+      const auto t0 = std::chrono::steady_clock::now();
+      Status s;
+      if (incremental) {
+        s = MaterializeIncremental(&*repo, store->get(), *end, opt, &st);
+      } else {
+        auto start = ParseWhen(m->start);
+        if (!start.ok()) {
+          *exit_code = Fail(start.error());
+          return;
+        }
+        opt.start_us = *start;
+        opt.end_us = *end;
+        s = Materialize(&*repo, store->get(), opt, &st);
+      }
+      if (!s.ok()) {
+        *exit_code = Fail(s);
+        return;
+      }
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      fmt::print(stderr, "{} views: {} rows scanned, {} in the window, {} entities written to {} in {:.2f} s ({:.0f} rows/s)\n",
+                 st.views, st.rows_scanned, st.rows_in_window, st.entities_written, (*store)->name(), secs,
+                 secs > 0 ? static_cast<double>(st.rows_scanned) / secs : 0.0);
+      *exit_code = 0;
+    });
+  }
+
+  // serve
+  struct ServeArgs {
+    std::string repo = ".", host = "127.0.0.1", api_key;
+    int port = 6566;
+  };
+  auto sv = std::make_shared<ServeArgs>();
+  auto* serve = feat->add_subcommand("serve", "Run the feature server (Feast's HTTP API) on :6566");
+  serve->add_option("--repo,-r", sv->repo, "Feature repository directory")->capture_default_str();
+  serve->add_option("--host,-H", sv->host, "Listen address")->capture_default_str();
+  serve->add_option("--port,-p", sv->port, "Listen port")->capture_default_str();
+  serve->add_option("--api-key", sv->api_key, "Require this key (Authorization: Bearer, or X-API-Key)");
+  serve->callback([sv, exit_code] {
+    auto repo = LoadApplied(sv->repo);
+    if (!repo.ok()) {
+      *exit_code = Fail(repo.error());
+      return;
+    }
+    auto store = OpenOnlineStore(repo->config);
+    if (!store.ok()) {
+      *exit_code = Fail(store.error());
+      return;
+    }
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+    FeatureServerOptions opt;
+    opt.host = sv->host;
+    opt.port = sv->port;
+    opt.api_key = sv->api_key;
+    FeatureServer server(std::move(*repo), std::move(*store), opt);
+    Status st = server.Start();
+    if (!st.ok()) {
+      *exit_code = Fail(st);
+      return;
+    }
+    fmt::print("Feature server listening on http://{}:{} (POST /get-online-features)\n", sv->host, server.port());
+    std::fflush(stdout);
+    int sig = 0;
+    sigwait(&set, &sig);
+    server.Stop();
     *exit_code = 0;
   });
 

@@ -1,0 +1,347 @@
+#include <strata/features/feature_server.h>
+
+#include <cmath>
+#include <mutex>
+#include <shared_mutex>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <strata/core/http_server.h>
+#include <strata/core/log.h>
+#include <strata/core/strings.h>
+
+namespace strata::features {
+
+namespace {
+
+using json = nlohmann::ordered_json;  // keys in Feast's order: values, statuses, event_timestamps
+
+constexpr log::Logger kLog("features");
+
+struct HttpError {
+  int status;
+  std::string detail;
+};
+
+std::string IsoUtc(int64_t us) {
+  std::string s = FormatTimestamp(us, TimeUnit::kMicro, false);
+  s[10] = 'T';
+  return s + "Z";
+}
+
+json ToJson(const OnlineValue& v) {
+  switch (v.kind) {
+    case OnlineValue::kNull: return nullptr;
+    case OnlineValue::kBool: return v.i != 0;
+    case OnlineValue::kInt: return v.i;
+    case OnlineValue::kDouble: return std::isfinite(v.d) ? json(v.d) : json(nullptr);
+    case OnlineValue::kString: return v.s;
+    case OnlineValue::kBytes: return Base64Encode(v.s);
+    case OnlineValue::kTimestamp: return IsoUtc(v.i);
+  }
+  return nullptr;
+}
+
+OnlineValue FromJson(const json& j) {
+  if (j.is_null()) return {};
+  if (j.is_boolean()) return OnlineValue{OnlineValue::kBool, j.get<bool>() ? 1 : 0, 0, {}};
+  if (j.is_number_integer()) return OnlineValue::Int(j.get<int64_t>());
+  if (j.is_number()) return OnlineValue::Double(j.get<double>());
+  if (j.is_string()) return OnlineValue::String(j.get<std::string>());
+  return {};
+}
+
+Result<int64_t> TimeFromJson(const json& j, const char* what) {
+  if (j.is_number_integer()) return j.get<int64_t>() * 1000000;  // epoch seconds
+  if (j.is_number()) return static_cast<int64_t>(j.get<double>() * 1e6);
+  if (j.is_string()) {
+    auto t = ParseTimestamp(j.get<std::string>(), TimeUnit::kMicro);
+    if (t.ok()) return *t;
+    return Status::InvalidArgument(fmt::format("{}: {}", what, t.error().message()));
+  }
+  return Status::InvalidArgument(fmt::format("{} must be an ISO-8601 time or epoch seconds", what));
+}
+
+// A push / write-to-online-store frame: {"col": [values...]}, typed by the view.
+Result<Table> TableFromDf(const json& df, const FeatureViewDef& v) {
+  if (!df.is_object() || df.empty()) return Status::InvalidArgument("\"df\" must be an object of columns");
+  Table t;
+  size_t n = SIZE_MAX;
+  for (auto it = df.begin(); it != df.end(); ++it) {
+    const std::string& name = it.key();
+    const json& vals = it.value();
+    if (!vals.is_array()) return Status::InvalidArgument(fmt::format("df column \"{}\" must be a list", name));
+    if (n == SIZE_MAX) n = vals.size();
+    if (vals.size() != n) return Status::InvalidArgument(fmt::format("df column \"{}\" has {} values, others {}", name, vals.size(), n));
+    DataType type;
+    const FeatureDef* f = v.FindFeature(name);
+    const bool is_ts = name == v.source.timestamp_field || name == v.source.created_timestamp_column;
+    if (is_ts) {
+      type = DataType::Timestamp();
+    } else if (f) {
+      type = f->type;
+    } else {
+      bool all_int = true;
+      for (const json& x : vals) all_int &= x.is_null() || x.is_number_integer();
+      type = all_int ? DataType::Int64() : DataType::String();
+    }
+    Column c(type);
+    for (const json& x : vals) {
+      if (x.is_null()) {
+        c.AppendNull();
+        continue;
+      }
+      auto bad = [&] {
+        return Status::InvalidArgument(fmt::format("df column \"{}\": {} is not {}", name, x.dump(), type.ToString()));
+      };
+      switch (type.id) {
+        case TypeId::kTimestamp: {
+          STRATA_ASSIGN_OR_RETURN(int64_t us, TimeFromJson(x, name.c_str()));
+          c.Append<int64_t>(ConvertTime(us, TimeUnit::kMicro, type.unit));
+          break;
+        }
+        case TypeId::kBool:
+          if (!x.is_boolean()) return bad();
+          c.Append<uint8_t>(x.get<bool>() ? 1 : 0);
+          break;
+        case TypeId::kInt32:
+          if (!x.is_number_integer()) return bad();
+          c.Append<int32_t>(x.get<int32_t>());
+          break;
+        case TypeId::kInt64:
+          if (!x.is_number_integer()) return bad();
+          c.Append<int64_t>(x.get<int64_t>());
+          break;
+        case TypeId::kFloat:
+          if (!x.is_number()) return bad();
+          c.Append<float>(x.get<float>());
+          break;
+        case TypeId::kDouble:
+          if (!x.is_number()) return bad();
+          c.Append<double>(x.get<double>());
+          break;
+        case TypeId::kString:
+        case TypeId::kBinary:
+          if (x.is_string()) c.AppendString(x.get<std::string>());
+          else c.AppendString(x.dump());
+          break;
+        case TypeId::kDate: return bad();
+      }
+    }
+    STRATA_RETURN_IF_ERROR(t.AddColumn(Field{name, type, true}, std::move(c)));
+  }
+  return t;
+}
+
+}  // namespace
+
+struct FeatureServer::Impl {
+  FeatureRepo registry;
+  std::unique_ptr<OnlineStore> store;
+  FeatureServerOptions options;
+  std::unique_ptr<http::Server> server;
+  // Readers share the registry; a materialization works on a copy (so reads go
+  // on meanwhile) and swaps it in. materialize_mu serializes materializations.
+  std::shared_mutex registry_mu;  // guards registry
+  std::mutex materialize_mu;
+
+  void Handle(http::Request& req, http::ResponseWriter& w) {
+    int status = 200;
+    json body;
+    try {
+      body = Route(req);
+    } catch (const HttpError& e) {
+      status = e.status;
+      body = {{"detail", e.detail}};
+    } catch (const std::exception& e) {
+      status = 500;
+      body = {{"detail", std::string("internal error: ") + e.what()}};
+    }
+    w.SetStatus(status);
+    w.AddHeader("Content-Type", "application/json");
+    (void)w.Send(body.dump());
+  }
+
+  static void Check(const Status& st) {
+    if (st.ok()) return;
+    int code = 500;
+    switch (st.code()) {
+      case StatusCode::kInvalidArgument: code = 422; break;
+      case StatusCode::kNotFound: code = 404; break;
+      case StatusCode::kUnavailable: code = 503; break;
+      default: break;
+    }
+    throw HttpError{code, st.message()};
+  }
+
+  json ParseBody(http::Request& req) {
+    auto raw = req.ReadAllBody(64 << 20);
+    if (!raw.ok()) throw HttpError{413, raw.error().message()};
+    json j = json::parse(*raw, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) throw HttpError{422, "the request body must be a JSON object"};
+    return j;
+  }
+
+  json Route(http::Request& req) {
+    if (!options.api_key.empty()) {
+      auto auth = req.Header("Authorization");
+      auto key = req.Header("X-API-Key");
+      const bool ok = (auth && *auth == "Bearer " + options.api_key) || (key && *key == options.api_key);
+      if (!ok && req.path != "/health") throw HttpError{401, "missing or wrong API key"};
+    }
+    if (req.path == "/health") {
+      if (req.method != "GET") throw HttpError{405, "use GET"};
+      return json::object();
+    }
+    if (req.method != "POST") throw HttpError{req.path == "/get-online-features" ? 405 : 404, "not found"};
+    if (req.path == "/get-online-features") return GetOnline(ParseBody(req));
+    if (req.path == "/push" || req.path == "/write-to-online-store") return Push(ParseBody(req), req.path == "/push");
+    if (req.path == "/materialize" || req.path == "/materialize-incremental") {
+      return MaterializeReq(ParseBody(req), req.path == "/materialize-incremental");
+    }
+    throw HttpError{404, fmt::format("no endpoint {}", req.path)};
+  }
+
+  json GetOnline(const json& j) {
+    std::vector<FeatureProjection> feats;
+    std::shared_lock<std::shared_mutex> l(registry_mu);
+    {
+      if (j.contains("feature_service") && !j["feature_service"].is_null()) {
+        if (!j["feature_service"].is_string()) throw HttpError{422, "feature_service must be a string"};
+        auto r = ResolveService(registry, j["feature_service"].get<std::string>());
+        Check(r.error());
+        feats = std::move(*r);
+      } else {
+        if (!j.contains("features") || !j["features"].is_array()) {
+          throw HttpError{422, "give \"features\": [\"view:feature\", ...] or \"feature_service\""};
+        }
+        std::vector<std::string> refs;
+        for (const json& f : j["features"]) {
+          if (!f.is_string()) throw HttpError{422, "features must be strings \"view:feature\""};
+          refs.push_back(f.get<std::string>());
+        }
+        auto r = ResolveFeatureRefs(registry, refs);
+        Check(r.error());
+        feats = std::move(*r);
+      }
+    }
+    if (!j.contains("entities") || !j["entities"].is_object()) throw HttpError{422, "\"entities\" must be an object"};
+    std::vector<std::pair<std::string, std::vector<OnlineValue>>> entities;
+    for (auto it = j["entities"].begin(); it != j["entities"].end(); ++it) {
+      if (!it.value().is_array()) throw HttpError{422, fmt::format("entity \"{}\" must be a list", it.key())};
+      std::vector<OnlineValue> vals;
+      for (const json& x : it.value()) {
+        if (x.is_object() || x.is_array()) throw HttpError{422, fmt::format("entity \"{}\" holds a non-scalar", it.key())};
+        vals.push_back(FromJson(x));
+      }
+      entities.emplace_back(it.key(), std::move(vals));
+    }
+    const bool full = j.value("full_feature_names", false);
+    Result<OnlineResponse> r = GetOnlineFeatures(registry, store.get(), feats, entities, full, NowMicros());
+    l.unlock();
+    Check(r.error());
+    json names = r->names;
+    json results = json::array();
+    for (const OnlineResponse::Column& c : r->columns) {
+      json values = json::array(), ts = json::array();
+      for (const OnlineValue& v : c.values) values.push_back(ToJson(v));
+      for (int64_t t : c.event_ts_us) ts.push_back(IsoUtc(t));
+      json entry = json::object();
+      entry["values"] = std::move(values);
+      entry["statuses"] = c.statuses;
+      entry["event_timestamps"] = std::move(ts);
+      results.push_back(std::move(entry));
+    }
+    json out = json::object();
+    out["metadata"] = json::object();
+    out["metadata"]["feature_names"] = std::move(names);
+    out["results"] = std::move(results);
+    return out;
+  }
+
+  json Push(const json& j, bool push) {
+    const char* key = push ? "push_source_name" : "feature_view_name";
+    if (!j.contains(key) || !j[key].is_string()) throw HttpError{422, fmt::format("\"{}\" is required", key)};
+    const std::string view = j[key].get<std::string>();
+    const std::string to = j.value("to", "online");
+    if (to == "offline") throw HttpError{422, "pushing to the offline store is not supported"};
+    std::shared_lock<std::shared_mutex> l(registry_mu);
+    const FeatureViewDef* v = registry.FindView(view);
+    if (!v) throw HttpError{404, fmt::format("unknown feature view \"{}\" (push sources are named after their view)", view)};
+    auto t = TableFromDf(j.value("df", json()), *v);
+    Check(t.error());
+    Check(WriteToOnlineStore(registry, store.get(), view, *t));
+    return json::object();
+  }
+
+  json MaterializeReq(const json& j, bool incremental) {
+    MaterializeOptions opt;
+    if (j.contains("feature_views") && j["feature_views"].is_array()) {
+      for (const json& v : j["feature_views"]) opt.views.push_back(v.get<std::string>());
+    }
+    auto end = TimeFromJson(j.value("end_ts", json()), "end_ts");
+    Check(end.error());
+    std::lock_guard<std::mutex> m(materialize_mu);
+    FeatureRepo copy;
+    {
+      std::shared_lock<std::shared_mutex> l(registry_mu);
+      copy = registry;
+    }
+    MaterializeStats st;
+    if (incremental) {
+      Check(MaterializeIncremental(&copy, store.get(), *end, opt, &st));
+    } else {
+      auto start = TimeFromJson(j.value("start_ts", json()), "start_ts");
+      Check(start.error());
+      opt.start_us = *start;
+      opt.end_us = *end;
+      Check(Materialize(&copy, store.get(), opt, &st));
+    }
+    {
+      std::unique_lock<std::shared_mutex> l(registry_mu);
+      registry = std::move(copy);
+    }
+    return {{"views", st.views}, {"rows_scanned", st.rows_scanned}, {"entities_written", st.entities_written}};
+  }
+};
+
+FeatureServer::FeatureServer(FeatureRepo registry, std::unique_ptr<OnlineStore> store, FeatureServerOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->registry = std::move(registry);
+  impl_->store = std::move(store);
+  impl_->options = std::move(options);
+}
+
+FeatureServer::~FeatureServer() { Stop(); }
+
+Status FeatureServer::Start() {
+  http::ServerOptions so;
+  so.name = "features";
+  so.bind_address = impl_->options.host;
+  so.port = impl_->options.port;
+  so.threads = impl_->options.threads;
+  so.error_handler = [](int status, std::string_view message, http::ResponseWriter& w) {
+    w.SetStatus(status);
+    w.AddHeader("Content-Type", "application/json");
+    (void)w.Send(json{{"detail", std::string(message)}}.dump());
+  };
+  Impl* impl = impl_.get();
+  impl_->server = std::make_unique<http::Server>(so, [impl](http::Request& req, http::ResponseWriter& w) {
+    impl->Handle(req, w);
+  });
+  STRATA_RETURN_IF_ERROR(impl_->server->Start());
+  kLog.Info("feature server listening on {}:{}", impl_->options.host, impl_->server->port());
+  return Status::Ok();
+}
+
+void FeatureServer::Stop() {
+  if (impl_ && impl_->server) {
+    impl_->server->Stop();
+    impl_->server.reset();
+  }
+}
+
+int FeatureServer::port() const { return impl_->server ? impl_->server->port() : 0; }
+
+}  // namespace strata::features

@@ -1,0 +1,541 @@
+#include <strata/features/online.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <mutex>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include <strata/features/io.h>
+
+namespace strata::features {
+
+namespace {
+
+// Feast's ValueType numbers.
+enum FeastType : uint32_t { kBytes = 1, kString = 2, kInt32 = 3, kInt64 = 4, kDouble = 5, kFloat = 6, kBool = 7 };
+
+void PutU32(std::string* out, uint32_t v) { out->append(reinterpret_cast<const char*>(&v), 4); }
+void PutI64(std::string* out, int64_t v) { out->append(reinterpret_cast<const char*>(&v), 8); }
+
+uint32_t Fingerprint(const FeatureViewDef& v) {
+  uint32_t h = 2166136261u;  // FNV-1a over names and types
+  for (const FeatureDef& f : v.features) {
+    for (char c : f.name + ":" + f.type.ToString() + ";") {
+      h ^= static_cast<uint8_t>(c);
+      h *= 16777619u;
+    }
+  }
+  return h;
+}
+
+bool IsIntLike(TypeId t) {
+  return t == TypeId::kInt32 || t == TypeId::kInt64 || t == TypeId::kBool || t == TypeId::kDate ||
+         t == TypeId::kTimestamp;
+}
+
+int64_t TimeUs(const Column& c, size_t r) {
+  if (c.type().id == TypeId::kDate) return static_cast<int64_t>(c.values<int32_t>()[r]) * 86400000000LL;
+  return ConvertTime(c.values<int64_t>()[r], c.type().unit, TimeUnit::kMicro);
+}
+
+std::string SourceName(const FeatureViewDef& v, const std::string& name) {
+  for (const auto& [from, to] : v.source.field_mapping) {
+    if (to == name) return from;
+  }
+  return name;
+}
+
+}  // namespace
+
+int64_t NowMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+OnlineValue ValueAt(const Column& c, size_t r) {
+  OnlineValue v;
+  if (c.IsNull(r)) return v;
+  switch (c.type().id) {
+    case TypeId::kBool: v.kind = OnlineValue::kBool; v.i = c.values<uint8_t>()[r] ? 1 : 0; break;
+    case TypeId::kInt32:
+    case TypeId::kInt64:
+    case TypeId::kDate: v.kind = OnlineValue::kInt; v.i = c.IntAt(r); break;
+    case TypeId::kTimestamp: v.kind = OnlineValue::kTimestamp; v.i = TimeUs(c, r); break;
+    case TypeId::kFloat:
+    case TypeId::kDouble: v.kind = OnlineValue::kDouble; v.d = c.DoubleAt(r); break;
+    case TypeId::kString: v.kind = OnlineValue::kString; v.s = std::string(c.StringAt(r)); break;
+    case TypeId::kBinary: v.kind = OnlineValue::kBytes; v.s = std::string(c.StringAt(r)); break;
+  }
+  return v;
+}
+
+std::string SerializeEntityKey(std::vector<std::pair<std::string, OnlineValue>> keys) {
+  std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string out;
+  PutU32(&out, static_cast<uint32_t>(keys.size()));
+  for (const auto& [name, v] : keys) {
+    PutU32(&out, kString);
+    PutU32(&out, static_cast<uint32_t>(name.size()));
+    out += name;
+  }
+  for (const auto& [name, v] : keys) {
+    switch (v.kind) {
+      case OnlineValue::kInt:
+      case OnlineValue::kTimestamp:
+      case OnlineValue::kBool:
+        PutU32(&out, kInt64);
+        PutU32(&out, 8);
+        PutI64(&out, v.i);
+        break;
+      case OnlineValue::kString:
+        PutU32(&out, kString);
+        PutU32(&out, static_cast<uint32_t>(v.s.size()));
+        out += v.s;
+        break;
+      case OnlineValue::kBytes:
+        PutU32(&out, kBytes);
+        PutU32(&out, static_cast<uint32_t>(v.s.size()));
+        out += v.s;
+        break;
+      case OnlineValue::kDouble:
+        PutU32(&out, kDouble);
+        PutU32(&out, 8);
+        out.append(reinterpret_cast<const char*>(&v.d), 8);
+        break;
+      case OnlineValue::kNull:
+        PutU32(&out, 0);
+        PutU32(&out, 0);
+        break;
+    }
+  }
+  return out;
+}
+
+std::string EncodeOnlineRow(const FeatureViewDef& view, int64_t ts, const std::vector<OnlineValue>& values) {
+  std::string out;
+  PutI64(&out, ts);
+  PutU32(&out, Fingerprint(view));
+  PutU32(&out, static_cast<uint32_t>(values.size()));
+  for (const OnlineValue& v : values) {
+    out.push_back(static_cast<char>(v.kind));
+    switch (v.kind) {
+      case OnlineValue::kNull: break;
+      case OnlineValue::kBool: out.push_back(static_cast<char>(v.i ? 1 : 0)); break;
+      case OnlineValue::kInt:
+      case OnlineValue::kTimestamp: PutI64(&out, v.i); break;
+      case OnlineValue::kDouble: out.append(reinterpret_cast<const char*>(&v.d), 8); break;
+      case OnlineValue::kString:
+      case OnlineValue::kBytes:
+        PutU32(&out, static_cast<uint32_t>(v.s.size()));
+        out += v.s;
+        break;
+    }
+  }
+  return out;
+}
+
+bool DecodeOnlineRow(const FeatureViewDef& view, std::string_view row, int64_t* ts, std::vector<OnlineValue>* values) {
+  if (row.size() < 16) return false;
+  uint32_t fp, n;
+  std::memcpy(ts, row.data(), 8);
+  std::memcpy(&fp, row.data() + 8, 4);
+  std::memcpy(&n, row.data() + 12, 4);
+  if (fp != Fingerprint(view) || n != view.features.size()) return false;
+  values->assign(n, OnlineValue{});
+  size_t p = 16;
+  auto need = [&](size_t k) { return row.size() - p >= k; };
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!need(1)) return false;
+    OnlineValue& v = (*values)[i];
+    v.kind = static_cast<OnlineValue::Kind>(row[p++]);
+    switch (v.kind) {
+      case OnlineValue::kNull: break;
+      case OnlineValue::kBool:
+        if (!need(1)) return false;
+        v.i = row[p++] ? 1 : 0;
+        break;
+      case OnlineValue::kInt:
+      case OnlineValue::kTimestamp:
+        if (!need(8)) return false;
+        std::memcpy(&v.i, row.data() + p, 8);
+        p += 8;
+        break;
+      case OnlineValue::kDouble:
+        if (!need(8)) return false;
+        std::memcpy(&v.d, row.data() + p, 8);
+        p += 8;
+        break;
+      case OnlineValue::kString:
+      case OnlineValue::kBytes: {
+        if (!need(4)) return false;
+        uint32_t len;
+        std::memcpy(&len, row.data() + p, 4);
+        p += 4;
+        if (!need(len)) return false;
+        v.s.assign(row.data() + p, len);
+        p += len;
+        break;
+      }
+      default: return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+
+struct Best {
+  int64_t ts = 0;
+  int64_t created = 0;
+  std::string row;
+};
+
+// Latest row per entity key of one view within [start, end].
+Status MaterializeView(const FeatureRepo& repo, const FeatureViewDef& v, OnlineStore* store,
+                       const MaterializeOptions& opt, std::mutex* progress_mu, MaterializeStats* st) {
+  std::vector<std::string> cols;
+  for (const std::string& k : v.join_keys) cols.push_back(SourceName(v, k));
+  cols.push_back(SourceName(v, v.source.timestamp_field));
+  const bool has_created = !v.source.created_timestamp_column.empty();
+  if (has_created) cols.push_back(SourceName(v, v.source.created_timestamp_column));
+  for (const FeatureDef& f : v.features) cols.push_back(SourceName(v, f.name));
+  std::vector<std::string> unique;
+  std::vector<size_t> pos(cols.size());
+  for (size_t i = 0; i < cols.size(); ++i) {
+    auto it = std::find(unique.begin(), unique.end(), cols[i]);
+    pos[i] = static_cast<size_t>(it - unique.begin());
+    if (it == unique.end()) unique.push_back(cols[i]);
+  }
+  auto reader = BatchReader::Open(repo.ResolvePath(v.source.path), v.source.format, unique);
+  if (!reader.ok()) return reader.error().WithContext(fmt::format("feature view \"{}\" source", v.name));
+  const size_t nk = v.join_keys.size();
+  const size_t f0 = nk + 1 + (has_created ? 1 : 0);
+  std::unordered_map<std::string, Best> best;
+  Table batch;
+  int64_t scanned = 0, in_window = 0;
+  const int64_t total = (*reader)->num_rows();
+  std::vector<std::pair<std::string, OnlineValue>> key;
+  std::vector<OnlineValue> values(v.features.size());
+  while (true) {
+    auto more = (*reader)->Next(&batch);
+    if (!more.ok()) return more.error().WithContext(fmt::format("feature view \"{}\" source", v.name));
+    if (!*more) break;
+    const Column& ts_col = batch.column(pos[nk]);
+    if (ts_col.type().id != TypeId::kTimestamp && ts_col.type().id != TypeId::kDate) {
+      return Status::InvalidArgument(fmt::format("feature view \"{}\": timestamp field \"{}\" is not a timestamp",
+                                                 v.name, v.source.timestamp_field));
+    }
+    std::vector<Column> feats;
+    for (size_t i = 0; i < v.features.size(); ++i) {
+      auto c = CastColumn(batch.column(pos[f0 + i]), v.features[i].type);
+      if (!c.ok()) return c.error().WithContext(fmt::format("feature view \"{}\": feature \"{}\"", v.name, v.features[i].name));
+      feats.push_back(std::move(*c));
+    }
+    for (size_t r = 0; r < batch.num_rows(); ++r) {
+      if (ts_col.IsNull(r)) continue;
+      const int64_t ts = TimeUs(ts_col, r);
+      if (ts < opt.start_us || ts > opt.end_us) continue;
+      key.clear();
+      bool null_key = false;
+      for (size_t k = 0; k < nk; ++k) {
+        const Column& kc = batch.column(pos[k]);
+        if (kc.IsNull(r)) null_key = true;
+        key.emplace_back(v.join_keys[k], ValueAt(kc, r));
+        if (IsIntLike(kc.type().id)) key.back().second.kind = OnlineValue::kInt;
+      }
+      if (null_key) continue;
+      ++in_window;
+      const int64_t created = has_created && !batch.column(pos[nk + 1]).IsNull(r)
+                                  ? TimeUs(batch.column(pos[nk + 1]), r)
+                                  : INT64_MIN;
+      auto [it, fresh] = best.try_emplace(SerializeEntityKey(key));
+      if (!fresh && (ts < it->second.ts || (ts == it->second.ts && created < it->second.created))) continue;
+      for (size_t i = 0; i < feats.size(); ++i) values[i] = ValueAt(feats[i], r);
+      it->second = Best{ts, created, EncodeOnlineRow(v, ts, values)};
+    }
+    scanned += static_cast<int64_t>(batch.num_rows());
+    if (opt.progress) {
+      std::lock_guard<std::mutex> l(*progress_mu);
+      opt.progress(v.name, scanned, total);
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> rows;
+  rows.reserve(opt.write_batch);
+  int64_t written = 0;
+  for (auto& [k, b] : best) {
+    rows.emplace_back(k, std::move(b.row));
+    if (rows.size() >= opt.write_batch) {
+      STRATA_RETURN_IF_ERROR(store->Write(v.name, rows));
+      written += static_cast<int64_t>(rows.size());
+      rows.clear();
+    }
+  }
+  if (!rows.empty()) {
+    STRATA_RETURN_IF_ERROR(store->Write(v.name, rows));
+    written += static_cast<int64_t>(rows.size());
+  }
+  std::lock_guard<std::mutex> l(*progress_mu);
+  st->views += 1;
+  st->rows_scanned += scanned;
+  st->rows_in_window += in_window;
+  st->entities_written += written;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Materialize(FeatureRepo* registry, OnlineStore* store, const MaterializeOptions& opt, MaterializeStats* stats) {
+  MaterializeStats local;
+  MaterializeStats* st = stats ? stats : &local;
+  if (opt.end_us < opt.start_us) {
+    return Status::InvalidArgument("materialize: the end is before the start");
+  }
+  std::vector<FeatureViewDef*> views;
+  if (opt.views.empty()) {
+    for (FeatureViewDef& v : registry->views) {
+      if (v.online) views.push_back(&v);
+    }
+  } else {
+    for (const std::string& n : opt.views) {
+      FeatureViewDef* v = registry->FindView(n);
+      if (!v) return Status::NotFound(fmt::format("unknown feature view \"{}\"", n));
+      if (!v->online) return Status::InvalidArgument(fmt::format("feature view \"{}\" is not online", n));
+      views.push_back(v);
+    }
+  }
+  std::mutex mu;
+  std::vector<Status> results(views.size());
+  const size_t threads = static_cast<size_t>(std::max(1, opt.threads));
+  for (size_t b = 0; b < views.size(); b += threads) {
+    std::vector<std::future<void>> running;
+    for (size_t i = b; i < std::min(views.size(), b + threads); ++i) {
+      running.push_back(std::async(std::launch::async, [&, i] {
+        results[i] = MaterializeView(*registry, *views[i], store, opt, &mu, st);
+      }));
+    }
+    for (auto& f : running) f.get();
+  }
+  for (size_t i = 0; i < views.size(); ++i) {
+    STRATA_RETURN_IF_ERROR(results[i]);
+    views[i]->materialization_intervals.push_back({opt.start_us, opt.end_us});
+  }
+  if (!registry->config.registry_path.empty()) {
+    STRATA_RETURN_IF_ERROR(SaveRegistry(registry->config.registry_path, *registry));
+  }
+  return Status::Ok();
+}
+
+Status MaterializeIncremental(FeatureRepo* registry, OnlineStore* store, int64_t end_us, MaterializeOptions opt,
+                              MaterializeStats* stats) {
+  std::vector<std::string> names = opt.views;
+  if (names.empty()) {
+    for (const FeatureViewDef& v : registry->views) {
+      if (v.online) names.push_back(v.name);
+    }
+  }
+  MaterializeStats total;
+  for (const std::string& n : names) {
+    const FeatureViewDef* v = registry->FindView(n);
+    if (!v) return Status::NotFound(fmt::format("unknown feature view \"{}\"", n));
+    int64_t start;
+    if (!v->materialization_intervals.empty()) {
+      start = v->materialization_intervals.back().end_us;
+      for (const Interval& i : v->materialization_intervals) start = std::max(start, i.end_us);
+    } else {
+      const int64_t ttl = v->ttl_seconds > 0 ? v->ttl_seconds : 52LL * 7 * 86400;
+      start = end_us - ttl * 1000000;
+    }
+    if (start >= end_us) continue;  // nothing new
+    MaterializeOptions one = opt;
+    one.start_us = start;
+    one.end_us = end_us;
+    one.views = {n};
+    MaterializeStats s;
+    STRATA_RETURN_IF_ERROR(Materialize(registry, store, one, &s));
+    total.views += s.views;
+    total.rows_scanned += s.rows_scanned;
+    total.rows_in_window += s.rows_in_window;
+    total.entities_written += s.entities_written;
+  }
+  if (stats) *stats = total;
+  return Status::Ok();
+}
+
+Status WriteToOnlineStore(const FeatureRepo& registry, OnlineStore* store, const std::string& view_name,
+                          const Table& rows) {
+  const FeatureViewDef* v = registry.FindView(view_name);
+  if (!v) return Status::NotFound(fmt::format("unknown feature view \"{}\"", view_name));
+  std::vector<int> key_ix;
+  for (const std::string& k : v->join_keys) {
+    const int ix = rows.FieldIndex(k);
+    if (ix < 0) return Status::InvalidArgument(fmt::format("the rows lack join key \"{}\" of view \"{}\"", k, v->name));
+    key_ix.push_back(ix);
+  }
+  const int ts_ix = rows.FieldIndex(v->source.timestamp_field);
+  if (ts_ix < 0) {
+    return Status::InvalidArgument(fmt::format("the rows lack the timestamp field \"{}\"", v->source.timestamp_field));
+  }
+  const Column& ts_col = rows.column(ts_ix);
+  if (ts_col.type().id != TypeId::kTimestamp && ts_col.type().id != TypeId::kDate) {
+    return Status::InvalidArgument(fmt::format("\"{}\" must hold timestamps", v->source.timestamp_field));
+  }
+  std::vector<std::optional<Column>> feats;
+  for (const FeatureDef& f : v->features) {
+    const int ix = rows.FieldIndex(f.name);
+    if (ix < 0) {
+      feats.emplace_back();
+      continue;
+    }
+    auto c = CastColumn(rows.column(ix), f.type);
+    if (!c.ok()) return c.error().WithContext(fmt::format("feature \"{}\"", f.name));
+    feats.emplace_back(std::move(*c));
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  std::vector<OnlineValue> values(v->features.size());
+  for (size_t r = 0; r < rows.num_rows(); ++r) {
+    if (ts_col.IsNull(r)) return Status::InvalidArgument(fmt::format("row {} has no event timestamp", r));
+    std::vector<std::pair<std::string, OnlineValue>> key;
+    for (size_t k = 0; k < key_ix.size(); ++k) {
+      const Column& kc = rows.column(key_ix[k]);
+      if (kc.IsNull(r)) return Status::InvalidArgument(fmt::format("row {} has a NULL join key", r));
+      key.emplace_back(v->join_keys[k], ValueAt(kc, r));
+      if (IsIntLike(kc.type().id)) key.back().second.kind = OnlineValue::kInt;
+    }
+    for (size_t i = 0; i < feats.size(); ++i) values[i] = feats[i] ? ValueAt(*feats[i], r) : OnlineValue{};
+    out.emplace_back(SerializeEntityKey(std::move(key)), EncodeOnlineRow(*v, TimeUs(ts_col, r), values));
+  }
+  return store->Write(v->name, out);
+}
+
+Result<OnlineResponse> GetOnlineFeatures(const FeatureRepo& registry, OnlineStore* store,
+                                         const std::vector<FeatureProjection>& features,
+                                         const std::vector<std::pair<std::string, std::vector<OnlineValue>>>& entities,
+                                         bool full_names, int64_t now_us) {
+  if (entities.empty()) return Status::InvalidArgument("no entities given");
+  const size_t n = entities[0].second.size();
+  for (const auto& [name, vals] : entities) {
+    if (vals.size() != n) {
+      return Status::InvalidArgument(fmt::format("entity \"{}\" has {} values, \"{}\" has {}", name, vals.size(),
+                                                 entities[0].first, n));
+    }
+  }
+  auto entity_col = [&](const std::string& key) -> const std::vector<OnlineValue>* {
+    for (const auto& [name, vals] : entities) {
+      if (name == key) return &vals;
+    }
+    return nullptr;
+  };
+  OnlineResponse resp;
+  for (const auto& [name, vals] : entities) {
+    resp.names.push_back(name);
+    OnlineResponse::Column c;
+    c.values = vals;
+    c.statuses.assign(n, "PRESENT");
+    c.event_ts_us.assign(n, 0);
+    resp.columns.push_back(std::move(c));
+  }
+  // Keys of every (row, view), deduplicated, then one read.
+  struct ViewPlan {
+    const FeatureViewDef* view;
+    std::vector<size_t> feature_ix;
+    std::vector<size_t> slot;  // per row: index into `keys`, or SIZE_MAX for a NULL key
+  };
+  std::vector<ViewPlan> plans;
+  std::vector<std::pair<std::string, std::string>> keys;
+  std::unordered_map<std::string, size_t> seen;
+  for (const FeatureProjection& p : features) {
+    const FeatureViewDef* v = registry.FindView(p.view);
+    if (!v) return Status::NotFound(fmt::format("unknown feature view \"{}\"", p.view));
+    ViewPlan plan{v, {}, {}};
+    for (const std::string& f : p.features) {
+      size_t ix = SIZE_MAX;
+      for (size_t i = 0; i < v->features.size(); ++i) {
+        if (v->features[i].name == f) ix = i;
+      }
+      if (ix == SIZE_MAX) return Status::NotFound(fmt::format("feature view \"{}\" has no feature \"{}\"", v->name, f));
+      plan.feature_ix.push_back(ix);
+    }
+    std::vector<const std::vector<OnlineValue>*> cols;
+    for (const std::string& k : v->join_keys) {
+      const auto* c = entity_col(k);
+      if (!c) {
+        return Status::InvalidArgument(
+            fmt::format("entities lack join key \"{}\" needed by feature view \"{}\"", k, v->name));
+      }
+      cols.push_back(c);
+    }
+    plan.slot.resize(n);
+    for (size_t r = 0; r < n; ++r) {
+      std::vector<std::pair<std::string, OnlineValue>> key;
+      bool null_key = false;
+      for (size_t k = 0; k < cols.size(); ++k) {
+        null_key |= (*cols[k])[r].kind == OnlineValue::kNull;
+        key.emplace_back(v->join_keys[k], (*cols[k])[r]);
+      }
+      if (null_key) {
+        plan.slot[r] = SIZE_MAX;
+        continue;
+      }
+      std::string ek = SerializeEntityKey(std::move(key));
+      std::string lookup = ek + '\0' + v->name;
+      auto [it, fresh] = seen.try_emplace(std::move(lookup), keys.size());
+      if (fresh) keys.emplace_back(std::move(ek), v->name);
+      plan.slot[r] = it->second;
+    }
+    for (const std::string& f : p.features) resp.names.push_back(full_names ? v->name + "__" + f : f);
+    plans.push_back(std::move(plan));
+  }
+  // Duplicate output names need full_feature_names, as in Feast.
+  for (size_t i = 0; i < resp.names.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (resp.names[i] == resp.names[j]) {
+        return Status::InvalidArgument(fmt::format(
+            "feature name \"{}\" appears twice: set full_feature_names to get view__feature names", resp.names[i]));
+      }
+    }
+  }
+  STRATA_ASSIGN_OR_RETURN(auto rows, store->Read(keys));
+  std::vector<int64_t> ts(keys.size(), 0);
+  std::vector<std::vector<OnlineValue>> decoded(keys.size());
+  std::vector<uint8_t> found(keys.size(), 0);
+  for (const ViewPlan& plan : plans) {
+    for (size_t r = 0; r < n; ++r) {
+      const size_t s = plan.slot[r];
+      if (s == SIZE_MAX || found[s] || !rows[s]) continue;
+      found[s] = DecodeOnlineRow(*plan.view, *rows[s], &ts[s], &decoded[s]) ? 1 : 0;
+    }
+  }
+  for (const ViewPlan& plan : plans) {
+    const int64_t ttl_us = plan.view->ttl_seconds * 1000000;
+    for (size_t fi : plan.feature_ix) {
+      OnlineResponse::Column c;
+      c.values.resize(n);
+      c.statuses.resize(n);
+      c.event_ts_us.assign(n, 0);
+      for (size_t r = 0; r < n; ++r) {
+        const size_t s = plan.slot[r];
+        if (s == SIZE_MAX || !found[s]) {
+          c.statuses[r] = "NOT_FOUND";
+          continue;
+        }
+        c.values[r] = decoded[s][fi];
+        c.event_ts_us[r] = ts[s];
+        if (ttl_us > 0 && now_us - ts[s] > ttl_us) {
+          c.statuses[r] = "OUTSIDE_MAX_AGE";
+        } else if (c.values[r].kind == OnlineValue::kNull) {
+          c.statuses[r] = "NULL_VALUE";
+        } else {
+          c.statuses[r] = "PRESENT";
+        }
+      }
+      resp.columns.push_back(std::move(c));
+    }
+  }
+  return resp;
+}
+
+}  // namespace strata::features

@@ -1,0 +1,397 @@
+// Online store backends: RocksDB (embedded) and Redis (RESP spoken by hand:
+// pipelined commands, one round trip per read).
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+
+#include <fmt/format.h>
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+#include <rocksdb/write_batch.h>
+
+#include <strata/features/online.h>
+
+namespace strata::features {
+
+namespace {
+
+int64_t RowTs(std::string_view row) {
+  int64_t ts = INT64_MIN;
+  if (row.size() >= 8) std::memcpy(&ts, row.data(), 8);
+  return ts;
+}
+
+class RocksDbOnlineStore final : public OnlineStore {
+ public:
+  RocksDbOnlineStore(std::unique_ptr<rocksdb::DB> db, std::string project)
+      : db_(std::move(db)), prefix_(std::move(project) + '\0') {}
+  std::string name() const override { return "rocksdb"; }
+
+  std::string Key(const std::string& ek, const std::string& view) const {
+    std::string k = prefix_;
+    const uint32_t len = static_cast<uint32_t>(ek.size());
+    k.append(reinterpret_cast<const char*>(&len), 4);
+    k += ek;
+    k += view;
+    return k;
+  }
+
+  Status Write(const std::string& view, const std::vector<std::pair<std::string, std::string>>& rows) override {
+    std::vector<std::string> keys;
+    keys.reserve(rows.size());
+    for (const auto& [ek, row] : rows) keys.push_back(Key(ek, view));
+    std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+    // Check-then-write must not interleave with another writer of the same keys.
+    std::lock_guard<std::mutex> l(write_mu_);
+    std::vector<std::string> old(keys.size());
+    std::vector<rocksdb::Status> sts = db_->MultiGet(rocksdb::ReadOptions(), slices, &old);
+    rocksdb::WriteBatch batch;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (sts[i].ok() && RowTs(old[i]) > RowTs(rows[i].second)) continue;  // keep the newer row
+      if (!sts[i].ok() && !sts[i].IsNotFound()) {
+        return Status::IOError(fmt::format("online store read: {}", sts[i].ToString()));
+      }
+      batch.Put(keys[i], rows[i].second);
+    }
+    rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &batch);
+    if (!s.ok()) return Status::IOError(fmt::format("online store write: {}", s.ToString()));
+    return Status::Ok();
+  }
+
+  Result<std::vector<std::optional<std::string>>> Read(
+      const std::vector<std::pair<std::string, std::string>>& pairs) override {
+    std::vector<std::string> keys;
+    keys.reserve(pairs.size());
+    for (const auto& [ek, view] : pairs) keys.push_back(Key(ek, view));
+    std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+    std::vector<std::string> vals(keys.size());
+    std::vector<rocksdb::Status> sts = db_->MultiGet(rocksdb::ReadOptions(), slices, &vals);
+    std::vector<std::optional<std::string>> out(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (sts[i].ok()) {
+        out[i] = std::move(vals[i]);
+      } else if (!sts[i].IsNotFound()) {
+        return Status::IOError(fmt::format("online store read: {}", sts[i].ToString()));
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::unique_ptr<rocksdb::DB> db_;
+  std::string prefix_;
+  std::mutex write_mu_;
+};
+
+// ---- Redis ----
+
+struct Reply {
+  enum Type { kStatus, kError, kInt, kBulk, kNil, kArray } type = kNil;
+  std::string str;
+  int64_t i = 0;
+  std::vector<Reply> elems;
+};
+
+class RespConnection {
+ public:
+  ~RespConnection() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  Status Connect(const std::string& host, const std::string& port) {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    if (int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0) {
+      return Status::Unavailable(fmt::format("redis {}:{}: {}", host, port, gai_strerror(rc)));
+    }
+    Status st = Status::Unavailable(fmt::format("redis {}:{}: cannot connect", host, port));
+    for (addrinfo* a = res; a; a = a->ai_next) {
+      const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+      if (fd < 0) continue;
+      if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+        int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        fd_ = fd;
+        st = Status::Ok();
+        break;
+      }
+      st = Status::Unavailable(fmt::format("redis {}:{}: {} (is redis-server running?)", host, port, std::strerror(errno)));
+      ::close(fd);
+    }
+    ::freeaddrinfo(res);
+    return st;
+  }
+
+  static void Append(std::string* out, const std::vector<std::string_view>& args) {
+    *out += fmt::format("*{}\r\n", args.size());
+    for (std::string_view a : args) {
+      *out += fmt::format("${}\r\n", a.size());
+      out->append(a.data(), a.size());
+      *out += "\r\n";
+    }
+  }
+
+  Status SendRaw(const std::string& data) {
+    size_t done = 0;
+    while (done < data.size()) {
+      const ssize_t w = ::send(fd_, data.data() + done, data.size() - done, MSG_NOSIGNAL);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        broken_ = true;
+        return Status::Unavailable(fmt::format("redis send: {}", std::strerror(errno)));
+      }
+      done += static_cast<size_t>(w);
+    }
+    return Status::Ok();
+  }
+
+  Result<Reply> ReadReply() {
+    STRATA_ASSIGN_OR_RETURN(std::string line, ReadLine());
+    if (line.empty()) return Broken("empty reply line");
+    Reply r;
+    const std::string rest = line.substr(1);
+    switch (line[0]) {
+      case '+': r.type = Reply::kStatus; r.str = rest; return r;
+      case '-': r.type = Reply::kError; r.str = rest; return r;
+      case ':': r.type = Reply::kInt; r.i = std::strtoll(rest.c_str(), nullptr, 10); return r;
+      case '$': {
+        const long long len = std::strtoll(rest.c_str(), nullptr, 10);
+        if (len < 0) {
+          r.type = Reply::kNil;
+          return r;
+        }
+        if (len > (512LL << 20)) return Broken("bulk reply too large");
+        STRATA_RETURN_IF_ERROR(Fill(static_cast<size_t>(len) + 2));
+        r.type = Reply::kBulk;
+        r.str = buf_.substr(pos_, static_cast<size_t>(len));
+        pos_ += static_cast<size_t>(len) + 2;
+        return r;
+      }
+      case '*': {
+        const long long n = std::strtoll(rest.c_str(), nullptr, 10);
+        if (n < 0) {
+          r.type = Reply::kNil;
+          return r;
+        }
+        r.type = Reply::kArray;
+        for (long long k = 0; k < n; ++k) {
+          STRATA_ASSIGN_OR_RETURN(Reply e, ReadReply());
+          r.elems.push_back(std::move(e));
+        }
+        return r;
+      }
+      default: return Broken("unknown reply type");
+    }
+  }
+
+  bool broken() const { return broken_; }
+
+ private:
+  Status Broken(const char* why) {
+    broken_ = true;
+    return Status::Corruption(fmt::format("redis protocol error: {}", why));
+  }
+  Status Fill(size_t n) {
+    while (buf_.size() - pos_ < n) {
+      if (pos_ > 0 && pos_ == buf_.size()) {
+        buf_.clear();
+        pos_ = 0;
+      }
+      char tmp[65536];
+      const ssize_t r = ::recv(fd_, tmp, sizeof tmp, 0);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        broken_ = true;
+        return Status::Unavailable(r == 0 ? "redis closed the connection" : fmt::format("redis recv: {}", std::strerror(errno)));
+      }
+      buf_.append(tmp, static_cast<size_t>(r));
+    }
+    return Status::Ok();
+  }
+  Result<std::string> ReadLine() {
+    while (true) {
+      const size_t e = buf_.find("\r\n", pos_);
+      if (e != std::string::npos) {
+        std::string line = buf_.substr(pos_, e - pos_);
+        pos_ = e + 2;
+        if (pos_ == buf_.size()) {
+          buf_.clear();
+          pos_ = 0;
+        }
+        return line;
+      }
+      STRATA_RETURN_IF_ERROR(Fill(buf_.size() - pos_ + 1));
+    }
+  }
+
+  int fd_ = -1;
+  std::string buf_;
+  size_t pos_ = 0;
+  bool broken_ = false;
+};
+
+class RedisOnlineStore final : public OnlineStore {
+ public:
+  RedisOnlineStore(std::string host, std::string port, int db, std::string password, std::string project)
+      : host_(std::move(host)), port_(std::move(port)), db_(db), password_(std::move(password)),
+        project_(std::move(project)) {}
+  std::string name() const override { return "redis"; }
+
+  Status Ping() {
+    STRATA_ASSIGN_OR_RETURN(auto conn, Take());
+    std::string cmd;
+    RespConnection::Append(&cmd, {"PING"});
+    STRATA_RETURN_IF_ERROR(conn->SendRaw(cmd));
+    STRATA_ASSIGN_OR_RETURN(Reply r, conn->ReadReply());
+    if (r.type == Reply::kError) return Status::Unavailable("redis: " + r.str);
+    Give(std::move(conn));
+    return Status::Ok();
+  }
+
+  Status Write(const std::string& view, const std::vector<std::pair<std::string, std::string>>& rows) override {
+    if (rows.empty()) return Status::Ok();
+    STRATA_ASSIGN_OR_RETURN(auto conn, Take());
+    const std::string ts_field = "_ts:" + view;
+    std::string cmd;
+    for (const auto& [ek, row] : rows) RespConnection::Append(&cmd, {"HGET", ek + project_, ts_field});
+    STRATA_RETURN_IF_ERROR(conn->SendRaw(cmd));
+    std::vector<bool> newer(rows.size(), true);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      STRATA_ASSIGN_OR_RETURN(Reply r, conn->ReadReply());
+      if (r.type == Reply::kError) return Status::IOError("redis: " + r.str);
+      if (r.type == Reply::kBulk && r.str.size() == 8) {
+        int64_t old;
+        std::memcpy(&old, r.str.data(), 8);
+        newer[i] = old <= RowTs(rows[i].second);
+      }
+    }
+    cmd.clear();
+    size_t sent = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (!newer[i]) continue;
+      const std::string ts = rows[i].second.substr(0, 8);
+      RespConnection::Append(&cmd, {"HSET", rows[i].first + project_, view, rows[i].second, ts_field, ts});
+      ++sent;
+    }
+    STRATA_RETURN_IF_ERROR(conn->SendRaw(cmd));
+    for (size_t i = 0; i < sent; ++i) {
+      STRATA_ASSIGN_OR_RETURN(Reply r, conn->ReadReply());
+      if (r.type == Reply::kError) return Status::IOError("redis: " + r.str);
+    }
+    Give(std::move(conn));
+    return Status::Ok();
+  }
+
+  Result<std::vector<std::optional<std::string>>> Read(
+      const std::vector<std::pair<std::string, std::string>>& pairs) override {
+    std::vector<std::optional<std::string>> out(pairs.size());
+    if (pairs.empty()) return out;
+    STRATA_ASSIGN_OR_RETURN(auto conn, Take());
+    std::string cmd;
+    for (const auto& [ek, view] : pairs) RespConnection::Append(&cmd, {"HGET", ek + project_, view});
+    STRATA_RETURN_IF_ERROR(conn->SendRaw(cmd));  // one round trip for every entity and view
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      STRATA_ASSIGN_OR_RETURN(Reply r, conn->ReadReply());
+      if (r.type == Reply::kError) return Status::IOError("redis: " + r.str);
+      if (r.type == Reply::kBulk) out[i] = std::move(r.str);
+    }
+    Give(std::move(conn));
+    return out;
+  }
+
+ private:
+  Result<std::unique_ptr<RespConnection>> Take() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (!idle_.empty()) {
+        auto c = std::move(idle_.back());
+        idle_.pop_back();
+        return c;
+      }
+    }
+    auto c = std::make_unique<RespConnection>();
+    STRATA_RETURN_IF_ERROR(c->Connect(host_, port_));
+    std::string cmd;
+    size_t replies = 0;
+    if (!password_.empty()) {
+      RespConnection::Append(&cmd, {"AUTH", password_});
+      ++replies;
+    }
+    if (db_ != 0) {
+      const std::string db = std::to_string(db_);
+      RespConnection::Append(&cmd, {"SELECT", db});
+      ++replies;
+    }
+    if (replies) {
+      STRATA_RETURN_IF_ERROR(c->SendRaw(cmd));
+      for (size_t i = 0; i < replies; ++i) {
+        STRATA_ASSIGN_OR_RETURN(Reply r, c->ReadReply());
+        if (r.type == Reply::kError) return Status::PermissionDenied("redis: " + r.str);
+      }
+    }
+    return c;
+  }
+  void Give(std::unique_ptr<RespConnection> c) {
+    if (c->broken()) return;
+    std::lock_guard<std::mutex> l(mu_);
+    if (idle_.size() < 64) idle_.push_back(std::move(c));
+  }
+
+  std::string host_, port_;
+  int db_;
+  std::string password_, project_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<RespConnection>> idle_;  // guarded by mu_
+};
+
+}  // namespace
+
+Result<std::unique_ptr<OnlineStore>> OpenRocksDbOnlineStore(const std::string& path, const std::string& project) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.IncreaseParallelism(2);
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(options, path, &raw);
+  if (!s.ok()) return Status::IOError(fmt::format("cannot open the RocksDB online store at {}: {}", path, s.ToString()));
+  return std::unique_ptr<OnlineStore>(new RocksDbOnlineStore(std::unique_ptr<rocksdb::DB>(raw), project));
+}
+
+Result<std::unique_ptr<OnlineStore>> OpenRedisOnlineStore(const std::string& connection, const std::string& project) {
+  std::string hostport = connection, password;
+  int db = 0;
+  size_t comma = connection.find(',');
+  if (comma != std::string::npos) {
+    hostport = connection.substr(0, comma);
+    std::string rest = connection.substr(comma + 1);
+    while (!rest.empty()) {
+      const size_t c = rest.find(',');
+      const std::string item = rest.substr(0, c);
+      if (item.rfind("db=", 0) == 0) db = std::atoi(item.c_str() + 3);
+      else if (item.rfind("password=", 0) == 0) password = item.substr(9);
+      rest = c == std::string::npos ? "" : rest.substr(c + 1);
+    }
+  }
+  const size_t colon = hostport.rfind(':');
+  const std::string host = colon == std::string::npos ? hostport : hostport.substr(0, colon);
+  const std::string port = colon == std::string::npos ? "6379" : hostport.substr(colon + 1);
+  auto store = std::make_unique<RedisOnlineStore>(host, port, db, password, project);
+  STRATA_RETURN_IF_ERROR(store->Ping());
+  return std::unique_ptr<OnlineStore>(std::move(store));
+}
+
+Result<std::unique_ptr<OnlineStore>> OpenOnlineStore(const RepoConfig& config) {
+  if (config.online_store == "redis") return OpenRedisOnlineStore(config.redis_connection, config.project);
+  return OpenRocksDbOnlineStore(config.online_path, config.project);
+}
+
+}  // namespace strata::features

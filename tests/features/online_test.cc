@@ -1,0 +1,323 @@
+// Online serving: materialize into RocksDB and a real Redis (redis-server
+// started here), get-online-features statuses and values, the feature server's
+// Feast-shaped HTTP API, and bad requests answered with clear errors.
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <strata/core/http_client.h>
+#include <strata/features/feature_server.h>
+#include <strata/features/online.h>
+#include <strata/features/parquet.h>
+#include <strata/features/repo.h>
+
+#include "testutil/testutil.h"
+
+namespace strata::features {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr int64_t kH = 3600LL * 1000000;
+constexpr int64_t kBase = 1700000000LL * 1000000;
+
+void WriteText(const std::string& path, const std::string& text) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+// A repo with two views sharing the driver entity; `online` picks the store.
+FeatureRepo MakeRepo(const std::string& dir, const std::string& online) {
+  WriteText(dir + "/feature_store.yaml", "project: online_test\nonline_store:\n" + online);
+  WriteText(dir + "/defs.yaml", R"(entities:
+  - {name: driver, join_keys: [driver_id]}
+  - {name: city, join_keys: [city]}
+feature_views:
+  - name: stats
+    entities: [driver]
+    ttl: 0
+    schema:
+      - {name: rate, dtype: Float64}
+      - {name: trips, dtype: Int64}
+      - {name: name, dtype: String}
+    source: {path: data/stats.parquet, timestamp_field: ts, created_timestamp_column: created}
+  - name: geo
+    entities: [driver, city]
+    ttl: 2h
+    schema:
+      - {name: visits, dtype: Int32}
+    source: {path: data/geo.parquet, timestamp_field: ts}
+feature_services:
+  - name: all
+    features: [stats, geo]
+)");
+  Table stats(Schema{{"driver_id", DataType::Int64()}, {"ts", DataType::Timestamp()}, {"created", DataType::Timestamp()},
+                     {"rate", DataType::Double()}, {"trips", DataType::Int32()}, {"name", DataType::String()}});
+  auto add = [&](int64_t d, int64_t h, int64_t created, std::optional<double> rate, int32_t trips, const char* name) {
+    stats.column(0).Append<int64_t>(d);
+    stats.column(1).Append<int64_t>(kBase + h * kH);
+    stats.column(2).Append<int64_t>(kBase + created);
+    rate ? stats.column(3).Append<double>(*rate) : stats.column(3).AppendNull();
+    stats.column(4).Append<int32_t>(trips);
+    stats.column(5).AppendString(name);
+  };
+  add(1, 1, 0, 0.1, 10, "a");
+  add(1, 3, 0, 0.3, 30, "c");   // latest in [0, 5h]
+  add(1, 3, -1, 0.25, 25, "x"); // same ts, older created: loses
+  add(1, 8, 0, 0.8, 80, "late");  // outside the first window
+  add(2, 2, 0, std::nullopt, 20, "nul");
+  fs::create_directories(dir + "/data");
+  EXPECT_OK(WriteParquetFile(dir + "/data/stats.parquet", stats));
+  Table geo(Schema{{"driver_id", DataType::Int64()}, {"city", DataType::String()}, {"ts", DataType::Timestamp()},
+                   {"visits", DataType::Int32()}});
+  geo.column(0).Append<int64_t>(1);
+  geo.column(1).AppendString("paris");
+  geo.column(2).Append<int64_t>(kBase + 2 * kH);
+  geo.column(3).Append<int32_t>(7);
+  EXPECT_OK(WriteParquetFile(dir + "/data/geo.parquet", geo));
+  auto repo = LoadFeatureRepo(dir);
+  EXPECT_OK(repo);
+  EXPECT_OK(ApplyRepo(*repo));
+  auto reg = LoadRegistry(repo->config.registry_path);
+  EXPECT_OK(reg);
+  reg->config = repo->config;
+  return *reg;
+}
+
+std::vector<std::pair<std::string, std::vector<OnlineValue>>> Entities() {
+  return {{"driver_id", {OnlineValue::Int(1), OnlineValue::Int(2), OnlineValue::Int(3), OnlineValue::Int(1)}},
+          {"city", {OnlineValue::String("paris"), OnlineValue::String("rome"), OnlineValue::String("paris"),
+                    OnlineValue::String("rome")}}};
+}
+
+// The shared scenario, run against each store.
+void Scenario(const std::string& dir, FeatureRepo reg, OnlineStore* store) {
+  MaterializeOptions opt;
+  opt.start_us = kBase;
+  opt.end_us = kBase + 5 * kH;
+  MaterializeStats st;
+  ASSERT_OK(Materialize(&reg, store, opt, &st));
+  EXPECT_EQ(st.views, 2);
+  EXPECT_EQ(st.entities_written, 3);  // drivers 1 and 2 for stats, (1, paris) for geo
+  // The interval is in the registry file.
+  ASSERT_OK_AND_ASSIGN(FeatureRepo saved, LoadRegistry(reg.config.registry_path));
+  ASSERT_EQ(saved.FindView("stats")->materialization_intervals.size(), 1u);
+  EXPECT_EQ(saved.FindView("stats")->materialization_intervals[0].end_us, kBase + 5 * kH);
+
+  ASSERT_OK_AND_ASSIGN(auto feats, ResolveService(reg, "all"));
+  const int64_t now = kBase + 5 * kH;  // geo (ts 2h, ttl 2h) is 3h old: outside max age
+  ASSERT_OK_AND_ASSIGN(OnlineResponse r, GetOnlineFeatures(reg, store, feats, Entities(), false, now));
+  ASSERT_EQ(r.names, (std::vector<std::string>{"driver_id", "city", "rate", "trips", "name", "visits"}));
+  const auto& rate = r.columns[2];
+  EXPECT_EQ(rate.values[0], OnlineValue::Double(0.3));
+  EXPECT_EQ(rate.statuses[0], "PRESENT");
+  EXPECT_EQ(rate.event_ts_us[0], kBase + 3 * kH);
+  EXPECT_EQ(rate.statuses[1], "NULL_VALUE");
+  EXPECT_EQ(rate.statuses[2], "NOT_FOUND");
+  EXPECT_EQ(rate.values[3], OnlineValue::Double(0.3));  // same driver, other city
+  EXPECT_EQ(r.columns[3].values[0], OnlineValue::Int(30));  // Int32 source, Int64 feature
+  EXPECT_EQ(r.columns[4].values[0], OnlineValue::String("c"));
+  const auto& visits = r.columns[5];
+  EXPECT_EQ(visits.values[0], OnlineValue::Int(7));
+  EXPECT_EQ(visits.statuses[0], "OUTSIDE_MAX_AGE");
+  EXPECT_EQ(visits.statuses[3], "NOT_FOUND");
+  ASSERT_OK_AND_ASSIGN(OnlineResponse fresh, GetOnlineFeatures(reg, store, feats, Entities(), true, kBase + 3 * kH));
+  EXPECT_EQ(fresh.names[5], "geo__visits");
+  EXPECT_EQ(fresh.columns[5].statuses[0], "PRESENT");
+
+  // Incremental: from the last end to now picks up the 8h row.
+  ASSERT_OK(MaterializeIncremental(&reg, store, kBase + 10 * kH, {}, &st));
+  ASSERT_OK_AND_ASSIGN(r, GetOnlineFeatures(reg, store, feats, Entities(), false, now));
+  EXPECT_EQ(r.columns[2].values[0], OnlineValue::Double(0.8));
+  // An older window never overwrites newer values.
+  opt.start_us = kBase;
+  opt.end_us = kBase + 2 * kH;
+  ASSERT_OK(Materialize(&reg, store, opt, &st));
+  ASSERT_OK_AND_ASSIGN(r, GetOnlineFeatures(reg, store, feats, Entities(), false, now));
+  EXPECT_EQ(r.columns[2].values[0], OnlineValue::Double(0.8));
+
+  // Push: a newer row wins at once.
+  Table push(Schema{{"driver_id", DataType::Int64()}, {"ts", DataType::Timestamp()}, {"rate", DataType::Double()}});
+  push.column(0).Append<int64_t>(3);
+  push.column(1).Append<int64_t>(kBase + 20 * kH);
+  push.column(2).Append<double>(0.5);
+  ASSERT_OK(WriteToOnlineStore(reg, store, "stats", push));
+  ASSERT_OK_AND_ASSIGN(r, GetOnlineFeatures(reg, store, feats, Entities(), false, now));
+  EXPECT_EQ(r.columns[2].values[2], OnlineValue::Double(0.5));
+  EXPECT_EQ(r.columns[3].statuses[2], "NULL_VALUE");  // not pushed
+
+  // Bad requests.
+  EXPECT_STATUS_CODE(GetOnlineFeatures(reg, store, feats, {{"driver_id", {OnlineValue::Int(1)}}}, false, now),
+                     StatusCode::kInvalidArgument);  // city missing for geo
+  EXPECT_STATUS_CODE(ResolveFeatureRefs(reg, {"stats:nope"}), StatusCode::kNotFound);
+  auto dup = std::vector<FeatureProjection>{{"stats", {"rate"}}, {"stats", {"rate"}}};
+  EXPECT_STATUS_CODE(GetOnlineFeatures(reg, store, dup, Entities(), false, now), StatusCode::kInvalidArgument);
+}
+
+TEST(OnlineTest, RocksDb) {
+  ::strata::testing::TempDir dir("strata-online");
+  FeatureRepo reg = MakeRepo(dir.path(), "  type: rocksdb\n  path: data/online\n");
+  ASSERT_OK_AND_ASSIGN(auto store, OpenOnlineStore(reg.config));
+  EXPECT_EQ(store->name(), "rocksdb");
+  Scenario(dir.path(), reg, store.get());
+}
+
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// redis-server on a free port for the life of the object.
+class RedisServer {
+ public:
+  explicit RedisServer(const std::string& dir) : port_(FreePort()) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const std::string port = std::to_string(port_);
+      const int null_fd = ::open("/dev/null", O_WRONLY);
+      ::dup2(null_fd, 1);
+      ::execlp("redis-server", "redis-server", "--port", port.c_str(), "--bind", "127.0.0.1", "--save", "",
+               "--appendonly", "no", "--dir", dir.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+  ~RedisServer() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  int port() const { return port_; }
+
+ private:
+  int port_;
+  pid_t pid_ = -1;
+};
+
+TEST(OnlineTest, Redis) {
+  ::strata::testing::TempDir dir("strata-redis");
+  RedisServer redis(dir.path());
+  const std::string conn = "127.0.0.1:" + std::to_string(redis.port());
+  FeatureRepo reg = MakeRepo(dir.path(), "  type: redis\n  connection_string: \"" + conn + "\"\n");
+  Result<std::unique_ptr<OnlineStore>> store = Status::Unavailable("not tried");
+  for (int i = 0; i < 100 && !store.ok(); ++i) {  // wait for redis-server to listen
+    store = OpenOnlineStore(reg.config);
+    if (!store.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_OK(store) << "redis-server did not come up (is it installed? scripts/install-deps.sh test)";
+  EXPECT_EQ((*store)->name(), "redis");
+  Scenario(dir.path(), reg, store->get());
+  // A dead Redis gives a clear error, not a hang.
+  auto none = OpenRedisOnlineStore("127.0.0.1:" + std::to_string(FreePort()), "p");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message().find("redis"), std::string::npos) << none.error().ToString();
+}
+
+json Post(http::HttpClient& c, int port, const std::string& path, const std::string& body, int* status) {
+  http::ClientRequest req;
+  req.method = "POST";
+  req.host = "127.0.0.1";
+  req.port = static_cast<uint16_t>(port);
+  req.target = path;
+  req.headers = {{"Content-Type", "application/json"}};
+  req.body = body;
+  auto resp = c.Send(req);
+  EXPECT_OK(resp);
+  if (!resp.ok()) return json();
+  *status = (*resp)->status();
+  auto text = (*resp)->ReadAll();
+  EXPECT_OK(text);
+  return json::parse(*text, nullptr, false);
+}
+
+TEST(FeatureServerTest, FeastHttpApi) {
+  ::strata::testing::TempDir dir("strata-fserver");
+  FeatureRepo reg = MakeRepo(dir.path(), "  type: rocksdb\n  path: data/online\n");
+  ASSERT_OK_AND_ASSIGN(auto store, OpenOnlineStore(reg.config));
+  FeatureServerOptions opt;
+  opt.port = 0;
+  FeatureServer server(reg, std::move(store), opt);
+  ASSERT_OK(server.Start());
+  http::HttpClient c;
+  int status = 0;
+  json m = Post(c, server.port(), "/materialize",
+                R"({"start_ts": "2023-11-14T22:13:20", "end_ts": "2023-11-15T03:13:20", "feature_views": ["stats"]})",
+                &status);
+  ASSERT_EQ(status, 200) << m.dump();
+  EXPECT_EQ(m["entities_written"], 2);
+  json r = Post(c, server.port(), "/get-online-features",
+                R"({"features": ["stats:rate", "stats:name"], "entities": {"driver_id": [1, 3]}, "full_feature_names": true})",
+                &status);
+  ASSERT_EQ(status, 200) << r.dump();
+  EXPECT_EQ(r["metadata"]["feature_names"], json({"driver_id", "stats__rate", "stats__name"}));
+  ASSERT_EQ(r["results"].size(), 3u);
+  EXPECT_EQ(r["results"][0]["values"], json({1, 3}));
+  EXPECT_EQ(r["results"][0]["event_timestamps"][0], "1970-01-01T00:00:00Z");
+  EXPECT_EQ(r["results"][1]["values"], json({0.3, nullptr}));
+  EXPECT_EQ(r["results"][1]["statuses"], json({"PRESENT", "NOT_FOUND"}));
+  EXPECT_EQ(r["results"][1]["event_timestamps"][0], "2023-11-15T01:13:20Z");
+  EXPECT_EQ(r["results"][2]["values"][0], "c");
+  // A feature service, and push.
+  json p = Post(c, server.port(), "/push",
+                R"({"push_source_name": "stats", "df": {"driver_id": [3], "ts": ["2023-11-16 00:00:00"], "rate": [0.9]}, "to": "online"})",
+                &status);
+  ASSERT_EQ(status, 200) << p.dump();
+  r = Post(c, server.port(), "/get-online-features",
+           R"({"feature_service": "all", "entities": {"driver_id": [3], "city": ["paris"]}})", &status);
+  ASSERT_EQ(status, 200) << r.dump();
+  EXPECT_EQ(r["results"][2]["values"][0], 0.9);
+  // Bad requests get a detail and the server keeps serving.
+  struct Bad {
+    const char* path;
+    const char* body;
+    int status;
+    const char* needle;
+  };
+  for (const Bad& b : {Bad{"/get-online-features", "{not json", 422, "JSON"},
+                       Bad{"/get-online-features", R"({"features": ["stats:nope"], "entities": {"driver_id": [1]}})", 404,
+                           "no feature \"nope\""},
+                       Bad{"/get-online-features", R"({"features": ["geo:visits"], "entities": {"driver_id": [1]}})", 422,
+                           "join key \"city\""},
+                       Bad{"/get-online-features", R"({"features": ["stats:rate"], "entities": {"driver_id": [1, 2], "x": [1]}})",
+                           422, "has 1 values"},
+                       Bad{"/push", R"({"push_source_name": "stats", "df": {"driver_id": [1]}})", 422, "timestamp field"},
+                       Bad{"/push", R"({"push_source_name": "stats", "df": {"driver_id": [1], "ts": ["soon"]}})", 422, "ts"},
+                       Bad{"/push", R"({"push_source_name": "nope", "df": {"a": [1]}})", 404, "unknown feature view"},
+                       Bad{"/materialize", R"({"start_ts": "yesterday", "end_ts": "2024-01-01"})", 422, "start_ts"},
+                       Bad{"/nope", "{}", 404, "no endpoint"}}) {
+    json e = Post(c, server.port(), b.path, b.body, &status);
+    EXPECT_EQ(status, b.status) << b.body << " -> " << e.dump();
+    ASSERT_TRUE(e.contains("detail")) << e.dump();
+    EXPECT_NE(e["detail"].get<std::string>().find(b.needle), std::string::npos) << e.dump();
+  }
+  http::ClientRequest health;
+  health.host = "127.0.0.1";
+  health.port = static_cast<uint16_t>(server.port());
+  health.target = "/health";
+  auto h = c.Send(health);
+  ASSERT_OK(h);
+  EXPECT_EQ((*h)->status(), 200);
+  server.Stop();
+}
+
+}  // namespace
+}  // namespace strata::features
