@@ -183,5 +183,94 @@ TEST_F(FilteredRecallTest, UnindexedPayloadFilter) {
   EXPECT_GE(r, 0.95);
 }
 
+// Every index type through the collection, with the planner's absolute
+// row threshold off (exact_max_rows = 0) so that 50% and 10% walk the index
+// with the filter and only the 1% case (under exact_selectivity, 3%) is
+// answered exactly: 10k points in two sealed segments.
+struct TypeCase {
+  IndexType type;
+  double min_recall_graph;  // at 50% and 10%
+};
+
+class FilteredRecallByTypeTest : public ::testing::TestWithParam<TypeCase> {};
+
+TEST_P(FilteredRecallByTypeTest, FiftyTenOnePercent) {
+  const TypeCase tc = GetParam();
+  constexpr size_t n = 10000;
+  testing::TempDir tmp("strata-recall-type");
+  CollectionSchema s;
+  VectorFieldSchema f;
+  f.index.type = tc.type;
+  f.index.dim = kDim;
+  f.index.hnsw_ef_construction = 100;
+  f.index.ivf_nlist = 64;
+  f.index.pq_m = 16;
+  f.index.ivfpq_rerank = RerankStorage::kMemory;
+  f.index.diskann_r = 32;
+  f.index.diskann_l = 64;
+  s.vectors.push_back(f);
+  s.payload = {{"tag", PayloadType::kKeyword, false}};
+  CollectionOptions o;
+  o.background = false;
+  o.segment_rows = 5000;
+  o.merge_small_rows = 0;
+  o.index_threads = 2;
+  o.exact_max_rows = 0;
+  ASSERT_OK_AND_ASSIGN(auto c, Collection::Create(tmp.Join("c"), "c", s, o));
+  std::vector<Point> batch;
+  for (size_t i = 0; i < n; ++i) {
+    Point p;
+    p.id = PointId::Number(i);
+    p.vectors.push_back({"", std::vector<float>(Data().base.begin() + i * kDim,
+                                                Data().base.begin() + (i + 1) * kDim)});
+    p.payload = fmt::format(R"({{"tag":"{}"}})", T().tag[i]);
+    batch.push_back(std::move(p));
+  }
+  ASSERT_OK(c->Upsert(batch));
+  ASSERT_EQ(n, c->Info().indexed_points);
+  testdata::DataSet sub;
+  sub.dim = kDim;
+  sub.base.assign(Data().base.begin(), Data().base.begin() + n * kDim);
+  sub.queries.assign(Data().queries.begin(), Data().queries.begin() + 100 * kDim);
+  for (const char* tag : {"p50", "p10", "p1"}) {
+    auto keep = [&](size_t i) { return T().tag[i] == tag; };
+    auto gt = testdata::GroundTruth(sub, kK, Metric::kL2, keep);
+    ASSERT_OK_AND_ASSIGN(Filter flt, ParseFilterExpression(fmt::format(R"(tag == "{}")", tag)));
+    double sum = 0;
+    for (size_t q = 0; q < sub.nq(); ++q) {
+      SearchRequest req;
+      req.vector.assign(sub.queries.begin() + q * kDim, sub.queries.begin() + (q + 1) * kDim);
+      req.limit = kK;
+      req.ef = 64;
+      req.nprobe = 16;
+      req.filter = flt;
+      ASSERT_OK_AND_ASSIGN(auto hits, c->Search(req));
+      std::set<uint64_t> got;
+      for (const auto& h : hits) {
+        EXPECT_TRUE(keep(h.record.id.hi));
+        got.insert(h.record.id.hi);
+      }
+      size_t hit = 0;
+      for (uint32_t r : gt[q]) hit += got.count(r);
+      sum += gt[q].empty() ? 1.0 : double(hit) / double(gt[q].size());
+    }
+    const double r = sum / double(sub.nq());
+    std::printf("[recall] %s tag == %s: %.4f\n", std::string(IndexTypeName(tc.type)).c_str(), tag,
+                r);
+    EXPECT_GE(r, std::string(tag) == "p1" ? 0.99 : tc.min_recall_graph)
+        << IndexTypeName(tc.type) << " " << tag;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryIndexType, FilteredRecallByTypeTest,
+                         ::testing::Values(TypeCase{IndexType::kFlat, 0.999},
+                                           TypeCase{IndexType::kIvfFlat, 0.9},
+                                           TypeCase{IndexType::kIvfPq, 0.85},
+                                           TypeCase{IndexType::kHnsw, 0.95},
+                                           TypeCase{IndexType::kDiskAnn, 0.9}),
+                         [](const ::testing::TestParamInfo<TypeCase>& i) {
+                           return std::string(IndexTypeName(i.param.type));
+                         });
+
 }  // namespace
 }  // namespace strata::vector
