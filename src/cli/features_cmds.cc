@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <strata/features/feature_server.h>
 #include <strata/features/historical.h>
@@ -16,6 +17,7 @@
 #include <strata/features/io.h>
 #include <strata/features/parquet.h>
 #include <strata/features/repo.h>
+#include <strata/features/skew.h>
 
 namespace strata::cli {
 
@@ -356,6 +358,59 @@ void RegisterFeaturesCommands(CLI::App& app, int* exit_code) {
     sigwait(&set, &sig);
     server.Stop();
     *exit_code = 0;
+  });
+
+
+  // skew: PSI per feature between a reference and a serving sample.
+  struct SkewArgs {
+    std::string reference, serving, features;
+    bool json = false;
+    double fail_above = -1;
+  };
+  auto sk = std::make_shared<SkewArgs>();
+  auto* skew = feat->add_subcommand("skew", "Training-serving skew: PSI per feature (10 quantile bins, 1e-4 for empty bins)");
+  skew->add_option("--reference", sk->reference, "Reference sample: a training set or an offline window (.parquet/.csv)")
+      ->required();
+  skew->add_option("--serving", sk->serving, "Serving sample: logged or online values (.parquet/.csv)")->required();
+  skew->add_option("--features", sk->features, "Comma-separated columns (default: every shared non-timestamp column)");
+  skew->add_flag("--json", sk->json, "Print JSON instead of a table");
+  skew->add_option("--fail-above", sk->fail_above, "Exit 3 when a feature's PSI is at or above this (e.g. 0.25)");
+  skew->callback([sk, exit_code] {
+    auto ref = ReadTableFile(sk->reference);
+    if (!ref.ok()) {
+      *exit_code = Fail(ref.error().WithContext("reference"));
+      return;
+    }
+    auto srv = ReadTableFile(sk->serving);
+    if (!srv.ok()) {
+      *exit_code = Fail(srv.error().WithContext("serving"));
+      return;
+    }
+    auto res = ComputeSkew(*ref, *srv, SplitList(sk->features));
+    if (!res.ok()) {
+      *exit_code = Fail(res.error());
+      return;
+    }
+    bool over = false;
+    for (const PsiResult& r : *res) over |= sk->fail_above >= 0 && r.psi >= sk->fail_above;
+    if (sk->json) {
+      nlohmann::ordered_json out = nlohmann::ordered_json::array();
+      for (const PsiResult& r : *res) {
+        nlohmann::ordered_json bins = nlohmann::ordered_json::array();
+        for (const PsiBin& b : r.bins) bins.push_back({{"bin", b.label}, {"reference", b.reference}, {"serving", b.serving}});
+        out.push_back({{"feature", r.feature}, {"kind", r.kind}, {"psi", r.psi}, {"verdict", r.verdict},
+                       {"reference_rows", r.reference_rows}, {"serving_rows", r.serving_rows}, {"bins", bins}});
+      }
+      fmt::print("{}\n", out.dump(2));
+    } else {
+      fmt::print("{:<28} {:<12} {:>10}  {:<12} {:>10} {:>10}\n", "feature", "kind", "psi", "verdict", "reference", "serving");
+      for (const PsiResult& r : *res) {
+        fmt::print("{:<28} {:<12} {:>10.4f}  {:<12} {:>10} {:>10}\n", r.feature, r.kind, r.psi, r.verdict,
+                   r.reference_rows, r.serving_rows);
+      }
+      fmt::print("(PSI < 0.1 stable, 0.1-0.25 moderate, >= 0.25 significant)\n");
+    }
+    *exit_code = over ? 3 : 0;
   });
 
   // convert: any supported file to Parquet (our writer) or CSV.
