@@ -165,10 +165,11 @@ def main():
         m = d // 4
         quantizer = faiss.IndexFlatL2(d)
         ivfpq = faiss.IndexIVFPQ(quantizer, d, nlist, m, 8)
-        sample = base[np.random.default_rng(1).choice(n, min(n, nlist * 128), replace=False)]
-        b = build_timed(lambda: (ivfpq.train(sample), ivfpq.add(base)))
-        # Re-ranking needs the raw vectors: FAISS keeps them in RAM (IndexRefineFlat).
+        # Re-ranking needs the raw vectors: FAISS keeps them in RAM (IndexRefineFlat,
+        # which must wrap the IVF-PQ index before anything is added).
         index = faiss.IndexRefineFlat(ivfpq)
+        sample = base[np.random.default_rng(1).choice(n, min(n, nlist * 128), replace=False)]
+        b = build_timed(lambda: (index.train(sample), index.add(base)))
         mem = (n * (m + 8) + nlist * d * 4) / 1e6
 
         def set_np(v):

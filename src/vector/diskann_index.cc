@@ -52,8 +52,9 @@ class DiskAnnIndex final : public IndexBase {
 
  protected:
   size_t DefaultExactThreshold(const SearchParams& p, size_t k) const override {
-    return std::max<size_t>(2000, k);  // exact = one pread per matching row
+    return std::max<size_t>(1024, k);  // exact = one pread per matching row
   }
+  double MinGraphSelectivity() const override { return 0.02; }
 
   Status AddImpl(size_t n, const float* data, uint32_t first) override {
     const size_t d = params_.dim;

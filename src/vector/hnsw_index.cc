@@ -486,6 +486,15 @@ class HnswIndex final : public IndexBase {
   }
 
   // ------------------------------------------------------------ search
+  // Exact over a few thousand rows costs about what one graph search costs
+  // (ef * 2M distance evaluations, most of them cache misses); below 2% the
+  // predicate subgraph is too sparse even for ACORN's two hops (tests:
+  // HnswTest.FilterStrategies).
+  size_t DefaultExactThreshold(const SearchParams& p, size_t k) const override {
+    return std::max<size_t>(4096, 4 * k);
+  }
+  double MinGraphSelectivity() const override { return 0.02; }
+
   FilterStrategy GraphStrategy(double selectivity) const override {
     // ACORN's two-hop expansion pays off once most neighbours are filtered out
     // (Weaviate and Qdrant switch at 40%).

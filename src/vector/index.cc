@@ -374,6 +374,11 @@ Status CheckFinite(const float* data, size_t n, size_t d, const char* what) {
 
 Status IndexBase::Train(size_t n, const float* data) {
   if (n == 0 || data == nullptr) return Status::InvalidArgument("Train needs at least one vector");
+  if (rows() > 0) {
+    // Stored codes and list assignments depend on the trained state.
+    return Status::PreconditionFailed(
+        "index already holds vectors; train before the first Add (or build a new index)");
+  }
   STRATA_RETURN_IF_ERROR(CheckFinite(data, n, params_.dim, "training vector"));
   if (params_.metric != Metric::kCosine) return TrainImpl(n, data);
   std::vector<float> norm(data, data + n * params_.dim);
@@ -544,8 +549,9 @@ Status IndexBase::Search(size_t nq, const float* queries, size_t k, const Search
         size_t threshold = params.exact_threshold != 0 ? params.exact_threshold
                                                        : DefaultExactThreshold(params, k);
         double matches = ctx.selectivity * double(live_);
-        s = matches <= double(threshold) ? FilterStrategy::kExact
-                                         : GraphStrategy(std::max(ctx.selectivity, 1e-9));
+        bool exact = matches <= double(threshold) ||
+                     (params.exact_threshold == 0 && ctx.selectivity < MinGraphSelectivity());
+        s = exact ? FilterStrategy::kExact : GraphStrategy(std::max(ctx.selectivity, 1e-9));
       }
     }
     ctx.strategy = s;

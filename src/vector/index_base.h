@@ -306,8 +306,12 @@ class IndexBase : public Index {
   virtual Status DeserializeBody(Reader* r) = 0;
   // The planner's choice between graph strategies for a selectivity in (0, 1].
   virtual FilterStrategy GraphStrategy(double selectivity) const { return FilterStrategy::kGraph; }
-  // Matching-row count at or below which kAuto answers exactly.
+  // The planner (kAuto): answer exactly over the matching rows when they are
+  // at most SearchParams::exact_threshold (0 = DefaultExactThreshold()), or
+  // when the selectivity is below MinGraphSelectivity(), where traversal
+  // quality collapses (docs/vector.md, "Filtered search").
   virtual size_t DefaultExactThreshold(const SearchParams& p, size_t k) const;
+  virtual double MinGraphSelectivity() const { return 0.0; }
 
   // Query prepared for search: copied and normalised for COSINE.
   const float* PrepareQuery(const float* q, std::vector<float>* buf) const;

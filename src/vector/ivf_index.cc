@@ -132,9 +132,11 @@ class IvfIndex final : public IndexBase {
 
   size_t DefaultExactThreshold(const SearchParams& p, size_t k) const override {
     // Exact re-scoring from the disk part costs a pread per row.
-    if (is_pq_ && params_.ivfpq_rerank == RerankStorage::kDisk) return std::max<size_t>(2000, k);
-    return IndexBase::DefaultExactThreshold(p, k);
+    if (is_pq_ && params_.ivfpq_rerank == RerankStorage::kDisk) return std::max<size_t>(1024, k);
+    return std::max<size_t>(2048, 4 * k);
   }
+  // Below 1% the widened probe (nprobe / sqrt(selectivity)) scans most lists.
+  double MinGraphSelectivity() const override { return 0.01; }
 
   Status SearchOne(const float* query, size_t k, const QueryContext& ctx,
                    Neighbor* out) const override {
