@@ -1903,7 +1903,17 @@ Result<std::unique_ptr<CollectionManager>> CollectionManager::Open(
       kLog.Warn("skipping {}: not a collection (no config.json)", e.path().string());
       continue;
     }
-    auto c = Collection::Open(e.path().string());
+    // Stored options, with the process-wide ones (fsync, background work)
+    // from this manager: `strata server --no-fsync` applies to every collection.
+    CollectionOptions opts;
+    {
+      std::ifstream cin(e.path() / "config.json");
+      json cfg = json::parse(cin, nullptr, false);
+      if (cfg.is_object()) opts = OptionsFromJson(cfg.value("options", json::object()), opts);
+    }
+    opts.sync = defaults.sync;
+    opts.background = defaults.background;
+    auto c = Collection::Open(e.path().string(), opts);
     if (!c) {
       kLog.Error("collection {} cannot be opened and is skipped: {}", name, c.error().ToString());
       continue;

@@ -249,7 +249,10 @@ class Collection {
 class CollectionManager {
  public:
   // Opens every collection found under root (created if missing). A
-  // collection that fails to open is logged and skipped, not fatal.
+  // collection that fails to open is logged and skipped, not fatal. New
+  // collections get `defaults` unless Create says otherwise; existing ones
+  // keep their stored options except `sync` and `background`, which are the
+  // process's (defaults').
   static Result<std::unique_ptr<CollectionManager>> Open(const std::string& root,
                                                          const CollectionOptions& defaults = {});
   ~CollectionManager();
