@@ -117,7 +117,7 @@ struct Warmer::Impl {
       if (scheduled < limit && inflight < options.concurrency) {
         const uint64_t i = scheduled++;
         ++inflight;
-        slots[i];  // placeholder, not done
+        slots[i];  // creates slot i, not ready until Warm(i) finishes
         lock.unlock();
         cache->Pin(order[i]);
         pool->Submit([this, i] { Warm(i); });
