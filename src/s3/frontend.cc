@@ -234,6 +234,11 @@ Result<std::optional<ByteRange>> ParseRange(std::string_view h, uint64_t size) {
   return std::optional<ByteRange>(ByteRange{*start, end - *start + 1});
 }
 
+// The algorithms a client may send as x-amz-checksum-* headers or trailers.
+constexpr ChecksumAlgorithm kHeaderChecksums[] = {
+    ChecksumAlgorithm::kCrc32, ChecksumAlgorithm::kCrc32c, ChecksumAlgorithm::kCrc64Nvme,
+    ChecksumAlgorithm::kSha1, ChecksumAlgorithm::kSha256};
+
 const char* const kStoredHeaders[] = {"content-encoding", "content-disposition", "cache-control",
                                       "expires", "content-language"};
 
@@ -891,9 +896,7 @@ Result<std::string> Frontend::Impl::ReadXmlBody(Ctx& c) {
     if (*want != Md5(body))
       return MakeError("BadDigest", "The Content-MD5 you specified did not match what we received.");
   }
-  for (ChecksumAlgorithm a : {ChecksumAlgorithm::kCrc32, ChecksumAlgorithm::kCrc32c,
-                              ChecksumAlgorithm::kCrc64Nvme, ChecksumAlgorithm::kSha1,
-                              ChecksumAlgorithm::kSha256}) {
+  for (ChecksumAlgorithm a : kHeaderChecksums) {
     std::string hname = ChecksumHeaderName(a);
     std::optional<std::string> v;
     if (auto h = c.H(hname)) v = std::string(Trim(*h));
@@ -982,9 +985,7 @@ Result<PutOptions> Frontend::Impl::PutOptionsFromHeaders(Ctx& c) {
 Status Frontend::Impl::SetupChecksum(Ctx& c, PutOptions& o, BodySource& body, bool single_part) {
   ChecksumAlgorithm alg = o.checksum_algorithm;
   std::optional<std::string> header_value;
-  for (ChecksumAlgorithm a : {ChecksumAlgorithm::kCrc32, ChecksumAlgorithm::kCrc32c,
-                              ChecksumAlgorithm::kCrc64Nvme, ChecksumAlgorithm::kSha1,
-                              ChecksumAlgorithm::kSha256}) {
+  for (ChecksumAlgorithm a : kHeaderChecksums) {
     if (auto h = c.H(ChecksumHeaderName(a))) {
       if (header_value) return MakeError("InvalidRequest", "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.");
       alg = a;
