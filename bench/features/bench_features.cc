@@ -17,11 +17,23 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <strata/core/http_client.h>
+#include <strata/features/feature_server.h>
 #include <strata/features/historical.h>
+#include <strata/features/online.h>
 #include <strata/features/parquet.h>
+
+#include "features/resp.h"
 
 using namespace strata::features;  // NOLINT
 using strata::Status;
+namespace http = strata::http;
 
 namespace {
 
@@ -144,6 +156,158 @@ int Join(const std::string& dir, int64_t ttl, int64_t budget, const std::string&
   return 0;
 }
 
+// ---- online serving ----
+
+constexpr int kViews = 5, kFeaturesPerView = 10;
+
+struct Lat {
+  std::vector<double> us;
+  double Pct(double p) {
+    if (us.empty()) return 0;
+    std::sort(us.begin(), us.end());
+    return us[std::min(us.size() - 1, static_cast<size_t>(p * static_cast<double>(us.size())))];
+  }
+};
+
+// Runs fn on `threads` threads for `seconds`; latencies in microseconds.
+template <class Fn>
+Lat Load(int threads, double seconds, Fn fn) {
+  std::vector<Lat> per(static_cast<size_t>(threads));
+  std::vector<std::thread> ts;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      std::mt19937_64 rng(static_cast<uint64_t>(t) + 7);
+      while (std::chrono::steady_clock::now() < end) {
+        const auto a = std::chrono::steady_clock::now();
+        if (!fn(t, rng)) return;
+        per[t].us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - a).count());
+      }
+    });
+  }
+  for (auto& th : ts) th.join();
+  Lat all;
+  for (auto& l : per) all.us.insert(all.us.end(), l.us.begin(), l.us.end());
+  return all;
+}
+
+int Online(const std::string& dir, const std::string& redis, int64_t entities, double seconds, int threads) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir + "/data");
+  // Five views of ten Float64 features over the same driver entity: 50 features.
+  std::string defs = "entities:\n  - {name: driver, join_keys: [driver_id]}\nfeature_views:\n";
+  std::mt19937_64 rng(3);
+  for (int v = 0; v < kViews; ++v) {
+    defs += fmt::format("  - name: v{}\n    entities: [driver]\n    schema:\n", v);
+    Schema s = {{"driver_id", DataType::Int64()}, {"ts", DataType::Timestamp()}};
+    for (int f = 0; f < kFeaturesPerView; ++f) {
+      defs += fmt::format("      - {{name: v{}_f{}, dtype: Float64}}\n", v, f);
+      s.push_back({fmt::format("v{}_f{}", v, f), DataType::Double()});
+    }
+    defs += fmt::format("    source: {{path: data/v{}.parquet, timestamp_field: ts}}\n", v);
+    Table t(s);
+    for (int64_t e = 0; e < entities; ++e) {
+      t.column(0).Append<int64_t>(e);
+      t.column(1).Append<int64_t>(kBase + e);
+      for (int f = 0; f < kFeaturesPerView; ++f) t.column(2 + f).Append<double>(static_cast<double>(rng() % 100000) / 7);
+    }
+    Status st = WriteParquetFile(fmt::format("{}/data/v{}.parquet", dir, v), t);
+    if (!st.ok()) {
+      fmt::print(stderr, "{}\n", st.ToString());
+      return 1;
+    }
+  }
+  std::ofstream(dir + "/defs.yaml") << defs;
+  fmt::print("| store | materialize rows/s | request | Strata p50 (ms) | p99 (ms) | req/s | bare Redis HMGET p50 (ms) | p99 (ms) |\n");
+  fmt::print("|---|---:|---|---:|---:|---:|---:|---:|\n");
+  for (const std::string& kind : {std::string("redis"), std::string("rocksdb")}) {
+    if (kind == "redis" && redis.empty()) continue;
+    std::ofstream(dir + "/feature_store.yaml")
+        << "project: bench\nonline_store:\n"
+        << (kind == "redis" ? fmt::format("  type: redis\n  connection_string: \"{}\"\n", redis)
+                            : std::string("  type: rocksdb\n  path: data/online\n"));
+    auto repo = LoadFeatureRepo(dir);
+    if (!repo.ok() || !ApplyRepo(*repo).ok()) {
+      fmt::print(stderr, "repo: {}\n", repo.ok() ? "apply failed" : repo.error().ToString());
+      return 1;
+    }
+    auto reg = LoadRegistry(repo->config.registry_path);
+    reg->config = repo->config;
+    auto store = OpenOnlineStore(reg->config);
+    if (!store.ok()) {
+      fmt::print(stderr, "{}\n", store.error().ToString());
+      return 1;
+    }
+    MaterializeOptions mo;
+    mo.start_us = kBase - 1;
+    mo.end_us = kBase + entities;
+    MaterializeStats ms;
+    const auto m0 = std::chrono::steady_clock::now();
+    Status st = Materialize(&*reg, store->get(), mo, &ms);
+    const double msecs = std::chrono::duration<double>(std::chrono::steady_clock::now() - m0).count();
+    if (!st.ok()) {
+      fmt::print(stderr, "{}\n", st.ToString());
+      return 1;
+    }
+    FeatureServerOptions so;
+    so.port = 0;
+    FeatureServer server(*reg, std::move(*store), so);
+    if (!server.Start().ok()) return 1;
+    std::string features = "[";
+    for (int v = 0; v < kViews; ++v) {
+      for (int f = 0; f < kFeaturesPerView; ++f) features += fmt::format("{}\"v{}:v{}_f{}\"", v + f ? "," : "", v, v, f);
+    }
+    features += "]";
+    for (int batch : {1, 100}) {
+      std::vector<http::HttpClient> clients(static_cast<size_t>(threads));
+      auto request = [&](int t, std::mt19937_64& r) {
+        std::string ents;
+        for (int i = 0; i < batch; ++i) ents += fmt::format("{}{}", i ? "," : "", r() % static_cast<uint64_t>(entities));
+        const std::string body = fmt::format(R"({{"features":{},"entities":{{"driver_id":[{}]}}}})", features, ents);
+        http::ClientRequest req;
+        req.method = "POST";
+        req.host = "127.0.0.1";
+        req.port = static_cast<uint16_t>(server.port());
+        req.target = "/get-online-features";
+        req.body = body;
+        auto resp = clients[t].Send(req);
+        if (!resp.ok() || (*resp)->status() != 200) return false;
+        return (*resp)->ReadAll().ok();
+      };
+      Load(threads, 0.5, request);  // warm-up
+      Lat ours = Load(threads, seconds, request);
+      // The anchor: the same hashes read straight from Redis, one pipelined round trip.
+      Lat bare;
+      if (kind == "redis") {
+        const size_t colon = redis.rfind(':');
+        std::vector<RespConnection> conns(static_cast<size_t>(threads));
+        for (auto& c : conns) {
+          if (!c.Connect(redis.substr(0, colon), redis.substr(colon + 1)).ok()) return 1;
+        }
+        bare = Load(threads, seconds, [&](int t, std::mt19937_64& r) {
+          std::string cmd;
+          for (int i = 0; i < batch; ++i) {
+            const std::string key = SerializeEntityKey({{"driver_id", OnlineValue::Int(static_cast<int64_t>(r() % static_cast<uint64_t>(entities)))}}) + "bench";
+            RespConnection::Append(&cmd, {"HMGET", key, "v0", "v1", "v2", "v3", "v4"});
+          }
+          if (!conns[t].SendRaw(cmd).ok()) return false;
+          for (int i = 0; i < batch; ++i) {
+            if (!conns[t].ReadReply().ok()) return false;
+          }
+          return true;
+        });
+      }
+      fmt::print("| {} | {:.0f} | {} entit{} x 50 features | {:.3f} | {:.3f} | {:.0f} | {} | {} |\n", kind,
+                 static_cast<double>(ms.rows_scanned) / msecs, batch, batch == 1 ? "y" : "ies", ours.Pct(0.5) / 1000,
+                 ours.Pct(0.99) / 1000, static_cast<double>(ours.us.size()) / seconds,
+                 bare.us.empty() ? "-" : fmt::format("{:.3f}", bare.Pct(0.5) / 1000),
+                 bare.us.empty() ? "-" : fmt::format("{:.3f}", bare.Pct(0.99) / 1000));
+    }
+    server.Stop();
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -155,6 +319,10 @@ int main(int argc, char** argv) {
   if (mode == "gen") {
     return Gen(dir, Arg(argc, argv, "--feature-rows", 10000000), Arg(argc, argv, "--entity-rows", 1000000),
                Arg(argc, argv, "--keys", 100000), static_cast<uint64_t>(Arg(argc, argv, "--seed", 42)));
+  }
+  if (mode == "online") {
+    return Online(dir, SArg(argc, argv, "--redis", ""), Arg(argc, argv, "--entities", 100000),
+                  static_cast<double>(Arg(argc, argv, "--seconds", 5)), static_cast<int>(Arg(argc, argv, "--threads", 2)));
   }
   if (mode == "read") {  // decoding alone, for a breakdown
     const auto t0 = std::chrono::steady_clock::now();

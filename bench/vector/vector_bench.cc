@@ -304,7 +304,7 @@ int main(int argc, char** argv) {
       p.type = IndexType::kDiskAnn;
       p.diskann_r = 64;
       p.diskann_l = 100;
-      std::snprintf(buf, sizeof(buf), "R=64,L=100,alpha=1.2");
+      std::snprintf(buf, sizeof(buf), "R=64,L=100,alpha=1.2,m=%zu", d.dim / 2);
     } else if (type == "flat") {
       p.type = IndexType::kFlat;
       std::snprintf(buf, sizeof(buf), "exact");

@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/transfer_cmds.h"
+#include "cli/datapath_cmds.h"
 #include "cli/features_cmds.h"
 
 namespace strata::cli {
@@ -118,6 +119,7 @@ int Main(int argc, char** argv) {
 
   int transfer_rc = -1;  // set by the transfer subcommands' callbacks (run inside parse)
   RegisterTransferCommands(app, &transfer_rc);
+  RegisterDatapathCommands(app, &transfer_rc);
   RegisterFeaturesCommands(app, &transfer_rc);
 
   try {

@@ -663,16 +663,17 @@ class StdinSource final : public objstore::ByteSource {
   }
 };
 
-Status StreamToStdout(ObjectStore& store, const std::string& key) {
-  Status write_error;
+// *closed is set when the reader of stdout went away (EPIPE: `| head`).
+Status StreamToStdout(ObjectStore& store, const std::string& key, bool* closed = nullptr) {
+  auto write_failed = [&] {
+    if (errno == EPIPE && closed != nullptr) *closed = true;
+    return Status::FromErrno(errno, "write to stdout");
+  };
   Status s = store.Get(key, {}, [&](const char* data, size_t n) {
-    if (std::fwrite(data, 1, n, stdout) != n) {
-      write_error = Status::FromErrno(errno, "write to stdout");
-      return write_error;
-    }
+    if (std::fwrite(data, 1, n, stdout) != n) return write_failed();
     return Status::Ok();
   });
-  if (std::fflush(stdout) != 0 && s.ok()) return Status::FromErrno(errno, "write to stdout");
+  if (std::fflush(stdout) != 0 && s.ok()) return write_failed();
   return s;
 }
 
@@ -1142,11 +1143,10 @@ int CmdCat(Common& c, std::vector<std::string>& targets) {
     if (!loc->s3 || loc->key.empty()) return Usage("cat", "cat takes s3://BUCKET/KEY");
     auto store = s.Bucket(loc->bucket);
     if (!store.ok()) return Fail(store.error(), "cat");
-    Status st = StreamToStdout(**store, loc->key);
-    if (!st.ok()) {
-      if (errno == EPIPE) return kExitOk;  // the reader went away (| head)
-      return Fail(s.Explain(st), "cat");
-    }
+    bool closed = false;
+    Status st = StreamToStdout(**store, loc->key, &closed);
+    if (closed) return kExitOk;  // the reader went away (| head): not an error
+    if (!st.ok()) return Fail(s.Explain(st), "cat");
   }
   return kExitOk;
 }

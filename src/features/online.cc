@@ -22,12 +22,17 @@ void PutU32(std::string* out, uint32_t v) { out->append(reinterpret_cast<const c
 void PutI64(std::string* out, int64_t v) { out->append(reinterpret_cast<const char*>(&v), 8); }
 
 uint32_t Fingerprint(const FeatureViewDef& v) {
-  uint32_t h = 2166136261u;  // FNV-1a over names and types
+  uint32_t h = 2166136261u;  // FNV-1a over names and types (no allocation: it runs per decoded row)
+  auto mix = [&h](uint8_t b) {
+    h ^= b;
+    h *= 16777619u;
+  };
   for (const FeatureDef& f : v.features) {
-    for (char c : f.name + ":" + f.type.ToString() + ";") {
-      h ^= static_cast<uint8_t>(c);
-      h *= 16777619u;
-    }
+    for (char c : f.name) mix(static_cast<uint8_t>(c));
+    mix(':');
+    mix(static_cast<uint8_t>(f.type.id));
+    mix(static_cast<uint8_t>(f.type.unit));
+    mix(';');
   }
   return h;
 }

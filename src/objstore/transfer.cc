@@ -751,8 +751,18 @@ Result<ObjectInfo> TransferManager::Impl::DownloadRanges(ObjectStore& store, std
   const uint64_t size = info.size;
   const uint64_t part = EffectivePartSize(size, options.part_size);
   const uint64_t nparts = (size + part - 1) / part;
-  if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
-    return Status::FromErrno(errno, "size " + tmp);
+  // Reserve the whole file up front: a full disk fails now, not after
+  // gigabytes, and ranges landing in any order get contiguous extents.
+  // (fallocate(2), not posix_fallocate: no zero-writing emulation on
+  // filesystems without it; those just get a sparse file.)
+  // (The file may hold an earlier attempt's bytes of another version: cut
+  // it to this size first.)
+  if (::ftruncate(fd, static_cast<off_t>(size)) != 0) return Status::FromErrno(errno, "size " + tmp);
+  if (::fallocate(fd, 0, 0, static_cast<off_t>(size)) != 0) {
+    if (errno == ENOSPC) {
+      return Status::ResourceExhausted("no space left on the device for " + tmp + " (" +
+                                       std::to_string(size) + " bytes)");
+    }
   }
   const ChecksumAlgorithm alg = info.checksum_algorithm;
   const std::optional<uint64_t> want_crc = DecodeCrc(alg, info.checksum);
@@ -811,6 +821,8 @@ Result<ObjectInfo> TransferManager::Impl::DownloadRanges(ObjectStore& store, std
           if (options.fsync) {
             // Start writing this range to disk now, so the fsync before the
             // rename waits for the last ranges only (disk and network overlap).
+            // (Without fsync this does not pay: measured on loopback, it makes
+            // 4 GiB downloads no faster and sometimes slower.)
             (void)::sync_file_range(fd, static_cast<off_t>(off), static_cast<off_t>(len),
                                     SYNC_FILE_RANGE_WRITE);
           }

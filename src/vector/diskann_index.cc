@@ -11,8 +11,11 @@
 //
 // Search (beam search): a candidate list of size L ordered by PQ distance;
 // each step reads the W closest unexpanded nodes, scores them exactly with the
-// full vector that came with the record (the re-ranking), and PQ-scores their
-// neighbours. The k best exact scores are the answer; with a filter only
+// full vector that came with the record (the re-ranking; the exact score also
+// replaces the node's PQ estimate in the list), and PQ-scores their
+// neighbours. PQ codes default to dim/2 bytes (2 components per byte): with
+// dim/4 the PQ ordering, not the graph, limited recall (measured: 0.91 vs
+// 0.9998 recall@10 at L=50 on 30k x 128; exact ordering gives 0.9998). The k best exact scores are the answer; with a filter only
 // matching nodes are answered, while the walk goes through all nodes.
 #include <cmath>
 #include <mutex>
@@ -357,8 +360,19 @@ class DiskAnnIndex final : public IndexBase {
       for (uint32_t node : frontier) {
         STRATA_RETURN_IF_ERROR(disk_->Read(uint64_t(node) * record_bytes_, rec.data(), rec.size()));
         const float* v = reinterpret_cast<const float*>(rec.data());
-        if (!filtered || Passes(node, ctx.filter)) {
-          results.Push(l2 ? K.l2(query, v, d) : -K.ip(query, v, d), node);
+        const float exact = l2 ? K.l2(query, v, d) : -K.ip(query, v, d);
+        if (!filtered || Passes(node, ctx.filter)) results.Push(exact, node);
+        // The node's exact distance replaces its PQ estimate in the list, so
+        // the list's tail (what gets evicted) is judged on better numbers.
+        for (size_t j = 0; j < list.size(); ++j) {
+          if (list[j].id != node) continue;
+          Cand c = list[j];
+          c.dist = exact;
+          list.erase(list.begin() + j);
+          auto it = std::lower_bound(list.begin(), list.end(), exact,
+                                     [](const Cand& x, float val) { return x.dist < val; });
+          list.insert(it, c);
+          break;
         }
         uint32_t deg;
         std::memcpy(&deg, rec.data() + d * sizeof(float), sizeof(uint32_t));

@@ -321,8 +321,10 @@ Status ValidateParams(IndexParams* p) {
       return Status::InvalidArgument("pq_nbits must be 8 (256 centroids per sub-quantizer)");
     }
     if (p->pq_m == 0) {
-      // The largest divisor of dim that is at most dim/4 (dim/4 bytes per vector = 1/16 of raw).
-      uint32_t target = std::max<uint32_t>(1, p->dim / 4);
+      // The largest divisor of dim at most dim/4 for IVF_PQ (1/16 of raw; re-ranking
+      // fixes the order) and dim/2 for DISKANN (1/8 of raw; PQ steers its walk).
+      uint32_t target = std::max<uint32_t>(1, p->type == IndexType::kDiskAnn ? p->dim / 2
+                                                                              : p->dim / 4);
       uint32_t m = target;
       while (p->dim % m != 0) --m;
       p->pq_m = m;
