@@ -9,11 +9,14 @@ build_pkgs=(
   libssl-dev libisal-dev librocksdb-dev libzstd-dev liblz4-dev libsnappy-dev libbz2-dev zlib1g-dev
   libfmt-dev libspdlog-dev libcli11-dev libpugixml-dev nlohmann-json3-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libfuse3-dev libsqlite3-dev libhiredis-dev pybind11-dev python3-dev
 )
 test_pkgs=(
   awscli python3 python3-boto3 s3cmd rclone curl procps openssl redis-server
+  fuse3 python3-numpy python3-torch
 )
-bench_pkgs=( nginx wrk hyperfine python3-numpy python3-hnswlib python3-faiss libhnswlib-dev dataset-fashion-mnist )
+bench_pkgs=( nginx wrk hyperfine python3-numpy python3-hnswlib python3-faiss libhnswlib-dev dataset-fashion-mnist
+  s3fs python3-matplotlib )
 
 pkgs=("${build_pkgs[@]}")
 case "$level" in
