@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 
 #include <istream>
+#include <iterator>
 #include <map>
 #include <ostream>
 #include <set>
@@ -332,7 +333,9 @@ Status KvMeta::Dump(std::ostream& out) {
 Status KvMeta::Load(std::istream& in) {
   json doc;
   try {
-    doc = json::parse(in);
+    // Whole-buffer parsing is several times faster than parsing the stream.
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    doc = json::parse(text);
   } catch (const std::exception& e) {
     return Status::InvalidArgument(std::string("metadata dump is not valid JSON: ") + e.what());
   }
@@ -361,7 +364,7 @@ Status KvMeta::Load(std::istream& in) {
   };
   auto add = [&](std::string k, std::string v) -> Status {
     kvs.emplace_back(std::move(k), std::move(v));
-    if (kvs.size() >= 1000) return flush();
+    if (kvs.size() >= 10000) return flush();
     return Status::Ok();
   };
   std::string format_json;

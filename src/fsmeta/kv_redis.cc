@@ -102,8 +102,7 @@ class RedisTxn final : public KvTxn {
   std::optional<std::string> Get(const std::string& key) override {
     auto w = writes_.find(key);
     if (w != writes_.end()) return w->second;
-    Watch({key});
-    Reply r = c_->Call({"GET", key});
+    Reply r = WatchedCall({key}, {"GET", key});
     if (r->type == REDIS_REPLY_NIL) return std::nullopt;
     return std::string(r->str, r->len);
   }
@@ -111,10 +110,9 @@ class RedisTxn final : public KvTxn {
   std::vector<std::optional<std::string>> MultiGet(const std::vector<std::string>& keys) override {
     std::vector<std::optional<std::string>> out(keys.size());
     if (keys.empty()) return out;
-    Watch(keys);
     std::vector<std::string> args{"MGET"};
     args.insert(args.end(), keys.begin(), keys.end());
-    Reply r = c_->Call(args);
+    Reply r = WatchedCall(keys, args);
     for (size_t i = 0; i < keys.size() && i < r->elements; ++i) {
       auto w = writes_.find(keys[i]);
       if (w != writes_.end()) {
@@ -147,7 +145,6 @@ class RedisTxn final : public KvTxn {
                           : (mp.empty() ? "-" : "[" + mp);
     std::string hi = PrefixEnd(mp);
     std::string max = mp.empty() ? "+" : (hi.empty() ? "+" : "(" + hi);
-    Watch({zkey});
     // Buffered deletions may hide fetched members: fetch that many more.
     size_t extra = 0;
     for (const auto& [k, v] : writes_) {
@@ -157,7 +154,7 @@ class RedisTxn final : public KvTxn {
     if (limit) {
       args.insert(args.end(), {"LIMIT", "0", std::to_string(limit + extra)});
     }
-    Reply r = c_->Call(args);
+    Reply r = WatchedCall({zkey}, args);
     std::map<std::string, std::optional<std::string>> rows;
     std::vector<std::string> keys;
     for (size_t i = 0; i < r->elements; ++i) {
@@ -196,18 +193,39 @@ class RedisTxn final : public KvTxn {
   // Sends the buffered writes in MULTI/EXEC; false when a watched key changed.
   bool Commit() {
     std::vector<std::vector<std::string>> cmds;
+    // Index updates grouped per sorted set: removals first, so a key deleted
+    // and appended in one transaction stays indexed.
+    std::map<std::string, std::vector<std::string>> zrem, zadd;
+    std::vector<std::string> dels;
     for (const auto& [k, v] : writes_) {
       if (v) {
         cmds.push_back({"SET", k, *v});
-        if (Grouped(k)) cmds.push_back({"ZADD", IndexKey(k), "0", k.substr(kGroupLen)});
+        if (Grouped(k)) zadd[IndexKey(k)].push_back(k.substr(kGroupLen));
       } else {
-        cmds.push_back({"DEL", k});
-        if (Grouped(k)) cmds.push_back({"ZREM", IndexKey(k), k.substr(kGroupLen)});
+        dels.push_back(k);
+        if (Grouped(k)) zrem[IndexKey(k)].push_back(k.substr(kGroupLen));
       }
+    }
+    if (!dels.empty()) {
+      dels.insert(dels.begin(), "DEL");
+      cmds.push_back(std::move(dels));
     }
     for (const auto& [k, v] : appends_) {
       cmds.push_back({"APPEND", k, v});
-      if (Grouped(k)) cmds.push_back({"ZADD", IndexKey(k), "0", k.substr(kGroupLen)});
+      if (Grouped(k)) zadd[IndexKey(k)].push_back(k.substr(kGroupLen));
+    }
+    for (auto& [z, members] : zrem) {
+      std::vector<std::string> cmd{"ZREM", z};
+      cmd.insert(cmd.end(), members.begin(), members.end());
+      cmds.push_back(std::move(cmd));
+    }
+    for (auto& [z, members] : zadd) {
+      std::vector<std::string> cmd{"ZADD", z};
+      for (auto& m : members) {
+        cmd.push_back("0");
+        cmd.push_back(std::move(m));
+      }
+      cmds.push_back(std::move(cmd));
     }
     for (const auto& [k, d] : incrs_) cmds.push_back({"INCRBY", k, std::to_string(d)});
     c_->Append({"MULTI"});
@@ -242,14 +260,26 @@ class RedisTxn final : public KvTxn {
   }
 
  private:
-  void Watch(const std::vector<std::string>& keys) {
-    if (ro_) return;
+  // Sends WATCH for the keys not watched yet and the read command in one
+  // pipeline (one round trip; the value read is the one watched).
+  Reply WatchedCall(const std::vector<std::string>& watch, const std::vector<std::string>& args) {
+    bool watching = QueueWatch(watch);
+    c_->Append(args);
+    if (watching) Conn::Check(c_->Next(), "WATCH");
+    Reply r = c_->Next();
+    Conn::Check(r, args[0]);
+    return r;
+  }
+  bool QueueWatch(const std::vector<std::string>& keys) {
+    if (ro_) return false;
     std::vector<std::string> args{"WATCH"};
     for (const auto& k : keys) {
       if (writes_.count(k)) continue;  // its value is ours already
       if (watched_.insert(k).second) args.push_back(k);
     }
-    if (args.size() > 1) c_->Call(args);
+    if (args.size() == 1) return false;
+    c_->Append(args);
+    return true;
   }
 
   Conn* c_;

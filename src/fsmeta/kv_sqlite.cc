@@ -1,6 +1,7 @@
 // SQLite backend of TxnKV: one `kv(k BLOB PRIMARY KEY, v BLOB) WITHOUT ROWID`
-// table in WAL mode with synchronous=FULL, so a committed transaction survives
-// kill -9 and power loss. Write transactions are BEGIN IMMEDIATE (one writer at
+// table in WAL mode. synchronous=NORMAL by default (a committed transaction
+// survives kill -9; the last ones may be lost on power loss), FULL with
+// `?sync=full` (each commit fsyncs the WAL). Write transactions are BEGIN IMMEDIATE (one writer at
 // a time across processes, others wait on busy_timeout); this process's
 // transactions are serialised by mu_.
 #include <sqlite3.h>
@@ -73,7 +74,20 @@ class SqliteKV final : public TxnKV {
     if (db_) sqlite3_close(db_);
   }
 
-  Status Open(const std::string& path) {
+  // path may end in "?sync=normal|full" (default normal: with WAL, a committed
+  // transaction survives kill -9 of the process; full also survives power loss).
+  Status Open(std::string path) {
+    std::string sync = "NORMAL";
+    if (size_t q = path.find('?'); q != std::string::npos) {
+      std::string opts = path.substr(q + 1);
+      path.resize(q);
+      if (opts == "sync=full") {
+        sync = "FULL";
+      } else if (opts != "sync=normal") {
+        return Status::InvalidArgument("unknown sqlite3 URL option \"" + opts +
+                                       "\" (supported: sync=normal, sync=full)");
+      }
+    }
     if (sqlite3_open_v2(path.c_str(), &db_,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         nullptr) != SQLITE_OK) {
@@ -81,7 +95,8 @@ class SqliteKV final : public TxnKV {
                              "\": " + (db_ ? sqlite3_errmsg(db_) : "out of memory"));
     }
     sqlite3_busy_timeout(db_, 30000);
-    for (const char* sql : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
+    std::string sync_pragma = "PRAGMA synchronous=" + sync;
+    for (const char* sql : {"PRAGMA journal_mode=WAL", sync_pragma.c_str(),
                             "CREATE TABLE IF NOT EXISTS kv(k BLOB PRIMARY KEY, v BLOB NOT NULL) "
                             "WITHOUT ROWID"}) {
       STRATA_RETURN_IF_ERROR(Exec(sql));

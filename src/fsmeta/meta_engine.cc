@@ -70,7 +70,15 @@ class AttrCache {
   Attr* Get(Ino ino) {
     auto it = m_.find(ino);
     if (it != m_.end()) return it->second ? &*it->second : nullptr;
-    auto v = t_.Get(AttrKey(ino));
+    return Store(ino, t_.Get(AttrKey(ino)));
+  }
+  // Loads inode `ino` and another key in one round trip; returns the other value.
+  std::optional<std::string> GetWith(Ino ino, const std::string& other_key) {
+    auto v = t_.MultiGet({AttrKey(ino), other_key});
+    if (!m_.count(ino)) Store(ino, v[0]);
+    return v[1];
+  }
+  Attr* Store(Ino ino, const std::optional<std::string>& v) {
     std::optional<Attr> a;
     if (v) {
       Attr x;
@@ -486,6 +494,9 @@ Result<Entry> KvMeta::Lookup(const Context& ctx, Ino parent, std::string_view na
   STRATA_RETURN_IF_ERROR(Txn(
       [&](KvTxn& t) {
         AttrCache as(t);
+        bool special = name == "." || name == ".." || (parent == kRootIno && name == ".trash");
+        std::optional<std::string> d;
+        if (!special) d = as.GetWith(parent, DentKey(parent, name));
         Attr* p = as.Get(parent);
         if (!p) return FsError(ENOENT, "directory inode " + std::to_string(parent) + " does not exist");
         if (!IsDir(*p)) return FsError(ENOTDIR, "inode " + std::to_string(parent) + " is not a directory");
@@ -498,7 +509,6 @@ Result<Entry> KvMeta::Lookup(const Context& ctx, Ino parent, std::string_view na
         } else if (parent == kRootIno && name == ".trash") {
           ino = kTrashIno;
         } else {
-          auto d = t.Get(DentKey(parent, name));
           if (!d) return FsError(ENOENT, Quote(name) + " not found");
           uint32_t type;
           if (!DecodeDent(*d, &type, &ino)) return Status::Corruption("bad directory entry " + Quote(name));
@@ -645,12 +655,13 @@ Result<Entry> KvMeta::MakeNode(const Context& ctx, Ino parent, std::string_view 
   STRATA_RETURN_IF_ERROR(Txn(
       [&](KvTxn& t) {
         AttrCache as(t);
+        auto existing = as.GetWith(parent, DentKey(parent, name));
         Attr* p = as.Get(parent);
         if (!p) return FsError(ENOENT, "directory inode " + std::to_string(parent) + " does not exist");
         if (!IsDir(*p)) return FsError(ENOTDIR, "inode " + std::to_string(parent) + " is not a directory");
         if (p->nlink == 0) return FsError(ENOENT, "directory was removed");
         STRATA_RETURN_IF_ERROR(Access(ctx, *p, W_OK | X_OK));
-        if (t.Get(DentKey(parent, name))) return FsError(EEXIST, Quote(name) + " already exists");
+        if (existing) return FsError(EEXIST, Quote(name) + " already exists");
         Attr a;
         a.mode = type | (type == S_IFLNK ? 0777 : (mode & 07777 & ~umask));
         a.uid = ctx.uid;
@@ -769,12 +780,12 @@ Status KvMeta::Unlink(const Context& ctx, Ino parent, std::string_view name) {
   return Txn(
       [&](KvTxn& t) {
         AttrCache as(t);
+        std::string key = DentKey(parent, name);
+        auto d = as.GetWith(parent, key);
         Attr* p = as.Get(parent);
         if (!p) return FsError(ENOENT, "directory inode " + std::to_string(parent) + " does not exist");
         if (!IsDir(*p)) return FsError(ENOTDIR, "inode " + std::to_string(parent) + " is not a directory");
         STRATA_RETURN_IF_ERROR(Access(ctx, *p, W_OK | X_OK));
-        std::string key = DentKey(parent, name);
-        auto d = t.Get(key);
         if (!d) return FsError(ENOENT, Quote(name) + " not found");
         uint32_t type;
         Ino ino;
@@ -801,12 +812,12 @@ Status KvMeta::Rmdir(const Context& ctx, Ino parent, std::string_view name) {
   return Txn(
       [&](KvTxn& t) {
         AttrCache as(t);
+        std::string key = DentKey(parent, name);
+        auto d = as.GetWith(parent, key);
         Attr* p = as.Get(parent);
         if (!p) return FsError(ENOENT, "directory inode " + std::to_string(parent) + " does not exist");
         if (!IsDir(*p)) return FsError(ENOTDIR, "inode " + std::to_string(parent) + " is not a directory");
         STRATA_RETURN_IF_ERROR(Access(ctx, *p, W_OK | X_OK));
-        std::string key = DentKey(parent, name);
-        auto d = t.Get(key);
         if (!d) return FsError(ENOENT, Quote(name) + " not found");
         uint32_t type;
         Ino ino;
