@@ -179,17 +179,50 @@ Status ChunkStore::ReadBlock(uint64_t id, uint32_t index, uint32_t block_len, ui
       return Status::Corruption(fmt::format("block {} is short: {} of {} bytes at {}", key, got, len, off));
     return Status::Ok();
   }
+  Status st;
+  std::shared_ptr<const std::string> plain = Decompressed(key, block_len, &st);
+  if (!plain) return st;
+  std::memcpy(buf, plain->data() + off, len);
+  return Status::Ok();
+}
+
+std::shared_ptr<const std::string> ChunkStore::Decompressed(const std::string& key, uint32_t block_len,
+                                                            Status* st) {
+  {
+    std::lock_guard<std::mutex> lk(plain_mu_);
+    auto it = plain_index_.find(key);
+    if (it != plain_index_.end()) {
+      plain_lru_.splice(plain_lru_.begin(), plain_lru_, it->second);
+      return it->second->second;
+    }
+  }
   std::string z;
-  Status st = r->Get(key, {}, [&](const char* d, size_t n) {
+  *st = reader()->Get(key, {}, [&](const char* d, size_t n) {
     z.append(d, n);
     return Status::Ok();
   });
-  if (!st.ok()) return st.WithContext(fmt::format("reading block {}", key));
-  if (off == 0 && len == block_len) return DecompressBlock(options_.compression, z, buf, len);
-  std::string plain(block_len, '\0');
-  STRATA_RETURN_IF_ERROR(DecompressBlock(options_.compression, z, plain.data(), block_len));
-  std::memcpy(buf, plain.data() + off, len);
-  return Status::Ok();
+  if (!st->ok()) {
+    *st = st->WithContext(fmt::format("reading block {}", key));
+    return nullptr;
+  }
+  auto plain = std::make_shared<std::string>(block_len, '\0');
+  *st = DecompressBlock(options_.compression, z, plain->data(), block_len);
+  if (!st->ok()) {
+    *st = st->WithContext(fmt::format("block {}", key));
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lk(plain_mu_);
+  if (plain_index_.count(key) == 0 && options_.decompressed_cache_bytes > 0) {
+    plain_lru_.emplace_front(key, plain);
+    plain_index_[key] = plain_lru_.begin();
+    plain_bytes_ += block_len;
+    while (plain_bytes_ > options_.decompressed_cache_bytes && plain_lru_.size() > 1) {
+      plain_bytes_ -= plain_lru_.back().second->size();
+      plain_index_.erase(plain_lru_.back().first);
+      plain_lru_.pop_back();
+    }
+  }
+  return plain;
 }
 
 Status ChunkStore::ReadSlice(uint64_t id, uint32_t slice_size, uint32_t off, uint32_t len,

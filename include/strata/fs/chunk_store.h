@@ -18,6 +18,8 @@
 #pragma once
 
 #include <atomic>
+#include <list>
+#include <unordered_map>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -47,6 +49,7 @@ struct ChunkStoreOptions {
   Compression compression = Compression::kNone;
   int max_uploads = 20;               // concurrent block PUTs
   int prefetch_threads = 8;           // concurrent readahead GETs
+  uint64_t decompressed_cache_bytes = 64ull << 20;  // RAM for decompressed blocks (compressed volumes)
 };
 
 class ChunkStore {
@@ -100,6 +103,13 @@ class ChunkStore {
   ChunkStoreOptions options_;
   std::unique_ptr<ThreadPool> upload_pool_;
   std::unique_ptr<ThreadPool> prefetch_pool_;
+  // Decompressed blocks of a compressed volume, so the many small reads of
+  // one block (FUSE reads 128 KiB at a time) decompress it once.
+  std::shared_ptr<const std::string> Decompressed(const std::string& key, uint32_t block_len, Status* st);
+  std::mutex plain_mu_;
+  std::list<std::pair<std::string, std::shared_ptr<const std::string>>> plain_lru_;  // guarded by plain_mu_
+  std::unordered_map<std::string, decltype(plain_lru_)::iterator> plain_index_;      // guarded by plain_mu_
+  uint64_t plain_bytes_ = 0;                                                           // guarded by plain_mu_
   std::mutex prefetch_mu_;
   std::unordered_set<std::string> prefetching_;  // guarded by prefetch_mu_
 };
