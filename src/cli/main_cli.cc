@@ -15,6 +15,7 @@
 #include "cli/transfer_cmds.h"
 #include "cli/datapath_cmds.h"
 #include "cli/features_cmds.h"
+#include "cli/fs_cmds.h"
 
 namespace strata::cli {
 namespace {
@@ -121,6 +122,7 @@ int Main(int argc, char** argv) {
   RegisterTransferCommands(app, &transfer_rc);
   RegisterDatapathCommands(app, &transfer_rc);
   RegisterFeaturesCommands(app, &transfer_rc);
+  RegisterFsCommands(app, &transfer_rc);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,121 @@
+// ChunkStore: the object-storage side of Strata FS. A file's bytes live in
+// slices (one write session's contiguous bytes, identified by a 64-bit id that
+// the metadata engine hands out and never reuses); a slice is stored as blocks
+// of at most `block_size` bytes, one object each, named as JuiceFS names them:
+//
+//   <volume>/chunks/<id / 1000000>/<id / 1000>/<id>_<block index>_<block length>
+//
+// The block length in the key is the uncompressed length, so a reader needs
+// nothing but the slice id and size to find every block. With compression
+// (lz4 or zstd) each block object holds the compressed bytes of the whole
+// block; readers fetch and decompress the whole block.
+//
+// Objects are immutable (ids are never reused), so the read cache can trust
+// what it learned about a key forever; reads go through a CachedObjectStore
+// (RAM and disk tiers) and writes straight to the base store.
+//
+// Thread-safety: all methods are thread-safe.
+#pragma once
+
+#include <atomic>
+#include <list>
+#include <unordered_map>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include <strata/core/result.h>
+#include <strata/core/thread_pool.h>
+#include <strata/objstore/object_store.h>
+
+namespace strata::cache {
+class CachedObjectStore;
+}
+
+namespace strata::fs {
+
+enum class Compression { kNone, kLz4, kZstd };
+// "none" | "lz4" | "zstd" (case-insensitive); false if unknown.
+bool ParseCompression(std::string_view name, Compression* out);
+std::string_view CompressionName(Compression c);
+
+struct ChunkStoreOptions {
+  std::string volume;                 // key prefix (the volume name)
+  uint32_t block_size = 4u << 20;     // bytes per block object
+  Compression compression = Compression::kNone;
+  int max_uploads = 20;               // concurrent block PUTs
+  int prefetch_threads = 8;           // concurrent readahead GETs
+  uint64_t decompressed_cache_bytes = 64ull << 20;  // RAM for decompressed blocks (compressed volumes)
+};
+
+class ChunkStore {
+ public:
+  // `store` is the base object store (writes, deletes, listing); `cache`, when
+  // not null, is a CachedObjectStore in front of it used for reads. Neither is
+  // owned; both must outlive the ChunkStore.
+  ChunkStore(objstore::ObjectStore* store, cache::CachedObjectStore* cache,
+             ChunkStoreOptions options);
+  ~ChunkStore();
+
+  const ChunkStoreOptions& options() const { return options_; }
+  uint32_t block_size() const { return options_.block_size; }
+
+  // Object key of block `index` (of length `len`) of slice `id`.
+  std::string BlockKey(uint64_t id, uint32_t index, uint32_t len) const;
+  // Length of block `index` of a slice of `slice_size` bytes.
+  uint32_t BlockLen(uint32_t slice_size, uint32_t index) const;
+  // Parses a key produced by BlockKey (relative to the store): false if it is
+  // not a block key of this volume.
+  bool ParseBlockKey(std::string_view key, uint64_t* id, uint32_t* index, uint32_t* len) const;
+  // The prefix under which every block of this volume lives ("<volume>/chunks/").
+  std::string ChunksPrefix() const;
+
+  // Uploads one block (compressing it when configured). Synchronous; callers
+  // run it on the upload pool.
+  Status PutBlock(uint64_t id, uint32_t index, std::string_view data);
+
+  // Reads [off, off + len) of slice `id` (of `slice_size` bytes) into buf.
+  Status ReadSlice(uint64_t id, uint32_t slice_size, uint32_t off, uint32_t len, char* buf);
+
+  // Fetches blocks of slice `id` overlapping [off, off + len) into the cache in
+  // the background (no-op without a cache or when already in flight).
+  void Prefetch(uint64_t id, uint32_t slice_size, uint32_t off, uint32_t len);
+
+  // Deletes every block object of the slice (missing blocks are fine).
+  Status DeleteSlice(uint64_t id, uint32_t slice_size);
+
+  // The pool that runs block uploads (bounded by max_uploads).
+  ThreadPool* upload_pool() { return upload_pool_.get(); }
+
+  objstore::ObjectStore* store() const { return store_; }
+
+ private:
+  Status ReadBlock(uint64_t id, uint32_t index, uint32_t block_len, uint32_t off, uint32_t len,
+                   char* buf);
+  objstore::ObjectStore* reader() const;
+
+  objstore::ObjectStore* store_;
+  cache::CachedObjectStore* cache_;
+  ChunkStoreOptions options_;
+  std::unique_ptr<ThreadPool> upload_pool_;
+  std::unique_ptr<ThreadPool> prefetch_pool_;
+  // Decompressed blocks of a compressed volume, so the many small reads of
+  // one block (FUSE reads 128 KiB at a time) decompress it once.
+  std::shared_ptr<const std::string> Decompressed(const std::string& key, uint32_t block_len, Status* st);
+  std::mutex plain_mu_;
+  std::list<std::pair<std::string, std::shared_ptr<const std::string>>> plain_lru_;  // guarded by plain_mu_
+  std::unordered_map<std::string, decltype(plain_lru_)::iterator> plain_index_;      // guarded by plain_mu_
+  uint64_t plain_bytes_ = 0;                                                           // guarded by plain_mu_
+  std::mutex prefetch_mu_;
+  std::unordered_set<std::string> prefetching_;  // guarded by prefetch_mu_
+};
+
+// Compress/decompress one block (exposed for tests).
+Result<std::string> CompressBlock(Compression c, std::string_view data);
+Status DecompressBlock(Compression c, std::string_view data, char* out, size_t out_len);
+
+}  // namespace strata::fs

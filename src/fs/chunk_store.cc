@@ -1,0 +1,281 @@
+#include <strata/fs/chunk_store.h>
+
+#include <lz4.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include <strata/cache/cached_object_store.h>
+#include <strata/core/log.h>
+
+namespace strata::fs {
+namespace {
+constexpr log::Logger kLog("fs");
+
+bool IEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); i++) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  }
+  return true;
+}
+
+bool ParseU64(std::string_view s, uint64_t* out) {
+  if (s.empty() || s.size() > 20) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *out = v;
+  return true;
+}
+}  // namespace
+
+bool ParseCompression(std::string_view name, Compression* out) {
+  if (name.empty() || IEquals(name, "none")) {
+    *out = Compression::kNone;
+  } else if (IEquals(name, "lz4")) {
+    *out = Compression::kLz4;
+  } else if (IEquals(name, "zstd")) {
+    *out = Compression::kZstd;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+std::string_view CompressionName(Compression c) {
+  switch (c) {
+    case Compression::kLz4: return "lz4";
+    case Compression::kZstd: return "zstd";
+    default: return "none";
+  }
+}
+
+Result<std::string> CompressBlock(Compression c, std::string_view data) {
+  std::string out;
+  if (c == Compression::kLz4) {
+    int cap = LZ4_compressBound(static_cast<int>(data.size()));
+    out.resize(static_cast<size_t>(cap));
+    int n = LZ4_compress_default(data.data(), out.data(), static_cast<int>(data.size()), cap);
+    if (n <= 0) return Status::Internal("lz4 compression failed");
+    out.resize(static_cast<size_t>(n));
+  } else if (c == Compression::kZstd) {
+    size_t cap = ZSTD_compressBound(data.size());
+    out.resize(cap);
+    size_t n = ZSTD_compress(out.data(), cap, data.data(), data.size(), 1);
+    if (ZSTD_isError(n)) return Status::Internal(fmt::format("zstd compression failed: {}", ZSTD_getErrorName(n)));
+    out.resize(n);
+  } else {
+    out.assign(data);
+  }
+  return out;
+}
+
+Status DecompressBlock(Compression c, std::string_view data, char* out, size_t out_len) {
+  if (c == Compression::kLz4) {
+    int n = LZ4_decompress_safe(data.data(), out, static_cast<int>(data.size()), static_cast<int>(out_len));
+    if (n < 0 || static_cast<size_t>(n) != out_len)
+      return Status::Corruption(fmt::format("lz4 block decodes to {} bytes, expected {}", n, out_len));
+  } else if (c == Compression::kZstd) {
+    size_t n = ZSTD_decompress(out, out_len, data.data(), data.size());
+    if (ZSTD_isError(n) || n != out_len)
+      return Status::Corruption(fmt::format("zstd block does not decode to {} bytes{}", out_len,
+                                            ZSTD_isError(n) ? std::string(": ") + ZSTD_getErrorName(n) : ""));
+  } else {
+    if (data.size() != out_len)
+      return Status::Corruption(fmt::format("block holds {} bytes, expected {}", data.size(), out_len));
+    std::memcpy(out, data.data(), out_len);
+  }
+  return Status::Ok();
+}
+
+ChunkStore::ChunkStore(objstore::ObjectStore* store, cache::CachedObjectStore* cache,
+                       ChunkStoreOptions options)
+    : store_(store), cache_(cache), options_(std::move(options)) {
+  if (options_.block_size == 0) options_.block_size = 4u << 20;
+  upload_pool_ = std::make_unique<ThreadPool>(std::max(1, options_.max_uploads));
+  prefetch_pool_ = std::make_unique<ThreadPool>(std::max(1, options_.prefetch_threads), 256);
+}
+
+ChunkStore::~ChunkStore() {
+  prefetch_pool_.reset();
+  upload_pool_.reset();
+}
+
+objstore::ObjectStore* ChunkStore::reader() const {
+  return cache_ ? static_cast<objstore::ObjectStore*>(cache_) : store_;
+}
+
+std::string ChunkStore::ChunksPrefix() const {
+  return options_.volume.empty() ? "chunks/" : options_.volume + "/chunks/";
+}
+
+std::string ChunkStore::BlockKey(uint64_t id, uint32_t index, uint32_t len) const {
+  return fmt::format("{}{}/{}/{}_{}_{}", ChunksPrefix(), id / 1000000, id / 1000, id, index, len);
+}
+
+bool ChunkStore::ParseBlockKey(std::string_view key, uint64_t* id, uint32_t* index,
+                               uint32_t* len) const {
+  std::string prefix = ChunksPrefix();
+  if (key.substr(0, prefix.size()) != prefix) return false;
+  key.remove_prefix(prefix.size());
+  size_t slash = key.rfind('/');
+  if (slash == std::string_view::npos) return false;
+  std::string_view name = key.substr(slash + 1);
+  size_t u1 = name.find('_');
+  size_t u2 = u1 == std::string_view::npos ? u1 : name.find('_', u1 + 1);
+  if (u2 == std::string_view::npos) return false;
+  uint64_t a, b, c;
+  if (!ParseU64(name.substr(0, u1), &a) || !ParseU64(name.substr(u1 + 1, u2 - u1 - 1), &b) ||
+      !ParseU64(name.substr(u2 + 1), &c))
+    return false;
+  if (b > UINT32_MAX || c > UINT32_MAX) return false;
+  *id = a;
+  *index = static_cast<uint32_t>(b);
+  *len = static_cast<uint32_t>(c);
+  return key.substr(0, slash) == fmt::format("{}/{}", a / 1000000, a / 1000);
+}
+
+uint32_t ChunkStore::BlockLen(uint32_t slice_size, uint32_t index) const {
+  uint64_t start = static_cast<uint64_t>(index) * options_.block_size;
+  if (start >= slice_size) return 0;
+  return static_cast<uint32_t>(std::min<uint64_t>(options_.block_size, slice_size - start));
+}
+
+Status ChunkStore::PutBlock(uint64_t id, uint32_t index, std::string_view data) {
+  std::string key = BlockKey(id, index, static_cast<uint32_t>(data.size()));
+  objstore::WriteOptions wo;
+  wo.checksum = ChecksumAlgorithm::kNone;  // blocks are verified by length / codec
+  if (options_.compression == Compression::kNone) {
+    return store_->PutBytes(key, data, wo).status();
+  }
+  STRATA_ASSIGN_OR_RETURN(std::string z, CompressBlock(options_.compression, data));
+  return store_->PutBytes(key, z, wo).status();
+}
+
+Status ChunkStore::ReadBlock(uint64_t id, uint32_t index, uint32_t block_len, uint32_t off,
+                             uint32_t len, char* buf) {
+  std::string key = BlockKey(id, index, block_len);
+  objstore::ObjectStore* r = reader();
+  if (options_.compression == Compression::kNone) {
+    objstore::ReadOptions ro;
+    ro.offset = off;
+    ro.length = len;
+    size_t got = 0;
+    Status st = r->Get(key, ro, [&](const char* d, size_t n) {
+      if (got + n > len) return Status::Corruption(fmt::format("block {} returned too many bytes", key));
+      std::memcpy(buf + got, d, n);
+      got += n;
+      return Status::Ok();
+    });
+    if (!st.ok()) return st.WithContext(fmt::format("reading block {}", key));
+    if (got != len)
+      return Status::Corruption(fmt::format("block {} is short: {} of {} bytes at {}", key, got, len, off));
+    return Status::Ok();
+  }
+  Status st;
+  std::shared_ptr<const std::string> plain = Decompressed(key, block_len, &st);
+  if (!plain) return st;
+  std::memcpy(buf, plain->data() + off, len);
+  return Status::Ok();
+}
+
+std::shared_ptr<const std::string> ChunkStore::Decompressed(const std::string& key, uint32_t block_len,
+                                                            Status* st) {
+  {
+    std::lock_guard<std::mutex> lk(plain_mu_);
+    auto it = plain_index_.find(key);
+    if (it != plain_index_.end()) {
+      plain_lru_.splice(plain_lru_.begin(), plain_lru_, it->second);
+      return it->second->second;
+    }
+  }
+  std::string z;
+  *st = reader()->Get(key, {}, [&](const char* d, size_t n) {
+    z.append(d, n);
+    return Status::Ok();
+  });
+  if (!st->ok()) {
+    *st = st->WithContext(fmt::format("reading block {}", key));
+    return nullptr;
+  }
+  auto plain = std::make_shared<std::string>(block_len, '\0');
+  *st = DecompressBlock(options_.compression, z, plain->data(), block_len);
+  if (!st->ok()) {
+    *st = st->WithContext(fmt::format("block {}", key));
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lk(plain_mu_);
+  if (plain_index_.count(key) == 0 && options_.decompressed_cache_bytes > 0) {
+    plain_lru_.emplace_front(key, plain);
+    plain_index_[key] = plain_lru_.begin();
+    plain_bytes_ += block_len;
+    while (plain_bytes_ > options_.decompressed_cache_bytes && plain_lru_.size() > 1) {
+      plain_bytes_ -= plain_lru_.back().second->size();
+      plain_index_.erase(plain_lru_.back().first);
+      plain_lru_.pop_back();
+    }
+  }
+  return plain;
+}
+
+Status ChunkStore::ReadSlice(uint64_t id, uint32_t slice_size, uint32_t off, uint32_t len,
+                             char* buf) {
+  if (static_cast<uint64_t>(off) + len > slice_size)
+    return Status::Corruption(fmt::format("read [{}, +{}) beyond slice {} of {} bytes", off, len, id, slice_size));
+  const uint32_t bs = options_.block_size;
+  while (len > 0) {
+    uint32_t index = off / bs;
+    uint32_t in = off % bs;
+    uint32_t blen = BlockLen(slice_size, index);
+    uint32_t n = std::min(len, blen - in);
+    STRATA_RETURN_IF_ERROR(ReadBlock(id, index, blen, in, n, buf));
+    buf += n;
+    off += n;
+    len -= n;
+  }
+  return Status::Ok();
+}
+
+void ChunkStore::Prefetch(uint64_t id, uint32_t slice_size, uint32_t off, uint32_t len) {
+  if (!cache_ || len == 0) return;
+  const uint32_t bs = options_.block_size;
+  uint64_t end = std::min<uint64_t>(static_cast<uint64_t>(off) + len, slice_size);
+  for (uint64_t p = (off / bs) * static_cast<uint64_t>(bs); p < end; p += bs) {
+    uint32_t index = static_cast<uint32_t>(p / bs);
+    uint32_t blen = BlockLen(slice_size, index);
+    std::string key = BlockKey(id, index, blen);
+    {
+      std::lock_guard<std::mutex> lk(prefetch_mu_);
+      if (!prefetching_.insert(key).second) continue;
+    }
+    prefetch_pool_->Submit([this, key = std::move(key)] {
+      objstore::ObjectInfo info;
+      Status st = cache_->Get(key, {}, [](const char*, size_t) { return Status::Ok(); }, &info);
+      if (!st.ok()) kLog.Debug("prefetch of {} failed: {}", key, st.ToString());
+      std::lock_guard<std::mutex> lk(prefetch_mu_);
+      prefetching_.erase(key);
+    });
+  }
+}
+
+Status ChunkStore::DeleteSlice(uint64_t id, uint32_t slice_size) {
+  std::vector<std::string> keys;
+  uint32_t nblocks = slice_size == 0 ? 0 : (slice_size - 1) / options_.block_size + 1;
+  for (uint32_t i = 0; i < nblocks; i++) keys.push_back(BlockKey(id, i, BlockLen(slice_size, i)));
+  if (keys.empty()) return Status::Ok();
+  objstore::ObjectStore* w = cache_ ? static_cast<objstore::ObjectStore*>(cache_) : store_;
+  STRATA_ASSIGN_OR_RETURN(auto sts, w->DeleteMany(keys));
+  for (auto& st : sts) {
+    if (!st.ok() && !st.IsNotFound()) return st;
+  }
+  return Status::Ok();
+}
+
+}  // namespace strata::fs

@@ -1,0 +1,489 @@
+#include <strata/fs/data_io.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <thread>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+
+#include <fmt/format.h>
+
+#include <strata/core/log.h>
+
+namespace strata::fs {
+namespace {
+constexpr log::Logger kLog("fs");
+constexpr uint64_t kChunk = fsmeta::kChunkSize;
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+class MetaAdapter final : public SliceMeta {
+ public:
+  explicit MetaAdapter(fsmeta::MetaEngine* m) : m_(m) {}
+  Result<uint64_t> NewSliceId() override { return m_->NewSliceId(); }
+  Result<std::vector<fsmeta::Slice>> ReadChunk(Ino ino, uint32_t c) override { return m_->Read(ino, c); }
+  Status WriteChunk(Ino ino, uint32_t c, uint32_t pos, const fsmeta::Slice& s, int64_t mtime) override {
+    return m_->Write(ino, c, pos, s, mtime);
+  }
+  Status ReplaceSlices(Ino ino, uint32_t c, const std::vector<fsmeta::Slice>& e,
+                       const std::vector<fsmeta::Slice>& r) override {
+    return m_->ReplaceSlices(ino, c, e, r);
+  }
+
+ private:
+  fsmeta::MetaEngine* m_;
+};
+
+// Counts a slice's outstanding uploads and keeps the first error.
+struct UploadTracker {
+  std::mutex mu;
+  std::condition_variable cv;
+  int pending = 0;
+  Status error;
+  void Done(Status st) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (!st.ok() && error.ok()) error = std::move(st);
+    if (--pending == 0) cv.notify_all();
+  }
+  Status Wait() {
+    std::unique_lock<std::mutex> lk(mu);
+    cv.wait(lk, [&] { return pending == 0; });
+    return error;
+  }
+  bool Idle() {
+    std::lock_guard<std::mutex> lk(mu);
+    return pending == 0;
+  }
+};
+}  // namespace
+
+std::unique_ptr<SliceMeta> NewMetaSliceMeta(fsmeta::MetaEngine* meta) {
+  return std::make_unique<MetaAdapter>(meta);
+}
+
+std::vector<Segment> VisibleSegments(const std::vector<fsmeta::Slice>& slices, uint32_t from, uint32_t to) {
+  // Walk slices newest first, keeping the still-uncovered intervals of [from, to).
+  std::vector<std::pair<uint32_t, uint32_t>> gaps;  // [a, b)
+  if (from < to) gaps.push_back({from, to});
+  std::vector<Segment> out;
+  for (auto it = slices.rbegin(); it != slices.rend() && !gaps.empty(); ++it) {
+    const fsmeta::Slice& s = *it;
+    uint64_t sa = s.pos, sb = static_cast<uint64_t>(s.pos) + s.len;
+    std::vector<std::pair<uint32_t, uint32_t>> next;
+    for (auto [a, b] : gaps) {
+      uint64_t x = std::max<uint64_t>(a, sa), y = std::min<uint64_t>(b, sb);
+      if (x >= y) {
+        next.push_back({a, b});
+        continue;
+      }
+      Segment seg;
+      seg.pos = static_cast<uint32_t>(x);
+      seg.len = static_cast<uint32_t>(y - x);
+      seg.id = s.id;
+      seg.size = s.size;
+      seg.off = static_cast<uint32_t>(s.off + (x - sa));
+      out.push_back(seg);
+      if (a < x) next.push_back({a, static_cast<uint32_t>(x)});
+      if (y < b) next.push_back({static_cast<uint32_t>(y), b});
+    }
+    gaps.swap(next);
+  }
+  for (auto [a, b] : gaps) {
+    Segment seg;
+    seg.pos = a;
+    seg.len = b - a;
+    out.push_back(seg);
+  }
+  std::sort(out.begin(), out.end(), [](const Segment& x, const Segment& y) { return x.pos < y.pos; });
+  return out;
+}
+
+struct DataIO::DirtySlice {
+  uint32_t chunk = 0;
+  uint32_t pos = 0;  // in the chunk
+  uint32_t len = 0;
+  uint64_t id = 0;
+  int64_t mtime_ns = 0;
+  std::vector<std::shared_ptr<std::string>> blocks;
+  uint32_t submitted = 0;  // blocks [0, submitted) are uploading or uploaded
+  bool frozen = false;
+  std::shared_ptr<UploadTracker> up = std::make_shared<UploadTracker>();
+};
+
+struct DataIO::Writer {
+  std::mutex mu;
+  // Per chunk, slices in creation order; only the last may be open.
+  std::map<uint32_t, std::deque<std::unique_ptr<DirtySlice>>> chunks;  // guarded by mu
+  uint64_t bytes = 0;      // buffered bytes, guarded by mu
+  uint64_t dirty_end = 0;  // guarded by mu
+  Status error;            // first failed commit, reported once; guarded by mu
+};
+
+DataIO::DataIO(SliceMeta* meta, ChunkStore* store, DataOptions options)
+    : meta_(meta), store_(store), options_(options) {
+  compact_pool_ = std::make_unique<ThreadPool>(1, 1024);
+}
+
+DataIO::~DataIO() {
+  (void)FlushAll();
+  compact_pool_.reset();
+}
+
+std::shared_ptr<DataIO::Writer> DataIO::GetWriter(Ino ino, bool create) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = writers_.find(ino);
+  if (it != writers_.end()) return it->second;
+  if (!create) return nullptr;
+  auto w = std::make_shared<Writer>();
+  writers_.emplace(ino, w);
+  return w;
+}
+
+void DataIO::SubmitBlock(Writer* w, DirtySlice* s, uint32_t index) {
+  std::shared_ptr<std::string> data = s->blocks[index];
+  auto up = s->up;
+  {
+    std::lock_guard<std::mutex> lk(up->mu);
+    up->pending++;
+  }
+  uint64_t id = s->id;
+  store_->upload_pool()->Submit([this, id, index, data, up] {
+    up->Done(store_->PutBlock(id, index, *data));
+  });
+}
+
+void DataIO::Freeze(Writer* w, DirtySlice* s) {
+  if (s->frozen) return;
+  s->frozen = true;
+  for (uint32_t i = s->submitted; i < s->blocks.size(); i++) SubmitBlock(w, s, i);
+  s->submitted = static_cast<uint32_t>(s->blocks.size());
+}
+
+Status DataIO::CommitSlice(Ino ino, Writer* w, DirtySlice* s) {
+  Freeze(w, s);
+  Status st = s->up->Wait();
+  if (st.ok() && s->len > 0) {
+    fsmeta::Slice sl;
+    sl.id = s->id;
+    sl.size = s->len;
+    sl.off = 0;
+    sl.len = s->len;
+    sl.pos = s->pos;
+    st = meta_->WriteChunk(ino, s->chunk, s->pos, sl, s->mtime_ns);
+  }
+  return st;
+}
+
+// Commits slices from the front of each chunk's list: frozen ones whose
+// uploads are done (or all frozen ones when wait), or every slice when all.
+Status DataIO::CommitFront(Ino ino, Writer* w, bool wait, bool all) {
+  Status first;
+  for (auto it = w->chunks.begin(); it != w->chunks.end();) {
+    auto& q = it->second;
+    while (!q.empty()) {
+      DirtySlice* s = q.front().get();
+      if (!all && !s->frozen) break;
+      if (!all && !wait && !s->up->Idle()) break;
+      Status st = CommitSlice(ino, w, s);
+      if (!st.ok()) {
+        kLog.Error("inode {}: committing {} bytes at chunk {} pos {} failed: {}", ino, s->len, s->chunk,
+                   s->pos, st.ToString());
+        if (first.ok()) first = st;
+      }
+      uint64_t n = s->len;
+      w->bytes -= n;
+      buffered_ -= n;
+      q.pop_front();
+    }
+    if (q.empty()) {
+      it = w->chunks.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (w->chunks.empty()) w->dirty_end = 0;
+  return first;
+}
+
+Status DataIO::Write(Ino ino, uint64_t off, std::string_view data) {
+  if (data.empty()) return Status::Ok();
+  auto wp = GetWriter(ino, true);
+  Writer* w = wp.get();
+  std::lock_guard<std::mutex> lk(w->mu);
+  const uint32_t bs = store_->block_size();
+  int64_t now = NowNs();
+  while (!data.empty()) {
+    uint32_t chunk = static_cast<uint32_t>(off / kChunk);
+    uint32_t pos = static_cast<uint32_t>(off % kChunk);
+    size_t n = std::min<uint64_t>(data.size(), kChunk - pos);
+    auto& q = w->chunks[chunk];
+    DirtySlice* s = q.empty() ? nullptr : q.back().get();
+    // Continue the open slice when the write starts inside it or right at its
+    // end, and touches no block already handed to the uploader.
+    if (s && !s->frozen && pos >= s->pos && pos <= s->pos + s->len &&
+        (pos - s->pos) / bs >= s->submitted) {
+      // fits
+    } else {
+      if (s) Freeze(w, s);
+      auto ns = std::make_unique<DirtySlice>();
+      auto id = meta_->NewSliceId();
+      if (!id) return id.error();
+      ns->id = *id;
+      ns->chunk = chunk;
+      ns->pos = pos;
+      q.push_back(std::move(ns));
+      s = q.back().get();
+    }
+    s->mtime_ns = now;
+    uint32_t rel = pos - s->pos;
+    size_t left = n;
+    const char* src = data.data();
+    while (left > 0) {
+      uint32_t bi = rel / bs, bo = rel % bs;
+      while (s->blocks.size() <= bi) s->blocks.push_back(std::make_shared<std::string>());
+      std::string& b = *s->blocks[bi];
+      size_t m = std::min<size_t>(left, bs - bo);
+      if (b.size() < bo + m) {
+        if (b.capacity() < bo + m) b.reserve(std::min<size_t>(bs, std::max<size_t>(bo + m, b.capacity() * 2)));
+        b.resize(bo + m);
+      }
+      std::memcpy(b.data() + bo, src, m);
+      src += m;
+      left -= m;
+      rel += static_cast<uint32_t>(m);
+    }
+    if (rel > s->len) {
+      uint32_t grow = rel - s->len;
+      s->len = rel;
+      w->bytes += grow;
+      buffered_ += grow;
+    }
+    // Hand full blocks (except one still being extended) to the uploader.
+    while (s->submitted < s->blocks.size() && s->blocks[s->submitted]->size() == bs &&
+           (s->submitted + 1) * static_cast<uint64_t>(bs) <= s->len) {
+      SubmitBlock(w, s, s->submitted);
+      s->submitted++;
+    }
+    if (static_cast<uint64_t>(s->pos) + s->len >= kChunk) Freeze(w, s);
+    w->dirty_end = std::max<uint64_t>(w->dirty_end, static_cast<uint64_t>(chunk) * kChunk + s->pos + s->len);
+    data.remove_prefix(n);
+    off += n;
+  }
+  Status st = CommitFront(ino, w, /*wait=*/false, /*all=*/false);
+  if (st.ok() && buffered_.load() > options_.buffer_size) {
+    st = CommitFront(ino, w, /*wait=*/true, /*all=*/false);
+    if (st.ok() && buffered_.load() > options_.buffer_size) st = CommitFront(ino, w, true, true);
+  }
+  if (!st.ok()) return st;
+  if (!w->error.ok()) return std::exchange(w->error, Status::Ok());
+  return Status::Ok();
+}
+
+Status DataIO::Flush(Ino ino) {
+  auto wp = GetWriter(ino, false);
+  if (!wp) return Status::Ok();
+  Status st;
+  {
+    std::lock_guard<std::mutex> lk(wp->mu);
+    st = CommitFront(ino, wp.get(), true, true);
+    if (st.ok() && !wp->error.ok()) st = std::exchange(wp->error, Status::Ok());
+  }
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = writers_.find(ino);
+  if (it != writers_.end() && it->second == wp && wp.use_count() == 2) {
+    std::lock_guard<std::mutex> wl(wp->mu);
+    if (wp->chunks.empty()) writers_.erase(it);
+  }
+  return st;
+}
+
+Status DataIO::FlushAll() {
+  std::vector<Ino> inos;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto& [ino, w] : writers_) inos.push_back(ino);
+  }
+  Status first;
+  for (Ino ino : inos) {
+    Status st = Flush(ino);
+    if (!st.ok() && first.ok()) first = st;
+  }
+  return first;
+}
+
+uint64_t DataIO::DirtyLength(Ino ino) {
+  auto wp = GetWriter(ino, false);
+  if (!wp) return 0;
+  std::lock_guard<std::mutex> lk(wp->mu);
+  return wp->dirty_end;
+}
+
+bool DataIO::HasDirty(Ino ino) {
+  auto wp = GetWriter(ino, false);
+  if (!wp) return false;
+  std::lock_guard<std::mutex> lk(wp->mu);
+  return !wp->chunks.empty();
+}
+
+Status DataIO::ReadChunkRange(Ino ino, uint32_t chunk, uint32_t from, uint32_t to, char* buf,
+                              std::vector<fsmeta::Slice>* slices_out) {
+  // Overlay pieces copied from uncommitted slices: (pos, bytes), applied in order.
+  std::vector<std::pair<uint32_t, std::string>> overlay;
+  std::vector<fsmeta::Slice> slices;
+  auto wp = GetWriter(ino, false);
+  {
+    std::unique_lock<std::mutex> lk;
+    if (wp) lk = std::unique_lock<std::mutex>(wp->mu);
+    STRATA_ASSIGN_OR_RETURN(slices, meta_->ReadChunk(ino, chunk));
+    if (wp) {
+      auto it = wp->chunks.find(chunk);
+      if (it != wp->chunks.end()) {
+        const uint32_t bs = store_->block_size();
+        for (auto& sp : it->second) {
+          const DirtySlice& s = *sp;
+          uint32_t a = std::max(from, s.pos), b = std::min<uint64_t>(to, static_cast<uint64_t>(s.pos) + s.len);
+          if (a >= b) continue;
+          std::string bytes(b - a, '\0');
+          uint32_t rel = a - s.pos, done = 0;
+          while (done < b - a) {
+            uint32_t bi = rel / bs, bo = rel % bs;
+            const std::string& blk = *s.blocks[bi];
+            uint32_t m = std::min<uint32_t>(b - a - done, bs - bo);
+            // A block shorter than expected cannot happen (len covers it).
+            std::memcpy(bytes.data() + done, blk.data() + bo, std::min<size_t>(m, blk.size() - bo));
+            done += m;
+            rel += m;
+          }
+          overlay.emplace_back(a, std::move(bytes));
+        }
+      }
+    }
+  }
+  for (const Segment& seg : VisibleSegments(slices, from, to)) {
+    char* dst = buf + (seg.pos - from);
+    if (seg.id == 0) {
+      std::memset(dst, 0, seg.len);
+      continue;
+    }
+    STRATA_RETURN_IF_ERROR(store_->ReadSlice(seg.id, seg.size, seg.off, seg.len, dst));
+  }
+  for (auto& [pos, bytes] : overlay) std::memcpy(buf + (pos - from), bytes.data(), bytes.size());
+  MaybeCompact(ino, chunk, slices.size());
+  if (slices_out) *slices_out = std::move(slices);
+  return Status::Ok();
+}
+
+Result<size_t> DataIO::Read(Ino ino, uint64_t off, size_t n, char* buf, uint64_t length,
+                            ReadState* rs) {
+  if (off >= length || n == 0) return size_t{0};
+  n = static_cast<size_t>(std::min<uint64_t>(n, length - off));
+  size_t done = 0;
+  std::vector<fsmeta::Slice> last_slices;
+  uint32_t last_chunk = 0;
+  while (done < n) {
+    uint64_t p = off + done;
+    uint32_t chunk = static_cast<uint32_t>(p / kChunk);
+    uint32_t from = static_cast<uint32_t>(p % kChunk);
+    uint32_t m = static_cast<uint32_t>(std::min<uint64_t>(n - done, kChunk - from));
+    STRATA_RETURN_IF_ERROR(ReadChunkRange(ino, chunk, from, from + m, buf + done, &last_slices));
+    last_chunk = chunk;
+    done += m;
+  }
+  if (rs && options_.prefetch_blocks > 0) {
+    if (off == rs->next_off) {
+      rs->sequential++;
+    } else {
+      rs->sequential = 0;
+      rs->prefetched_to = 0;
+    }
+    rs->next_off = off + n;
+    if (rs->sequential >= 1) {
+      const uint64_t bs = store_->block_size();
+      uint64_t want_to = std::min<uint64_t>(length, off + n + options_.prefetch_blocks * bs);
+      uint64_t start = std::max<uint64_t>(rs->prefetched_to, off + n);
+      // Only within the chunk just read: its slice list is at hand.
+      uint64_t chunk_end = (static_cast<uint64_t>(last_chunk) + 1) * kChunk;
+      uint64_t to = std::min(want_to, chunk_end);
+      if (start < to && start >= static_cast<uint64_t>(last_chunk) * kChunk) {
+        uint32_t a = static_cast<uint32_t>(start % kChunk);
+        uint32_t b = static_cast<uint32_t>(to - static_cast<uint64_t>(last_chunk) * kChunk);
+        for (const Segment& seg : VisibleSegments(last_slices, a, b)) {
+          if (seg.id != 0) store_->Prefetch(seg.id, seg.size, seg.off, seg.len);
+        }
+        // Round to whole blocks so a block is requested once.
+        rs->prefetched_to = std::max<uint64_t>(to, ((start + bs - 1) / bs) * bs);
+      }
+    }
+  }
+  return n;
+}
+
+void DataIO::MaybeCompact(Ino ino, uint32_t chunk, size_t nslices) {
+  if (!options_.background_compaction || nslices < options_.compact_threshold) return;
+  uint64_t key = (ino << 20) ^ chunk;
+  {
+    std::lock_guard<std::mutex> lk(compact_mu_);
+    if (!compacting_.insert(key).second) return;
+  }
+  compact_pool_->Submit([this, ino, chunk, key] {
+    auto r = CompactChunk(ino, chunk, options_.compact_threshold);
+    if (!r) kLog.Warn("compaction of inode {} chunk {} failed: {}", ino, chunk, r.error().ToString());
+    std::lock_guard<std::mutex> lk(compact_mu_);
+    compacting_.erase(key);
+  });
+}
+
+void DataIO::WaitBackground() {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lk(compact_mu_);
+      if (compacting_.empty()) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+Result<bool> DataIO::CompactChunk(Ino ino, uint32_t chunk, size_t min_slices) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<fsmeta::Slice> slices, meta_->ReadChunk(ino, chunk));
+  if (slices.size() < std::max<size_t>(min_slices, 2)) return false;
+  uint32_t end = 0;
+  for (const auto& s : slices) end = std::max<uint32_t>(end, s.pos + s.len);
+  if (end == 0) return false;
+  // The committed view only: uncommitted writes commit later and still override.
+  std::string data(end, '\0');
+  for (const Segment& seg : VisibleSegments(slices, 0, end)) {
+    if (seg.id == 0) continue;
+    STRATA_RETURN_IF_ERROR(store_->ReadSlice(seg.id, seg.size, seg.off, seg.len, data.data() + seg.pos));
+  }
+  STRATA_ASSIGN_OR_RETURN(uint64_t id, meta_->NewSliceId());
+  const uint32_t bs = store_->block_size();
+  {
+    TaskGroup g(store_->upload_pool());
+    for (uint32_t i = 0; static_cast<uint64_t>(i) * bs < end; i++) {
+      uint32_t len = store_->BlockLen(end, i);
+      std::string_view piece(data.data() + static_cast<uint64_t>(i) * bs, len);
+      g.Submit([this, id, i, piece] { return store_->PutBlock(id, i, piece); });
+    }
+    STRATA_RETURN_IF_ERROR(g.Wait());
+  }
+  fsmeta::Slice ns;
+  ns.id = id;
+  ns.size = end;
+  ns.len = end;
+  Status st = meta_->ReplaceSlices(ino, chunk, slices, {ns});
+  if (!st.ok()) {
+    (void)store_->DeleteSlice(id, end);  // lost a race with a writer: drop our copy
+    if (fsmeta::ErrnoOf(st) == EAGAIN) return false;
+    return st;
+  }
+  return true;
+}
+
+}  // namespace strata::fs

@@ -1,0 +1,884 @@
+// The FUSE adapter: translates low-level FUSE requests into MetaEngine and
+// DataIO calls. Nothing here knows how metadata or data are stored.
+#define FUSE_USE_VERSION 314
+#include <fuse3/fuse_lowlevel.h>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include <strata/core/log.h>
+#include <strata/core/metrics.h>
+#include <strata/fs/mount.h>
+
+namespace strata::fs {
+namespace {
+constexpr log::Logger kLog("fs");
+using fsmeta::Attr;
+using fsmeta::Context;
+using fsmeta::Entry;
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+struct FileHandle {
+  Ino ino = 0;
+  int flags = 0;
+  std::mutex mu;  // guards rs
+  ReadState rs;
+};
+
+struct DirHandle {
+  std::mutex mu;
+  // The last page handed to the kernel: (offset, name), so the next readdir
+  // (called with the offset of the last entry it consumed) continues by name.
+  std::deque<std::pair<off_t, std::string>> recent;  // guarded by mu
+};
+
+// What this mount knows of an inode between requests.
+struct InodeState {
+  uint64_t length = 0;       // file length as last seen (meta or our writes)
+  int64_t mtime_ns = 0;      // at the last open/close, for keep_cache
+  uint64_t seen_length = 0;  // length at the last open/close
+  int opens = 0;
+  bool written = false;      // written through this mount since the last open
+};
+
+class FuseFs {
+ public:
+  FuseFs(Volume* v, const MountOptions& o) : v_(v), meta_(v->meta()), data_(v->data()), opts_(o) {}
+
+  Volume* v_;
+  fsmeta::MetaEngine* meta_;
+  DataIO* data_;
+  MountOptions opts_;
+  std::mutex mu_;
+  std::unordered_map<Ino, InodeState> inodes_;  // guarded by mu_
+
+  Context Ctx(fuse_req_t req) {
+    const fuse_ctx* c = fuse_req_ctx(req);
+    Context ctx;
+    ctx.uid = c->uid;
+    ctx.gid = c->gid;
+    ctx.pid = static_cast<uint32_t>(c->pid);
+    ctx.check_permission = true;
+    if (c->uid != 0) {
+      gid_t groups[64];
+      int n = fuse_req_getgroups(req, 64, groups);
+      if (n > 64) n = 64;
+      for (int i = 0; i < n; i++) ctx.gids.push_back(groups[i]);
+    }
+    return ctx;
+  }
+
+  uint64_t EffectiveLength(Ino ino, uint64_t meta_size) {
+    uint64_t dirty = data_->DirtyLength(ino);
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = inodes_.find(ino);
+    uint64_t len = std::max(meta_size, dirty);
+    if (it != inodes_.end()) {
+      if (dirty > 0 || data_->HasDirty(ino)) len = std::max(len, it->second.length);
+      it->second.length = len;
+    }
+    return len;
+  }
+
+  void FillStat(Ino ino, const Attr& a, struct stat* st) {
+    std::memset(st, 0, sizeof(*st));
+    st->st_ino = ino;
+    st->st_mode = a.mode;
+    st->st_nlink = a.nlink;
+    st->st_uid = a.uid;
+    st->st_gid = a.gid;
+    st->st_rdev = a.rdev;
+    st->st_size = static_cast<off_t>(S_ISREG(a.mode) ? EffectiveLength(ino, a.size) : a.size);
+    st->st_blksize = 1 << 20;
+    st->st_blocks = (st->st_size + 511) / 512;
+    st->st_atim.tv_sec = a.atime_ns / 1000000000;
+    st->st_atim.tv_nsec = a.atime_ns % 1000000000;
+    st->st_mtim.tv_sec = a.mtime_ns / 1000000000;
+    st->st_mtim.tv_nsec = a.mtime_ns % 1000000000;
+    st->st_ctim.tv_sec = a.ctime_ns / 1000000000;
+    st->st_ctim.tv_nsec = a.ctime_ns % 1000000000;
+  }
+
+  void FillEntry(const Entry& e, fuse_entry_param* p) {
+    std::memset(p, 0, sizeof(*p));
+    p->ino = e.ino;
+    p->generation = 1;
+    FillStat(e.ino, e.attr, &p->attr);
+    p->attr_timeout = opts_.attr_timeout;
+    p->entry_timeout = opts_.entry_timeout;
+  }
+
+  static int Errno(const Status& st) {
+    int e = fsmeta::ErrnoOf(st);
+    return e == 0 ? EIO : e;
+  }
+
+  void ReplyErr(fuse_req_t req, const Status& st, const char* op) {
+    int e = Errno(st);
+    if (e == EIO) kLog.Warn("{}: {}", op, st.ToString());
+    fuse_reply_err(req, e);
+  }
+
+  void ReplyEntry(fuse_req_t req, const Result<Entry>& r, const char* op) {
+    if (!r) return ReplyErr(req, r.error(), op);
+    fuse_entry_param p;
+    FillEntry(*r, &p);
+    fuse_reply_entry(req, &p);
+  }
+
+  bool ReadOnly(fuse_req_t req) {
+    if (!opts_.read_only) return false;
+    fuse_reply_err(req, EROFS);
+    return true;
+  }
+};
+
+FuseFs* Fs(fuse_req_t req) { return static_cast<FuseFs*>(fuse_req_userdata(req)); }
+
+// ---- callbacks ------------------------------------------------------------
+
+void OpInit(void* userdata, fuse_conn_info* conn) {
+  auto* fs = static_cast<FuseFs*>(userdata);
+  auto want = [&](unsigned cap) {
+    if (conn->capable & cap) conn->want |= cap;
+  };
+  want(FUSE_CAP_POSIX_LOCKS);
+  want(FUSE_CAP_FLOCK_LOCKS);
+  want(FUSE_CAP_ASYNC_READ);
+  want(FUSE_CAP_READDIRPLUS);
+  want(FUSE_CAP_PARALLEL_DIROPS);
+  want(FUSE_CAP_EXPORT_SUPPORT);
+  if (fs->opts_.writeback) {
+    want(FUSE_CAP_WRITEBACK_CACHE);
+  } else {
+    conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+  }
+  conn->max_readahead = std::max<unsigned>(conn->max_readahead, 1u << 20);
+  conn->max_background = 64;
+  conn->congestion_threshold = 48;
+}
+
+void OpDestroy(void* userdata) {
+  auto* fs = static_cast<FuseFs*>(userdata);
+  Status st = fs->data_->FlushAll();
+  if (!st.ok()) kLog.Error("flushing buffered writes at unmount: {}", st.ToString());
+}
+
+void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  auto* fs = Fs(req);
+  fs->ReplyEntry(req, fs->meta_->Lookup(fs->Ctx(req), parent, name), "lookup");
+}
+
+void OpForget(fuse_req_t req, fuse_ino_t, uint64_t) { fuse_reply_none(req); }
+
+void OpForgetMulti(fuse_req_t req, size_t, fuse_forget_data*) { fuse_reply_none(req); }
+
+void OpGetattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+  auto* fs = Fs(req);
+  auto a = fs->meta_->GetAttr(ino);
+  if (!a) return fs->ReplyErr(req, a.error(), "getattr");
+  struct stat st;
+  fs->FillStat(ino, *a, &st);
+  fuse_reply_attr(req, &st, fs->opts_.attr_timeout);
+}
+
+void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* in, int to_set, fuse_file_info* fi) {
+  auto* fs = Fs(req);
+  if (fs->ReadOnly(req)) return;
+  uint32_t mask = 0;
+  Attr a;
+  if (to_set & FUSE_SET_ATTR_MODE) mask |= fsmeta::kSetMode, a.mode = in->st_mode;
+  if (to_set & FUSE_SET_ATTR_UID) mask |= fsmeta::kSetUid, a.uid = in->st_uid;
+  if (to_set & FUSE_SET_ATTR_GID) mask |= fsmeta::kSetGid, a.gid = in->st_gid;
+  if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+    mask |= fsmeta::kSetAtimeNow;
+  } else if (to_set & FUSE_SET_ATTR_ATIME) {
+    mask |= fsmeta::kSetAtime;
+    a.atime_ns = int64_t{in->st_atim.tv_sec} * 1000000000 + in->st_atim.tv_nsec;
+  }
+  if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+    mask |= fsmeta::kSetMtimeNow;
+  } else if (to_set & FUSE_SET_ATTR_MTIME) {
+    mask |= fsmeta::kSetMtime;
+    a.mtime_ns = int64_t{in->st_mtim.tv_sec} * 1000000000 + in->st_mtim.tv_nsec;
+  }
+  if ((to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_SIZE)) || mask == 0) {
+    // Buffered writes must land before a new size or mtime is set over them.
+    Status st = fs->data_->Flush(ino);
+    if (!st.ok()) return fs->ReplyErr(req, st, "setattr flush");
+  }
+  if (to_set & FUSE_SET_ATTR_SIZE) {
+    mask |= fsmeta::kSetSize;
+    a.size = static_cast<uint64_t>(in->st_size);
+  }
+  auto r = mask ? fs->meta_->SetAttr(fs->Ctx(req), ino, mask, a) : fs->meta_->GetAttr(ino);
+  if (!r) return fs->ReplyErr(req, r.error(), "setattr");
+  if (to_set & FUSE_SET_ATTR_SIZE) {
+    std::lock_guard<std::mutex> lk(fs->mu_);
+    auto it = fs->inodes_.find(ino);
+    if (it != fs->inodes_.end()) {
+      it->second.length = r->size;
+      it->second.written = true;
+    }
+  }
+  struct stat st;
+  fs->FillStat(ino, *r, &st);
+  fuse_reply_attr(req, &st, fs->opts_.attr_timeout);
+}
+
+void OpReadlink(fuse_req_t req, fuse_ino_t ino) {
+  auto* fs = Fs(req);
+  auto r = fs->meta_->ReadLink(ino);
+  if (!r) return fs->ReplyErr(req, r.error(), "readlink");
+  fuse_reply_readlink(req, r->c_str());
+}
+
+void OpMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
+  auto* fs = Fs(req);
+  if (fs->ReadOnly(req)) return;
+  fs->ReplyEntry(req, fs->meta_->Mknod(fs->Ctx(req), parent, name, mode, fuse_req_ctx(req)->umask, rdev),
+                 "mknod");
+}
+
+void OpMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+  auto* fs = Fs(req);
+  if (fs->ReadOnly(req)) return;
+  fs->ReplyEntry(req, fs->meta_->Mkdir(fs->Ctx(req), parent, name, mode, fuse_req_ctx(req)->umask),
+                 "mkdir");
+}
+
+void OpUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  auto* fs = Fs(req);
+  if (fs->ReadOnly(req)) return;
+  Status st = fs->meta_->Unlink(fs->Ctx(req), parent, name);
+  if (!st.ok()) return fs->ReplyErr(req, st, "unlink");
+  fuse_reply_err(req, 0);
+}
+
+void OpRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  auto* fs = Fs(req);
+  if (fs->ReadOnly(req)) return;
+  Status st = fs->meta_->Rmdir(fs->Ctx(req), parent, name);
+  if (!st.ok()) return fs->ReplyErr(req, st, "rmdir");
+  fuse_reply_err(req, 0);
+}
+
+void OpSymlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) {
+  auto* fs = Fs(req);
+  if (fs->ReadOnly(req)) return;
+  fs->ReplyEntry(req, fs->meta_->Symlink(fs->Ctx(req), parent, name, link), "symlink");
+}
+
+void OpRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent,
+              const char* newname, unsigned int flags) {
+  auto* fs = Fs(req);
+  if (fs->ReadOnly(req)) return;
+  uint32_t f = 0;
+  if (flags & RENAME_NOREPLACE) f |= fsmeta::kRenameNoReplace;
+  if (flags & RENAME_EXCHANGE) f |= fsmeta::kRenameExchange;
+  if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) return (void)fuse_reply_err(req, EINVAL);
+  Status st = fs->meta_->Rename(fs->Ctx(req), parent, name, newparent, newname, f);
+  if (!st.ok()) return fs->ReplyErr(req, st, "rename");
+  fuse_reply_err(req, 0);
+}
+
+void OpLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newname) {
+  auto* fs = Fs(req);
+  if (fs->ReadOnly(req)) return;
+  fs->ReplyEntry(req, fs->meta_->Link(fs->Ctx(req), ino, newparent, newname), "link");
+}
+
+// Records an open and decides whether the kernel may keep its page cache.
+void OpenHandle(FuseFs* fs, Ino ino, const Attr& a, fuse_file_info* fi) {
+  auto* h = new FileHandle();
+  h->ino = ino;
+  h->flags = fi->flags;
+  fi->fh = reinterpret_cast<uint64_t>(h);
+  std::lock_guard<std::mutex> lk(fs->mu_);
+  InodeState& s = fs->inodes_[ino];
+  bool unchanged = s.opens > 0 || (s.mtime_ns == a.mtime_ns && s.seen_length == a.size && s.mtime_ns != 0);
+  fi->keep_cache = unchanged && !s.written ? 1 : 0;
+  if (s.opens == 0) {
+    s.length = a.size;
+    s.written = false;
+  } else {
+    s.length = std::max(s.length, a.size);
+  }
+  s.mtime_ns = a.mtime_ns;
+  s.seen_length = a.size;
+  s.opens++;
+}
+
+void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto* fs = Fs(req);
+  int acc = fi->flags & O_ACCMODE;
+  if (fs->opts_.read_only && (acc != O_RDONLY || (fi->flags & O_TRUNC))) return (void)fuse_reply_err(req, EROFS);
+  Context ctx = fs->Ctx(req);
+  auto a = fs->meta_->Open(ctx, ino, fi->flags);
+  if (!a) return fs->ReplyErr(req, a.error(), "open");
+  Attr attr = *a;
+  if ((fi->flags & O_TRUNC) && attr.size != 0) {
+    Status st = fs->data_->Flush(ino);
+    Attr t;
+    t.size = 0;
+    auto r = st.ok() ? fs->meta_->SetAttr(ctx, ino, fsmeta::kSetSize, t) : Result<Attr>(st);
+    if (!r) {
+      (void)fs->meta_->Close(ino);
+      return fs->ReplyErr(req, r.error(), "open O_TRUNC");
+    }
+    attr = *r;
+  }
+  OpenHandle(fs, ino, attr, fi);
+  if (fuse_reply_open(req, fi) == -ENOENT) {
+    // The caller went away (interrupted): undo the open.
+    delete reinterpret_cast<FileHandle*>(fi->fh);
+    (void)fs->meta_->Close(ino);
+  }
+}
+
+void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
+  auto* fs = Fs(req);
+  if (fs->ReadOnly(req)) return;
+  auto e = fs->meta_->Create(fs->Ctx(req), parent, name, mode, fuse_req_ctx(req)->umask, fi->flags);
+  if (!e) return fs->ReplyErr(req, e.error(), "create");
+  {
+    std::lock_guard<std::mutex> lk(fs->mu_);
+    fs->inodes_.erase(e->ino);
+  }
+  OpenHandle(fs, e->ino, e->attr, fi);
+  fuse_entry_param p;
+  fs->FillEntry(*e, &p);
+  if (fuse_reply_create(req, &p, fi) == -ENOENT) {
+    delete reinterpret_cast<FileHandle*>(fi->fh);
+    (void)fs->meta_->Close(e->ino);
+  }
+}
+
+FileHandle* Handle(fuse_file_info* fi) { return reinterpret_cast<FileHandle*>(fi->fh); }
+
+void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  auto* fs = Fs(req);
+  FileHandle* h = Handle(fi);
+  uint64_t length;
+  {
+    std::lock_guard<std::mutex> lk(fs->mu_);
+    auto it = fs->inodes_.find(ino);
+    length = it != fs->inodes_.end() ? it->second.length : 0;
+  }
+  length = std::max(length, fs->data_->DirtyLength(ino));
+  thread_local std::string buf;
+  if (buf.size() < size) buf.resize(size);
+  ReadState rs_copy;
+  {
+    std::lock_guard<std::mutex> lk(h->mu);
+    rs_copy = h->rs;
+  }
+  auto n = fs->data_->Read(ino, static_cast<uint64_t>(off), size, buf.data(), length, &rs_copy);
+  {
+    std::lock_guard<std::mutex> lk(h->mu);
+    h->rs = rs_copy;
+  }
+  if (!n) return fs->ReplyErr(req, n.error(), "read");
+  fuse_reply_buf(req, buf.data(), *n);
+}
+
+void OpWrite(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
+  auto* fs = Fs(req);
+  if (fs->ReadOnly(req)) return;
+  Status st = fs->data_->Write(ino, static_cast<uint64_t>(off), std::string_view(buf, size));
+  if (!st.ok()) return fs->ReplyErr(req, st, "write");
+  {
+    std::lock_guard<std::mutex> lk(fs->mu_);
+    InodeState& s = fs->inodes_[ino];
+    s.length = std::max<uint64_t>(s.length, static_cast<uint64_t>(off) + size);
+    s.written = true;
+  }
+  fuse_reply_write(req, size);
+}
+
+void OpFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto* fs = Fs(req);
+  Status st = fs->data_->Flush(ino);
+  if (fi->lock_owner != 0) {
+    // close() drops the caller's POSIX locks on this file.
+    fsmeta::LockRange r;
+    r.type = F_UNLCK;
+    r.start = 0;
+    r.end = UINT64_MAX;
+    r.pid = static_cast<uint32_t>(fuse_req_ctx(req)->pid);
+    (void)fs->meta_->Setlk(fs->Ctx(req), ino, fi->lock_owner, false, r);
+  }
+  if (!st.ok()) return fs->ReplyErr(req, st, "flush");
+  fuse_reply_err(req, 0);
+}
+
+void OpFsync(fuse_req_t req, fuse_ino_t ino, int, fuse_file_info*) {
+  auto* fs = Fs(req);
+  Status st = fs->data_->Flush(ino);
+  if (!st.ok()) return fs->ReplyErr(req, st, "fsync");
+  fuse_reply_err(req, 0);
+}
+
+void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto* fs = Fs(req);
+  FileHandle* h = Handle(fi);
+  Status st = fs->data_->Flush(ino);
+  if (!st.ok()) kLog.Error("inode {}: flushing at release: {}", ino, st.ToString());
+  if (fi->flock_release) (void)fs->meta_->Flock(fs->Ctx(req), ino, fi->lock_owner, F_UNLCK, false);
+  bool last = false;
+  {
+    std::lock_guard<std::mutex> lk(fs->mu_);
+    auto it = fs->inodes_.find(ino);
+    if (it != fs->inodes_.end() && --it->second.opens <= 0) {
+      it->second.opens = 0;
+      last = true;
+    }
+  }
+  if (last) {
+    auto a = fs->meta_->GetAttr(ino);
+    std::lock_guard<std::mutex> lk(fs->mu_);
+    auto it = fs->inodes_.find(ino);
+    if (it != fs->inodes_.end() && it->second.opens == 0) {
+      if (a) {
+        // What the kernel's page cache now holds: keep it on the next open
+        // if nobody else changes the file meanwhile.
+        it->second.mtime_ns = a->mtime_ns;
+        it->second.seen_length = a->size;
+        it->second.length = a->size;
+        it->second.written = false;
+      } else {
+        fs->inodes_.erase(it);
+      }
+    }
+  }
+  (void)fs->meta_->Close(ino);
+  delete h;
+  fuse_reply_err(req, 0);
+}
+
+void OpOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto* fs = Fs(req);
+  Status st = fs->meta_->OpenDir(fs->Ctx(req), ino);
+  if (!st.ok()) return fs->ReplyErr(req, st, "opendir");
+  fi->fh = reinterpret_cast<uint64_t>(new DirHandle());
+  fuse_reply_open(req, fi);
+}
+
+void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi, bool plus) {
+  auto* fs = Fs(req);
+  auto* dh = reinterpret_cast<DirHandle*>(fi->fh);
+  std::lock_guard<std::mutex> lk(dh->mu);
+  std::string out(size, '\0');
+  size_t used = 0;
+  bool full = false;
+  auto add = [&](const char* name, const fuse_entry_param& e, off_t next) {
+    size_t need = plus ? fuse_add_direntry_plus(req, out.data() + used, size - used, name, &e, next)
+                       : fuse_add_direntry(req, out.data() + used, size - used, name, &e.attr, next);
+    if (need > size - used) {
+      full = true;
+      return false;
+    }
+    used += need;
+    dh->recent.emplace_back(next, name);
+    while (dh->recent.size() > 4096) dh->recent.pop_front();
+    return true;
+  };
+  Context ctx = fs->Ctx(req);
+  // Offsets: 1 after ".", 2 after "..", then 3, 4, ... per entry.
+  if (off < 1) {
+    fuse_entry_param e{};
+    e.attr.st_ino = ino;
+    e.attr.st_mode = S_IFDIR;
+    if (!add(".", e, 1)) return (void)fuse_reply_buf(req, out.data(), used);
+    off = 1;
+  }
+  if (off < 2) {
+    fuse_entry_param e{};
+    e.attr.st_ino = ino;
+    e.attr.st_mode = S_IFDIR;
+    if (!add("..", e, 2)) return (void)fuse_reply_buf(req, out.data(), used);
+    off = 2;
+  }
+  // Find the name after which to continue.
+  std::string after;
+  if (off > 2) {
+    bool found = false;
+    for (auto it = dh->recent.rbegin(); it != dh->recent.rend(); ++it) {
+      if (it->first == off) {
+        after = it->second;
+        found = true;
+        break;
+      }
+    }
+    if (!found) {
+      // A seek to an offset we no longer remember: walk from the start.
+      off_t skip = off - 2;
+      std::string cursor;
+      while (skip > 0) {
+        auto page = fs->meta_->ReadDir(ctx, ino, cursor, std::min<off_t>(skip, 1000), false);
+        if (!page) return fs->ReplyErr(req, page.error(), "readdir");
+        if (page->empty()) return (void)fuse_reply_buf(req, out.data(), used);
+        skip -= static_cast<off_t>(page->size());
+        cursor = page->back().name;
+      }
+      after = cursor;
+    }
+  }
+  off_t next = off;
+  while (!full) {
+    size_t limit = std::clamp<size_t>((size - used) / (plus ? 160 : 32) + 1, 16, 1000);
+    auto page = fs->meta_->ReadDir(ctx, ino, after, limit, plus);
+    if (!page) {
+      if (used > 0) break;
+      return fs->ReplyErr(req, page.error(), "readdir");
+    }
+    if (page->empty()) break;
+    for (const Entry& ent : *page) {
+      fuse_entry_param e;
+      if (plus) {
+        fs->FillEntry(ent, &e);
+      } else {
+        std::memset(&e, 0, sizeof(e));
+        e.attr.st_ino = ent.ino;
+        e.attr.st_mode = ent.attr.mode;
+      }
+      if (!add(ent.name.c_str(), e, next + 1)) break;
+      next++;
+      after = ent.name;
+    }
+    if (page->size() < limit) break;
+  }
+  fuse_reply_buf(req, out.data(), used);
+}
+
+void OpReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  DoReaddir(req, ino, size, off, fi, false);
+}
+
+void OpReaddirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  DoReaddir(req, ino, size, off, fi, true);
+}
+
+void OpReleasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+  delete reinterpret_cast<DirHandle*>(fi->fh);
+  fuse_reply_err(req, 0);
+}
+
+void OpFsyncdir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) { fuse_reply_err(req, 0); }
+
+void OpStatfs(fuse_req_t req, fuse_ino_t ino) {
+  auto* fs = Fs(req);
+  auto r = fs->meta_->StatFS(fs->Ctx(req), ino);
+  if (!r) return fs->ReplyErr(req, r.error(), "statfs");
+  struct statvfs st;
+  std::memset(&st, 0, sizeof(st));
+  const uint64_t bsize = 4096;
+  st.f_bsize = bsize;
+  st.f_frsize = bsize;
+  st.f_blocks = r->total_space / bsize;
+  st.f_bfree = r->avail_space / bsize;
+  st.f_bavail = r->avail_space / bsize;
+  st.f_files = r->used_inodes + r->avail_inodes;
+  st.f_ffree = r->avail_inodes;
+  st.f_favail = r->avail_inodes;
+  st.f_namemax = 255;
+  fuse_reply_statfs(req, &st);
+}
+
+void OpSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size, int flags) {
+  auto* fs = Fs(req);
+  if (fs->ReadOnly(req)) return;
+  int f = 0;
+  if (flags & XATTR_CREATE) f |= fsmeta::kXattrCreate;
+  if (flags & XATTR_REPLACE) f |= fsmeta::kXattrReplace;
+  Status st = fs->meta_->SetXattr(fs->Ctx(req), ino, name, std::string_view(value, size), f);
+  if (!st.ok()) return fs->ReplyErr(req, st, "setxattr");
+  fuse_reply_err(req, 0);
+}
+
+void OpGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+  auto* fs = Fs(req);
+  auto r = fs->meta_->GetXattr(fs->Ctx(req), ino, name);
+  if (!r) {
+    int e = FuseFs::Errno(r.error());
+    return (void)fuse_reply_err(req, e == ENOENT ? ENODATA : e);
+  }
+  if (size == 0) return (void)fuse_reply_xattr(req, r->size());
+  if (r->size() > size) return (void)fuse_reply_err(req, ERANGE);
+  fuse_reply_buf(req, r->data(), r->size());
+}
+
+void OpListxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  auto* fs = Fs(req);
+  auto r = fs->meta_->ListXattr(fs->Ctx(req), ino);
+  if (!r) return fs->ReplyErr(req, r.error(), "listxattr");
+  std::string out;
+  for (const auto& n : *r) {
+    out += n;
+    out.push_back('\0');
+  }
+  if (size == 0) return (void)fuse_reply_xattr(req, out.size());
+  if (out.size() > size) return (void)fuse_reply_err(req, ERANGE);
+  fuse_reply_buf(req, out.data(), out.size());
+}
+
+void OpRemovexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
+  auto* fs = Fs(req);
+  if (fs->ReadOnly(req)) return;
+  Status st = fs->meta_->RemoveXattr(fs->Ctx(req), ino, name);
+  if (!st.ok()) {
+    int e = FuseFs::Errno(st);
+    return (void)fuse_reply_err(req, e == ENOENT ? ENODATA : e);
+  }
+  fuse_reply_err(req, 0);
+}
+
+void OpAccess(fuse_req_t req, fuse_ino_t ino, int mask) {
+  auto* fs = Fs(req);
+  Status st = fs->meta_->Access(fs->Ctx(req), ino, mask);
+  if (!st.ok()) return fs->ReplyErr(req, st, "access");
+  fuse_reply_err(req, 0);
+}
+
+fsmeta::LockRange ToRange(const struct flock* l) {
+  fsmeta::LockRange r;
+  r.type = static_cast<uint32_t>(l->l_type);
+  r.start = static_cast<uint64_t>(l->l_start);
+  r.end = l->l_len == 0 ? UINT64_MAX : static_cast<uint64_t>(l->l_start + l->l_len - 1);
+  r.pid = static_cast<uint32_t>(l->l_pid);
+  return r;
+}
+
+void OpGetlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* lock) {
+  auto* fs = Fs(req);
+  fsmeta::LockRange r = ToRange(lock);
+  Status st = fs->meta_->Getlk(fs->Ctx(req), ino, fi->lock_owner, &r);
+  if (!st.ok()) return fs->ReplyErr(req, st, "getlk");
+  struct flock out = *lock;
+  out.l_type = static_cast<short>(r.type);
+  if (r.type != F_UNLCK) {
+    out.l_whence = SEEK_SET;
+    out.l_start = static_cast<off_t>(r.start);
+    out.l_len = r.end == UINT64_MAX ? 0 : static_cast<off_t>(r.end - r.start + 1);
+    out.l_pid = static_cast<pid_t>(r.pid);
+  }
+  fuse_reply_lock(req, &out);
+}
+
+void OpSetlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* lock, int sleep) {
+  auto* fs = Fs(req);
+  fsmeta::LockRange r = ToRange(lock);
+  if (r.pid == 0) r.pid = static_cast<uint32_t>(fuse_req_ctx(req)->pid);
+  Status st = fs->meta_->Setlk(fs->Ctx(req), ino, fi->lock_owner, sleep != 0, r);
+  if (!st.ok()) return (void)fuse_reply_err(req, FuseFs::Errno(st));
+  fuse_reply_err(req, 0);
+}
+
+void OpFlock(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, int op) {
+  auto* fs = Fs(req);
+  uint32_t type = F_UNLCK;
+  if (op & LOCK_SH) type = F_RDLCK;
+  if (op & LOCK_EX) type = F_WRLCK;
+  bool block = !(op & LOCK_NB) && type != F_UNLCK;
+  Status st = fs->meta_->Flock(fs->Ctx(req), ino, fi->lock_owner, type, block);
+  if (!st.ok()) return (void)fuse_reply_err(req, FuseFs::Errno(st));
+  fuse_reply_err(req, 0);
+}
+
+void OpFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length, fuse_file_info*) {
+  auto* fs = Fs(req);
+  if (fs->ReadOnly(req)) return;
+  Status st = fs->data_->Flush(ino);
+  if (st.ok()) st = fs->meta_->Fallocate(fs->Ctx(req), ino, mode, offset, length);
+  if (!st.ok()) return fs->ReplyErr(req, st, "fallocate");
+  auto a = fs->meta_->GetAttr(ino);
+  if (a) {
+    std::lock_guard<std::mutex> lk(fs->mu_);
+    auto it = fs->inodes_.find(ino);
+    if (it != fs->inodes_.end()) {
+      it->second.length = a->size;
+      it->second.written = true;
+    }
+  }
+  fuse_reply_err(req, 0);
+}
+
+fuse_lowlevel_ops MakeOps() {
+  fuse_lowlevel_ops ops;
+  std::memset(&ops, 0, sizeof(ops));
+  ops.init = OpInit;
+  ops.destroy = OpDestroy;
+  ops.lookup = OpLookup;
+  ops.forget = OpForget;
+  ops.forget_multi = OpForgetMulti;
+  ops.getattr = OpGetattr;
+  ops.setattr = OpSetattr;
+  ops.readlink = OpReadlink;
+  ops.mknod = OpMknod;
+  ops.mkdir = OpMkdir;
+  ops.unlink = OpUnlink;
+  ops.rmdir = OpRmdir;
+  ops.symlink = OpSymlink;
+  ops.rename = OpRename;
+  ops.link = OpLink;
+  ops.open = OpOpen;
+  ops.read = OpRead;
+  ops.write = OpWrite;
+  ops.flush = OpFlush;
+  ops.release = OpRelease;
+  ops.fsync = OpFsync;
+  ops.opendir = OpOpendir;
+  ops.readdir = OpReaddir;
+  ops.readdirplus = OpReaddirplus;
+  ops.releasedir = OpReleasedir;
+  ops.fsyncdir = OpFsyncdir;
+  ops.statfs = OpStatfs;
+  ops.setxattr = OpSetxattr;
+  ops.getxattr = OpGetxattr;
+  ops.listxattr = OpListxattr;
+  ops.removexattr = OpRemovexattr;
+  ops.access = OpAccess;
+  ops.create = OpCreate;
+  ops.getlk = OpGetlk;
+  ops.setlk = OpSetlk;
+  ops.flock = OpFlock;
+  ops.fallocate = OpFallocate;
+  return ops;
+}
+
+// Heartbeat, queued object deletes, trash and stale sessions, until stopped.
+class Housekeeper {
+ public:
+  explicit Housekeeper(Volume* v, bool read_only) : v_(v), read_only_(read_only) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~Housekeeper() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void Run() {
+    int tick = 0;
+    std::unique_lock<std::mutex> lk(mu_);
+    while (!cv_.wait_for(lk, std::chrono::seconds(2), [&] { return stop_; })) {
+      lk.unlock();
+      tick++;
+      if (tick % 5 == 0) {
+        Status st = v_->meta()->Heartbeat();
+        if (!st.ok()) kLog.Warn("heartbeat: {}", st.ToString());
+      }
+      if (!read_only_) {
+        auto n = v_->ProcessPendingDeletes(1000);
+        if (!n) kLog.Warn("deleting freed slices: {}", n.error().ToString());
+        if (tick % 30 == 1) {
+          auto c = v_->meta()->CleanStaleSessions(300);
+          if (!c) kLog.Warn("cleaning stale sessions: {}", c.error().ToString());
+        }
+        if (tick % 1800 == 1) {
+          auto t = v_->meta()->CleanTrash(NowNs());
+          if (!t) kLog.Warn("cleaning trash: {}", t.error().ToString());
+        }
+      }
+      lk.lock();
+    }
+  }
+
+  Volume* v_;
+  bool read_only_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace
+
+Status ServeMount(Volume* volume, const MountOptions& options, const std::function<void()>& on_ready) {
+  FuseFs fs(volume, options);
+  fuse_lowlevel_ops ops = MakeOps();
+  std::string fsname = options.fsname.empty() ? "strata:" + volume->format().name : options.fsname;
+  std::string o = fmt::format("fsname={},subtype=strata,default_permissions", fsname);
+  if (options.allow_other) o += ",allow_other";
+  if (options.read_only) o += ",ro";
+  std::vector<std::string> argv_s = {"strata", "-o", o};
+  std::vector<char*> argv;
+  for (auto& s : argv_s) argv.push_back(s.data());
+  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+  fuse_session* se = fuse_session_new(&args, &ops, sizeof(ops), &fs);
+  if (!se) return Status::Internal("fuse_session_new failed (see the message above)");
+
+  fsmeta::SessionInfo si;
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  si.host = host;
+  si.mount_point = options.mountpoint;
+  si.version = "strata 0.1.0";
+  si.pid = static_cast<uint32_t>(getpid());
+  auto sid = volume->meta()->NewSession(si);
+  if (!sid) {
+    fuse_session_destroy(se);
+    return sid.error().WithContext("registering the mount session");
+  }
+  if (fuse_set_signal_handlers(se) != 0) {
+    fuse_session_destroy(se);
+    (void)volume->meta()->CloseSession();
+    return Status::Internal("cannot install signal handlers");
+  }
+  if (fuse_session_mount(se, options.mountpoint.c_str()) != 0) {
+    fuse_remove_signal_handlers(se);
+    fuse_session_destroy(se);
+    (void)volume->meta()->CloseSession();
+    return Status::IOError(fmt::format("cannot mount on {} (does it exist, and is /dev/fuse usable?)",
+                                       options.mountpoint));
+  }
+  kLog.Info("volume {} mounted on {}", volume->format().name, options.mountpoint);
+  int rc;
+  {
+    Housekeeper hk(volume, options.read_only);
+    if (on_ready) on_ready();
+    fuse_loop_config* cfg = fuse_loop_cfg_create();
+    fuse_loop_cfg_set_clone_fd(cfg, 0);
+    fuse_loop_cfg_set_max_threads(cfg, static_cast<unsigned>(std::max(2, options.max_threads)));
+    fuse_loop_cfg_set_idle_threads(cfg, 16);
+    rc = fuse_session_loop_mt(se, cfg);
+    fuse_loop_cfg_destroy(cfg);
+  }
+  Status flushed = volume->data()->FlushAll();
+  fuse_session_unmount(se);
+  fuse_remove_signal_handlers(se);
+  fuse_session_destroy(se);
+  Status closed = volume->meta()->CloseSession();
+  kLog.Info("volume {} unmounted from {}", volume->format().name, options.mountpoint);
+  if (!flushed.ok()) return flushed.WithContext("committing buffered writes at unmount");
+  if (!closed.ok()) return closed.WithContext("closing the session");
+  if (rc < 0 && rc != -EINTR) return Status::IOError(fmt::format("FUSE loop ended with {}", std::strerror(-rc)));
+  return Status::Ok();
+}
+
+}  // namespace strata::fs

@@ -1,0 +1,88 @@
+#include <strata/fs/volume.h>
+
+#include <fmt/format.h>
+
+#include <strata/cache/cached_object_store.h>
+
+namespace strata::fs {
+
+Result<std::unique_ptr<Volume>> Volume::Open(std::string_view meta_url, const VolumeOptions& options) {
+  std::unique_ptr<Volume> v(new Volume());
+  v->options_ = options;
+  auto meta = fsmeta::OpenMeta(meta_url);
+  if (!meta) return meta.error().WithContext(fmt::format("opening metadata {}", meta_url));
+  v->meta_ = std::move(*meta);
+  auto format = v->meta_->LoadFormat();
+  if (!format) {
+    return format.error().WithContext(
+        fmt::format("{} holds no formatted volume (run `strata fs format {} NAME --storage URL` first)",
+                    meta_url, meta_url));
+  }
+  v->format_ = *format;
+  Compression comp;
+  if (!ParseCompression(v->format_.compress, &comp))
+    return Status::Corruption(fmt::format("volume uses unknown compression \"{}\"", v->format_.compress));
+  auto store = objstore::OpenObjectStore(v->format_.storage);
+  if (!store) return store.error().WithContext(fmt::format("opening storage {}", v->format_.storage));
+  v->store_ = std::move(*store);
+
+  cache::CacheOptions co;
+  co.block_size = v->format_.block_size;
+  co.ram_capacity_bytes = options.ram_cache_size;
+  if (!options.cache_dir.empty() && options.cache_size > 0) {
+    cache::DiskTierOptions d;
+    d.dir = options.cache_dir;
+    d.capacity_bytes = options.cache_size;
+    co.disk_tiers.push_back(d);
+  }
+  // Block objects never change (slice ids are never reused): trust a HEAD forever.
+  co.metadata_ttl_ms = int64_t{1} << 40;
+  co.admission = cache::AdmissionPolicy::kAll;
+  co.name = "fs";
+  // Readahead across blocks is ours (DataIO); the cache's own would only
+  // re-read within one block object.
+  co.readahead = false;
+  auto cached = cache::CachedObjectStore::Open(v->store_.get(), co);
+  if (!cached) return cached.error().WithContext("opening the block cache");
+  v->cache_ = std::move(*cached);
+
+  ChunkStoreOptions cso;
+  cso.volume = v->format_.name;
+  cso.block_size = v->format_.block_size;
+  cso.compression = comp;
+  cso.max_uploads = options.max_uploads;
+  cso.prefetch_threads = 8;
+  v->chunks_ = std::make_unique<ChunkStore>(v->store_.get(), v->cache_.get(), cso);
+  v->slice_meta_ = NewMetaSliceMeta(v->meta_.get());
+  DataOptions dopts;
+  dopts.buffer_size = options.buffer_size;
+  dopts.prefetch_blocks = options.prefetch;
+  dopts.background_compaction = !options.read_only;
+  v->data_ = std::make_unique<DataIO>(v->slice_meta_.get(), v->chunks_.get(), dopts);
+  return v;
+}
+
+Volume::~Volume() {
+  data_.reset();
+  chunks_.reset();
+  cache_.reset();
+}
+
+Result<size_t> Volume::ProcessPendingDeletes(size_t limit) {
+  STRATA_ASSIGN_OR_RETURN(auto refs, meta_->PendingSliceDeletes(limit));
+  std::vector<uint64_t> done;
+  Status first;
+  for (const auto& r : refs) {
+    Status st = chunks_->DeleteSlice(r.id, r.size);
+    if (st.ok()) {
+      done.push_back(r.id);
+    } else if (first.ok()) {
+      first = st;
+    }
+  }
+  if (!done.empty()) STRATA_RETURN_IF_ERROR(meta_->ConfirmSliceDeletes(done));
+  if (!first.ok() && done.empty()) return first;
+  return done.size();
+}
+
+}  // namespace strata::fs

@@ -1,0 +1,122 @@
+// Key and value encodings of the metadata engine (private).
+//
+// Keys are compact binary, inode numbers big-endian so a scan of one prefix
+// returns a directory's entries by name and a file's chunks in order:
+//   Mformat                     volume format (JSON)
+//   K<name>                     counters (decimal text): nextinode, nextslice,
+//                               nextsession, usedspace, inodes
+//   A<ino>                      attributes (kAttrLen bytes)
+//   D<parent><name>             directory entry -> type byte + ino
+//   C<ino><chunk u32>           slice list (kSliceLen bytes per slice)
+//   S<ino>                      symlink target
+//   X<ino><name>                xattr value
+//   F<ino><sid><owner>          BSD flock -> type byte
+//   L<ino><sid><owner>          POSIX locks -> ranges (type, start, end, pid)
+//   U<sid><ino>                 sustained inode (unlinked while open by sid)
+//   E<sid>                      session info (JSON)
+//   Q<slice id>                 slice waiting for its objects to be deleted -> size
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <strata/fsmeta/meta.h>
+
+namespace strata::fsmeta::codec {
+
+inline void PutBE64(std::string* s, uint64_t v) {
+  for (int i = 7; i >= 0; --i) s->push_back(static_cast<char>((v >> (i * 8)) & 0xff));
+}
+inline void PutBE32(std::string* s, uint32_t v) {
+  for (int i = 3; i >= 0; --i) s->push_back(static_cast<char>((v >> (i * 8)) & 0xff));
+}
+inline uint64_t GetBE64(std::string_view s, size_t pos) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < 8; ++i) v = (v << 8) | static_cast<unsigned char>(s[pos + i]);
+  return v;
+}
+inline uint32_t GetBE32(std::string_view s, size_t pos) {
+  uint32_t v = 0;
+  for (size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(s[pos + i]);
+  return v;
+}
+
+inline std::string Key1(char type, uint64_t a) {
+  std::string k(1, type);
+  PutBE64(&k, a);
+  return k;
+}
+inline std::string AttrKey(Ino ino) { return Key1('A', ino); }
+inline std::string DentPrefix(Ino parent) { return Key1('D', parent); }
+inline std::string DentKey(Ino parent, std::string_view name) {
+  std::string k = Key1('D', parent);
+  k.append(name);
+  return k;
+}
+inline std::string ChunkPrefix(Ino ino) { return Key1('C', ino); }
+inline std::string ChunkKey(Ino ino, uint32_t idx) {
+  std::string k = Key1('C', ino);
+  PutBE32(&k, idx);
+  return k;
+}
+inline std::string SymKey(Ino ino) { return Key1('S', ino); }
+inline std::string XattrPrefix(Ino ino) { return Key1('X', ino); }
+inline std::string XattrKey(Ino ino, std::string_view name) {
+  std::string k = Key1('X', ino);
+  k.append(name);
+  return k;
+}
+inline std::string LockKey(char type, Ino ino, uint64_t sid, uint64_t owner) {
+  std::string k = Key1(type, ino);
+  PutBE64(&k, sid);
+  PutBE64(&k, owner);
+  return k;
+}
+inline std::string SustainPrefix(uint64_t sid) { return Key1('U', sid); }
+inline std::string SustainKey(uint64_t sid, Ino ino) {
+  std::string k = Key1('U', sid);
+  PutBE64(&k, ino);
+  return k;
+}
+inline std::string SessionKey(uint64_t sid) { return Key1('E', sid); }
+inline std::string DelSliceKey(uint64_t id) { return Key1('Q', id); }
+inline const std::string kFormatKey = "Mformat";
+inline const std::string kNextInode = "Knextinode";
+inline const std::string kNextSlice = "Knextslice";
+inline const std::string kNextSession = "Knextsession";
+inline const std::string kUsedSpace = "Kusedspace";
+inline const std::string kInodes = "Kinodes";
+
+inline constexpr size_t kAttrLen = 64;
+std::string EncodeAttr(const Attr& a);
+bool DecodeAttr(std::string_view s, Attr* a);
+
+inline constexpr size_t kSliceLen = 24;
+void AppendSlice(std::string* s, const Slice& sl);
+std::string EncodeSlices(const std::vector<Slice>& slices);
+bool DecodeSlices(std::string_view s, std::vector<Slice>* out);
+
+inline std::string EncodeDent(uint32_t mode, Ino ino) {
+  std::string v(1, static_cast<char>((mode >> 12) & 0xf));
+  PutBE64(&v, ino);
+  return v;
+}
+inline bool DecodeDent(std::string_view v, uint32_t* type_mode, Ino* ino) {
+  if (v.size() != 9) return false;
+  *type_mode = static_cast<uint32_t>(static_cast<unsigned char>(v[0])) << 12;
+  *ino = GetBE64(v, 1);
+  return true;
+}
+
+struct PlockRange {
+  uint32_t type = 0;
+  uint64_t start = 0, end = 0;
+  uint32_t pid = 0;
+};
+std::string EncodePlocks(const std::vector<PlockRange>& r);
+std::vector<PlockRange> DecodePlocks(std::string_view s);
+
+}  // namespace strata::fsmeta::codec

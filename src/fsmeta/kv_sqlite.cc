@@ -1,0 +1,283 @@
+// SQLite backend of TxnKV: one `kv(k BLOB PRIMARY KEY, v BLOB) WITHOUT ROWID`
+// table in WAL mode. synchronous=NORMAL by default (a committed transaction
+// survives kill -9; the last ones may be lost on power loss), FULL with
+// `?sync=full` (each commit fsyncs the WAL). Write transactions are BEGIN IMMEDIATE (one writer at
+// a time across processes, others wait on busy_timeout); this process's
+// transactions are serialised by mu_.
+#include <sqlite3.h>
+
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "fsmeta/kv.h"
+
+namespace strata::fsmeta {
+namespace {
+
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) {
+    if (sqlite3_prepare_v2(db, sql, -1, &st_, nullptr) != SQLITE_OK)
+      throw KvError(Status::IOError(std::string("sqlite prepare: ") + sqlite3_errmsg(db)));
+  }
+  ~Stmt() { sqlite3_finalize(st_); }
+  sqlite3_stmt* get() { return st_; }
+
+ private:
+  sqlite3_stmt* st_ = nullptr;
+};
+
+class SqliteKV;
+
+class SqliteTxn final : public KvTxn {
+ public:
+  explicit SqliteTxn(SqliteKV* kv) : kv_(kv) {}
+  std::optional<std::string> Get(const std::string& key) override;
+  std::vector<std::optional<std::string>> MultiGet(const std::vector<std::string>& keys) override {
+    std::vector<std::optional<std::string>> out;
+    out.reserve(keys.size());
+    for (const auto& k : keys) out.push_back(Get(k));
+    return out;
+  }
+  void Set(const std::string& key, const std::string& value) override;
+  void Delete(const std::string& key) override;
+  void Append(const std::string& key, const std::string& value) override {
+    auto v = Get(key);
+    Set(key, (v ? *v : std::string()) + value);
+  }
+  void IncrBy(const std::string& key, int64_t delta) override {
+    auto v = Get(key);
+    int64_t n = v ? std::stoll(*v) : 0;
+    Set(key, std::to_string(n + delta));
+  }
+  void Scan(const std::string& prefix, const std::string& after, size_t limit, bool keys_only,
+            const ScanFn& fn) override;
+
+ private:
+  SqliteKV* kv_;
+};
+
+std::string PrefixEnd(const std::string& prefix) {
+  std::string end = prefix;
+  while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) end.pop_back();
+  if (!end.empty()) end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+  return end;  // "" = no upper bound
+}
+
+class SqliteKV final : public TxnKV {
+ public:
+  ~SqliteKV() override {
+    get_.reset();
+    put_.reset();
+    del_.reset();
+    if (db_) sqlite3_close(db_);
+  }
+
+  // path may end in "?sync=normal|full" (default normal: with WAL, a committed
+  // transaction survives kill -9 of the process; full also survives power loss).
+  Status Open(std::string path) {
+    std::string sync = "NORMAL";
+    if (size_t q = path.find('?'); q != std::string::npos) {
+      std::string opts = path.substr(q + 1);
+      path.resize(q);
+      if (opts == "sync=full") {
+        sync = "FULL";
+      } else if (opts != "sync=normal") {
+        return Status::InvalidArgument("unknown sqlite3 URL option \"" + opts +
+                                       "\" (supported: sync=normal, sync=full)");
+      }
+    }
+    if (sqlite3_open_v2(path.c_str(), &db_,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        nullptr) != SQLITE_OK) {
+      return Status::IOError("cannot open sqlite database \"" + path +
+                             "\": " + (db_ ? sqlite3_errmsg(db_) : "out of memory"));
+    }
+    sqlite3_busy_timeout(db_, 30000);
+    std::string sync_pragma = "PRAGMA synchronous=" + sync;
+    for (const char* sql : {"PRAGMA journal_mode=WAL", sync_pragma.c_str(),
+                            "CREATE TABLE IF NOT EXISTS kv(k BLOB PRIMARY KEY, v BLOB NOT NULL) "
+                            "WITHOUT ROWID"}) {
+      STRATA_RETURN_IF_ERROR(Exec(sql));
+    }
+    try {
+      get_ = std::make_unique<Stmt>(db_, "SELECT v FROM kv WHERE k = ?");
+      put_ = std::make_unique<Stmt>(db_, "INSERT OR REPLACE INTO kv(k, v) VALUES(?, ?)");
+      del_ = std::make_unique<Stmt>(db_, "DELETE FROM kv WHERE k = ?");
+    } catch (const KvError& e) {
+      return e.status;
+    }
+    return Status::Ok();
+  }
+
+  std::string_view Name() const override { return "sqlite3"; }
+
+  Status Txn(const std::function<Status(KvTxn&)>& body, bool read_only) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int attempt = 0;; ++attempt) {
+      Status st = Exec(read_only ? "BEGIN" : "BEGIN IMMEDIATE");
+      if (!st.ok()) {
+        if (attempt < 100) {  // busy beyond busy_timeout: another process holds it
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          continue;
+        }
+        return st;
+      }
+      SqliteTxn txn(this);
+      try {
+        st = body(txn);
+      } catch (const KvError& e) {
+        st = e.status;
+      } catch (const std::exception& e) {
+        st = Status::Internal(std::string("metadata transaction: ") + e.what());
+      }
+      if (!st.ok() || read_only) {
+        (void)Exec("ROLLBACK");
+        return st;
+      }
+      st = Exec("COMMIT");
+      if (!st.ok()) (void)Exec("ROLLBACK");
+      return st;
+    }
+  }
+
+  Result<int64_t> Incr(const std::string& key, int64_t delta) override {
+    int64_t out = 0;
+    Status st = Txn(
+        [&](KvTxn& t) {
+          auto v = t.Get(key);
+          out = (v ? std::stoll(*v) : 0) + delta;
+          t.Set(key, std::to_string(out));
+          return Status::Ok();
+        },
+        false);
+    if (!st.ok()) return st;
+    return out;
+  }
+
+  Status ScanAll(const std::string& prefix, const KvTxn::ScanFn& fn) override {
+    // Paged, each page in its own read transaction, so other writers are not
+    // blocked for the whole scan.
+    std::string after;
+    bool more = true;
+    while (more) {
+      std::vector<std::pair<std::string, std::string>> page;
+      STRATA_RETURN_IF_ERROR(Txn(
+          [&](KvTxn& t) {
+            page.clear();
+            t.Scan(prefix, after, 1000, false, [&](const std::string& k, const std::string& v) {
+              page.emplace_back(k, v);
+              return true;
+            });
+            return Status::Ok();
+          },
+          true));
+      if (page.size() < 1000) more = false;
+      for (auto& [k, v] : page) {
+        if (!fn(k, v)) return Status::Ok();
+      }
+      if (!page.empty()) after = page.back().first;
+    }
+    return Status::Ok();
+  }
+
+  Status DeleteAll() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return Exec("DELETE FROM kv");
+  }
+
+  Status Exec(const char* sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg = err ? err : sqlite3_errmsg(db_);
+      sqlite3_free(err);
+      return Status::IOError(std::string("sqlite \"") + sql + "\": " + msg);
+    }
+    return Status::Ok();
+  }
+
+  [[noreturn]] void Fail(const char* what) {
+    throw KvError(Status::IOError(std::string("sqlite ") + what + ": " + sqlite3_errmsg(db_)));
+  }
+
+  sqlite3* db_ = nullptr;
+  std::mutex mu_;  // one transaction at a time on db_
+  std::unique_ptr<Stmt> get_, put_, del_;
+};
+
+std::optional<std::string> SqliteTxn::Get(const std::string& key) {
+  sqlite3_stmt* st = kv_->get_->get();
+  sqlite3_reset(st);
+  sqlite3_bind_blob(st, 1, key.data(), static_cast<int>(key.size()), SQLITE_STATIC);
+  int rc = sqlite3_step(st);
+  std::optional<std::string> out;
+  if (rc == SQLITE_ROW) {
+    const char* p = static_cast<const char*>(sqlite3_column_blob(st, 0));
+    out.emplace(p ? p : "", static_cast<size_t>(sqlite3_column_bytes(st, 0)));
+  } else if (rc != SQLITE_DONE) {
+    sqlite3_reset(st);
+    kv_->Fail("get");
+  }
+  sqlite3_reset(st);
+  return out;
+}
+
+void SqliteTxn::Set(const std::string& key, const std::string& value) {
+  sqlite3_stmt* st = kv_->put_->get();
+  sqlite3_reset(st);
+  sqlite3_bind_blob(st, 1, key.data(), static_cast<int>(key.size()), SQLITE_STATIC);
+  sqlite3_bind_blob(st, 2, value.data(), static_cast<int>(value.size()), SQLITE_STATIC);
+  if (sqlite3_step(st) != SQLITE_DONE) {
+    sqlite3_reset(st);
+    kv_->Fail("set");
+  }
+  sqlite3_reset(st);
+}
+
+void SqliteTxn::Delete(const std::string& key) {
+  sqlite3_stmt* st = kv_->del_->get();
+  sqlite3_reset(st);
+  sqlite3_bind_blob(st, 1, key.data(), static_cast<int>(key.size()), SQLITE_STATIC);
+  if (sqlite3_step(st) != SQLITE_DONE) {
+    sqlite3_reset(st);
+    kv_->Fail("delete");
+  }
+  sqlite3_reset(st);
+}
+
+void SqliteTxn::Scan(const std::string& prefix, const std::string& after, size_t limit,
+                     bool keys_only, const ScanFn& fn) {
+  std::string lo = after.empty() ? prefix : after;
+  std::string hi = PrefixEnd(prefix);
+  std::string sql = std::string("SELECT k") + (keys_only ? "" : ", v") + " FROM kv WHERE k " +
+                    (after.empty() ? ">=" : ">") + " ?1" + (hi.empty() ? "" : " AND k < ?2") +
+                    " ORDER BY k" + (limit ? " LIMIT " + std::to_string(limit) : "");
+  Stmt stmt(kv_->db_, sql.c_str());
+  sqlite3_stmt* st = stmt.get();
+  sqlite3_bind_blob(st, 1, lo.data(), static_cast<int>(lo.size()), SQLITE_STATIC);
+  if (!hi.empty()) sqlite3_bind_blob(st, 2, hi.data(), static_cast<int>(hi.size()), SQLITE_STATIC);
+  std::string k, v;
+  for (;;) {
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) kv_->Fail("scan");
+    const char* kp = static_cast<const char*>(sqlite3_column_blob(st, 0));
+    k.assign(kp ? kp : "", static_cast<size_t>(sqlite3_column_bytes(st, 0)));
+    if (!keys_only) {
+      const char* vp = static_cast<const char*>(sqlite3_column_blob(st, 1));
+      v.assign(vp ? vp : "", static_cast<size_t>(sqlite3_column_bytes(st, 1)));
+    }
+    if (!fn(k, v)) break;
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<TxnKV>> OpenSqliteKV(const std::string& path) {
+  auto kv = std::make_unique<SqliteKV>();
+  STRATA_RETURN_IF_ERROR(kv->Open(path));
+  return std::unique_ptr<TxnKV>(std::move(kv));
+}
+
+}  // namespace strata::fsmeta

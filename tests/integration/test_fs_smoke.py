@@ -1,0 +1,146 @@
+"""Strata FS smoke test: format a volume (SQLite metadata, file:// data), mount
+it in the background, write/read/rename/list a few files, unmount, mount again,
+check the data survived and fsck is clean. Every mount is unmounted even when a
+case fails.
+"""
+
+import hashlib
+import os
+import subprocess
+import sys
+import time
+
+from strata_harness import Runner, clean_env, parse_args, run_tool, tempdir
+
+args = parse_args()
+ENV = clean_env()
+
+
+def strata(*a, check=True, timeout=120):
+    return run_tool([args.strata, "fs", *a], ENV, timeout=timeout, check=check)
+
+
+def is_mounted(mnt):
+    with open("/proc/self/mounts") as f:
+        return any(line.split()[1] == mnt for line in f)
+
+
+def umount(mnt):
+    """Unmounts and waits until the kernel no longer lists the mount."""
+    if not is_mounted(mnt):
+        return
+    strata("umount", mnt, check=False)
+    for _ in range(100):
+        if not is_mounted(mnt):
+            return
+        time.sleep(0.1)
+    subprocess.run(["fusermount3", "-u", "-z", mnt], check=False)
+
+
+def mount(meta, mnt, log):
+    strata("mount", meta, mnt, "--background", "--log", log, "--log-level", "info")
+    assert is_mounted(mnt), f"{mnt} is not in /proc/self/mounts after mount returned"
+
+
+def sha(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def main():
+    runner = Runner("fs_smoke")
+    with tempdir("strata-fs-smoke-") as work:
+        meta = f"sqlite3://{work}/meta.db"
+        storage = f"file://{work}/objects?bucket=fsdata"
+        mnt = os.path.join(work, "mnt")
+        log = os.path.join(work, "mount.log")
+        os.mkdir(mnt)
+        big = os.urandom(9 * 1024 * 1024 + 12345)   # several blocks, odd tail
+        small = {f"f{i}.txt": f"hello {i}\n".encode() * (i + 1) for i in range(20)}
+        try:
+            runner.case("format", strata, "format", meta, "smoke", "--storage", storage,
+                        "--block-size", "1M", "--compress", "lz4", "--trash-days", "0")
+
+            def first_mount():
+                mount(meta, mnt, log)
+                os.makedirs(os.path.join(mnt, "dir/sub"))
+                with open(os.path.join(mnt, "dir/big.bin"), "wb") as f:
+                    f.write(big)
+                for name, data in small.items():
+                    with open(os.path.join(mnt, "dir/sub", name), "wb") as f:
+                        f.write(data)
+                with open(os.path.join(mnt, "dir/big.bin"), "rb") as f:
+                    assert sha(f.read()) == sha(big), "big file differs right after writing"
+                # Overwrite in the middle, append, then read back.
+                with open(os.path.join(mnt, "dir/big.bin"), "r+b") as f:
+                    f.seek(4 * 1024 * 1024 - 10)
+                    f.write(b"X" * 100)
+                with open(os.path.join(mnt, "dir/big.bin"), "ab") as f:
+                    f.write(b"tail")
+                want = bytearray(big)
+                want[4 * 1024 * 1024 - 10:4 * 1024 * 1024 + 90] = b"X" * 100
+                want += b"tail"
+                with open(os.path.join(mnt, "dir/big.bin"), "rb") as f:
+                    assert f.read() == bytes(want), "big file differs after overwrite/append"
+                os.rename(os.path.join(mnt, "dir/sub/f0.txt"), os.path.join(mnt, "dir/renamed.txt"))
+                names = sorted(os.listdir(os.path.join(mnt, "dir/sub")))
+                assert names == sorted(n for n in small if n != "f0.txt"), names
+                assert sorted(os.listdir(os.path.join(mnt, "dir"))) == ["big.bin", "renamed.txt", "sub"]
+                os.symlink("renamed.txt", os.path.join(mnt, "dir/link"))
+                assert os.readlink(os.path.join(mnt, "dir/link")) == "renamed.txt"
+                os.unlink(os.path.join(mnt, "dir/sub/f1.txt"))
+                st = os.statvfs(mnt)
+                assert st.f_bsize > 0
+                umount(mnt)
+                assert not is_mounted(mnt)
+                return bytes(want)
+
+            holder = {}
+            runner.case("mount, write, read, rename, ls, umount",
+                        lambda: holder.setdefault("big", first_mount()))
+
+            def remount():
+                mount(meta, mnt, log)
+                with open(os.path.join(mnt, "dir/big.bin"), "rb") as f:
+                    assert f.read() == holder["big"], "big file differs after remount"
+                with open(os.path.join(mnt, "dir/renamed.txt"), "rb") as f:
+                    assert f.read() == small["f0.txt"]
+                for name, data in small.items():
+                    p = os.path.join(mnt, "dir/sub", name)
+                    if name in ("f0.txt", "f1.txt"):
+                        assert not os.path.exists(p), p
+                        continue
+                    with open(p, "rb") as f:
+                        assert f.read() == data, name
+                assert os.path.islink(os.path.join(mnt, "dir/link"))
+                p = strata("status", meta)
+                assert "smoke" in p.stdout and "Sessions:    1" in p.stdout, p.stdout
+                umount(mnt)
+
+            runner.case("remount: data still there", remount)
+
+            def fsck():
+                p = strata("fsck", meta, check=False)
+                assert p.returncode == 0, p.stdout + p.stderr
+                assert "no problems found" in p.stdout
+
+            runner.case("fsck clean", fsck)
+
+            def gc():
+                p = strata("gc", meta, "--delete", "--min-age", "0")
+                assert "Leaked slices" in p.stdout
+                p = strata("fsck", meta, check=False)
+                assert p.returncode == 0, p.stdout
+
+            runner.case("gc leaves nothing referenced missing", gc)
+        finally:
+            umount(mnt)
+            if os.path.exists(log):
+                with open(log) as f:
+                    tail = f.read()[-3000:]
+                if tail.strip():
+                    print("mount log (tail):\n" + tail)
+    return runner.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
