@@ -156,7 +156,7 @@ def in_child(fn, *a, uid=None, gid=None, timeout=30):
         except BaseException as e:  # noqa: BLE001 - report anything to the parent
             code = 1
             if isinstance(e, OSError):
-                msg = f"OSERR {e.errno} {e}"
+                msg = f"OSERR {e.errno} {e.strerror}"
             else:
                 msg = "EXC " + "".join(traceback.format_exception(type(e), e, e.__traceback__))
         try:
@@ -1198,6 +1198,11 @@ PERSIST_DIR = "persist"
 def persist_prepare(base):
     """Writes a tree exercising every kind of object; returns nothing. Verify it
     after a remount with persist_verify(base)."""
+    with fd_guard():
+        _persist_prepare(base)
+
+
+def _persist_prepare(base):
     d = os.path.join(base, PERSIST_DIR)
     os.makedirs(os.path.join(d, "sub", "deeper"))
     rng = random.Random(4242)
@@ -1301,12 +1306,35 @@ CHECKS = [
 ]
 
 
+def _open_fds():
+    try:
+        return set(int(x) for x in os.listdir("/proc/self/fd"))
+    except OSError:
+        return set()
+
+
+@contextlib.contextmanager
+def fd_guard():
+    """Closes the descriptors opened inside the block: a failed check may leave
+    some open, and they would keep the mount busy (umount: EBUSY)."""
+    before = _open_fds()
+    try:
+        yield
+    finally:
+        for fd in _open_fds() - before:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 def _run_check(base, name, fn, opts):
     ctx = Ctx(base, name, opts)
     os.mkdir(ctx.dir)
     os.chmod(ctx.dir, 0o755)
     try:
-        fn(ctx)
+        with fd_guard():
+            fn(ctx)
     finally:
         # Leave the check's tree only when asked (debugging).
         if not opts.get("keep"):
