@@ -1398,6 +1398,22 @@ class SimpleRunner:
         return 1 if failed or not self.results else 0
 
 
+def fs_type_of(path):
+    """(mount point, fstype) that path lives on, from /proc/self/mountinfo."""
+    path = os.path.realpath(path)
+    best = ("", "?")
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                left, _, right = line.partition(" - ")
+                mp = left.split()[4].replace("\\040", " ")
+                if (path == mp or path.startswith(mp.rstrip("/") + "/")) and len(mp) >= len(best[0]):
+                    best = (mp, right.split()[0])
+    except OSError:
+        pass
+    return best
+
+
 def _traversable_by_others(path):
     p = os.path.abspath(path)
     while True:
@@ -1446,7 +1462,9 @@ def main(argv=None):
     unknown = (only | skip) - {n for n, _ in CHECKS}
     if unknown:
         ap.error(f"unknown check(s): {', '.join(sorted(unknown))}")
-    runner = SimpleRunner(f"posix suite on {a.dir}")
+    mp, fstype = fs_type_of(a.dir)
+    print(f"testing {a.dir}: on {fstype} mounted at {mp}", flush=True)
+    runner = SimpleRunner(f"posix suite on {a.dir} ({fstype})")
     run_checks(a.dir, runner, only=only, skip=skip, opts=opts)
     return runner.finish()
 
