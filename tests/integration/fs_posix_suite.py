@@ -234,7 +234,7 @@ class Ctx:
 # Regular files
 
 def check_file_random_rw(ctx):
-    """pwrite at random offsets (incl. across 4 MiB / 64 KiB boundaries), pread back."""
+    """pwrite at random offsets (some across 4 MiB boundaries), pread back."""
     rng = random.Random(1234)
     path = ctx.p("rw.bin")
     model = bytearray()
