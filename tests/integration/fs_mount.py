@@ -153,6 +153,9 @@ class StrataFS:
         print("$", " ".join(args + (["--background"] if background else [])), flush=True)
         log = open(log_path, "wb")
         if background:
+            if self._mount_has_log_option():
+                args += ["--log", log_path + ".daemon"]
+                self.all_logs.append((mp, log_path + ".daemon"))
             p = subprocess.run(args + ["--background"], stdout=log, stderr=subprocess.STDOUT,
                                env=self.env, timeout=timeout + 30)
             log.close()
@@ -176,6 +179,14 @@ class StrataFS:
         os.stat(mp)   # the root answers
         self.mounts[mp] = proc
         return proc
+
+    def _mount_has_log_option(self):
+        """`strata fs mount --log FILE` (the daemon's log), when the binary has it."""
+        if not hasattr(self, "_has_log"):
+            p = subprocess.run([self.binary, "fs", "mount", "--help"], capture_output=True, text=True,
+                               env=self.env, timeout=30)
+            self._has_log = re.search(r"^\s+--log\b", p.stdout + p.stderr, re.M) is not None
+        return self._has_log
 
     def umount(self, mp, timeout=60):
         """`strata fs umount`; asserts it worked (the mount is gone and a

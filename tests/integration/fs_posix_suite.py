@@ -222,6 +222,7 @@ class Ctx:
         self.dir = os.path.join(base, name)
         self.opts = opts
         self.notes = []    # lines reported next to the check's result
+        self.leave = False  # True: do not remove the check's directory (too slow to)
 
     def p(self, *parts):
         return os.path.join(self.dir, *parts)
@@ -1106,12 +1107,17 @@ def check_statfs(ctx):
 def check_large_dir(ctx):
     """N entries created, listed with os.scandir (every name once, right type), removed."""
     n = ctx.opts.get("large_dir", 20000)
+    budget = ctx.opts.get("large_dir_budget_s")   # None: no limit
     d = ctx.p("big")
     os.mkdir(d)
     t0 = time.time()
     for i in range(n):
         fd = os.open(os.path.join(d, f"entry-{i:06d}"), os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o644)
         os.close(fd)
+        if budget is not None and i % 100 == 99 and time.time() - t0 > budget:
+            ctx.leave = True   # removing them would take as long again; the caller discards the volume
+            raise CheckFailed(f"too slow: created {i + 1} of {n} entries in {time.time() - t0:.0f}s "
+                              f"({(i + 1) / (time.time() - t0):.0f} creates/s); budget {budget}s")
     os.mkdir(os.path.join(d, "a-subdir"))
     t1 = time.time()
     seen = {}
@@ -1306,6 +1312,19 @@ CHECKS = [
 ]
 
 
+def mount_dead(path):
+    """None while path answers; else the error (ENOTCONN/ECONNABORTED: the FUSE
+    daemon is gone)."""
+    try:
+        os.statvfs(path)
+        os.listdir(path)
+        return None
+    except OSError as e:
+        if e.errno in (errno.ENOTCONN, errno.ECONNABORTED, errno.EIO):
+            return f"{errno.errorcode.get(e.errno)}: {e.strerror}"
+        return None
+
+
 def _open_fds():
     try:
         return set(int(x) for x in os.listdir("/proc/self/fd"))
@@ -1336,8 +1355,11 @@ def _run_check(base, name, fn, opts):
         with fd_guard():
             fn(ctx)
     finally:
-        # Leave the check's tree only when asked (debugging).
-        if not opts.get("keep"):
+        # Leave the check's tree only when asked (debugging) or when removing it
+        # would take too long.
+        if ctx.leave:
+            opts.setdefault("_left", []).append(ctx.dir)
+        elif not opts.get("keep"):
             shutil.rmtree(ctx.dir, ignore_errors=True)
     return ctx.notes
 
@@ -1347,6 +1369,7 @@ def run_checks(mount_dir, runner, only=None, skip=(), opts=None):
     (strata_harness.Runner or SimpleRunner). Returns the work directory's path
     (removed at the end unless opts['keep'])."""
     opts = dict(opts or {})
+    opts.pop("_left", None)
     base = tempfile.mkdtemp(prefix="posix-suite-", dir=mount_dir)
     os.chmod(base, 0o755)
     old_umask = os.umask(0o022)
@@ -1354,6 +1377,13 @@ def run_checks(mount_dir, runner, only=None, skip=(), opts=None):
         for name, fn in CHECKS:
             if (only and name not in only) or name in skip:
                 continue
+            dead = mount_dead(mount_dir)
+            if dead:
+                def report(dead=dead):
+                    raise CheckFailed(f"the filesystem stopped answering ({dead}); the checks from "
+                                      f"'{name}' on were not run")
+                runner.case("filesystem alive", report)
+                break
 
             def one(name=name, fn=fn):
                 for line in _run_check(base, name, fn, opts):
@@ -1361,7 +1391,9 @@ def run_checks(mount_dir, runner, only=None, skip=(), opts=None):
             runner.case(name, one)
     finally:
         os.umask(old_umask)
-        if not opts.get("keep"):
+        if opts.get("_left"):
+            print(f"     left in place: {', '.join(opts['_left'])}", flush=True)
+        elif not opts.get("keep"):
             shutil.rmtree(base, ignore_errors=True)
     return base
 
@@ -1430,6 +1462,8 @@ def main(argv=None):
     ap.add_argument("--only", default="", help="comma-separated check names")
     ap.add_argument("--skip", default="", help="comma-separated check names")
     ap.add_argument("--large-dir", type=int, default=20000, help="entries in the large-directory check")
+    ap.add_argument("--large-dir-budget", type=float, default=None,
+                    help="fail the large-directory check when creating takes longer (s)")
     ap.add_argument("--sparse-offset", type=int, default=None, help="offset of the far sparse write")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--list", action="store_true", help="list the checks and exit")
@@ -1454,7 +1488,7 @@ def main(argv=None):
     if blocker:
         print(f"warning: {blocker} is not searchable by others; the other-user check will fail",
               file=sys.stderr)
-    opts = {"large_dir": a.large_dir, "keep": a.keep}
+    opts = {"large_dir": a.large_dir, "keep": a.keep, "large_dir_budget_s": a.large_dir_budget}
     if a.sparse_offset is not None:
         opts["sparse_offset"] = a.sparse_offset
     only = {s for s in a.only.split(",") if s}
