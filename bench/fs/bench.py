@@ -280,7 +280,7 @@ class StrataFS(FuseTool):
         cmd = [args.strata, "fs", "format", self.meta, "bench",
                "--storage", f"s3://{BUCKET}/strata?endpoint={srv.endpoint}"]
         log(f"  $ {' '.join(cmd)}")
-        subprocess.run(cmd, env=env, check=True)
+        subprocess.run(cmd, env=env, check=True, stdout=sys.stderr)   # stdout is the table
 
     def mount(self):
         self._popen([self.args.strata, "fs", "mount", self.meta, self.dir, "--cache-dir", self.cache])

@@ -26,6 +26,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import strata_harness as H  # noqa: E402
 import fs_mount as M  # noqa: E402
+import fs_posix_suite as S  # noqa: E402
 
 MiB = 1024 * 1024
 
@@ -161,6 +162,9 @@ class Crash:
                     unsynced += 1
                 except OSError as e:
                     bad.append(f"{rel}/{name} (unsynced) unreadable: {e}")
+        dead = S.mount_dead(self.mp)
+        if dead:
+            bad.insert(0, f"the remounted filesystem died while being read ({dead}); see its log below")
         assert not bad, f"{len(bad)} problems after the crash (seed {self.seed}):\n  " + "\n  ".join(bad[:20])
         print(f"     {len(self.durable)} fsynced files intact, {unsynced} unsynced files readable", flush=True)
 
@@ -192,6 +196,9 @@ def main():
             if not runner.case(f"round {r}: remount", c.mount):
                 break
             runner.case(f"round {r}: fsynced data intact", c.verify)
+            if S.mount_dead(mp):
+                print("the mount died; no further rounds", flush=True)
+                break
         if fs.mounts:
             runner.case("umount", fs.umount, mp)
             runner.case("final fsck", fs.fsck)
