@@ -1140,6 +1140,11 @@ def check_large_dir(ctx):
             if e.name != "a-subdir":
                 os.unlink(e.path)
                 removed += 1
+                if budget is not None and removed % 100 == 0 and time.time() - t0 > 2 * budget:
+                    ctx.leave = True
+                    raise CheckFailed(f"too slow: {removed} of {n} entries unlinked "
+                                      f"{time.time() - t2:.0f}s after the listing ({removed / (time.time() - t2):.0f}"
+                                      f" unlinks/s); budget {2 * budget}s for the whole check")
     left = os.listdir(d)
     expect(removed == n and left == ["a-subdir"], f"removed {removed}, left {left[:5]} ({len(left)})")
     t3 = time.time()
