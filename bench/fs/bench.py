@@ -1,0 +1,537 @@
+#!/usr/bin/python3
+"""Filesystems over one S3 bucket, side by side: Strata FS, s3fs, rclone mount
+(--vfs-cache-mode writes) and the local disk as the limit. Driven by run.sh
+(see there for usage); standard library only.
+
+One `strata server --no-fsync` on a free loopback port, one bucket `bench`;
+each FUSE tool gets its own prefix in it (strata/, s3fs/, rclone/). For each
+tool, in this order:
+
+  seq write   SIZE MiB in 1 MiB write()s, then fsync + close      MiB/s
+  seq read    cold: unmount, drop the page cache, wipe the tool's local cache,
+              mount, read it all in 1 MiB reads                    MiB/s
+              warm: read it all again at once                      MiB/s
+  rand read   cold again; 4 KiB os.pread at 4 KiB-aligned offsets from a
+              fixed seed for RAND_SECS seconds, one thread         IOPS
+  small files N x 4 KiB: create+write+close each (files/s); unmount, drop
+              caches, mount; stat each (files/s); read each (files/s)
+  empty files M creates then M unlinks; ops/s = 2M / total time
+
+Every timing is wall clock of the operations themselves (mounting is not
+counted). Local: the same directory operations on WORK/local, page cache
+dropped instead of remounting. The page cache is dropped with
+`echo 3 > /proc/sys/vm/drop_caches` when that is permitted (root); if not, the
+table says so.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+MiB = 1 << 20
+USER = "fsbench"
+SECRET = "fsbench-secret-0123456789abcdef"
+BUCKET = "bench"
+FUSERMOUNT = "/usr/bin/fusermount3"
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def drop_caches():
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def fuse_mounted(mp):
+    mp = os.path.realpath(mp)
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            if left.split()[4] == mp and right.split()[0].startswith("fuse"):
+                return True
+    return False
+
+
+def wait_mounted(mp, proc=None, timeout=60):
+    deadline = time.time() + timeout
+    while not fuse_mounted(mp):
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"mount of {mp} exited {proc.returncode}")
+        if time.time() > deadline:
+            raise RuntimeError(f"{mp} not mounted after {timeout}s")
+        time.sleep(0.05)
+
+
+def unmount(mp, timeout=120):
+    """fusermount3 -u, retried while busy; lazily as the last resort."""
+    deadline = time.time() + timeout
+    while fuse_mounted(mp):
+        p = subprocess.run([FUSERMOUNT, "-u", mp], capture_output=True, text=True)
+        if p.returncode == 0:
+            break
+        if time.time() > deadline:
+            subprocess.run([FUSERMOUNT, "-uz", mp], capture_output=True)
+            break
+        time.sleep(0.2)
+
+
+class Server:
+    def __init__(self, strata, work):
+        self.strata = strata
+        self.port, self.admin = free_port(), free_port()
+        env = dict(os.environ, STRATA_ROOT_USER=USER, STRATA_ROOT_PASSWORD=SECRET)
+        self.log = open(os.path.join(work, "server.log"), "wb")
+        self.proc = subprocess.Popen(
+            [strata, "server", "--no-fsync", "--data", os.path.join(work, "server-data"),
+             "--s3-address", f"127.0.0.1:{self.port}", "--admin-address", f"127.0.0.1:{self.admin}",
+             "--log-level", "warn"], stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        for _ in range(600):
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", self.admin, timeout=1)
+                c.request("GET", "/health")
+                if c.getresponse().status == 200:
+                    return
+            except OSError:
+                pass
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise SystemExit("bench: strata server did not start; see " + self.log.name)
+
+    @property
+    def endpoint(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def s3_env(srv, work):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "RCLONE_"))}
+    env.update({
+        "AWS_ACCESS_KEY_ID": USER, "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_REGION": "us-east-1",
+        "AWS_SHARED_CREDENTIALS_FILE": "/dev/null", "AWS_CONFIG_FILE": "/dev/null",
+        "HOME": work,
+        "RCLONE_CONFIG": os.path.join(work, "rclone.conf"),
+        "RCLONE_CONFIG_BENCH_TYPE": "s3", "RCLONE_CONFIG_BENCH_PROVIDER": "Other",
+        "RCLONE_CONFIG_BENCH_ENV_AUTH": "false",
+        "RCLONE_CONFIG_BENCH_ACCESS_KEY_ID": USER, "RCLONE_CONFIG_BENCH_SECRET_ACCESS_KEY": SECRET,
+        "RCLONE_CONFIG_BENCH_ENDPOINT": srv.endpoint, "RCLONE_CONFIG_BENCH_REGION": "us-east-1",
+        "RCLONE_CONFIG_BENCH_FORCE_PATH_STYLE": "true",
+    })
+    open(env["RCLONE_CONFIG"], "w").close()
+    return env
+
+
+# --------------------------------------------------------------------------
+# The tools. Each: mount() / unmount() / wipe_cache(); .dir is where to work.
+
+class Local:
+    name = "local"
+
+    def __init__(self, work, **_):
+        self.dir = os.path.join(work, "local")
+        os.makedirs(self.dir, exist_ok=True)
+
+    def mount(self):
+        pass
+
+    def unmount(self):
+        pass
+
+    def wipe_cache(self):
+        pass
+
+    def wait_durable(self, rel, count, total):
+        pass
+
+    def describe(self):
+        return f"local directory {self.dir} ({_fstype(self.dir)})"
+
+
+def _fstype(path):
+    best, fstype = "", "?"
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            parts = line.split()
+            if path.startswith(parts[1]) and len(parts[1]) > len(best):
+                best, fstype = parts[1], parts[2]
+    return fstype
+
+
+class FuseTool:
+    def __init__(self, work, srv, env, args):
+        self.work, self.srv, self.env, self.args = work, srv, env, args
+        self.dir = os.path.join(work, f"mnt-{self.name}")
+        self.cache = os.path.join(work, f"cache-{self.name}")
+        os.makedirs(self.dir, exist_ok=True)
+        self.proc = None
+        self.logf = os.path.join(work, f"{self.name}.log")
+
+    def wipe_cache(self):
+        shutil.rmtree(self.cache, ignore_errors=True)
+
+    def wait_durable(self, rel, count, total):
+        """Returns once what was written under rel is in the bucket. s3fs
+        uploads in close() and Strata FS commits in fsync()/close(), so for
+        them there is nothing to wait for."""
+
+    def unmount(self):
+        unmount(self.dir)
+        if self.proc is not None:
+            try:
+                self.proc.wait(120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+
+    def _popen(self, cmd):
+        log(f"  $ {' '.join(cmd)}")
+        self.proc = subprocess.Popen(cmd, env=self.env, stdout=open(self.logf, "ab"), stderr=subprocess.STDOUT)
+        wait_mounted(self.dir, self.proc)
+
+
+class S3fs(FuseTool):
+    name = "s3fs"
+
+    def mount(self):
+        pw = os.path.join(self.work, "s3fs-passwd")
+        with open(pw, "w") as f:
+            f.write(f"{USER}:{SECRET}\n")
+        os.chmod(pw, 0o600)
+        self._popen(["/usr/bin/s3fs", f"{BUCKET}:/s3fs", self.dir, "-f",
+                     "-o", f"use_path_request_style,url={self.srv.endpoint},passwd_file={pw},"
+                           f"endpoint=us-east-1,allow_other"])
+
+    def describe(self):
+        return ("s3fs -o use_path_request_style,url=...,passwd_file=...,endpoint=us-east-1,allow_other "
+                "(defaults otherwise: no use_cache)")
+
+
+class Rclone(FuseTool):
+    name = "rclone"
+
+    def mount(self):
+        self._popen(["/usr/bin/rclone", "mount", f"bench:{BUCKET}/rclone", self.dir,
+                     "--vfs-cache-mode", "writes", "--cache-dir", self.cache, "--allow-other"])
+
+    def describe(self):
+        return ("rclone mount --vfs-cache-mode writes (defaults otherwise); rclone uploads after "
+                "close, in the background, so its write rows include waiting until the bucket holds "
+                "the data (polled with `strata ls`)")
+
+    def wait_durable(self, rel, count, total, timeout=900):
+        url = f"s3://{BUCKET}/rclone/{rel}"
+        deadline = time.time() + timeout
+        while True:
+            p = subprocess.run([self.args.strata, "ls", "-r", "--json", "--endpoint-url", self.srv.endpoint,
+                                url], env=self.env, capture_output=True, text=True)
+            n = size = 0
+            for line in p.stdout.splitlines():
+                try:
+                    o = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(o, dict) and "key" in o and "size" in o:
+                    n += 1
+                    size += int(o["size"])
+            if n >= count and size >= total:
+                return
+            if time.time() > deadline:
+                raise RuntimeError(f"rclone: {url} holds {n} objects, {size} bytes after {timeout}s; "
+                                   f"want {count}, {total}")
+            time.sleep(0.1)
+
+
+class StrataFS(FuseTool):
+    name = "strata"
+
+    def __init__(self, work, srv, env, args):
+        super().__init__(work, srv, env, args)
+        self.meta = f"sqlite3://{work}/strata-meta.db"
+        cmd = [args.strata, "fs", "format", self.meta, "bench",
+               "--storage", f"s3://{BUCKET}/strata?endpoint={srv.endpoint}"]
+        log(f"  $ {' '.join(cmd)}")
+        subprocess.run(cmd, env=env, check=True, stdout=sys.stderr)   # stdout is the table
+
+    def mount(self):
+        self._popen([self.args.strata, "fs", "mount", self.meta, self.dir, "--cache-dir", self.cache])
+
+    def unmount(self):
+        subprocess.run([self.args.strata, "fs", "umount", self.dir], env=self.env, capture_output=True)
+        super().unmount()
+
+    def describe(self):
+        return "strata fs mount (sqlite3 metadata, defaults otherwise)"
+
+
+def strata_has_fs(strata):
+    import re
+    p = subprocess.run([strata, "--help"], capture_output=True, text=True)
+    return re.search(r"^\s+fs\s", p.stdout + p.stderr, re.M) is not None
+
+
+# --------------------------------------------------------------------------
+# The measurements
+
+def seq_write(tool, path, size):
+    buf = bytearray(os.urandom(MiB))
+    t0 = time.perf_counter()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for i in range(size // MiB):
+            buf[:8] = i.to_bytes(8, "little")   # every MiB distinct
+            os.write(fd, buf)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    tool.wait_durable(os.path.basename(path), 1, size)
+    return size / MiB / (time.perf_counter() - t0)
+
+
+def seq_read(path, size):
+    t0 = time.perf_counter()
+    n = 0
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        while True:
+            b = os.read(fd, MiB)
+            if not b:
+                break
+            n += len(b)
+    finally:
+        os.close(fd)
+    dt = time.perf_counter() - t0
+    if n != size:
+        raise RuntimeError(f"read {n} bytes of {size}")
+    return size / MiB / dt
+
+
+def rand_read(path, size, secs, seed=42):
+    rng = random.Random(seed)
+    pages = size // 4096
+    fd = os.open(path, os.O_RDONLY)
+    n = 0
+    try:
+        t0 = time.perf_counter()
+        end = t0 + secs
+        while True:
+            for _ in range(64):
+                b = os.pread(fd, 4096, rng.randrange(pages) * 4096)
+                if len(b) != 4096:
+                    raise RuntimeError("short random read")
+            n += 64
+            now = time.perf_counter()
+            if now >= end:
+                break
+    finally:
+        os.close(fd)
+    return n / (now - t0)
+
+
+def small_write(tool, d, n):
+    os.makedirs(d, exist_ok=True)
+    data = os.urandom(4096)
+    t0 = time.perf_counter()
+    for i in range(n):
+        fd = os.open(os.path.join(d, f"s{i:05d}"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, data)
+        os.close(fd)
+    tool.wait_durable(os.path.basename(d) + "/", n, n * 4096)
+    return n / (time.perf_counter() - t0)
+
+
+def small_stat(d, n):
+    t0 = time.perf_counter()
+    for i in range(n):
+        if os.stat(os.path.join(d, f"s{i:05d}")).st_size != 4096:
+            raise RuntimeError("small file has the wrong size")
+    return n / (time.perf_counter() - t0)
+
+
+def small_read(d, n):
+    t0 = time.perf_counter()
+    for i in range(n):
+        fd = os.open(os.path.join(d, f"s{i:05d}"), os.O_RDONLY)
+        b = os.read(fd, 8192)
+        os.close(fd)
+        if len(b) != 4096:
+            raise RuntimeError("small file read short")
+    return n / (time.perf_counter() - t0)
+
+
+def create_unlink(d, n):
+    os.makedirs(d, exist_ok=True)
+    t0 = time.perf_counter()
+    for i in range(n):
+        os.close(os.open(os.path.join(d, f"e{i:05d}"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    for i in range(n):
+        os.unlink(os.path.join(d, f"e{i:05d}"))
+    return 2 * n / (time.perf_counter() - t0)
+
+
+ROWS = [
+    ("seq_write", "seq write {size}", "MiB/s"),
+    ("seq_read_cold", "seq read {size}, cold", "MiB/s"),
+    ("seq_read_warm", "seq read {size}, warm", "MiB/s"),
+    ("rand_read", "random 4 KiB reads, {secs} s from cold", "IOPS"),
+    ("small_write", "{nsmall} x 4 KiB files: write", "files/s"),
+    ("small_stat", "{nsmall} x 4 KiB files: stat (cold)", "files/s"),
+    ("small_read", "{nsmall} x 4 KiB files: read", "files/s"),
+    ("create_unlink", "{nempty} empty files: create + unlink", "ops/s"),
+]
+
+
+def cold(tool, state):
+    tool.unmount()
+    state["dropped"] = drop_caches() and state.get("dropped", True)
+    tool.wipe_cache()
+    tool.mount()
+
+
+def bench_tool(tool, args, state):
+    size = args.size_mib * MiB
+    res = {}
+    tool.mount()
+    try:
+        big = os.path.join(tool.dir, "big.bin")
+        log(f"[{tool.name}] seq write {args.size_mib} MiB")
+        res["seq_write"] = seq_write(tool, big, size)
+        cold(tool, state)
+        log(f"[{tool.name}] seq read cold / warm")
+        res["seq_read_cold"] = seq_read(big, size)
+        res["seq_read_warm"] = seq_read(big, size)
+        cold(tool, state)
+        log(f"[{tool.name}] random 4 KiB reads for {args.rand_secs}s")
+        res["rand_read"] = rand_read(big, size, args.rand_secs)
+        os.unlink(big)
+        d = os.path.join(tool.dir, "small")
+        log(f"[{tool.name}] {args.small_files} small files")
+        res["small_write"] = small_write(tool, d, args.small_files)
+        cold(tool, state)
+        res["small_stat"] = small_stat(d, args.small_files)
+        res["small_read"] = small_read(d, args.small_files)
+        shutil.rmtree(d)
+        log(f"[{tool.name}] create + unlink {args.empty_files} empty files")
+        res["create_unlink"] = create_unlink(os.path.join(tool.dir, "empty"), args.empty_files)
+        os.rmdir(os.path.join(tool.dir, "empty"))
+    finally:
+        tool.unmount()
+    log(f"[{tool.name}] {json.dumps({k: round(v, 1) for k, v in res.items()})}")
+    return res
+
+
+def fmt(v):
+    if v is None:
+        return "pending"
+    return f"{v:,.0f}" if v >= 100 else f"{v:,.1f}"
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return "—"
+    return f"{a / b:.2f}x"
+
+
+def table(results, args, notes):
+    names = {"strata": "Strata FS", "s3fs": "s3fs", "rclone": "rclone (writes)", "local": "local disk"}
+    size = f"{args.size_mib} MiB" if args.size_mib < 1024 else f"{args.size_mib / 1024:g} GiB"
+    cols = ["strata", "s3fs", "rclone", "local"]
+    lines = ["| test | unit | " + " | ".join(names[c] for c in cols) +
+             " | Strata/s3fs | Strata/rclone | Strata/local |",
+             "|---|---|" + "---:|" * (len(cols) + 3)]
+    for key, label, unit in ROWS:
+        lab = label.format(size=size, secs=args.rand_secs, nsmall=f"{args.small_files:,}",
+                           nempty=f"{args.empty_files:,}")
+        vals = {c: results.get(c, {}).get(key) for c in cols}
+        cells = [fmt(vals[c]) if c in results else ("pending" if c == "strata" else "skipped")
+                 for c in cols]
+        lines.append(f"| {lab} | {unit} | " + " | ".join(cells) + " | " +
+                     " | ".join(ratio(vals["strata"], vals[o]) for o in ("s3fs", "rclone", "local")) + " |")
+    return "\n".join(lines + [""] + [f"- {n}" for n in notes])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--strata", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--size-mib", type=int, default=1024)
+    ap.add_argument("--small-files", type=int, default=1000)
+    ap.add_argument("--empty-files", type=int, default=5000)
+    ap.add_argument("--rand-secs", type=float, default=20)
+    ap.add_argument("--tools", default="strata,s3fs,rclone,local")
+    ap.add_argument("--json-out")
+    args = ap.parse_args()
+    tools = [t for t in args.tools.split(",") if t]
+    notes = []
+    srv = Server(args.strata, args.work)
+    state = {}
+    results = {}
+    mounted = []
+    try:
+        env = s3_env(srv, args.work)
+        subprocess.run([args.strata, "mb", "--quiet", "--endpoint-url", srv.endpoint, f"s3://{BUCKET}"],
+                       env=env, check=True)
+        for name in tools:
+            cls = {"strata": StrataFS, "s3fs": S3fs, "rclone": Rclone, "local": Local}[name]
+            if name == "strata" and not strata_has_fs(args.strata):
+                log(f"[strata] SKIPPED: {args.strata} has no `fs` subcommand yet; its column is pending")
+                notes.append("Strata FS: pending (`strata fs` does not exist in this build yet)")
+                continue
+            tool = cls(args.work, srv=srv, env=env, args=args) if name != "local" else Local(args.work)
+            mounted.append(tool)
+            notes.append(f"{name}: {tool.describe()}")
+            try:
+                results[name] = bench_tool(tool, args, state)
+            except Exception as e:  # noqa: BLE001 - one tool failing must not hide the others
+                log(f"[{name}] FAILED: {e}")
+                notes.append(f"{name}: FAILED ({e}); see {getattr(tool, 'logf', '')}")
+                tool.unmount()
+    finally:
+        for t in mounted:
+            try:
+                t.unmount()
+            except Exception:  # noqa: BLE001
+                pass
+        srv.stop()
+    if not state.get("dropped", True):
+        notes.append("page cache NOT dropped (no permission to write /proc/sys/vm/drop_caches): "
+                     "'cold' numbers are remount-only")
+    else:
+        notes.append("cold = unmount, `echo 3 > /proc/sys/vm/drop_caches`, local cache dir wiped, mount")
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump({"args": vars(args), "results": results, "notes": notes}, f, indent=1)
+    print(table(results, args, notes))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,241 @@
+#!/usr/bin/python3
+"""Two mounts of one Strata FS volume on Redis metadata (a throwaway
+redis-server on a free loopback port): close-to-open consistency both ways,
+namespace changes (create, rename, unlink, mkdir, chmod, xattr) on one mount
+seen on the other, BSD flock and POSIX fcntl locks held on one mount blocking
+lockers on the other, and `strata fs fsck` at the end.
+
+Usage: /usr/bin/python3 test_fs_redis.py --strata build/strata
+Exits 77 (ctest: skipped) while the binary has no `fs` subcommand.
+"""
+
+import errno
+import fcntl
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import strata_harness as H  # noqa: E402
+import fs_mount as M  # noqa: E402
+from fs_posix_suite import in_child, read_file, write_file, expect  # noqa: E402
+
+# Namespace changes made through one mount must show on the other within this
+# (kernel entry/attribute caches of the other mount); file contents must show
+# at the next open, without any delay (close-to-open).
+VISIBLE_WITHIN_S = 3.0
+
+
+def eventually(cond, what, within=VISIBLE_WITHIN_S):
+    t0 = time.time()
+    while True:
+        if cond():
+            dt = time.time() - t0
+            print(f"     {what}: visible after {dt:.2f}s", flush=True)
+            return dt
+        if time.time() - t0 > within:
+            raise AssertionError(f"{what}: not visible on the other mount after {within}s")
+        time.sleep(0.05)
+
+
+def _exists(p):
+    return os.path.lexists(p)
+
+
+class TwoMounts:
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+    def A(self, *p):
+        return os.path.join(self.a, "shared", *p)
+
+    def B(self, *p):
+        return os.path.join(self.b, "shared", *p)
+
+    def setup(self):
+        os.mkdir(os.path.join(self.a, "shared"))
+        write_file(self.A("marker"), b"m")
+        eventually(lambda: os.path.isdir(self.B()), "mkdir on A")
+        expect(read_file(self.B("marker")) == b"m", "B cannot read the first file A wrote")
+
+    def close_to_open(self):
+        data1 = os.urandom(3 * 1024 * 1024 + 17)
+        write_file(self.A("c2o"), data1)               # write + close on A
+        expect(read_file(self.B("c2o")) == data1, "B does not see what A wrote and closed")
+        # Overwrite with a shorter and then a longer version: B reopens and sees each.
+        for n in (1000, 6 * 1024 * 1024 + 5):
+            d = os.urandom(n)
+            write_file(self.A("c2o"), d)
+            got = read_file(self.B("c2o"))
+            expect(got == d, f"B read {len(got)} bytes of the {n}-byte version A closed")
+        # The other direction, in place (pwrite in the middle), and an append.
+        d = bytearray(read_file(self.B("c2o")))
+        fd = os.open(self.B("c2o"), os.O_WRONLY)
+        os.pwrite(fd, b"FROM-B", 4096)
+        os.close(fd)
+        d[4096:4102] = b"FROM-B"
+        expect(read_file(self.A("c2o")) == bytes(d), "A does not see B's pwrite after close")
+        with open(self.A("c2o"), "ab") as f:
+            f.write(b"appended on A")
+        expect(read_file(self.B("c2o")) == bytes(d) + b"appended on A", "B misses A's append")
+        # fsync without close is enough too, for a reader that opens after it.
+        fd = os.open(self.A("fsynced"), os.O_CREAT | os.O_WRONLY, 0o644)
+        try:
+            os.write(fd, b"synced, still open")
+            os.fsync(fd)
+            expect(read_file(self.B("fsynced")) == b"synced, still open", "B misses A's fsynced data")
+        finally:
+            os.close(fd)
+
+    def namespace(self):
+        write_file(self.A("ren-src"), b"moving")
+        os.mkdir(self.A("dir2"))
+        expect(read_file(self.B("ren-src")) == b"moving", "B: new file")
+        os.rename(self.A("ren-src"), self.A("dir2", "ren-dst"))
+        eventually(lambda: not _exists(self.B("ren-src")), "rename on A: old name gone on B")
+        eventually(lambda: _exists(self.B("dir2", "ren-dst")), "rename on A: new name on B")
+        expect(read_file(self.B("dir2", "ren-dst")) == b"moving", "B: renamed file contents")
+        os.unlink(self.A("dir2", "ren-dst"))
+        eventually(lambda: not _exists(self.B("dir2", "ren-dst")), "unlink on A")
+        eventually(lambda: os.listdir(self.B("dir2")) == [], "B lists the emptied dir as empty")
+        os.rmdir(self.B("dir2"))                       # and B can remove it
+        eventually(lambda: not _exists(self.A("dir2")), "rmdir on B")
+        write_file(self.A("meta"), b"m")
+        os.chmod(self.A("meta"), 0o600)
+        os.setxattr(self.A("meta"), "user.who", b"A")
+        eventually(lambda: (os.stat(self.B("meta")).st_mode & 0o777) == 0o600, "chmod on A")
+        expect(os.getxattr(self.B("meta"), "user.who") == b"A", "xattr set on A not seen on B")
+        os.symlink("meta", self.A("link"))
+        eventually(lambda: _exists(self.B("link")), "symlink on A")
+        expect(os.readlink(self.B("link")) == "meta", "readlink on B")
+        os.link(self.A("meta"), self.A("hard"))
+        eventually(lambda: os.stat(self.B("meta")).st_nlink == 2, "hard link on A (nlink on B)")
+        # O_EXCL across mounts: the name A created exists for B.
+        fd = os.open(self.A("excl"), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        os.close(fd)
+        try:
+            fd = os.open(self.B("excl"), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            os.close(fd)
+            raise AssertionError("O_EXCL create on B succeeded for a name A had created")
+        except FileExistsError:
+            pass
+
+    def _flock_try(self, path, op):
+        def attempt():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                fcntl.flock(fd, op | fcntl.LOCK_NB)
+                return "locked"
+            except OSError as e:
+                return "busy" if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN) else errno.errorcode[e.errno]
+            finally:
+                os.close(fd)
+        return in_child(attempt)
+
+    def flock(self):
+        write_file(self.A("flock"), b"")
+        fd = os.open(self.A("flock"), os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            expect(self._flock_try(self.B("flock"), fcntl.LOCK_EX) == "busy",
+                   "flock LOCK_EX held via A did not block LOCK_EX via B")
+            expect(self._flock_try(self.B("flock"), fcntl.LOCK_SH) == "busy",
+                   "flock LOCK_EX held via A did not block LOCK_SH via B")
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            expect(self._flock_try(self.B("flock"), fcntl.LOCK_SH) == "locked",
+                   "shared flocks on A and B conflicted")
+            expect(self._flock_try(self.B("flock"), fcntl.LOCK_EX) == "busy",
+                   "LOCK_SH via A did not block LOCK_EX via B")
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            expect(self._flock_try(self.B("flock"), fcntl.LOCK_EX) == "locked",
+                   "B still blocked after A unlocked")
+            # And the other way round, released by close.
+            fdb = os.open(self.B("flock"), os.O_RDWR)
+            fcntl.flock(fdb, fcntl.LOCK_EX)
+            expect(self._flock_try(self.A("flock"), fcntl.LOCK_EX) == "busy", "B's flock did not block A")
+            os.close(fdb)
+            expect(self._flock_try(self.A("flock"), fcntl.LOCK_EX) == "locked", "close on B did not unlock")
+        finally:
+            os.close(fd)
+
+    def _lockf_try(self, path, cmd, length, start):
+        def attempt():
+            fd = os.open(path, os.O_RDWR)
+            try:
+                fcntl.lockf(fd, cmd | fcntl.LOCK_NB, length, start)
+                return "locked"
+            except OSError as e:
+                return "busy" if e.errno in (errno.EAGAIN, errno.EACCES) else errno.errorcode[e.errno]
+            finally:
+                os.close(fd)
+        return in_child(attempt)
+
+    def fcntl_locks(self):
+        write_file(self.A("plock"), bytes(4096))
+        fd = os.open(self.A("plock"), os.O_RDWR)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX, 100, 0)
+            fcntl.lockf(fd, fcntl.LOCK_SH, 100, 1000)
+            expect(self._lockf_try(self.B("plock"), fcntl.LOCK_EX, 10, 50) == "busy",
+                   "write lock via A did not block an overlapping write lock via B")
+            expect(self._lockf_try(self.B("plock"), fcntl.LOCK_SH, 10, 50) == "busy",
+                   "write lock via A did not block a read lock via B")
+            expect(self._lockf_try(self.B("plock"), fcntl.LOCK_EX, 100, 200) == "locked",
+                   "a disjoint range via B was blocked")
+            expect(self._lockf_try(self.B("plock"), fcntl.LOCK_SH, 10, 1050) == "locked",
+                   "read locks via A and B conflicted")
+            expect(self._lockf_try(self.B("plock"), fcntl.LOCK_EX, 10, 1050) == "busy",
+                   "read lock via A did not block a write lock via B")
+            fcntl.lockf(fd, fcntl.LOCK_UN, 100, 0)
+            expect(self._lockf_try(self.B("plock"), fcntl.LOCK_EX, 100, 0) == "locked",
+                   "B still blocked after A unlocked the range")
+        finally:
+            os.close(fd)
+        expect(self._lockf_try(self.B("plock"), fcntl.LOCK_EX, 0, 0) == "locked",
+               "A's close did not release its POSIX locks for B")
+
+
+def main():
+    args = H.parse_args()
+    M.skip_unless_fs(args.strata, "fs_redis")
+    if not os.access(M.REDIS_SERVER, os.X_OK):
+        print(f"SKIP fs_redis: {M.REDIS_SERVER} missing (Debian redis-server)", flush=True)
+        return M.SKIP_RC
+    runner = H.Runner("fs_redis")
+    work = M.make_work_dir("strata-it-fsredis-")
+    srv = H.StrataServer(args.strata)
+    redis = M.RedisServer(work)
+    fs = None
+    mpa, mpb = os.path.join(work, "mnt-a"), os.path.join(work, "mnt-b")
+    try:
+        srv.start()
+        redis.start()
+        fs = M.StrataFS(args.strata, srv, work, redis.url(1))
+        fs.create_bucket()
+        if not runner.case("format on redis", fs.format):
+            return runner.finish()
+        if not (runner.case("mount A", fs.mount, mpa, False) and runner.case("mount B", fs.mount, mpb, False)):
+            return runner.finish()
+        t = TwoMounts(mpa, mpb)
+        if not runner.case("setup", t.setup):
+            return runner.finish()
+        for name in ("close_to_open", "namespace", "flock", "fcntl_locks"):
+            runner.case(name, getattr(t, name))
+        runner.case("umount A", fs.umount, mpa)
+        runner.case("B still works after A is gone",
+                    lambda: expect(read_file(t.B("c2o"))[-13:] == b"appended on A", "B lost data"))
+        runner.case("umount B", fs.umount, mpb)
+        runner.case("fsck clean", fs.fsck)
+    finally:
+        if fs is not None:
+            fs.cleanup()
+            if any(not ok for _, ok, _, _ in runner.results):
+                fs.dump_logs()
+        redis.stop()
+        srv.cleanup()
+        M.remove_work_dir(work)
+    return runner.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
