@@ -3,6 +3,8 @@
 prepare.py: hnswlib (Debian python3-hnswlib) and FAISS (Debian python3-faiss)
 HNSW with the same M / efConstruction, and FAISS IVF-Flat / IVF-PQ. Appends one
 JSON object per measurement to --json, in strata_bench_vector's format.
+The metric is DIR/metric (l2, or cosine: hnswlib's "cosine" space, FAISS inner
+product over normalised vectors).
 
   anchors.py --dir DIR --json results.jsonl [--M 16] [--efc 200] [--only hnswlib,faiss-hnsw]
 """
@@ -28,6 +30,11 @@ def recall(found, gt, k):
     return hits / (found.shape[0] * k)
 
 
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
 def emit(out, engine, index, build, search, rec, q, b, mem_mb):
     """q: {threads: (wall qps, cpu qps)}; b: (wall s, cpu s per thread)."""
     print(f"{engine:15s} {index:9s} {build:22s} {search:20s} recall@10 {rec:.4f}  "
@@ -39,7 +46,7 @@ def emit(out, engine, index, build, search, rec, q, b, mem_mb):
                                   qps2=round(q[2][0], 1), cpu_qps1=round(q[1][1], 1),
                                   cpu_qps2=round(q[2][1], 1), build_s=round(b[0], 3),
                                   build_cpu_s=round(b[1], 3), mem_mb=round(mem_mb, 2),
-                                  disk_mb=0)) + "\n")
+                                  disk_mb=0, load=loadavg())) + "\n")
         out.flush()
 
 
@@ -74,6 +81,8 @@ def main():
     ap.add_argument("--build-threads", type=int, default=2)
     ap.add_argument("--only", default="hnswlib,faiss-hnsw,faiss-ivf,faiss-ivfpq")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--ef", default="10,16,24,32,48,64,96,128,192,256,384,512")
+    ap.add_argument("--nprobe", default="4,8,16,32,64")
     a = ap.parse_args()
     only = set(a.only.split(","))
     base = read_vecs(os.path.join(a.dir, "base.fvecs"), np.float32)
@@ -81,15 +90,19 @@ def main():
     gt = read_vecs(os.path.join(a.dir, "gt.ivecs"), np.int32)[: a.queries]
     n, d = base.shape
     k = a.k
+    metric = "l2"
+    if os.path.exists(os.path.join(a.dir, "metric")):
+        metric = open(os.path.join(a.dir, "metric")).read().strip()
+    cosine = metric == "cosine"
     out = open(a.json, "a") if a.json else None
-    efs = [10, 16, 24, 32, 48, 64, 96, 128, 192, 256]
+    efs = [int(x) for x in a.ef.split(",")]
     build = f"M={a.M},efC={a.efc}"
 
     if "hnswlib" in only:
         import hnswlib
 
         rss0 = rss_mb()
-        p = hnswlib.Index(space="l2", dim=d)
+        p = hnswlib.Index(space="cosine" if cosine else "l2", dim=d)
         p.init_index(max_elements=n, ef_construction=a.efc, M=a.M, random_seed=100)
         p.set_num_threads(a.build_threads)
         w0, c0 = time.perf_counter(), time.process_time()
@@ -108,6 +121,16 @@ def main():
         del p
 
     import faiss
+
+    fmetric = faiss.METRIC_INNER_PRODUCT if cosine else faiss.METRIC_L2
+    if cosine:
+        # FAISS has no cosine metric: inner product over normalised vectors
+        # (the normalisation is outside the timed build; it is one pass).
+        base = base / np.linalg.norm(base, axis=1, keepdims=True)
+        queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+
+    def flat_quantizer():
+        return faiss.IndexFlatIP(d) if cosine else faiss.IndexFlatL2(d)
 
     def faiss_sweep(engine, index, name, build_label, b, mem, setter, values):
         for v in values:
@@ -129,7 +152,7 @@ def main():
     if "faiss-hnsw" in only:
         faiss.omp_set_num_threads(a.build_threads)
         rss0 = rss_mb()
-        index = faiss.IndexHNSWFlat(d, a.M)
+        index = faiss.IndexHNSWFlat(d, a.M, fmetric)
         index.hnsw.efConstruction = a.efc
         b = build_timed(lambda: index.add(base))
         mem = rss_mb() - rss0
@@ -146,8 +169,8 @@ def main():
     nlist = int(min(1024, max(16, 4 * np.sqrt(n))))
     if "faiss-ivf" in only:
         faiss.omp_set_num_threads(a.build_threads)
-        quantizer = faiss.IndexFlatL2(d)
-        index = faiss.IndexIVFFlat(quantizer, d, nlist)
+        quantizer = flat_quantizer()
+        index = faiss.IndexIVFFlat(quantizer, d, nlist, fmetric)
         sample = base[np.random.default_rng(1).choice(n, min(n, nlist * 128), replace=False)]
         b = build_timed(lambda: (index.train(sample), index.add(base)))
         mem = (n * d * 4 + n * 8 + nlist * d * 4) / 1e6
@@ -163,23 +186,31 @@ def main():
     if "faiss-ivfpq" in only:
         faiss.omp_set_num_threads(a.build_threads)
         m = d // 4
-        quantizer = faiss.IndexFlatL2(d)
-        ivfpq = faiss.IndexIVFPQ(quantizer, d, nlist, m, 8)
+        quantizer = flat_quantizer()
+        ivfpq = faiss.IndexIVFPQ(quantizer, d, nlist, m, 8, fmetric)
         # Re-ranking needs the raw vectors: FAISS keeps them in RAM (IndexRefineFlat,
-        # which must wrap the IVF-PQ index before anything is added).
+        # which must wrap the IVF-PQ index before anything is added). nprobe is
+        # set on the IVF-PQ index itself (the refine wrapper has no nprobe) and
+        # k_factor on the wrapper: it re-scores k * k_factor PQ candidates.
         index = faiss.IndexRefineFlat(ivfpq)
-        sample = base[np.random.default_rng(1).choice(n, min(n, nlist * 128), replace=False)]
+        # PQ codebooks need >= 256 points per centroid; the IVF >= 39 per list.
+        ntrain = min(n, max(nlist * 64, 256 * 64))
+        sample = base[np.random.default_rng(1).choice(n, ntrain, replace=False)]
         b = build_timed(lambda: (index.train(sample), index.add(base)))
-        mem = (n * (m + 8) + nlist * d * 4) / 1e6
+        # RAM of the search structure: PQ codes + 8-byte ids per vector, the
+        # centroids and codebooks; the refine copy (4d bytes per vector, in RAM
+        # in FAISS, on disk in Strata) is counted apart in the label.
+        mem = (n * (m + 8) + nlist * d * 4 + 256 * d * 4) / 1e6
 
         def set_np(v):
             np_, kf = v
-            faiss.extract_index_ivf(index).nprobe = np_
+            ivfpq.nprobe = np_
             index.k_factor = kf / k
             return f"nprobe={np_},rerank={kf}"
 
+        nprobes = [int(x) for x in a.nprobe.split(",")]
         faiss_sweep("faiss", index, "IVF_PQ", f"nlist={nlist},m={m},refine=RAM", b, mem,
-                    set_np, [(p, r) for p in (4, 8, 16, 32, 64) for r in (20, 50, 100)])
+                    set_np, [(p, r) for p in nprobes for r in (20, 50, 100)])
     if out:
         out.close()
 

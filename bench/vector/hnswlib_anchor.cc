@@ -29,8 +29,11 @@ void ParallelFor(size_t n, unsigned threads, F fn) {
 
 class HnswlibAnchorImpl final : public HnswlibAnchor {
  public:
-  HnswlibAnchorImpl(size_t dim, size_t n, size_t M, size_t efc)
-      : space_(dim), alg_(&space_, n, M, efc, 100), dim_(dim) {}
+  HnswlibAnchorImpl(size_t dim, size_t n, size_t M, size_t efc, bool inner_product)
+      : l2_(dim), ip_(dim),
+        alg_(inner_product ? static_cast<hnswlib::SpaceInterface<float>*>(&ip_) : &l2_, n, M,
+             efc, 100),
+        dim_(dim) {}
 
   void Build(const float* data, size_t n, unsigned threads) override {
     alg_.addPoint(data, 0);
@@ -62,15 +65,17 @@ class HnswlibAnchorImpl final : public HnswlibAnchor {
   }
 
  private:
-  hnswlib::L2Space space_;
+  hnswlib::L2Space l2_;
+  hnswlib::InnerProductSpace ip_;
   hnswlib::HierarchicalNSW<float> alg_;
   size_t dim_;
 };
 
 }  // namespace
 
-std::unique_ptr<HnswlibAnchor> NewHnswlibAnchor(size_t dim, size_t n, size_t M, size_t efc) {
-  return std::make_unique<HnswlibAnchorImpl>(dim, n, M, efc);
+std::unique_ptr<HnswlibAnchor> NewHnswlibAnchor(size_t dim, size_t n, size_t M, size_t efc,
+                                                bool inner_product) {
+  return std::make_unique<HnswlibAnchorImpl>(dim, n, M, efc, inner_product);
 }
 
 }  // namespace strata::vector::bench

