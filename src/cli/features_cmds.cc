@@ -17,6 +17,7 @@
 #include <strata/features/io.h>
 #include <strata/features/parquet.h>
 #include <strata/features/repo.h>
+#include <strata/features/serving_log.h>
 #include <strata/features/skew.h>
 
 namespace strata::cli {
@@ -148,6 +149,7 @@ void RegisterFeaturesCommands(CLI::App& app, int* exit_code) {
           *exit_code = Fail(st);
           return;
         }
+        InferEntityTypes(&*repo);
       }
       auto changes = apply ? ApplyRepo(*repo) : PlanRepo(*repo);
       if (!changes.ok()) {
@@ -316,8 +318,9 @@ void RegisterFeaturesCommands(CLI::App& app, int* exit_code) {
 
   // serve
   struct ServeArgs {
-    std::string repo = ".", host = "127.0.0.1", api_key;
+    std::string repo = ".", host = "127.0.0.1", api_key, log_dir;
     int port = 6566;
+    double log_sample_rate = -1;
   };
   auto sv = std::make_shared<ServeArgs>();
   auto* serve = feat->add_subcommand("serve", "Run the feature server (Feast's HTTP API) on :6566");
@@ -325,6 +328,10 @@ void RegisterFeaturesCommands(CLI::App& app, int* exit_code) {
   serve->add_option("--host,-H", sv->host, "Listen address")->capture_default_str();
   serve->add_option("--port,-p", sv->port, "Listen port")->capture_default_str();
   serve->add_option("--api-key", sv->api_key, "Require this key (Authorization: Bearer, or X-API-Key)");
+  serve->add_option("--log-sample-rate", sv->log_sample_rate,
+                    "Log this fraction of served feature vectors to Parquet (default: feature_server.logging in "
+                    "feature_store.yaml, else 0)");
+  serve->add_option("--log-dir", sv->log_dir, "Directory of the served-vector log (default: data/served_log in the repo)");
   serve->callback([sv, exit_code] {
     auto repo = LoadApplied(sv->repo);
     if (!repo.ok()) {
@@ -346,6 +353,9 @@ void RegisterFeaturesCommands(CLI::App& app, int* exit_code) {
     opt.host = sv->host;
     opt.port = sv->port;
     opt.api_key = sv->api_key;
+    opt.logging = LoggingOptionsFromConfig(repo->config);
+    if (sv->log_sample_rate >= 0) opt.logging.sample_rate = sv->log_sample_rate;
+    if (!sv->log_dir.empty()) opt.logging.path = sv->log_dir;
     FeatureServer server(std::move(*repo), std::move(*store), opt);
     Status st = server.Start();
     if (!st.ok()) {
@@ -353,10 +363,13 @@ void RegisterFeaturesCommands(CLI::App& app, int* exit_code) {
       return;
     }
     fmt::print("Feature server listening on http://{}:{} (POST /get-online-features)\n", sv->host, server.port());
+    if (opt.logging.sample_rate > 0) {
+      fmt::print("Logging {:.3g} of served vectors to {}\n", opt.logging.sample_rate, opt.logging.path);
+    }
     std::fflush(stdout);
     int sig = 0;
     sigwait(&set, &sig);
-    server.Stop();
+    server.Stop();  // publishes the open log files
     *exit_code = 0;
   });
 
@@ -371,7 +384,10 @@ void RegisterFeaturesCommands(CLI::App& app, int* exit_code) {
   auto* skew = feat->add_subcommand("skew", "Training-serving skew: PSI per feature (10 quantile bins, 1e-4 for empty bins)");
   skew->add_option("--reference", sk->reference, "Reference sample: a training set or an offline window (.parquet/.csv)")
       ->required();
-  skew->add_option("--serving", sk->serving, "Serving sample: logged or online values (.parquet/.csv)")->required();
+  skew->add_option("--serving", sk->serving,
+                   "Serving sample: a served-vector log directory (served-*.parquet), one log file, or an online "
+                   "snapshot (.parquet/.csv)")
+      ->required();
   skew->add_option("--features", sk->features, "Comma-separated columns (default: every shared non-timestamp column)");
   skew->add_flag("--json", sk->json, "Print JSON instead of a table");
   skew->add_option("--fail-above", sk->fail_above, "Exit 3 when a feature's PSI is at or above this (e.g. 0.25)");
@@ -381,7 +397,7 @@ void RegisterFeaturesCommands(CLI::App& app, int* exit_code) {
       *exit_code = Fail(ref.error().WithContext("reference"));
       return;
     }
-    auto srv = ReadTableFile(sk->serving);
+    auto srv = ReadServingSample(sk->serving, SplitList(sk->features));
     if (!srv.ok()) {
       *exit_code = Fail(srv.error().WithContext("serving"));
       return;

@@ -49,6 +49,10 @@ int RunServer(server::ServerOptions opts, const std::string& log_level) {
     fmt::print("  Vector API: {} (Qdrant-compatible){}\n", srv.vector_endpoint(),
                opts.vector_api_key.empty() ? "" : ", api-key required");
   }
+  if (opts.enable_features && srv.features_port() != 0) {
+    fmt::print("  Features:   {} (Feast-compatible; repository {}){}\n", srv.features_endpoint(), srv.features_repo(),
+               opts.features_api_key.empty() ? "" : ", API key required");
+  }
   if (opts.enable_admin) {
     fmt::print("  Metrics:    {}/metrics\n", srv.admin_endpoint());
     fmt::print("  Health:     {}/health\n", srv.admin_endpoint());
@@ -76,7 +80,10 @@ int Main(int argc, char** argv) {
   server::ServerOptions sopts;
   std::string log_level = "info";
   bool no_fsync = false;
-  auto* srv = app.add_subcommand("server", "Run every Strata service in one process (S3 on :9000, admin on :9001, vector on :6333)");
+  auto* srv = app.add_subcommand(
+      "server", "Run every Strata service in one process (S3 on :9000, admin on :9001, vector on :6333, features on :6566)");
+  int features_port = 6566;
+  std::string features_host = "127.0.0.1";
   srv->add_option("--data", sopts.data_dir, "Data directory (objects, metadata, credentials)")
       ->capture_default_str();
   srv->add_option("--s3-address", sopts.s3_address, "S3 API listen address")->capture_default_str();
@@ -89,6 +96,17 @@ int Main(int argc, char** argv) {
   srv->add_flag("--no-vector{false}", sopts.enable_vector, "Do not serve the vector API");
   srv->add_option("--vector-api-key", sopts.vector_api_key,
                   "Require this key in the api-key header of vector API requests (also STRATA_VECTOR_API_KEY)");
+  srv->add_option("--features-repo", sopts.features_repo,
+                  "Feature repository served on the feature port (default: DATA/features, created empty)");
+  srv->add_option("--features-port", features_port, "Feature server (Feast HTTP API) port; 0 disables it")
+      ->capture_default_str();
+  srv->add_option("--features-host", features_host, "Feature server listen address")->capture_default_str();
+  srv->add_option("--features-api-key", sopts.features_api_key,
+                  "Require this key (Authorization: Bearer or X-API-Key) on the feature server (also STRATA_FEATURES_API_KEY)");
+  srv->add_option("--features-log-sample-rate", sopts.features_log_sample_rate,
+                  "Log this fraction of served feature vectors to Parquet (default: the repository's feature_server.logging)");
+  srv->add_option("--features-log-dir", sopts.features_log_dir,
+                  "Directory of the served-vector log (default: REPO/data/served_log)");
   srv->add_option("--region", sopts.region, "Region reported to clients")->capture_default_str();
   srv->add_option("--domain", sopts.domains, "Domains for virtual-host-style requests (bucket.DOMAIN)")
       ->capture_default_str();
@@ -137,6 +155,16 @@ int Main(int argc, char** argv) {
       sopts.data_dir = env;
     sopts.sync = !no_fsync;
     sopts.vector_bind_required = srv->count("--vector-address") > 0;
+    if (features_port < 0 || features_port > 65535) {
+      fmt::print(stderr, "strata server: --features-port must be 0..65535\n");
+      return 2;
+    }
+    sopts.enable_features = features_port != 0;
+    sopts.features_address = (features_host.find(':') != std::string::npos ? "[" + features_host + "]" : features_host) +
+                             ":" + std::to_string(features_port);
+    sopts.features_bind_required = srv->count("--features-port") > 0 || srv->count("--features-host") > 0;
+    if (const char* k = std::getenv("STRATA_FEATURES_API_KEY"); k != nullptr && sopts.features_api_key.empty())
+      sopts.features_api_key = k;
     if (const char* k = std::getenv("STRATA_VECTOR_API_KEY"); k != nullptr && sopts.vector_api_key.empty())
       sopts.vector_api_key = k;
     return RunServer(sopts, log_level);

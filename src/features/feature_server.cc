@@ -1,6 +1,8 @@
 #include <strata/features/feature_server.h>
 
+#include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <iterator>
 #include <mutex>
 #include <shared_mutex>
@@ -211,6 +213,15 @@ struct FeatureServer::Impl {
   std::unique_ptr<OnlineStore> store;
   FeatureServerOptions options;
   std::unique_ptr<http::Server> server;
+  std::unique_ptr<ServingLogger> logger;
+  // Registry refresh: the file's stamp when last read; next_refresh_us gates
+  // the stat to once per interval across all request threads.
+  std::string registry_path;
+  RepoConfig config;
+  std::atomic<int64_t> next_refresh_us{0};
+  std::mutex refresh_mu;  // guards reg_mtime, reg_size
+  std::filesystem::file_time_type reg_mtime{};
+  uintmax_t reg_size = 0;
   // Readers share the registry; a materialization works on a copy (so reads go
   // on meanwhile) and swaps it in. materialize_mu serializes materializations.
   std::shared_mutex registry_mu;  // guards registry
@@ -229,6 +240,9 @@ struct FeatureServer::Impl {
     } catch (const HttpError& e) {
       status = e.status;
       body = json{{"detail", e.detail}}.dump();
+    } catch (const nlohmann::json::exception& e) {  // a field of the wrong JSON type
+      status = 422;
+      body = json{{"detail", std::string("malformed request: ") + e.what()}}.dump();
     } catch (const std::exception& e) {
       status = 500;
       body = json{{"detail", std::string("internal error: ") + e.what()}}.dump();
@@ -280,7 +294,46 @@ struct FeatureServer::Impl {
     throw HttpError{404, fmt::format("no endpoint {}", req.path)};
   }
 
+  void StampRegistry() {
+    std::error_code ec;
+    reg_mtime = std::filesystem::last_write_time(registry_path, ec);
+    if (ec) reg_mtime = {};
+    reg_size = ec ? 0 : std::filesystem::file_size(registry_path, ec);
+  }
+
+  // Re-reads the registry when its file changed (at most once per interval
+  // unless forced). A registry that cannot be read keeps the old one serving.
+  void MaybeRefresh(bool force) {
+    if (registry_path.empty() || (!force && options.registry_refresh_ms <= 0)) return;
+    const int64_t now = NowMicros();
+    int64_t next = next_refresh_us.load(std::memory_order_relaxed);
+    if (!force) {
+      if (now < next) return;
+      if (!next_refresh_us.compare_exchange_strong(next, now + int64_t{options.registry_refresh_ms} * 1000)) return;
+    }
+    std::lock_guard<std::mutex> g(refresh_mu);
+    std::error_code ec;
+    const auto mtime = std::filesystem::last_write_time(registry_path, ec);
+    if (ec) return;
+    const uintmax_t size = std::filesystem::file_size(registry_path, ec);
+    if (ec || (mtime == reg_mtime && size == reg_size)) return;
+    reg_mtime = mtime;
+    reg_size = size;
+    auto r = LoadRegistry(registry_path);
+    if (!r.ok()) {
+      kLog.Warn("feature server: keeping the previous registry: {}", r.error().ToString());
+      return;
+    }
+    r->config = config;
+    std::unique_lock<std::shared_mutex> l(registry_mu);
+    registry = std::move(*r);
+    kLog.Info("feature server: registry {} reloaded ({} feature views)", registry_path, registry.views.size());
+  }
+
   std::string GetOnline(const json& j) {
+    MaybeRefresh(false);
+    const bool log = logger && logger->Sample();
+    std::vector<DataType> log_types;
     std::vector<FeatureProjection> feats;
     std::shared_lock<std::shared_mutex> l(registry_mu);
     {
@@ -314,11 +367,27 @@ struct FeatureServer::Impl {
       }
       entities.emplace_back(it.key(), std::move(vals));
     }
-    const bool full = j.value("full_feature_names", false);
-    Result<OnlineResponse> r = GetOnlineFeatures(registry, store.get(), feats, entities, full, NowMicros());
+    bool full = false;
+    if (j.contains("full_feature_names") && !j["full_feature_names"].is_null()) {
+      if (!j["full_feature_names"].is_boolean()) throw HttpError{422, "full_feature_names must be true or false"};
+      full = j["full_feature_names"].get<bool>();
+    }
+    const int64_t now = NowMicros();
+    Result<OnlineResponse> r = GetOnlineFeatures(registry, store.get(), feats, entities, full, now);
+    if (log && r.ok()) {
+      for (const FeatureProjection& p : feats) {
+        const FeatureViewDef* v = registry.FindView(p.view);
+        for (const std::string& f : p.features) {
+          const FeatureDef* d = v ? v->FindFeature(f) : nullptr;
+          log_types.push_back(d ? d->type : DataType::Double());
+        }
+      }
+    }
     l.unlock();
     Check(r.error());
-    return ResponseJson(*r);
+    std::string body = ResponseJson(*r);
+    if (log) logger->Log(std::move(*r), entities.size(), std::move(log_types), now);
+    return body;
   }
 
   json Push(const json& j, bool push) {
@@ -327,6 +396,7 @@ struct FeatureServer::Impl {
     const std::string view = j[key].get<std::string>();
     const std::string to = j.value("to", "online");
     if (to == "offline") throw HttpError{422, "pushing to the offline store is not supported"};
+    MaybeRefresh(false);
     std::shared_lock<std::shared_mutex> l(registry_mu);
     const FeatureViewDef* v = registry.FindView(view);
     if (!v) throw HttpError{404, fmt::format("unknown feature view \"{}\" (push sources are named after their view)", view)};
@@ -338,12 +408,19 @@ struct FeatureServer::Impl {
 
   json MaterializeReq(const json& j, bool incremental) {
     MaterializeOptions opt;
-    if (j.contains("feature_views") && j["feature_views"].is_array()) {
-      for (const json& v : j["feature_views"]) opt.views.push_back(v.get<std::string>());
+    if (j.contains("feature_views") && !j["feature_views"].is_null()) {
+      if (!j["feature_views"].is_array()) throw HttpError{422, "feature_views must be a list of view names"};
+      for (const json& v : j["feature_views"]) {
+        if (!v.is_string()) throw HttpError{422, "feature_views must be a list of view names"};
+        opt.views.push_back(v.get<std::string>());
+      }
     }
     auto end = TimeFromJson(j.value("end_ts", json()), "end_ts");
     Check(end.error());
     std::lock_guard<std::mutex> m(materialize_mu);
+    // Materializing rewrites the registry file: start from its latest content
+    // so a recent `apply` is not undone.
+    MaybeRefresh(true);
     FeatureRepo copy;
     {
       std::shared_lock<std::shared_mutex> l(registry_mu);
@@ -372,11 +449,18 @@ FeatureServer::FeatureServer(FeatureRepo registry, std::unique_ptr<OnlineStore> 
   impl_->registry = std::move(registry);
   impl_->store = std::move(store);
   impl_->options = std::move(options);
+  impl_->registry_path = impl_->registry.config.registry_path;
+  impl_->config = impl_->registry.config;
 }
 
 FeatureServer::~FeatureServer() { Stop(); }
 
 Status FeatureServer::Start() {
+  impl_->StampRegistry();
+  impl_->next_refresh_us = NowMicros() + int64_t{impl_->options.registry_refresh_ms} * 1000;
+  if (impl_->options.logging.sample_rate > 0 && !impl_->logger) {
+    STRATA_ASSIGN_OR_RETURN(impl_->logger, ServingLogger::Open(impl_->options.logging));
+  }
   http::ServerOptions so;
   so.name = "features";
   so.bind_address = impl_->options.host;
@@ -393,6 +477,10 @@ Status FeatureServer::Start() {
   });
   STRATA_RETURN_IF_ERROR(impl_->server->Start());
   kLog.Info("feature server listening on {}:{}", impl_->options.host, impl_->server->port());
+  if (impl_->logger) {
+    kLog.Info("feature server: logging {:.3g} of served vectors to {}", impl_->options.logging.sample_rate,
+              impl_->options.logging.path);
+  }
   return Status::Ok();
 }
 
@@ -401,8 +489,40 @@ void FeatureServer::Stop() {
     impl_->server->Stop();
     impl_->server.reset();
   }
+  if (impl_ && impl_->logger) {
+    Status st = impl_->logger->Close();
+    if (!st.ok()) kLog.Warn("feature server: served-vector log: {}", st.ToString());
+    impl_->logger.reset();
+  }
 }
 
 int FeatureServer::port() const { return impl_->server ? impl_->server->port() : 0; }
+
+ServingLogger* FeatureServer::logger() { return impl_->logger.get(); }
+
+ServingLogOptions LoggingOptionsFromConfig(const RepoConfig& config) {
+  ServingLogOptions o;
+  o.sample_rate = config.log_sample_rate;
+  o.path = config.log_path;
+  o.max_rows_per_file = static_cast<int64_t>(config.log_max_rows_per_file);
+  o.max_seconds_per_file = config.log_max_seconds_per_file;
+  return o;
+}
+
+Result<FeatureRepo> LoadServingRepo(const std::string& dir) {
+  STRATA_ASSIGN_OR_RETURN(FeatureRepo repo, LoadFeatureRepo(dir));
+  std::error_code ec;
+  if (!std::filesystem::exists(repo.config.registry_path, ec)) {
+    kLog.Warn("feature repository {} has no registry yet: serving no feature views until "
+              "`strata features apply --repo {}` writes {}",
+              repo.config.repo_dir, dir, repo.config.registry_path);
+    FeatureRepo empty;
+    empty.config = repo.config;
+    return empty;
+  }
+  STRATA_ASSIGN_OR_RETURN(FeatureRepo reg, LoadRegistry(repo.config.registry_path));
+  reg.config = repo.config;
+  return reg;
+}
 
 }  // namespace strata::features

@@ -54,6 +54,35 @@ std::string SourceName(const FeatureViewDef& v, const std::string& name) {
   return name;
 }
 
+bool ValueFits(const DataType& t, const OnlineValue& v) {
+  if (v.kind == OnlineValue::kNull) return true;
+  switch (t.id) {
+    case TypeId::kInt32:
+    case TypeId::kInt64:
+    case TypeId::kDate:
+    case TypeId::kTimestamp: return v.kind == OnlineValue::kInt || v.kind == OnlineValue::kTimestamp;
+    case TypeId::kBool: return v.kind == OnlineValue::kBool || v.kind == OnlineValue::kInt;
+    case TypeId::kFloat:
+    case TypeId::kDouble: return v.kind == OnlineValue::kDouble || v.kind == OnlineValue::kInt;
+    case TypeId::kString:
+    case TypeId::kBinary: return v.kind == OnlineValue::kString || v.kind == OnlineValue::kBytes;
+  }
+  return true;
+}
+
+std::string Describe(const OnlineValue& v) {
+  switch (v.kind) {
+    case OnlineValue::kNull: return "null";
+    case OnlineValue::kBool: return v.i ? "true" : "false";
+    case OnlineValue::kInt:
+    case OnlineValue::kTimestamp: return fmt::format("{}", v.i);
+    case OnlineValue::kDouble: return fmt::format("{}", v.d);
+    case OnlineValue::kString:
+    case OnlineValue::kBytes: return fmt::format("\"{}\" (a string)", v.s.size() > 40 ? v.s.substr(0, 40) + "..." : v.s);
+  }
+  return "?";
+}
+
 }  // namespace
 
 int64_t NowMicros() {
@@ -426,6 +455,21 @@ Result<OnlineResponse> GetOnlineFeatures(const FeatureRepo& registry, OnlineStor
     if (vals.size() != n) {
       return Status::InvalidArgument(fmt::format("entity \"{}\" has {} values, \"{}\" has {}", name, vals.size(),
                                                  entities[0].first, n));
+    }
+  }
+  // Entity values must have the entity's type (declared, or inferred on apply):
+  // a string for an integer key would silently find nothing.
+  for (const auto& [name, vals] : entities) {
+    const EntityDef* e = nullptr;
+    for (const EntityDef& d : registry.entities) {
+      if (d.join_key == name) e = &d;
+    }
+    if (!e || !e->value_type) continue;
+    for (const OnlineValue& v : vals) {
+      if (!ValueFits(*e->value_type, v)) {
+        return Status::InvalidArgument(fmt::format("entity key \"{}\" must hold {} values (entity \"{}\"), got {}",
+                                                   name, e->value_type->ToString(), e->name, Describe(v)));
+      }
     }
   }
   auto entity_col = [&](const std::string& key) -> const std::vector<OnlineValue>* {

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <set>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -431,6 +433,40 @@ struct Loader {
         Error(on, "online_store: redis needs connection_string (e.g. \"127.0.0.1:6379\")");
       }
     }
+    if (const YAML::Node fsrv = root["feature_server"]) {
+      if (!fsrv.IsMap()) {
+        Error(fsrv, "feature_server must be a map (e.g. {logging: {sample_rate: 0.1, path: data/served_log}})");
+      } else {
+        CheckKeys(fsrv, "feature_server", {"type", "enabled", "logging", "feature_logging"});
+        if (const YAML::Node lg = fsrv["logging"]) {
+          if (!lg.IsMap()) {
+            Error(lg, "feature_server.logging must be a map (sample_rate, path)");
+          } else {
+            CheckKeys(lg, "feature_server.logging", {"sample_rate", "path", "max_rows_per_file", "max_seconds_per_file"});
+            auto number = [&](const char* key, double* out) {
+              const YAML::Node n = lg[key];
+              if (!n) return;
+              try {
+                size_t pos = 0;
+                const std::string text = n.IsScalar() ? n.Scalar() : "";
+                *out = std::stod(text, &pos);
+                if (pos != text.size()) throw std::invalid_argument(text);
+              } catch (const std::exception&) {
+                Error(n, fmt::format("feature_server.logging: \"{}\" must be a number", key));
+              }
+            };
+            number("sample_rate", &c->log_sample_rate);
+            if (c->log_sample_rate < 0 || c->log_sample_rate > 1) {
+              Error(lg["sample_rate"], "feature_server.logging: sample_rate must be between 0 and 1");
+            }
+            Str(lg, "path", "feature_server.logging", &c->log_path, false);
+            number("max_rows_per_file", &c->log_max_rows_per_file);
+            number("max_seconds_per_file", &c->log_max_seconds_per_file);
+            if (c->log_max_rows_per_file < 1) Error(lg["max_rows_per_file"], "feature_server.logging: max_rows_per_file must be at least 1");
+          }
+        }
+      }
+    }
     if (const YAML::Node v = root["entity_key_serialization_version"]) {
       if (!v.IsScalar() || (v.Scalar() != "2" && v.Scalar() != "3")) {
         Error(v, "entity_key_serialization_version must be 2 or 3");
@@ -531,6 +567,8 @@ Result<FeatureRepo> LoadFeatureRepo(const std::string& dir) {
   repo.config.registry_path = repo.ResolvePath(repo.config.registry_path);
   if (repo.config.online_path.empty()) repo.config.online_path = "data/online_store";
   repo.config.online_path = repo.ResolvePath(repo.config.online_path);
+  if (repo.config.log_path.empty()) repo.config.log_path = "data/served_log";
+  repo.config.log_path = repo.ResolvePath(repo.config.log_path);
 
   std::vector<fs::path> files;
   for (auto it = fs::recursive_directory_iterator(root, fs::directory_options::skip_permission_denied, ec);
@@ -654,6 +692,54 @@ Result<std::vector<FeatureProjection>> ResolveService(const FeatureRepo& repo, c
     out.push_back(std::move(full));
   }
   return out;
+}
+
+Status InitFeatureRepo(const std::string& dir, const std::string& project) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Status::IOError(fmt::format("cannot create feature repository {}: {}", dir, ec.message()));
+  const fs::path cfg = fs::path(dir) / "feature_store.yaml";
+  if (fs::exists(cfg, ec)) return Status::Ok();
+  const std::string text = fmt::format(
+      "# Created by Strata. Definitions go in any other *.yaml file here; then run\n"
+      "#   strata features apply --repo {}\n"
+      "project: {}\n"
+      "registry: data/registry.json\n"
+      "provider: local\n"
+      "online_store:\n"
+      "  type: rocksdb\n"
+      "  path: data/online_store\n"
+      "entity_key_serialization_version: 3\n",
+      dir, project);
+  const std::string tmp = cfg.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) return Status::IOError(fmt::format("cannot write {}", tmp));
+  }
+  fs::rename(tmp, cfg, ec);
+  if (ec) return Status::IOError(fmt::format("cannot create {}: {}", cfg.string(), ec.message()));
+  return Status::Ok();
+}
+
+void InferEntityTypes(FeatureRepo* repo) {
+  for (EntityDef& e : repo->entities) {
+    if (e.value_type) continue;
+    for (const FeatureViewDef& v : repo->views) {
+      if (std::find(v.entities.begin(), v.entities.end(), e.name) == v.entities.end()) continue;
+      auto schema = ReadSourceSchema(repo->ResolvePath(v.source.path), v.source.format);
+      if (!schema.ok()) continue;
+      std::string col = e.join_key;
+      for (const auto& [from, to] : v.source.field_mapping) {
+        if (to == e.join_key) col = from;
+      }
+      for (const Field& f : *schema) {
+        if (f.name == col) e.value_type = f.type;
+      }
+      if (e.value_type) break;
+    }
+  }
 }
 
 }  // namespace strata::features

@@ -126,4 +126,32 @@ Result<std::vector<PsiResult>> ComputeSkew(const Table& reference, const Table& 
   return out;
 }
 
+Result<std::vector<PsiResult>> ComputeSkew(const Table& reference,
+                                           const std::vector<std::pair<std::string, Column>>& serving,
+                                           const std::vector<std::string>& features) {
+  auto find = [&](const std::string& n) -> const Column* {
+    for (const auto& [name, col] : serving) {
+      if (name == n) return &col;
+    }
+    return nullptr;
+  };
+  std::vector<std::string> names = features;
+  if (names.empty()) {
+    for (const Field& f : reference.schema()) {
+      if (f.type.id != TypeId::kTimestamp && find(f.name)) names.push_back(f.name);
+    }
+    if (names.empty()) return Status::InvalidArgument("the reference and serving samples share no feature column");
+  }
+  std::vector<PsiResult> out;
+  for (const std::string& n : names) {
+    const int a = reference.FieldIndex(n);
+    const Column* b = find(n);
+    if (a < 0) return Status::NotFound(fmt::format("the reference sample has no column \"{}\"", n));
+    if (!b) return Status::NotFound(fmt::format("the serving sample has no column \"{}\"", n));
+    STRATA_ASSIGN_OR_RETURN(PsiResult r, ComputePsi(n, reference.column(a), *b));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace strata::features

@@ -15,6 +15,9 @@
 #include <strata/core/log.h>
 #include <strata/core/metrics.h>
 #include <strata/core/strings.h>
+#include <strata/features/feature_server.h>
+#include <strata/features/online.h>
+#include <strata/features/repo.h>
 #include <strata/vector/collection.h>
 
 #include "server/vector_rest.h"
@@ -151,6 +154,41 @@ struct StrataServer::Impl {
   std::unique_ptr<vector::CollectionManager> collections;
   std::unique_ptr<VectorRest> vector_rest;
   std::unique_ptr<http::Server> vector_http;
+  std::unique_ptr<features::FeatureServer> feature_server;
+  std::string features_repo;
+  std::string features_host;
+
+  Status StartFeatures() {
+    features_repo = opts.features_repo.empty() ? opts.data_dir + "/features" : opts.features_repo;
+    std::error_code ec;
+    features_repo = std::filesystem::absolute(features_repo, ec).lexically_normal().string();
+    if (opts.features_repo.empty()) {
+      STRATA_RETURN_IF_ERROR(features::InitFeatureRepo(features_repo));
+    }
+    auto repo = features::LoadServingRepo(features_repo);
+    if (!repo.ok()) return repo.error().WithContext("feature repository " + features_repo);
+    auto store = features::OpenOnlineStore(repo->config);
+    if (!store.ok()) return store.error().WithContext("feature repository " + features_repo);
+    features::FeatureServerOptions fo;
+    int port = 0;
+    STRATA_RETURN_IF_ERROR(ParseHostPort(opts.features_address, fo.host, port));
+    fo.port = port;
+    fo.threads = opts.threads;
+    fo.api_key = opts.features_api_key;
+    fo.logging = features::LoggingOptionsFromConfig(repo->config);
+    if (opts.features_log_sample_rate >= 0) fo.logging.sample_rate = opts.features_log_sample_rate;
+    if (!opts.features_log_dir.empty()) fo.logging.path = opts.features_log_dir;
+    features_host = fo.host;
+    feature_server = std::make_unique<features::FeatureServer>(std::move(*repo), std::move(*store), fo);
+    Status st = feature_server->Start();
+    if (!st.ok()) {
+      feature_server.reset();
+      if (opts.features_bind_required || st.code() == StatusCode::kInvalidArgument) return st;
+      kLog.Warn("feature server not started on {}: {} (pass --features-port to choose another)",
+                opts.features_address, st.ToString());
+    }
+    return Status::Ok();
+  }
 
   http::ServerOptions HttpOptions(const std::string& name, const std::string& address, int& port_out,
                                   Status& st) {
@@ -254,6 +292,7 @@ Status StrataServer::Start() {
       im.vector_http.reset();
     }
   }
+  if (im.opts.enable_features) STRATA_RETURN_IF_ERROR(im.StartFeatures());
   if (im.opts.enable_admin) {
     Status st;
     int unused = 0;
@@ -279,6 +318,8 @@ void StrataServer::Stop() {
   impl_->s3_http.reset();
   impl_->admin_http.reset();
   impl_->vector_http.reset();
+  if (impl_->feature_server) impl_->feature_server->Stop();
+  impl_->feature_server.reset();
   impl_->vector_rest.reset();
   impl_->collections.reset();
   impl_->s3.reset();
@@ -288,7 +329,9 @@ void StrataServer::Stop() {
 int StrataServer::s3_port() const { return impl_->s3_http ? impl_->s3_http->port() : 0; }
 int StrataServer::admin_port() const { return impl_->admin_http ? impl_->admin_http->port() : 0; }
 int StrataServer::vector_port() const { return impl_->vector_http ? impl_->vector_http->port() : 0; }
+int StrataServer::features_port() const { return impl_->feature_server ? impl_->feature_server->port() : 0; }
 const Credentials& StrataServer::credentials() const { return impl_->creds; }
+std::string StrataServer::features_repo() const { return impl_->features_repo; }
 
 namespace {
 std::string Endpoint(const http::Server* s, bool tls) {
@@ -305,5 +348,12 @@ std::string StrataServer::s3_endpoint() const {
 }
 std::string StrataServer::admin_endpoint() const { return Endpoint(impl_->admin_http.get(), false); }
 std::string StrataServer::vector_endpoint() const { return Endpoint(impl_->vector_http.get(), false); }
+std::string StrataServer::features_endpoint() const {
+  if (!impl_->feature_server) return "";
+  std::string host = impl_->features_host;
+  if (host == "0.0.0.0" || host == "::") host = "127.0.0.1";
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return fmt::format("http://{}:{}", host, impl_->feature_server->port());
+}
 
 }  // namespace strata::server

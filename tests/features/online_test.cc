@@ -89,6 +89,7 @@ feature_services:
   EXPECT_OK(WriteParquetFile(dir + "/data/geo.parquet", geo));
   auto repo = LoadFeatureRepo(dir);
   EXPECT_OK(repo);
+  InferEntityTypes(&*repo);  // driver_id int64, city string: checked when serving
   EXPECT_OK(ApplyRepo(*repo));
   auto reg = LoadRegistry(repo->config.registry_path);
   EXPECT_OK(reg);
@@ -299,6 +300,14 @@ TEST(FeatureServerTest, FeastHttpApi) {
                            "join key \"city\""},
                        Bad{"/get-online-features", R"({"features": ["stats:rate"], "entities": {"driver_id": [1, 2], "x": [1]}})",
                            422, "has 1 values"},
+                       Bad{"/get-online-features", R"({"features": ["stats:rate"], "entities": {"driver_id": ["1"]}})",
+                           422, "must hold int64 values"},
+                       Bad{"/get-online-features", R"({"features": ["geo:visits"], "entities": {"driver_id": [1], "city": [7]}})",
+                           422, "\"city\" must hold string"},
+                       Bad{"/get-online-features",
+                           R"({"features": ["stats:rate"], "entities": {"driver_id": [1]}, "full_feature_names": 1})", 422,
+                           "full_feature_names"},
+                       Bad{"/materialize", R"({"end_ts": "2024-01-01", "feature_views": [1]})", 422, "feature_views"},
                        Bad{"/push", R"({"push_source_name": "stats", "df": {"driver_id": [1]}})", 422, "timestamp field"},
                        Bad{"/push", R"({"push_source_name": "stats", "df": {"driver_id": [1], "ts": ["soon"]}})", 422, "ts"},
                        Bad{"/push", R"({"push_source_name": "nope", "df": {"a": [1]}})", 404, "unknown feature view"},

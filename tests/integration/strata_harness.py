@@ -106,7 +106,7 @@ class StrataServer:
     """One `strata server` process on a (possibly reused) data directory."""
 
     def __init__(self, binary, data_dir=None, extra_args=(), root_user=ROOT_USER,
-                 root_password=ROOT_PASSWORD, log_level="warn", vector=False):
+                 root_password=ROOT_PASSWORD, log_level="warn", vector=False, features=False):
         self.binary = os.path.abspath(binary)
         self._own_dir = data_dir is None
         self.base_dir = tempfile.mkdtemp(prefix="strata-it-")
@@ -121,6 +121,10 @@ class StrataServer:
         # vector=True: also serve the vector (Qdrant-compatible) API on a free port.
         self.vector = vector
         self.vector_port = None
+        # features=True: also serve the feature server (Feast API) on a free port;
+        # otherwise it is switched off (--features-port 0).
+        self.features = features
+        self.features_port = None
         self.log_path = None
         self.starts = 0
 
@@ -133,6 +137,11 @@ class StrataServer:
             if self.vector:
                 self.vector_port = free_port()
                 vector_args = ["--vector-address", f"127.0.0.1:{self.vector_port}"]
+            if self.features:
+                self.features_port = free_port()
+                vector_args += ["--features-port", str(self.features_port)]
+            else:
+                vector_args += ["--features-port", "0"]
             self.starts += 1
             self.log_path = os.path.join(self.base_dir, f"server-{self.starts}.log")
             log = open(self.log_path, "wb")
@@ -232,6 +241,10 @@ class StrataServer:
     @property
     def vector_endpoint(self):
         return f"http://127.0.0.1:{self.vector_port}"
+
+    @property
+    def features_endpoint(self):
+        return f"http://127.0.0.1:{self.features_port}"
 
     @property
     def admin_endpoint(self):

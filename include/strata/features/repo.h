@@ -60,6 +60,12 @@ struct RepoConfig {
   std::string online_path;               // rocksdb: absolute directory (default data/online_store)
   std::string redis_connection;          // redis: "host:port[,db=N][,password=..]"
   int entity_key_serialization_version = 3;
+  // feature_server: {logging: {sample_rate: 0.1, path: data/served_log}}:
+  // sampled served feature vectors written as Parquet (see serving_log.h).
+  double log_sample_rate = 0;            // 0: off
+  std::string log_path;                  // absolute (default data/served_log)
+  double log_max_rows_per_file = 100000;
+  double log_max_seconds_per_file = 60;
 };
 
 struct EntityDef {
@@ -135,10 +141,19 @@ struct FeatureRepo {
 // Loads and validates a repository directory. InvalidArgument lists every
 // problem found ("defs.yaml:12: feature view \"x\": unknown entity \"y\""), one per line.
 Result<FeatureRepo> LoadFeatureRepo(const std::string& dir);
+// Creates `dir` with a default feature_store.yaml (project `project`, RocksDB
+// online store, registry data/registry.json) unless it already has one.
+Status InitFeatureRepo(const std::string& dir, const std::string& project = "strata");
 // Also opens each source (local files, s3:// objects) and checks that the
 // timestamp field, created column, join keys and features exist there with
 // compatible types.
 Status CheckSources(const FeatureRepo& repo);
+
+// Gives each entity without a value_type the type of its join-key column in
+// the source of the first view that uses it (as Feast infers entity types on
+// apply); sources that cannot be read are skipped. The online server then
+// refuses entity values of another type.
+void InferEntityTypes(FeatureRepo* repo);
 
 // A parsed feature reference list: "view:feature" items, or a service's.
 Result<std::vector<FeatureProjection>> ResolveFeatureRefs(const FeatureRepo& repo,

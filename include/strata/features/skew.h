@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <strata/core/result.h>
@@ -39,6 +40,12 @@ const char* PsiVerdict(double psi);
 Result<PsiResult> ComputePsi(const std::string& name, const Column& reference, const Column& serving);
 // Every named feature (empty: every column both tables share, except timestamps).
 Result<std::vector<PsiResult>> ComputeSkew(const Table& reference, const Table& serving,
+                                           const std::vector<std::string>& features = {});
+// The same against a serving sample given as named columns (ReadServingSample's
+// answer: a served-vector log or an online snapshot). Default features: every
+// non-timestamp reference column the sample holds.
+Result<std::vector<PsiResult>> ComputeSkew(const Table& reference,
+                                           const std::vector<std::pair<std::string, Column>>& serving,
                                            const std::vector<std::string>& features = {});
 
 }  // namespace strata::features

@@ -1,7 +1,9 @@
 // StrataServer: the process behind `strata server`. Opens the local engine in
 // the data directory and hosts the frontends (S3 on 9000, admin on 9001 with
 // /metrics and /health, the Qdrant-compatible vector API on 6333 over
-// DATA/vector), each on its own HTTP server and switchable.
+// DATA/vector, the Feast-compatible feature server on 6566 over a feature
+// repository, by default DATA/features, created empty), each on its own HTTP
+// server and switchable.
 //
 // Credentials: the root user comes from STRATA_ROOT_USER/STRATA_ROOT_PASSWORD,
 // else from DATA/credentials (created at first start, mode 0600); further users
@@ -32,6 +34,14 @@ struct ServerOptions {
   // false: when vector_address cannot be bound (another server holds the
   // default port) the vector API is skipped with a warning, not fatal.
   bool vector_bind_required = false;
+  bool enable_features = true;
+  std::string features_address = "127.0.0.1:6566";
+  std::string features_repo;       // "" = DATA/features (created with a default feature_store.yaml)
+  std::string features_api_key;    // non-empty: required as "Authorization: Bearer" or X-API-Key
+  bool features_bind_required = false;  // as vector_bind_required, for features_address
+  // Served-vector logging; < 0 keeps what the repository's feature_store.yaml says.
+  double features_log_sample_rate = -1;
+  std::string features_log_dir;    // "" = the repository's (default REPO/data/served_log)
   std::string region = "us-east-1";
   std::vector<std::string> domains = {"localhost"};
   std::string tls_cert_file;
@@ -63,11 +73,14 @@ class StrataServer {
   int s3_port() const;
   int admin_port() const;
   int vector_port() const;
+  int features_port() const;
   const Credentials& credentials() const;
   // "http://127.0.0.1:9000"
   std::string s3_endpoint() const;
   std::string admin_endpoint() const;
   std::string vector_endpoint() const;
+  std::string features_endpoint() const;
+  std::string features_repo() const;  // the repository served (absolute)
 
  private:
   struct Impl;
