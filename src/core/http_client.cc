@@ -26,6 +26,8 @@
 
 #include <strata/core/strings.h>
 
+#include "no_sigpipe.h"
+
 namespace strata::http {
 namespace {
 
@@ -51,24 +53,7 @@ std::string OpenSslError() {
   return buf;
 }
 
-// Runs fn with SIGPIPE blocked on this thread and discards a SIGPIPE it raised:
-// OpenSSL writes with write(2), which cannot take MSG_NOSIGNAL.
-template <class Fn>
-auto WithoutSigpipe(Fn&& fn) {
-  sigset_t block, old;
-  sigemptyset(&block);
-  sigaddset(&block, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &block, &old);
-  auto r = fn();
-  sigset_t pending;
-  sigpending(&pending);
-  if (sigismember(&pending, SIGPIPE) && !sigismember(&old, SIGPIPE)) {
-    timespec zero{0, 0};
-    sigtimedwait(&block, nullptr, &zero);
-  }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  return r;
-}
+using core_internal::WithoutSigpipe;
 
 // One TCP (or TLS) connection with a read buffer.
 class Conn {

@@ -28,6 +28,8 @@
 #include <strata/core/log.h>
 #include <strata/core/strings.h>
 
+#include "no_sigpipe.h"
+
 namespace strata::http {
 namespace {
 
@@ -94,7 +96,7 @@ class Connection {
   }
   ~Connection() {
     if (ssl_ != nullptr) {
-      SSL_shutdown(ssl_);
+      core_internal::WithoutSigpipe([&] { return SSL_shutdown(ssl_); });
       SSL_free(ssl_);
     }
     ::close(fd_);
@@ -153,7 +155,8 @@ class Connection {
     while (n > 0) {
       ssize_t r;
       if (ssl_ != nullptr) {
-        int w = SSL_write(ssl_, p, static_cast<int>(std::min<size_t>(n, 1 << 20)));
+        int w = core_internal::WithoutSigpipe(
+            [&] { return SSL_write(ssl_, p, static_cast<int>(std::min<size_t>(n, 1 << 20))); });
         if (w > 0) {
           r = w;
         } else {
@@ -735,7 +738,7 @@ void Server::Impl::SweepLoop() {
 void Server::Impl::Serve(Connection* c) {
   c->parked_.store(false);
   if (c->ssl() != nullptr && !c->handshake_done_) {
-    int r = SSL_do_handshake(c->ssl());
+    int r = core_internal::WithoutSigpipe([&] { return SSL_do_handshake(c->ssl()); });
     if (r != 1) {
       int e = SSL_get_error(c->ssl(), r);
       if ((e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) && running.load()) {
