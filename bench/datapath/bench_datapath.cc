@@ -455,6 +455,8 @@ int main(int argc, char** argv) {
     if (local != work + "/local") {
       std::filesystem::remove_all(local + "/ckpt");
       std::filesystem::remove_all(local + "/ckpt-nofsync");
+      std::error_code ec;
+      std::filesystem::remove(local, ec);  // only if empty: it may be the caller's
     }
   }
   std::filesystem::remove_all(work);
