@@ -18,6 +18,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -29,6 +30,7 @@
 #include <strata/cache/cached_object_store.h>
 #include <strata/cache/checkpoint.h>
 #include <strata/cache/warmer.h>
+#include <strata/core/log.h>
 #include <strata/objstore/fault_injection.h>
 #include <strata/objstore/object_store.h>
 
@@ -1117,6 +1119,24 @@ newest N of each (0 = all).)doc")
         return d;
       })
       .def_static("step_name", &cache::CheckpointManager::StepName);
+
+  // A library inside a training script stays quiet: warnings and errors only,
+  // unless STRATA_LOG_LEVEL says otherwise (or set_log_level is called).
+  auto set_level = [](const std::string& name) {
+    static const char* kNames[] = {"trace", "debug", "info", "warn", "warning", "error", "off"};
+    if (std::find(std::begin(kNames), std::end(kNames), name) == std::end(kNames))
+      throw py::value_error("log level must be trace, debug, info, warn, error or off, not \"" +
+                            name + "\"");
+    log::SetLevel(log::ParseLevel(name));
+  };
+  const char* env_level = std::getenv("STRATA_LOG_LEVEL");
+  try {
+    set_level(env_level ? env_level : "warn");
+  } catch (const py::value_error&) {
+    set_level("warn");
+  }
+  m.def("set_log_level", set_level, py::arg("level"),
+        "Level of the C++ log lines on stderr: trace, debug, info, warn (the default), error, off.");
 
   m.def("parse_size", [](const std::string& s) { return ByteSize(py::str(s), "size"); },
         py::arg("s"), "\"512M\" -> 536870912 (binary multiples).");

@@ -31,6 +31,7 @@ from ._strata import (  # noqa: F401  (re-exported)
     WarmShard,
     epoch_order,
     parse_size,
+    set_log_level,
 )
 from . import _strata
 
@@ -40,7 +41,7 @@ __all__ = [
     "CheckpointInfo", "CheckpointFile", "LoadedCheckpoint", "ShardDataset",
     "shard_order", "split_shards", "epoch_order", "parse_size", "Error",
     "NotFoundError", "InvalidArgumentError", "AlreadyExistsError",
-    "PreconditionFailedError",
+    "PreconditionFailedError", "set_log_level",
 ]
 
 
