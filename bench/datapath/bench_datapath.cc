@@ -445,10 +445,17 @@ int main(int argc, char** argv) {
     fo.total_bytes_per_sec = Arg(argc, argv, "--ckpt-total-mibps", 500) * kMiB;
     const std::string remote = SArg(argc, argv, "--ckpt-remote", "");
     const std::string local = SArg(argc, argv, "--ckpt-local", work + "/local");
+    std::string shown = remote;  // the URL without its secret
+    for (const char* secret : {"secret_key=", "session_token="}) {
+      const size_t at = shown.find(secret);
+      if (at == std::string::npos) continue;
+      const size_t from = at + std::strlen(secret), to = shown.find('&', from);
+      shown.replace(from, (to == std::string::npos ? shown.size() : to) - from, "***");
+    }
     std::filesystem::create_directories(local);
     fmt::print("## 3. Checkpoint: {} MiB state; remote {} behind {} ms first byte, {} MiB/s per "
                "stream, {} MiB/s total; local checkpoint dir {}\n\n",
-               bytes / kMiB, remote.empty() ? "file:// store under " + work : remote,
+               bytes / kMiB, remote.empty() ? "file:// store under " + work : shown,
                fo.first_byte_latency_us / 1000, fo.stream_bytes_per_sec / kMiB,
                fo.total_bytes_per_sec / kMiB, local);
     Checkpoints(work, local, bytes, remote, fo);
