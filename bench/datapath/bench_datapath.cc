@@ -23,6 +23,12 @@
 //    with the CheckpointManager (local fsynced copy, upload in the background)
 //    versus a direct parallel multipart upload; load times from the local
 //    copy, from the remote with one stream, and with 16 parallel ranges.
+#include <fmt/format.h>
+#include <strata/cache/cached_object_store.h>
+#include <strata/cache/checkpoint.h>
+#include <strata/cache/warmer.h>
+#include <strata/objstore/fault_injection.h>
+#include <strata/objstore/object_store.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -36,14 +42,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
-
-#include <strata/cache/cached_object_store.h>
-#include <strata/cache/checkpoint.h>
-#include <strata/cache/warmer.h>
-#include <strata/objstore/fault_injection.h>
-#include <strata/objstore/object_store.h>
 
 using namespace strata;  // NOLINT
 using cache::CachedObjectStore;
@@ -71,7 +69,9 @@ bool Flag(int argc, char** argv, const char* name) {
   return false;
 }
 
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 template <class T>
 T Must(Result<T> r, std::string_view what) {
@@ -111,15 +111,19 @@ void Compute(int64_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds
 
 uint64_t ReadAll(cache::CachedReader& r) {
   uint64_t n = 0;
-  Must(r.Read(0, r.info().size, [&](const char*, size_t k) {
-    n += k;
-    return Status::Ok();
-  }), "read shard");
+  Must(r.Read(0, r.info().size,
+              [&](const char*, size_t k) {
+                n += k;
+                return Status::Ok();
+              }),
+       "read shard");
   return n;
 }
 
 void PrintLoop(const std::vector<LoopResult>& rows, double ideal) {
-  fmt::print("| read path | wall s | compute s | stall s | stall share | utilisation | backend GETs | notes |\n");
+  fmt::print(
+      "| read path | wall s | compute s | stall s | stall share | utilisation | backend GETs | "
+      "notes |\n");
   fmt::print("|---|---:|---:|---:|---:|---:|---:|---|\n");
   for (const auto& r : rows) {
     const double stall = r.wall - r.compute;
@@ -143,10 +147,12 @@ void TrainingLoop(ObjectStore* data, const std::vector<std::string>& keys, uint6
     double compute = 0;
     for (const auto& k : order) {
       uint64_t n = 0;
-      Must(slow.Get(k, {}, [&](const char*, size_t m) {
-        n += m;
-        return Status::Ok();
-      }), "get");
+      Must(slow.Get(k, {},
+                    [&](const char*, size_t m) {
+                      n += m;
+                      return Status::Ok();
+                    }),
+           "get");
       if (n != shard_bytes) Must(Status::Corruption("short shard"), k);
       const auto c0 = Clock::now();
       Compute(compute_ms);
@@ -172,10 +178,10 @@ void TrainingLoop(ObjectStore* data, const std::vector<std::string>& keys, uint6
       compute += Since(c0);
     }
     const auto st = c->stats();
-    rows.push_back({fmt::format("{} cache, half the data set", cache::EvictionPolicyName(policy)),
-                    Since(t0), compute, st.backend_gets,
-                    fmt::format("block hits {}/{}", st.tiers[0].hits,
-                                st.tiers[0].hits + st.tiers[0].misses)});
+    rows.push_back(
+        {fmt::format("{} cache, half the data set", cache::EvictionPolicyName(policy)), Since(t0),
+         compute, st.backend_gets,
+         fmt::format("block hits {}/{}", st.tiers[0].hits, st.tiers[0].hits + st.tiers[0].misses)});
   }
 
   {  // the Warmer: lookahead 3, Belady eviction, same cache size
@@ -421,20 +427,21 @@ int main(int argc, char** argv) {
       keys.push_back(fmt::format("train/shard-{:05d}", i));
       Must(data->PutBytes(keys.back(), RandomBytes(shard_bytes, i)), "put shard");
     }
-    fmt::print("## 1. Training loop: {} shards x {} MiB, {} epochs (reshuffled), {} ms compute per "
-               "shard; store {} behind {} ms first byte, {} MiB/s per stream, {} MiB/s total\n\n",
-               shards, shard_bytes / kMiB, epochs, compute_ms, url,
-               fo.first_byte_latency_us / 1000, fo.stream_bytes_per_sec / kMiB,
-               fo.total_bytes_per_sec / kMiB);
+    fmt::print(
+        "## 1. Training loop: {} shards x {} MiB, {} epochs (reshuffled), {} ms compute per "
+        "shard; store {} behind {} ms first byte, {} MiB/s per stream, {} MiB/s total\n\n",
+        shards, shard_bytes / kMiB, epochs, compute_ms, url, fo.first_byte_latency_us / 1000,
+        fo.stream_bytes_per_sec / kMiB, fo.total_bytes_per_sec / kMiB);
     TrainingLoop(data.get(), keys, shard_bytes, compute_ms, epochs, fo);
     for (const auto& k : keys) (void)data->Delete(k);
   }
   if (!Flag(argc, argv, "--skip-hit")) {
     const int n = static_cast<int>(Arg(argc, argv, "--hit-shards", 1000));
     const int e = static_cast<int>(Arg(argc, argv, "--hit-epochs", 5));
-    fmt::print("## 2. Hit ratio: {} one-block shards, cache of {} ({}%), {} epochs each a new "
-               "shuffle, counted over epochs 2..{}\n\n",
-               n, n / 2, 50, e, e);
+    fmt::print(
+        "## 2. Hit ratio: {} one-block shards, cache of {} ({}%), {} epochs each a new "
+        "shuffle, counted over epochs 2..{}\n\n",
+        n, n / 2, 50, e, e);
     HitRatio(n, e);
   }
   if (!Flag(argc, argv, "--skip-ckpt")) {
@@ -453,11 +460,12 @@ int main(int argc, char** argv) {
       shown.replace(from, (to == std::string::npos ? shown.size() : to) - from, "***");
     }
     std::filesystem::create_directories(local);
-    fmt::print("## 3. Checkpoint: {} MiB state; remote {} behind {} ms first byte, {} MiB/s per "
-               "stream, {} MiB/s total; local checkpoint dir {}\n\n",
-               bytes / kMiB, remote.empty() ? "file:// store under " + work : shown,
-               fo.first_byte_latency_us / 1000, fo.stream_bytes_per_sec / kMiB,
-               fo.total_bytes_per_sec / kMiB, local);
+    fmt::print(
+        "## 3. Checkpoint: {} MiB state; remote {} behind {} ms first byte, {} MiB/s per "
+        "stream, {} MiB/s total; local checkpoint dir {}\n\n",
+        bytes / kMiB, remote.empty() ? "file:// store under " + work : shown,
+        fo.first_byte_latency_us / 1000, fo.stream_bytes_per_sec / kMiB,
+        fo.total_bytes_per_sec / kMiB, local);
     Checkpoints(work, local, bytes, remote, fo);
     if (local != work + "/local") {
       std::filesystem::remove_all(local + "/ckpt");
