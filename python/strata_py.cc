@@ -26,7 +26,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -335,13 +337,17 @@ size_t ReadInto(ReaderCore& r, uint64_t offset, const py::buffer& b) {
   return got;
 }
 
-// Buffers writes into parts; the first full part starts a multipart upload and
-// each further full part is uploaded as it fills (streamed, nothing holds the
-// whole object). close() sends the rest: one PUT when everything fit in one
-// part, else the last part and CompleteMultipart. abort() (or a failure)
-// aborts the multipart upload, so a failed write leaves no object behind.
+// Buffers writes into parts; once the first part is full a multipart upload
+// starts and every full part is uploaded in the background while Python keeps
+// writing (up to kMaxInflight parts at once, so at most that many plus one
+// part are held in memory; nothing holds the whole object). close() sends the
+// rest: one PUT when everything fit in one part, else the last part and
+// CompleteMultipart. abort() (or a failure) aborts the multipart upload, so a
+// failed write leaves no object behind.
 class WriterCore {
  public:
+  static constexpr size_t kMaxInflight = 4;
+
   WriterCore(std::shared_ptr<PyStore> store, std::string key, uint64_t part_size,
              std::string content_type)
       : store_(std::move(store)),
@@ -352,9 +358,9 @@ class WriterCore {
       throw py::value_error("part_size must be at least 5 MiB (the S3 minimum part size)");
   }
   ~WriterCore() {
-    if (!upload_id_.empty() && !done_) {
+    if (!done_) {
       py::gil_scoped_release nogil;
-      (void)store_->store->AbortMultipart(key_, upload_id_);
+      AbortNoGil();
     }
   }
 
@@ -364,23 +370,26 @@ class WriterCore {
     if (!IsCContiguous(bi)) throw py::value_error("write: the buffer must be C-contiguous");
     const char* p = static_cast<const char*>(bi.ptr);
     const size_t n = static_cast<size_t>(bi.size * bi.itemsize);
-    pending_.append(p, n);
-    written_ += n;
-    if (pending_.size() >= part_size_) {
-      Status st;
-      {
-        py::gil_scoped_release nogil;
-        st = Flush(false);
+    Status st;
+    {
+      py::gil_scoped_release nogil;
+      pending_.append(p, n);
+      written_ += n;
+      while (st.ok() && pending_.size() >= part_size_) {
+        std::string part = pending_.substr(0, part_size_);
+        pending_.erase(0, part_size_);
+        st = StartPart(std::move(part));
       }
-      if (!st.ok()) {
-        Abort();
-        Raise(st);
-      }
+      if (!st.ok()) AbortNoGil();
     }
+    Check(st);
     return n;
   }
 
   ObjectInfo Close() {
+    if (aborted_)
+      Raise(
+          Status::IOError("the upload of " + key_ + " failed or was aborted: nothing was stored"));
     if (done_) return info_;
     Result<ObjectInfo> r = Status::Internal("unset");
     {
@@ -392,17 +401,19 @@ class WriterCore {
         wo.size = pending_.size();
         r = store_->store->Put(key_, src, wo);
       } else {
-        Status st = Flush(true);
+        Status st = pending_.empty() ? Status::Ok() : StartPart(std::move(pending_));
+        while (!inflight_.empty()) {
+          Status s2 = Reap();
+          if (st.ok()) st = s2;
+        }
         if (st.ok())
           r = store_->store->CompleteMultipart(key_, upload_id_, parts_);
         else
           r = st;
       }
+      if (!r.ok()) AbortNoGil();
     }
-    if (!r.ok()) {
-      Abort();
-      Raise(r.error());
-    }
+    if (!r.ok()) Raise(r.error());
     done_ = true;
     pending_.clear();
     pending_.shrink_to_fit();
@@ -411,41 +422,53 @@ class WriterCore {
   }
 
   void Abort() {
-    if (done_) return;
-    done_ = true;
-    pending_.clear();
-    if (!upload_id_.empty()) {
-      py::gil_scoped_release nogil;
-      (void)store_->store->AbortMultipart(key_, upload_id_);
-    }
+    py::gil_scoped_release nogil;
+    AbortNoGil();
   }
 
   uint64_t written() const { return written_; }
   bool done() const { return done_; }
-  int parts() const { return static_cast<int>(parts_.size()); }
+  int parts() const { return static_cast<int>(parts_.size() + inflight_.size()); }
 
  private:
-  // Uploads full parts (and, when last, whatever is left).
-  Status Flush(bool last) {
+  struct Inflight {
+    std::future<Result<objstore::UploadedPart>> result;
+  };
+
+  // Queues one part's upload (waiting for the oldest when kMaxInflight are out).
+  Status StartPart(std::string data) {
     if (upload_id_.empty()) {
       objstore::WriteOptions wo;
       wo.content_type = content_type_;
       STRATA_ASSIGN_OR_RETURN(upload_id_, store_->store->CreateMultipart(key_, wo));
     }
-    size_t off = 0;
-    while (pending_.size() - off >= part_size_ || (last && off < pending_.size()) ||
-           (last && parts_.empty())) {
-      const size_t n = std::min<size_t>(part_size_, pending_.size() - off);
-      objstore::StringSource src(std::string_view(pending_).substr(off, n));
-      const int number = static_cast<int>(parts_.size()) + 1;
-      STRATA_ASSIGN_OR_RETURN(auto part,
-                              store_->store->UploadPart(key_, upload_id_, number, src, n));
-      parts_.push_back(std::move(part));
-      off += n;
-      if (n == 0) break;
-    }
-    pending_.erase(0, off);
+    while (inflight_.size() >= kMaxInflight) STRATA_RETURN_IF_ERROR(Reap());
+    const int number = next_part_++;
+    auto buf = std::make_shared<std::string>(std::move(data));
+    inflight_.push_back({std::async(
+        std::launch::async, [store = store_->store, key = key_, id = upload_id_, number, buf] {
+          objstore::StringSource src(*buf);
+          return store->UploadPart(key, id, number, src, buf->size());
+        })});
     return Status::Ok();
+  }
+
+  // Waits for the oldest part in flight (parts finish into parts_ in order).
+  Status Reap() {
+    auto r = inflight_.front().result.get();
+    inflight_.pop_front();
+    if (!r.ok()) return r.error();
+    parts_.push_back(std::move(*r));
+    return Status::Ok();
+  }
+
+  void AbortNoGil() {
+    if (done_) return;
+    done_ = true;
+    aborted_ = true;
+    while (!inflight_.empty()) (void)Reap();
+    pending_.clear();
+    if (!upload_id_.empty()) (void)store_->store->AbortMultipart(key_, upload_id_);
   }
 
   std::shared_ptr<PyStore> store_;
@@ -454,9 +477,12 @@ class WriterCore {
   std::string content_type_;
   std::string pending_;
   std::string upload_id_;
+  int next_part_ = 1;
+  std::deque<Inflight> inflight_;
   std::vector<objstore::UploadedPart> parts_;
   uint64_t written_ = 0;
   bool done_ = false;
+  bool aborted_ = false;
   ObjectInfo info_;
 };
 

@@ -103,6 +103,11 @@ class RoundTrips:
                 f.write(data[:6 * MiB])  # one part already uploaded
                 raise RuntimeError("boom")
         self.assertFalse(s.exists("aborted"))
+        # Many parts in flight at once, then close: every byte in order.
+        big = pattern(23 * MiB + 77, seed=9)
+        with s.open("many", "wb", part_size=5 * MiB) as f:
+            f.write(big)
+        self.assertEqual(s.get("many"), big)
         with self.assertRaises(ValueError):
             s.open("x", "wb", part_size=1 * MiB)
 
