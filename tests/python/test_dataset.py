@@ -58,6 +58,18 @@ class Splits(unittest.TestCase):
         self.assertEqual(len(a), len(b))
         self.assertEqual(len(a) + len(b), N_SHARDS)
 
+    def test_pickles_without_the_store(self):
+        """DataLoader workers started with "spawn" get a pickled copy: it reopens the URL."""
+        import pickle
+        store = strata.ObjectStore("mem://py-pickle")
+        ds = strata.ShardDataset(store, self.keys, seed=2, decode=decode_four)
+        ds.set_epoch(3)
+        back = pickle.loads(pickle.dumps(ds))
+        self.assertIsInstance(back, strata.ShardDataset)
+        self.assertEqual(back.shards_for(rank=0, world_size=1, worker=0, num_workers=1),
+                         ds.shards_for(rank=0, world_size=1, worker=0, num_workers=1))
+        self.assertEqual(back._url, store.url)
+
     def test_explicit_rank_and_bad_args(self):
         ds = strata.ShardDataset("mem://unused", self.keys, rank=1, world_size=2)
         self.assertEqual(ds.shards_for(epoch=0),
