@@ -16,21 +16,24 @@
 // Python may drop the store object first.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <strata/cache/cached_object_store.h>
+#include <strata/cache/checkpoint.h>
+#include <strata/cache/warmer.h>
+#include <strata/core/log.h>
+#include <strata/objstore/fault_injection.h>
+#include <strata/objstore/object_store.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <strata/cache/cached_object_store.h>
-#include <strata/cache/checkpoint.h>
-#include <strata/cache/warmer.h>
-#include <strata/objstore/fault_injection.h>
-#include <strata/objstore/object_store.h>
 
 namespace py = pybind11;
 
@@ -223,7 +226,9 @@ class ReaderCore {
  public:
   ReaderCore(std::shared_ptr<PyStore> store, ObjectInfo info,
              std::unique_ptr<cache::CachedReader> cached, uint64_t chunk)
-      : store_(std::move(store)), info_(std::move(info)), cached_(std::move(cached)),
+      : store_(std::move(store)),
+        info_(std::move(info)),
+        cached_(std::move(cached)),
         chunk_(std::max<uint64_t>(chunk, 4096)) {}
 
   static std::shared_ptr<ReaderCore> Open(std::shared_ptr<PyStore> store, const std::string& key,
@@ -332,24 +337,30 @@ size_t ReadInto(ReaderCore& r, uint64_t offset, const py::buffer& b) {
   return got;
 }
 
-// Buffers writes into parts; the first full part starts a multipart upload and
-// each further full part is uploaded as it fills (streamed, nothing holds the
-// whole object). close() sends the rest: one PUT when everything fit in one
-// part, else the last part and CompleteMultipart. abort() (or a failure)
-// aborts the multipart upload, so a failed write leaves no object behind.
+// Buffers writes into parts; once the first part is full a multipart upload
+// starts and every full part is uploaded in the background while Python keeps
+// writing (up to kMaxInflight parts at once, so at most that many plus one
+// part are held in memory; nothing holds the whole object). close() sends the
+// rest: one PUT when everything fit in one part, else the last part and
+// CompleteMultipart. abort() (or a failure) aborts the multipart upload, so a
+// failed write leaves no object behind.
 class WriterCore {
  public:
+  static constexpr size_t kMaxInflight = 4;
+
   WriterCore(std::shared_ptr<PyStore> store, std::string key, uint64_t part_size,
              std::string content_type)
-      : store_(std::move(store)), key_(std::move(key)), part_size_(part_size),
+      : store_(std::move(store)),
+        key_(std::move(key)),
+        part_size_(part_size),
         content_type_(std::move(content_type)) {
     if (part_size_ < (5ull << 20))
       throw py::value_error("part_size must be at least 5 MiB (the S3 minimum part size)");
   }
   ~WriterCore() {
-    if (!upload_id_.empty() && !done_) {
+    if (!done_) {
       py::gil_scoped_release nogil;
-      (void)store_->store->AbortMultipart(key_, upload_id_);
+      AbortNoGil();
     }
   }
 
@@ -359,23 +370,26 @@ class WriterCore {
     if (!IsCContiguous(bi)) throw py::value_error("write: the buffer must be C-contiguous");
     const char* p = static_cast<const char*>(bi.ptr);
     const size_t n = static_cast<size_t>(bi.size * bi.itemsize);
-    pending_.append(p, n);
-    written_ += n;
-    if (pending_.size() >= part_size_) {
-      Status st;
-      {
-        py::gil_scoped_release nogil;
-        st = Flush(false);
+    Status st;
+    {
+      py::gil_scoped_release nogil;
+      pending_.append(p, n);
+      written_ += n;
+      while (st.ok() && pending_.size() >= part_size_) {
+        std::string part = pending_.substr(0, part_size_);
+        pending_.erase(0, part_size_);
+        st = StartPart(std::move(part));
       }
-      if (!st.ok()) {
-        Abort();
-        Raise(st);
-      }
+      if (!st.ok()) AbortNoGil();
     }
+    Check(st);
     return n;
   }
 
   ObjectInfo Close() {
+    if (aborted_)
+      Raise(
+          Status::IOError("the upload of " + key_ + " failed or was aborted: nothing was stored"));
     if (done_) return info_;
     Result<ObjectInfo> r = Status::Internal("unset");
     {
@@ -387,17 +401,19 @@ class WriterCore {
         wo.size = pending_.size();
         r = store_->store->Put(key_, src, wo);
       } else {
-        Status st = Flush(true);
+        Status st = pending_.empty() ? Status::Ok() : StartPart(std::move(pending_));
+        while (!inflight_.empty()) {
+          Status s2 = Reap();
+          if (st.ok()) st = s2;
+        }
         if (st.ok())
           r = store_->store->CompleteMultipart(key_, upload_id_, parts_);
         else
           r = st;
       }
+      if (!r.ok()) AbortNoGil();
     }
-    if (!r.ok()) {
-      Abort();
-      Raise(r.error());
-    }
+    if (!r.ok()) Raise(r.error());
     done_ = true;
     pending_.clear();
     pending_.shrink_to_fit();
@@ -406,40 +422,53 @@ class WriterCore {
   }
 
   void Abort() {
-    if (done_) return;
-    done_ = true;
-    pending_.clear();
-    if (!upload_id_.empty()) {
-      py::gil_scoped_release nogil;
-      (void)store_->store->AbortMultipart(key_, upload_id_);
-    }
+    py::gil_scoped_release nogil;
+    AbortNoGil();
   }
 
   uint64_t written() const { return written_; }
   bool done() const { return done_; }
-  int parts() const { return static_cast<int>(parts_.size()); }
+  int parts() const { return static_cast<int>(parts_.size() + inflight_.size()); }
 
  private:
-  // Uploads full parts (and, when last, whatever is left).
-  Status Flush(bool last) {
+  struct Inflight {
+    std::future<Result<objstore::UploadedPart>> result;
+  };
+
+  // Queues one part's upload (waiting for the oldest when kMaxInflight are out).
+  Status StartPart(std::string data) {
     if (upload_id_.empty()) {
       objstore::WriteOptions wo;
       wo.content_type = content_type_;
       STRATA_ASSIGN_OR_RETURN(upload_id_, store_->store->CreateMultipart(key_, wo));
     }
-    size_t off = 0;
-    while (pending_.size() - off >= part_size_ || (last && off < pending_.size()) ||
-           (last && parts_.empty())) {
-      const size_t n = std::min<size_t>(part_size_, pending_.size() - off);
-      objstore::StringSource src(std::string_view(pending_).substr(off, n));
-      const int number = static_cast<int>(parts_.size()) + 1;
-      STRATA_ASSIGN_OR_RETURN(auto part, store_->store->UploadPart(key_, upload_id_, number, src, n));
-      parts_.push_back(std::move(part));
-      off += n;
-      if (n == 0) break;
-    }
-    pending_.erase(0, off);
+    while (inflight_.size() >= kMaxInflight) STRATA_RETURN_IF_ERROR(Reap());
+    const int number = next_part_++;
+    auto buf = std::make_shared<std::string>(std::move(data));
+    inflight_.push_back({std::async(
+        std::launch::async, [store = store_->store, key = key_, id = upload_id_, number, buf] {
+          objstore::StringSource src(*buf);
+          return store->UploadPart(key, id, number, src, buf->size());
+        })});
     return Status::Ok();
+  }
+
+  // Waits for the oldest part in flight (parts finish into parts_ in order).
+  Status Reap() {
+    auto r = inflight_.front().result.get();
+    inflight_.pop_front();
+    if (!r.ok()) return r.error();
+    parts_.push_back(std::move(*r));
+    return Status::Ok();
+  }
+
+  void AbortNoGil() {
+    if (done_) return;
+    done_ = true;
+    aborted_ = true;
+    while (!inflight_.empty()) (void)Reap();
+    pending_.clear();
+    if (!upload_id_.empty()) (void)store_->store->AbortMultipart(key_, upload_id_);
   }
 
   std::shared_ptr<PyStore> store_;
@@ -448,9 +477,12 @@ class WriterCore {
   std::string content_type_;
   std::string pending_;
   std::string upload_id_;
+  int next_part_ = 1;
+  std::deque<Inflight> inflight_;
   std::vector<objstore::UploadedPart> parts_;
   uint64_t written_ = 0;
   bool done_ = false;
+  bool aborted_ = false;
   ObjectInfo info_;
 };
 
@@ -493,8 +525,8 @@ struct PyWarmShard {
 
 class PyWarmer {
  public:
-  PyWarmer(const std::shared_ptr<PyStore>& store, std::vector<std::string> order,
-           size_t lookahead, int concurrency, std::string state_file) {
+  PyWarmer(const std::shared_ptr<PyStore>& store, std::vector<std::string> order, size_t lookahead,
+           int concurrency, std::string state_file) {
     auto cached = std::dynamic_pointer_cast<PyCached>(store);
     if (!cached)
       throw py::type_error(
@@ -617,14 +649,15 @@ PyObject* NewException(py::module_& m, const char* name, py::tuple bases, const 
 PYBIND11_MODULE(_strata, m) {
   using namespace strata;
   using namespace strata::python;
-  m.doc() = "Strata's data path for Python: object stores, the tiered cache, the shard warmer "
-            "and checkpoints (the C++ core; see the strata package)";
+  m.doc() =
+      "Strata's data path for Python: object stores, the tiered cache, the shard warmer "
+      "and checkpoints (the C++ core; see the strata package)";
 
   g_error = NewException(m, "Error", py::make_tuple(py::handle(PyExc_OSError)),
                          "A Strata call failed (the message says what and why).");
-  g_not_found = NewException(m, "NotFoundError",
-                             py::make_tuple(py::handle(g_error), py::handle(PyExc_FileNotFoundError)),
-                             "A key, bucket or checkpoint does not exist.");
+  g_not_found = NewException(
+      m, "NotFoundError", py::make_tuple(py::handle(g_error), py::handle(PyExc_FileNotFoundError)),
+      "A key, bucket or checkpoint does not exist.");
   g_invalid = NewException(m, "InvalidArgumentError",
                            py::make_tuple(py::handle(g_error), py::handle(PyExc_ValueError)),
                            "An argument was rejected.");
@@ -634,16 +667,18 @@ PYBIND11_MODULE(_strata, m) {
   g_precondition = NewException(m, "PreconditionFailedError", py::make_tuple(py::handle(g_error)),
                                 "The object changed (If-Match failed).");
 
-  py::class_<ObjectInfo>(m, "ObjectInfo", "One object: key, size, etag, mtime_ns, content_type, metadata")
+  py::class_<ObjectInfo>(m, "ObjectInfo",
+                         "One object: key, size, etag, mtime_ns, content_type, metadata")
       .def_readonly("key", &ObjectInfo::key)
       .def_readonly("size", &ObjectInfo::size)
       .def_readonly("etag", &ObjectInfo::etag)
       .def_readonly("mtime_ns", &ObjectInfo::mtime_ns)
       .def_readonly("content_type", &ObjectInfo::content_type)
       .def_readonly("metadata", &ObjectInfo::user_meta)
-      .def("__iter__", [](const ObjectInfo& i) {
-        return py::iter(py::make_tuple(i.key, i.size, i.etag));
-      }, "Unpacks as (key, size, etag).")
+      .def(
+          "__iter__",
+          [](const ObjectInfo& i) { return py::iter(py::make_tuple(i.key, i.size, i.etag)); },
+          "Unpacks as (key, size, etag).")
       .def("__repr__", [](const ObjectInfo& i) {
         return "ObjectInfo(key=" + py::repr(py::str(i.key)).cast<std::string>() +
                ", size=" + std::to_string(i.size) + ", etag='" + i.etag + "')";
@@ -657,75 +692,108 @@ An object store bucket named by a URL:
 Every I/O call releases the GIL.)doc")
       .def(py::init(&OpenUrl), py::arg("url"))
       .def_property_readonly("url", [](PyStore& s) { return s.store->url(); })
-      .def("get", [](PyStore& s, const std::string& key, uint64_t offset,
-                     std::optional<uint64_t> length) {
-        return Bytes(GetRange(s.store.get(), key, offset, length));
-      }, py::arg("key"), py::arg("offset") = 0, py::arg("length") = py::none(),
-         "The object's bytes, or length bytes from offset (clipped at the end).")
-      .def("put", [](PyStore& s, const std::string& key, const py::buffer& data,
-                     const std::string& content_type) {
-        return PutBuffer(s.store.get(), key, data, content_type);
-      }, py::arg("key"), py::arg("data"), py::arg("content_type") = "",
-         "Stores a bytes-like object under key; returns its ObjectInfo.")
-      .def("head", [](PyStore& s, const std::string& key) {
-        Result<ObjectInfo> r = Status::Internal("unset");
-        {
-          py::gil_scoped_release nogil;
-          r = s.store->Head(key);
-        }
-        return Unwrap(std::move(r));
-      }, py::arg("key"))
-      .def("exists", [](PyStore& s, const std::string& key) {
-        Result<ObjectInfo> r = Status::Internal("unset");
-        {
-          py::gil_scoped_release nogil;
-          r = s.store->Head(key);
-        }
-        if (!r.ok() && r.error().IsNotFound()) return false;
-        Unwrap(std::move(r));
-        return true;
-      }, py::arg("key"))
-      .def("delete", [](PyStore& s, const std::string& key) {
-        Status st;
-        {
-          py::gil_scoped_release nogil;
-          st = s.store->Delete(key);
-        }
-        Check(st);
-      }, py::arg("key"), "Deletes key (a missing key is not an error).")
-      .def("list", [](PyStore& s, const std::string& prefix, bool recursive) {
-        return ListObjects(s.store.get(), prefix, recursive, nullptr);
-      }, py::arg("prefix") = "", py::arg("recursive") = true,
-         "Objects under prefix (ObjectInfo, ascending by key; each unpacks as (key, size, etag)). "
-         "recursive=False stops at the next '/' (see list_prefixes).")
-      .def("list_prefixes", [](PyStore& s, const std::string& prefix) {
-        std::vector<std::string> prefixes;
-        ListObjects(s.store.get(), prefix, false, &prefixes);
-        return prefixes;
-      }, py::arg("prefix") = "", "The 'directories' directly under prefix.")
-      .def("copy", [](PyStore& s, const std::string& src, const std::string& dst) {
-        Result<ObjectInfo> r = Status::Internal("unset");
-        {
-          py::gil_scoped_release nogil;
-          r = s.store->Copy(src, dst);
-        }
-        return Unwrap(std::move(r));
-      }, py::arg("src"), py::arg("dst"))
-      .def("rename", [](PyStore& s, const std::string& src, const std::string& dst) {
-        Status st;
-        {
-          py::gil_scoped_release nogil;
-          st = s.store->Rename(src, dst);
-        }
-        Check(st);
-      }, py::arg("src"), py::arg("dst"))
-      .def("_open_reader", [](const std::shared_ptr<PyStore>& s, const std::string& key,
-                              uint64_t chunk) { return ReaderCore::Open(s, key, chunk); },
-           py::arg("key"), py::arg("chunk") = 8ull << 20)
-      .def("_open_writer", [](const std::shared_ptr<PyStore>& s, const std::string& key,
-                              const py::object& part_size, const std::string& content_type) {
-        return std::make_shared<WriterCore>(s, key, ByteSize(part_size, "part_size"), content_type);
-      }, py::arg("key"), py::arg("part_size") = 8ull << 20, py::arg("content_type") = "")
+      .def(
+          "get",
+          [](PyStore& s, const std::string& key, uint64_t offset, std::optional<uint64_t> length) {
+            return Bytes(GetRange(s.store.get(), key, offset, length));
+          },
+          py::arg("key"), py::arg("offset") = 0, py::arg("length") = py::none(),
+          "The object's bytes, or length bytes from offset (clipped at the end).")
+      .def(
+          "put",
+          [](PyStore& s, const std::string& key, const py::buffer& data,
+             const std::string& content_type) {
+            return PutBuffer(s.store.get(), key, data, content_type);
+          },
+          py::arg("key"), py::arg("data"), py::arg("content_type") = "",
+          "Stores a bytes-like object under key; returns its ObjectInfo.")
+      .def(
+          "head",
+          [](PyStore& s, const std::string& key) {
+            Result<ObjectInfo> r = Status::Internal("unset");
+            {
+              py::gil_scoped_release nogil;
+              r = s.store->Head(key);
+            }
+            return Unwrap(std::move(r));
+          },
+          py::arg("key"))
+      .def(
+          "exists",
+          [](PyStore& s, const std::string& key) {
+            Result<ObjectInfo> r = Status::Internal("unset");
+            {
+              py::gil_scoped_release nogil;
+              r = s.store->Head(key);
+            }
+            if (!r.ok() && r.error().IsNotFound()) return false;
+            Unwrap(std::move(r));
+            return true;
+          },
+          py::arg("key"))
+      .def(
+          "delete",
+          [](PyStore& s, const std::string& key) {
+            Status st;
+            {
+              py::gil_scoped_release nogil;
+              st = s.store->Delete(key);
+            }
+            Check(st);
+          },
+          py::arg("key"), "Deletes key (a missing key is not an error).")
+      .def(
+          "list",
+          [](PyStore& s, const std::string& prefix, bool recursive) {
+            return ListObjects(s.store.get(), prefix, recursive, nullptr);
+          },
+          py::arg("prefix") = "", py::arg("recursive") = true,
+          "Objects under prefix (ObjectInfo, ascending by key; each unpacks as (key, size, etag)). "
+          "recursive=False stops at the next '/' (see list_prefixes).")
+      .def(
+          "list_prefixes",
+          [](PyStore& s, const std::string& prefix) {
+            std::vector<std::string> prefixes;
+            ListObjects(s.store.get(), prefix, false, &prefixes);
+            return prefixes;
+          },
+          py::arg("prefix") = "", "The 'directories' directly under prefix.")
+      .def(
+          "copy",
+          [](PyStore& s, const std::string& src, const std::string& dst) {
+            Result<ObjectInfo> r = Status::Internal("unset");
+            {
+              py::gil_scoped_release nogil;
+              r = s.store->Copy(src, dst);
+            }
+            return Unwrap(std::move(r));
+          },
+          py::arg("src"), py::arg("dst"))
+      .def(
+          "rename",
+          [](PyStore& s, const std::string& src, const std::string& dst) {
+            Status st;
+            {
+              py::gil_scoped_release nogil;
+              st = s.store->Rename(src, dst);
+            }
+            Check(st);
+          },
+          py::arg("src"), py::arg("dst"))
+      .def(
+          "_open_reader",
+          [](const std::shared_ptr<PyStore>& s, const std::string& key, uint64_t chunk) {
+            return ReaderCore::Open(s, key, chunk);
+          },
+          py::arg("key"), py::arg("chunk") = 8ull << 20)
+      .def(
+          "_open_writer",
+          [](const std::shared_ptr<PyStore>& s, const std::string& key, const py::object& part_size,
+             const std::string& content_type) {
+            return std::make_shared<WriterCore>(s, key, ByteSize(part_size, "part_size"),
+                                                content_type);
+          },
+          py::arg("key"), py::arg("part_size") = 8ull << 20, py::arg("content_type") = "")
       .def("__repr__", [](PyStore& s) { return "strata.ObjectStore('" + s.store->url() + "')"; });
 
   py::class_<PyCached, PyStore, std::shared_ptr<PyCached>>(m, "CachedObjectStore", R"doc(
@@ -774,47 +842,53 @@ Warmer's Belady policy). Sizes are ints or strings such as "10G".)doc")
              return c;
            }),
            py::arg("base"), py::arg("cache_dir") = py::none(), py::arg("cache_size") = "10G",
-           py::arg("ram_size") = "256M", py::arg("policy") = "sieve",
-           py::arg("block_size") = "4M", py::arg("admission") = "tinylfu",
-           py::arg("metadata_ttl_ms") = 0, py::arg("readahead") = true,
-           py::arg("fetch_threads") = 16, py::arg("name") = "python")
+           py::arg("ram_size") = "256M", py::arg("policy") = "sieve", py::arg("block_size") = "4M",
+           py::arg("admission") = "tinylfu", py::arg("metadata_ttl_ms") = 0,
+           py::arg("readahead") = true, py::arg("fetch_threads") = 16, py::arg("name") = "python")
       .def_property_readonly("base", [](PyCached& c) { return c.base; })
-      .def("prefetch", [](PyCached& c, const std::string& key) {
-        Result<bool> r = Status::Internal("unset");
-        {
-          py::gil_scoped_release nogil;
-          auto info = c.cache->Head(key);
-          r = info.ok() ? c.cache->Prefetch(*info) : Result<bool>(info.error());
-        }
-        return Unwrap(std::move(r));
-      }, py::arg("key"), "Fetches every block of key; whether all are resident after.")
-      .def("is_resident", [](PyCached& c, const std::string& key) {
-        Result<bool> r = Status::Internal("unset");
-        {
-          py::gil_scoped_release nogil;
-          auto info = c.cache->Head(key);
-          r = info.ok() ? Result<bool>(c.cache->IsResident(*info)) : Result<bool>(info.error());
-        }
-        return Unwrap(std::move(r));
-      }, py::arg("key"))
-      .def("invalidate", [](PyCached& c, const std::string& key) { c.cache->Invalidate(key); },
-           py::arg("key"))
-      .def("stats", [](PyCached& c) {
-        const cache::CacheStats s = c.cache->stats();
-        py::dict d;
-        py::list tiers;
-        for (const auto& t : s.tiers) tiers.append(TierDict(t));
-        d["tiers"] = tiers;
-        d["backend_gets"] = s.backend_gets;
-        d["backend_bytes"] = s.backend_bytes;
-        d["heads"] = s.heads;
-        d["readahead_blocks"] = s.readahead_blocks;
-        d["staged_hits"] = s.staged_hits;
-        return d;
-      })
-      .def("__repr__", [](PyCached& c) {
-        return "strata.CachedObjectStore('" + c.store->url() + "')";
-      });
+      .def(
+          "prefetch",
+          [](PyCached& c, const std::string& key) {
+            Result<bool> r = Status::Internal("unset");
+            {
+              py::gil_scoped_release nogil;
+              auto info = c.cache->Head(key);
+              r = info.ok() ? c.cache->Prefetch(*info) : Result<bool>(info.error());
+            }
+            return Unwrap(std::move(r));
+          },
+          py::arg("key"), "Fetches every block of key; whether all are resident after.")
+      .def(
+          "is_resident",
+          [](PyCached& c, const std::string& key) {
+            Result<bool> r = Status::Internal("unset");
+            {
+              py::gil_scoped_release nogil;
+              auto info = c.cache->Head(key);
+              r = info.ok() ? Result<bool>(c.cache->IsResident(*info)) : Result<bool>(info.error());
+            }
+            return Unwrap(std::move(r));
+          },
+          py::arg("key"))
+      .def(
+          "invalidate", [](PyCached& c, const std::string& key) { c.cache->Invalidate(key); },
+          py::arg("key"))
+      .def("stats",
+           [](PyCached& c) {
+             const cache::CacheStats s = c.cache->stats();
+             py::dict d;
+             py::list tiers;
+             for (const auto& t : s.tiers) tiers.append(TierDict(t));
+             d["tiers"] = tiers;
+             d["backend_gets"] = s.backend_gets;
+             d["backend_bytes"] = s.backend_bytes;
+             d["heads"] = s.heads;
+             d["readahead_blocks"] = s.readahead_blocks;
+             d["staged_hits"] = s.staged_hits;
+             return d;
+           })
+      .def("__repr__",
+           [](PyCached& c) { return "strata.CachedObjectStore('" + c.store->url() + "')"; });
 
   py::class_<PyFault, PyStore, std::shared_ptr<PyFault>>(m, "FaultInjectionStore", R"doc(
 Wraps a store and makes it slow and unreliable on purpose: first-byte latency
@@ -839,23 +913,27 @@ errors and dropped bodies. For tests and benchmarks.)doc")
              return f;
            }),
            py::arg("base"), py::arg("latency_ms") = 0.0, py::arg("bandwidth") = 0,
-           py::arg("total_bandwidth") = 0, py::arg("error_rate") = 0.0,
-           py::arg("drop_rate") = 0.0, py::arg("seed") = 1)
-      .def("stats", [](PyFault& f) {
-        const auto s = f.fault->stats();
-        py::dict d;
-        d["requests"] = s.requests;
-        d["errors"] = s.errors;
-        d["drops"] = s.drops;
-        d["bytes"] = s.bytes;
-        return d;
-      })
-      .def("set_faults", [](PyFault& f, double error_rate, double drop_rate) {
-        auto o = f.fault->options();
-        o.error_rate = error_rate;
-        o.drop_rate = drop_rate;
-        f.fault->SetOptions(o);
-      }, py::arg("error_rate") = 0.0, py::arg("drop_rate") = 0.0);
+           py::arg("total_bandwidth") = 0, py::arg("error_rate") = 0.0, py::arg("drop_rate") = 0.0,
+           py::arg("seed") = 1)
+      .def("stats",
+           [](PyFault& f) {
+             const auto s = f.fault->stats();
+             py::dict d;
+             d["requests"] = s.requests;
+             d["errors"] = s.errors;
+             d["drops"] = s.drops;
+             d["bytes"] = s.bytes;
+             return d;
+           })
+      .def(
+          "set_faults",
+          [](PyFault& f, double error_rate, double drop_rate) {
+            auto o = f.fault->options();
+            o.error_rate = error_rate;
+            o.drop_rate = drop_rate;
+            f.fault->SetOptions(o);
+          },
+          py::arg("error_rate") = 0.0, py::arg("drop_rate") = 0.0);
 
   py::class_<ReaderCore, std::shared_ptr<ReaderCore>>(m, "_ReaderCore")
       .def_property_readonly("info", &ReaderCore::info)
@@ -881,10 +959,11 @@ errors and dropped bodies. For tests and benchmarks.)doc")
       .def_property_readonly("wait_seconds", [](PyWarmShard& s) { return s.shard.wait_seconds; })
       .def_property_readonly("data", &PyWarmShard::Data, "The whole shard as bytes (read once).")
       .def("read", &PyWarmShard::Data, "The whole shard as bytes.")
-      .def("_reader", [](PyWarmShard& s) {
-        s.Reader();
-        return s.reader;
-      })
+      .def("_reader",
+           [](PyWarmShard& s) {
+             s.Reader();
+             return s.reader;
+           })
       .def("__repr__", [](PyWarmShard& s) {
         return "WarmShard(position=" + std::to_string(s.shard.position) + ", key='" +
                s.shard.info.key + "', size=" + std::to_string(s.shard.info.size) + ")";
@@ -893,8 +972,8 @@ errors and dropped bodies. For tests and benchmarks.)doc")
   py::class_<PyWarmer>(m, "_Warmer")
       .def(py::init<const std::shared_ptr<PyStore>&, std::vector<std::string>, size_t, int,
                     std::string>(),
-           py::arg("store"), py::arg("order"), py::arg("lookahead") = 3,
-           py::arg("concurrency") = 2, py::arg("state_file") = "")
+           py::arg("store"), py::arg("order"), py::arg("lookahead") = 3, py::arg("concurrency") = 2,
+           py::arg("state_file") = "")
       .def("next", &PyWarmer::Next)
       .def("close", &PyWarmer::Close)
       .def_property_readonly("position", [](PyWarmer& w) { return w.get()->position(); })
@@ -981,143 +1060,188 @@ newest N of each (0 = all).)doc")
       .def_property_readonly("remote", &PyCheckpoints::remote)
       .def_property_readonly("local_dir",
                              [](PyCheckpoints& c) { return c.m()->options().local_dir; })
-      .def("save", [](PyCheckpoints& c, uint64_t step, const py::object& files) {
-        // files: {name: path | bytes-like} or [path, ...] (named by basename).
-        std::vector<cache::CheckpointItem> items;
-        std::vector<py::buffer_info> held;  // keeps the bytes alive while the GIL is released
-        auto add = [&](const std::string& name, const py::handle& v) {
-          if (py::isinstance<py::buffer>(v) && !py::isinstance<py::str>(v)) {
-            held.push_back(py::reinterpret_borrow<py::buffer>(v).request());
-            const auto& bi = held.back();
-            if (!IsCContiguous(bi))
-              throw py::value_error("save: the bytes of \"" + name + "\" must be C-contiguous");
-            items.push_back(cache::CheckpointItem::Blob(
-                name, std::string_view(static_cast<const char*>(bi.ptr),
-                                       static_cast<size_t>(bi.size * bi.itemsize))));
-          } else {
-            items.push_back(cache::CheckpointItem::File(name, PathString(v)));
-          }
-        };
-        held.reserve(py::len(files));
-        if (py::isinstance<py::dict>(files)) {
-          for (auto kv : files.cast<py::dict>()) add(kv.first.cast<std::string>(), kv.second);
-        } else {
-          for (auto v : files) {
-            const std::string p = PathString(v);
-            add(std::filesystem::path(p).filename().string(), v);
-          }
-        }
-        Status st;
-        {
-          py::gil_scoped_release nogil;
-          st = c.m()->Save(step, items);
-        }
-        Check(st);
-      }, py::arg("step"), py::arg("files"),
-         "Saves {name: path or bytes} (or a list of paths, named by basename) as checkpoint step; "
-         "returns once durable locally, the upload continues in the background.")
-      .def("load", [](PyCheckpoints& c, const py::object& step, const py::object& dest,
-                      const std::string& source, int concurrency) {
-        cache::LoadOptions lo;
-        if (source == "auto") lo.source = cache::LoadOptions::Source::kAuto;
-        else if (source == "local") lo.source = cache::LoadOptions::Source::kLocal;
-        else if (source == "remote") lo.source = cache::LoadOptions::Source::kRemote;
-        else throw py::value_error("source must be \"auto\", \"local\" or \"remote\"");
-        lo.download_concurrency = concurrency;
-        const uint64_t s = StepArg(c.m(), step);
-        std::string dest_dir = dest.is_none() ? std::string() : PathString(dest);
-        Result<cache::LoadedCheckpoint> r = Status::Internal("unset");
-        {
-          py::gil_scoped_release nogil;
-          r = c.m()->Load(s, lo);
-          if (r.ok() && !dest_dir.empty()) {
-            std::error_code ec;
-            for (const auto& f : r->files) {
-              const std::filesystem::path to = std::filesystem::path(dest_dir) / f.name;
-              std::filesystem::create_directories(to.parent_path(), ec);
-              if (!ec)
-                std::filesystem::copy_file(r->PathOf(f.name), to,
-                                           std::filesystem::copy_options::overwrite_existing, ec);
-              if (ec) {
-                r = Status::IOError("copy " + f.name + " to " + dest_dir + ": " + ec.message());
-                break;
+      .def(
+          "save",
+          [](PyCheckpoints& c, uint64_t step, const py::object& files) {
+            // files: {name: path | bytes-like} or [path, ...] (named by basename).
+            std::vector<cache::CheckpointItem> items;
+            std::vector<py::buffer_info> held;  // keeps the bytes alive while the GIL is released
+            auto add = [&](const std::string& name, const py::handle& v) {
+              if (py::isinstance<py::buffer>(v) && !py::isinstance<py::str>(v)) {
+                held.push_back(py::reinterpret_borrow<py::buffer>(v).request());
+                const auto& bi = held.back();
+                if (!IsCContiguous(bi))
+                  throw py::value_error("save: the bytes of \"" + name + "\" must be C-contiguous");
+                items.push_back(cache::CheckpointItem::Blob(
+                    name, std::string_view(static_cast<const char*>(bi.ptr),
+                                           static_cast<size_t>(bi.size * bi.itemsize))));
+              } else {
+                items.push_back(cache::CheckpointItem::File(name, PathString(v)));
+              }
+            };
+            held.reserve(py::len(files));
+            if (py::isinstance<py::dict>(files)) {
+              for (auto kv : files.cast<py::dict>()) add(kv.first.cast<std::string>(), kv.second);
+            } else {
+              for (auto v : files) {
+                const std::string p = PathString(v);
+                add(std::filesystem::path(p).filename().string(), v);
               }
             }
-            if (r.ok()) r->dir = dest_dir;
-          }
-        }
-        return Unwrap(std::move(r));
-      }, py::arg("step") = "latest", py::arg("dest") = py::none(), py::arg("source") = "auto",
-         py::arg("concurrency") = 16,
-         "Loads a checkpoint (local copy if complete and verified, else a parallel download); "
-         "with dest, the files are also copied there.")
-      .def("read_file", [](PyCheckpoints& c, const py::object& step, const std::string& name) {
-        const uint64_t s = StepArg(c.m(), step);
-        Result<std::string> r = Status::Internal("unset");
-        {
-          py::gil_scoped_release nogil;
-          r = c.m()->ReadFile(s, name);
-        }
-        return Bytes(Unwrap(std::move(r)));
-      }, py::arg("step"), py::arg("name"))
-      .def("list", [](PyCheckpoints& c, bool remote) {
-        Result<std::vector<cache::CheckpointInfo>> r = Status::Internal("unset");
-        {
-          py::gil_scoped_release nogil;
-          r = c.m()->List(remote);
-        }
-        return Unwrap(std::move(r));
-      }, py::arg("remote") = true)
-      .def("latest", [](PyCheckpoints& c) {
-        Result<std::optional<uint64_t>> r = Status::Internal("unset");
-        {
-          py::gil_scoped_release nogil;
-          r = c.m()->Latest();
-        }
-        return Unwrap(std::move(r));
-      })
-      .def("wait", [](PyCheckpoints& c) {
-        Status st;
-        {
-          py::gil_scoped_release nogil;
-          st = c.m()->Wait();
-        }
-        Check(st);
-      }, "Waits for every queued upload; raises the first failure.")
-      .def("retry", [](PyCheckpoints& c) {
-        Status st;
-        {
-          py::gil_scoped_release nogil;
-          st = c.m()->Retry();
-        }
-        Check(st);
-      })
-      .def("remove", [](PyCheckpoints& c, const py::object& step, bool local, bool remote,
-                        bool force) {
-        const uint64_t s = StepArg(c.m(), step);
-        Status st;
-        {
-          py::gil_scoped_release nogil;
-          st = c.m()->Remove(s, local, remote, force);
-        }
-        Check(st);
-      }, py::arg("step"), py::arg("local") = true, py::arg("remote") = true,
-         py::arg("force") = false)
+            Status st;
+            {
+              py::gil_scoped_release nogil;
+              st = c.m()->Save(step, items);
+            }
+            Check(st);
+          },
+          py::arg("step"), py::arg("files"),
+          "Saves {name: path or bytes} (or a list of paths, named by basename) as checkpoint step; "
+          "returns once durable locally, the upload continues in the background.")
+      .def(
+          "load",
+          [](PyCheckpoints& c, const py::object& step, const py::object& dest,
+             const std::string& source, int concurrency) {
+            cache::LoadOptions lo;
+            if (source == "auto")
+              lo.source = cache::LoadOptions::Source::kAuto;
+            else if (source == "local")
+              lo.source = cache::LoadOptions::Source::kLocal;
+            else if (source == "remote")
+              lo.source = cache::LoadOptions::Source::kRemote;
+            else
+              throw py::value_error("source must be \"auto\", \"local\" or \"remote\"");
+            lo.download_concurrency = concurrency;
+            const uint64_t s = StepArg(c.m(), step);
+            std::string dest_dir = dest.is_none() ? std::string() : PathString(dest);
+            Result<cache::LoadedCheckpoint> r = Status::Internal("unset");
+            {
+              py::gil_scoped_release nogil;
+              r = c.m()->Load(s, lo);
+              if (r.ok() && !dest_dir.empty()) {
+                std::error_code ec;
+                for (const auto& f : r->files) {
+                  const std::filesystem::path to = std::filesystem::path(dest_dir) / f.name;
+                  std::filesystem::create_directories(to.parent_path(), ec);
+                  if (!ec)
+                    std::filesystem::copy_file(r->PathOf(f.name), to,
+                                               std::filesystem::copy_options::overwrite_existing,
+                                               ec);
+                  if (ec) {
+                    r = Status::IOError("copy " + f.name + " to " + dest_dir + ": " + ec.message());
+                    break;
+                  }
+                }
+                if (r.ok()) r->dir = dest_dir;
+              }
+            }
+            return Unwrap(std::move(r));
+          },
+          py::arg("step") = "latest", py::arg("dest") = py::none(), py::arg("source") = "auto",
+          py::arg("concurrency") = 16,
+          "Loads a checkpoint (local copy if complete and verified, else a parallel download); "
+          "with dest, the files are also copied there.")
+      .def(
+          "read_file",
+          [](PyCheckpoints& c, const py::object& step, const std::string& name) {
+            const uint64_t s = StepArg(c.m(), step);
+            Result<std::string> r = Status::Internal("unset");
+            {
+              py::gil_scoped_release nogil;
+              r = c.m()->ReadFile(s, name);
+            }
+            return Bytes(Unwrap(std::move(r)));
+          },
+          py::arg("step"), py::arg("name"))
+      .def(
+          "list",
+          [](PyCheckpoints& c, bool remote) {
+            Result<std::vector<cache::CheckpointInfo>> r = Status::Internal("unset");
+            {
+              py::gil_scoped_release nogil;
+              r = c.m()->List(remote);
+            }
+            return Unwrap(std::move(r));
+          },
+          py::arg("remote") = true)
+      .def("latest",
+           [](PyCheckpoints& c) {
+             Result<std::optional<uint64_t>> r = Status::Internal("unset");
+             {
+               py::gil_scoped_release nogil;
+               r = c.m()->Latest();
+             }
+             return Unwrap(std::move(r));
+           })
+      .def(
+          "wait",
+          [](PyCheckpoints& c) {
+            Status st;
+            {
+              py::gil_scoped_release nogil;
+              st = c.m()->Wait();
+            }
+            Check(st);
+          },
+          "Waits for every queued upload; raises the first failure.")
+      .def("retry",
+           [](PyCheckpoints& c) {
+             Status st;
+             {
+               py::gil_scoped_release nogil;
+               st = c.m()->Retry();
+             }
+             Check(st);
+           })
+      .def(
+          "remove",
+          [](PyCheckpoints& c, const py::object& step, bool local, bool remote, bool force) {
+            const uint64_t s = StepArg(c.m(), step);
+            Status st;
+            {
+              py::gil_scoped_release nogil;
+              st = c.m()->Remove(s, local, remote, force);
+            }
+            Check(st);
+          },
+          py::arg("step"), py::arg("local") = true, py::arg("remote") = true,
+          py::arg("force") = false)
       .def_property_readonly("recovery_report",
                              [](PyCheckpoints& c) { return c.m()->recovery_report(); })
-      .def("stats", [](PyCheckpoints& c) {
-        const auto s = c.m()->stats();
-        py::dict d;
-        d["saves"] = s.saves;
-        d["uploads"] = s.uploads;
-        d["upload_failures"] = s.upload_failures;
-        d["bytes_uploaded"] = s.bytes_uploaded;
-        d["last_save_seconds"] = s.last_save_seconds;
-        d["last_upload_seconds"] = s.last_upload_seconds;
-        return d;
-      })
+      .def("stats",
+           [](PyCheckpoints& c) {
+             const auto s = c.m()->stats();
+             py::dict d;
+             d["saves"] = s.saves;
+             d["uploads"] = s.uploads;
+             d["upload_failures"] = s.upload_failures;
+             d["bytes_uploaded"] = s.bytes_uploaded;
+             d["last_save_seconds"] = s.last_save_seconds;
+             d["last_upload_seconds"] = s.last_upload_seconds;
+             return d;
+           })
       .def_static("step_name", &cache::CheckpointManager::StepName);
 
-  m.def("parse_size", [](const std::string& s) { return ByteSize(py::str(s), "size"); },
-        py::arg("s"), "\"512M\" -> 536870912 (binary multiples).");
+  // A library inside a training script stays quiet: warnings and errors only,
+  // unless STRATA_LOG_LEVEL says otherwise (or set_log_level is called).
+  auto set_level = [](const std::string& name) {
+    static const char* kNames[] = {"trace", "debug", "info", "warn", "warning", "error", "off"};
+    if (std::find(std::begin(kNames), std::end(kNames), name) == std::end(kNames))
+      throw py::value_error("log level must be trace, debug, info, warn, error or off, not \"" +
+                            name + "\"");
+    log::SetLevel(log::ParseLevel(name));
+  };
+  const char* env_level = std::getenv("STRATA_LOG_LEVEL");
+  try {
+    set_level(env_level ? env_level : "warn");
+  } catch (const py::value_error&) {
+    set_level("warn");
+  }
+  m.def(
+      "set_log_level", set_level, py::arg("level"),
+      "Level of the C++ log lines on stderr: trace, debug, info, warn (the default), error, off.");
+
+  m.def(
+      "parse_size", [](const std::string& s) { return ByteSize(py::str(s), "size"); }, py::arg("s"),
+      "\"512M\" -> 536870912 (binary multiples).");
 }

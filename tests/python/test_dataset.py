@@ -58,6 +58,18 @@ class Splits(unittest.TestCase):
         self.assertEqual(len(a), len(b))
         self.assertEqual(len(a) + len(b), N_SHARDS)
 
+    def test_pickles_without_the_store(self):
+        """DataLoader workers started with "spawn" get a pickled copy: it reopens the URL."""
+        import pickle
+        store = strata.ObjectStore("mem://py-pickle")
+        ds = strata.ShardDataset(store, self.keys, seed=2, decode=decode_four)
+        ds.set_epoch(3)
+        back = pickle.loads(pickle.dumps(ds))
+        self.assertIsInstance(back, strata.ShardDataset)
+        self.assertEqual(back.shards_for(rank=0, world_size=1, worker=0, num_workers=1),
+                         ds.shards_for(rank=0, world_size=1, worker=0, num_workers=1))
+        self.assertEqual(back._url, store.url)
+
     def test_explicit_rank_and_bad_args(self):
         ds = strata.ShardDataset("mem://unused", self.keys, rank=1, world_size=2)
         self.assertEqual(ds.shards_for(epoch=0),
@@ -66,6 +78,43 @@ class Splits(unittest.TestCase):
             strata.split_shards(self.keys, rank=2, world_size=2)
         with self.assertRaises(TypeError):
             strata.ShardDataset("mem://unused", "s000")
+
+
+DIST_CHILD = r"""
+import json, sys
+import torch.distributed as dist
+import strata
+rank, init = int(sys.argv[1]), sys.argv[2]
+dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2)
+keys = [f"s{i:03d}" for i in range(25)]
+ds = strata.ShardDataset("mem://unused", keys, seed=3)
+ds.set_epoch(4)
+print(json.dumps(ds.shards_for()))
+dist.barrier()
+dist.destroy_process_group()
+"""
+
+
+class Distributed(unittest.TestCase):
+    def test_rank_from_torch_distributed(self):
+        """Two real processes in a gloo process group: each takes its rank's split."""
+        import json
+        import subprocess
+        import sys
+        init = "file://" + os.path.join(tmpdir(self), "pg")
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        procs = [subprocess.Popen([sys.executable, "-c", DIST_CHILD, str(r), init],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                 for r in range(2)]
+        outs = []
+        for p in procs:
+            out, err = p.communicate(timeout=120)
+            self.assertEqual(p.returncode, 0, err.decode()[-2000:])
+            outs.append(json.loads(out.decode().strip().splitlines()[-1]))
+        keys = [f"s{i:03d}" for i in range(25)]
+        order = strata.shard_order(keys, 4, 3)
+        self.assertEqual(outs[0], order[0::2])
+        self.assertEqual(outs[1], order[1::2])
 
 
 class Iteration(unittest.TestCase):

@@ -71,6 +71,21 @@ class RoundTrips:
         self.assertEqual(br.read(), data)
         br.close()
 
+    def test_reader_pinned_to_version(self):
+        s = self.store
+        if isinstance(s, strata.CachedObjectStore):
+            self.skipTest("the cache's reader has its own test (tests/cache)")
+        data = pattern(1 << 20)
+        s.put("v", data)
+        with s.open("v", buffer_size=4096) as f:
+            self.assertEqual(f.read(100), data[:100])
+            s.put("v", b"rewritten")
+            f.seek(500_000)
+            with self.assertRaises(strata.PreconditionFailedError):
+                f.read(100)
+        with s.open("v") as f:
+            self.assertEqual(f.read(), b"rewritten")
+
     def test_open_write_multipart(self):
         s = self.store
         data = pattern(13 * MiB + 5, seed=3)
@@ -88,6 +103,11 @@ class RoundTrips:
                 f.write(data[:6 * MiB])  # one part already uploaded
                 raise RuntimeError("boom")
         self.assertFalse(s.exists("aborted"))
+        # Many parts in flight at once, then close: every byte in order.
+        big = pattern(23 * MiB + 77, seed=9)
+        with s.open("many", "wb", part_size=5 * MiB) as f:
+            f.write(big)
+        self.assertEqual(s.get("many"), big)
         with self.assertRaises(ValueError):
             s.open("x", "wb", part_size=1 * MiB)
 
@@ -157,6 +177,20 @@ class RealServer(RoundTrips, unittest.TestCase):
         bad = self.server.url().replace(self.server.srv.secret_key, "wrong-secret-0000000000")
         with self.assertRaises(strata.Error):
             strata.ObjectStore(bad).put("k", b"v")
+
+
+class Misc(unittest.TestCase):
+    def test_log_level_and_sizes(self):
+        strata.set_log_level("error")
+        strata.set_log_level("warn")
+        with self.assertRaises(ValueError):
+            strata.set_log_level("loud")
+        self.assertEqual(strata.parse_size("512M"), 512 << 20)
+        self.assertEqual(strata.parse_size("2G"), 2 << 30)
+        with self.assertRaises(ValueError):
+            strata.parse_size("lots")
+        with self.assertRaises(ValueError):
+            strata.ObjectStore("ftp://nowhere")
 
 
 class Gil(unittest.TestCase):
