@@ -228,6 +228,7 @@ struct CheckpointManager::Impl {
   std::unique_ptr<TransferManager> uploader;    // used by the upload thread only
 
   std::mutex mu;
+  std::mutex clean_mu;  // one CleanLocal at a time (save and upload threads both call it)
   std::condition_variable cv;          // with mu: queue/busy changed, stop
   std::deque<uint64_t> queue;          // guarded by mu; steps to upload
   std::optional<uint64_t> busy;        // guarded by mu; step being uploaded
@@ -374,6 +375,7 @@ struct CheckpointManager::Impl {
   // uploading is never deleted (it may be the only copy).
   void CleanLocal() {
     if (options.keep_local <= 0) return;
+    std::lock_guard<std::mutex> clean_lock(clean_mu);
     std::vector<uint64_t> steps = LocalSteps();
     size_t count = steps.size();
     for (uint64_t s : steps) {
