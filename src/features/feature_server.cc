@@ -234,7 +234,13 @@ void JsonValue(std::string* out, const OnlineValue& v) {
 // answer is 15,000 JSON values, too many for a DOM on the serving path.
 std::string ResponseJson(const OnlineResponse& r) {
   std::string out;
-  out.reserve(64 + r.columns.size() * (r.columns.empty() ? 0 : r.columns[0].values.size()) * 48);
+  const size_t rows = r.columns.empty() ? 0 : r.columns[0].values.size();
+  out.reserve(64 + r.columns.size() * rows * 64);  // ~18 bytes of value, 10 of status, 24 of time
+  struct RowTs {
+    int64_t us = 0;
+    std::string text;  // one allocation per row, reused across the view's columns
+  };
+  std::vector<RowTs> row_ts(rows);
   out += "{\"metadata\":{\"feature_names\":[";
   for (size_t i = 0; i < r.names.size(); ++i) {
     if (i) out.push_back(',');
@@ -258,8 +264,15 @@ std::string ResponseJson(const OnlineResponse& r) {
     out += "],\"event_timestamps\":[";
     for (size_t i = 0; i < col.event_ts_us.size(); ++i) {
       if (i) out.push_back(',');
+      // The features of a view share each row's timestamp: format it once per row.
+      RowTs& cached = row_ts[i];
+      if (cached.us != col.event_ts_us[i] || cached.text.empty()) {
+        cached.us = col.event_ts_us[i];
+        cached.text.clear();
+        AppendIsoUtc(&cached.text, cached.us);
+      }
       out.push_back('"');
-      AppendIsoUtc(&out, col.event_ts_us[i]);
+      out += cached.text;
       out.push_back('"');
     }
     out += "]}";
