@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <deque>
+#include <string_view>
 #include <future>
 #include <mutex>
 #include <unordered_map>
@@ -357,6 +359,7 @@ Status Materialize(FeatureRepo* registry, OnlineStore* store, const MaterializeO
     STRATA_RETURN_IF_ERROR(results[i]);
     views[i]->materialization_intervals.push_back({opt.start_us, opt.end_us});
   }
+  STRATA_RETURN_IF_ERROR(store->FinishBulkLoad());
   if (!registry->config.registry_path.empty()) {
     STRATA_RETURN_IF_ERROR(SaveRegistry(registry->config.registry_path, *registry));
   }
@@ -495,7 +498,16 @@ Result<OnlineResponse> GetOnlineFeatures(const FeatureRepo& registry, OnlineStor
   };
   std::vector<ViewPlan> plans;
   std::vector<std::pair<std::string, std::string>> keys;
-  std::unordered_map<std::string, size_t> seen;
+  // Entity keys are serialized once per row for each distinct join-key list
+  // (views over the same entities share them). A deque: the strings are
+  // referenced by the dedup maps below.
+  struct KeyGroup {
+    const std::vector<std::string>* join_keys;
+    std::vector<std::string> ek;  // per row; empty for a NULL key
+  };
+  std::deque<KeyGroup> groups;
+  std::vector<std::pair<std::string, OnlineValue>> key;
+  std::unordered_map<std::string_view, size_t> seen;
   for (const FeatureProjection& p : features) {
     const FeatureViewDef* v = registry.FindView(p.view);
     if (!v) return Status::NotFound(fmt::format("unknown feature view \"{}\"", p.view));
@@ -508,32 +520,48 @@ Result<OnlineResponse> GetOnlineFeatures(const FeatureRepo& registry, OnlineStor
       if (ix == SIZE_MAX) return Status::NotFound(fmt::format("feature view \"{}\" has no feature \"{}\"", v->name, f));
       plan.feature_ix.push_back(ix);
     }
-    std::vector<const std::vector<OnlineValue>*> cols;
-    for (const std::string& k : v->join_keys) {
-      const auto* c = entity_col(k);
-      if (!c) {
-        return Status::InvalidArgument(
-            fmt::format("entities lack join key \"{}\" needed by feature view \"{}\"", k, v->name));
+    KeyGroup* group = nullptr;
+    for (KeyGroup& g : groups) {
+      if (*g.join_keys == v->join_keys) group = &g;
+    }
+    if (!group) {
+      std::vector<const std::vector<OnlineValue>*> cols;
+      for (const std::string& k : v->join_keys) {
+        const auto* c = entity_col(k);
+        if (!c) {
+          return Status::InvalidArgument(
+              fmt::format("entities lack join key \"{}\" needed by feature view \"{}\"", k, v->name));
+        }
+        cols.push_back(c);
       }
-      cols.push_back(c);
+      group = &groups.emplace_back(KeyGroup{&v->join_keys, std::vector<std::string>(n)});
+      for (size_t r = 0; r < n; ++r) {
+        key.clear();
+        bool null_key = false;
+        for (size_t k = 0; k < cols.size(); ++k) {
+          null_key |= (*cols[k])[r].kind == OnlineValue::kNull;
+          key.emplace_back(v->join_keys[k], (*cols[k])[r]);
+        }
+        if (!null_key) group->ek[r] = SerializeEntityKey(key);
+      }
     }
     plan.slot.resize(n);
+    seen.clear();
     for (size_t r = 0; r < n; ++r) {
-      std::vector<std::pair<std::string, OnlineValue>> key;
-      bool null_key = false;
-      for (size_t k = 0; k < cols.size(); ++k) {
-        null_key |= (*cols[k])[r].kind == OnlineValue::kNull;
-        key.emplace_back(v->join_keys[k], (*cols[k])[r]);
-      }
-      if (null_key) {
+      const std::string& ek = group->ek[r];
+      if (ek.empty()) {
         plan.slot[r] = SIZE_MAX;
         continue;
       }
-      std::string ek = SerializeEntityKey(std::move(key));
-      std::string lookup = ek + '\0' + v->name;
-      auto [it, fresh] = seen.try_emplace(std::move(lookup), keys.size());
-      if (fresh) keys.emplace_back(std::move(ek), v->name);
-      plan.slot[r] = it->second;
+      if (n > 1) {  // repeated entity rows read once
+        auto [it, fresh] = seen.try_emplace(ek, keys.size());
+        if (!fresh) {
+          plan.slot[r] = it->second;
+          continue;
+        }
+      }
+      plan.slot[r] = keys.size();
+      keys.emplace_back(ek, v->name);
     }
     for (const std::string& f : p.features) resp.names.push_back(full_names ? v->name + "__" + f : f);
     plans.push_back(std::move(plan));

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -62,9 +63,9 @@ class RespConnection {
   }
 
   static void Append(std::string* out, const std::vector<std::string_view>& args) {
-    *out += fmt::format("*{}\r\n", args.size());
+    AppendHeader(out, '*', args.size());
     for (std::string_view a : args) {
-      *out += fmt::format("${}\r\n", a.size());
+      AppendHeader(out, '$', a.size());
       out->append(a.data(), a.size());
       *out += "\r\n";
     }
@@ -126,6 +127,15 @@ class RespConnection {
   bool broken() const { return broken_; }
 
  private:
+  static void AppendHeader(std::string* out, char type, size_t n) {
+    char buf[24];
+    buf[0] = type;
+    const auto r = std::to_chars(buf + 1, buf + sizeof buf - 2, n);
+    char* p = r.ptr;
+    *p++ = '\r';
+    *p++ = '\n';
+    out->append(buf, static_cast<size_t>(p - buf));
+  }
   Status Broken(const char* why) {
     broken_ = true;
     return Status::Corruption(fmt::format("redis protocol error: {}", why));

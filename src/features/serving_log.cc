@@ -161,6 +161,14 @@ struct OpenFile {
 
 }  // namespace
 
+Table ServedRows(const OnlineResponse& response, size_t entity_columns, const std::vector<DataType>& feature_types,
+                 int64_t now_us, const std::string& request_id) {
+  Pending p{response, entity_columns, feature_types, now_us, request_id};
+  Table t(RowSchema(p));
+  AppendRows(p, &t);
+  return t;
+}
+
 struct ServingLogger::Impl {
   ServingLogOptions options;
   std::string file_prefix;  // "served-<start time>-<pid>"

@@ -164,6 +164,14 @@ struct StrataServer::Impl {
     features_repo = std::filesystem::absolute(features_repo, ec).lexically_normal().string();
     if (opts.features_repo.empty()) {
       STRATA_RETURN_IF_ERROR(features::InitFeatureRepo(features_repo));
+      // The default repository starts applied (an empty registry), so a fresh
+      // server has nothing to warn about; definitions added later need `apply`.
+      auto fresh = features::LoadFeatureRepo(features_repo);
+      if (fresh.ok() && fresh->views.empty() && fresh->entities.empty() && fresh->services.empty() &&
+          !std::filesystem::exists(fresh->config.registry_path, ec)) {
+        auto applied = features::ApplyRepo(*fresh);
+        if (!applied.ok()) return applied.error().WithContext("feature repository " + features_repo);
+      }
     }
     auto repo = features::LoadServingRepo(features_repo);
     if (!repo.ok()) return repo.error().WithContext("feature repository " + features_repo);

@@ -168,6 +168,22 @@ def test_logging_and_skew(args):
                         "--fail-above", "0.25"], H.clean_env(), timeout=60, check=False)
         assert p.returncode == 3, (p.returncode, p.stdout, p.stderr)
         assert "significant" in p.stdout, p.stdout
+        # An online snapshot (the store's current values, server stopped) as the serving side.
+        ents = os.path.join(work, "entities.csv")
+        with open(ents, "w") as f:
+            f.write("driver_id\n" + "".join(f"{1000 + i}\n" for i in range(1000)) + "99\n")
+        snap = os.path.join(work, "snapshot.parquet")
+        H.run_tool([args.strata, "features", "snapshot", "--repo", repo, "--entities", ents,
+                    "--features", "driver_stats:conv_rate,driver_stats:trips", "--out", snap, "--batch", "300"],
+                   H.clean_env(), timeout=60)
+        p = H.run_tool([args.strata, "features", "skew", "--reference", same, "--serving", snap, "--json"],
+                       H.clean_env(), timeout=60)
+        res = json.loads(p.stdout)
+        assert res[0]["serving_rows"] == 1001 and res[0]["psi"] < 0.1, res
+        p = H.run_tool([args.strata, "features", "snapshot", "--repo", repo, "--entities", ents,
+                        "--features", "driver_stats:nope", "--out", snap + "2"], H.clean_env(), timeout=60,
+                       check=False)
+        assert p.returncode != 0 and "nope" in p.stderr and not os.path.exists(snap + "2"), (p.returncode, p.stderr)
 
 
 def main():

@@ -59,6 +59,9 @@ class OnlineStore {
   // One round trip: the encoded row of each (entity key, view) pair, or nullopt.
   virtual Result<std::vector<std::optional<std::string>>> Read(
       const std::vector<std::pair<std::string, std::string>>& keys) = 0;
+  // After a bulk load (materialize): make the written rows cheap to read
+  // (RocksDB flushes its memtable into indexed, bloom-filtered files).
+  virtual Status FinishBulkLoad() { return Status::Ok(); }
 };
 
 // RocksDB under `path` (created if missing).

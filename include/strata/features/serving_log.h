@@ -75,6 +75,11 @@ class ServingLogger {
   std::unique_ptr<Impl> impl_;
 };
 
+// The rows Log writes for one response, as a table: also what `strata features
+// snapshot` writes (the online store's current values for given entities).
+Table ServedRows(const OnlineResponse& response, size_t entity_columns, const std::vector<DataType>& feature_types,
+                 int64_t now_us, const std::string& request_id);
+
 // The serving sample for a skew check: each named column (empty: every value
 // column, i.e. not a join key, `__*` or `*__status`/`*__timestamp`) gathered
 // over `path`, a log directory (every served-*.parquet in it, oldest first) or
