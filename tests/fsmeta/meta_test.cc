@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -687,18 +688,22 @@ TEST_P(MetaTest, CheckFindsAndRepairsInjectedDamage) {
         t.Set(codec::AttrKey(f.ino), codec::EncodeAttr(bad));
         t.Set(codec::DentKey(d.ino, "ghost"), codec::EncodeDent(S_IFREG, 777777));
         t.Set(codec::ChunkKey(888888, 0), codec::EncodeSlices({Slice{5, 10, 0, 10, 0}}));
+        t.Set(codec::kInodes, "99");
         return Status::Ok();
       },
       false));
   ASSERT_OK_AND_ASSIGN(auto problems, m_->Check(CheckOptions{}));
-  ASSERT_EQ(problems.size(), 3u);
+  ASSERT_EQ(problems.size(), 4u);
   std::string all;
   for (const auto& p : problems) all += p + "\n";
   EXPECT_NE(all.find("nlink is 5"), std::string::npos) << all;
   EXPECT_NE(all.find("dangling"), std::string::npos) << all;
   EXPECT_NE(all.find("chunk 0"), std::string::npos) << all;
+  EXPECT_NE(all.find("counters: 99 inodes"), std::string::npos) << all;
   ASSERT_OK_AND_ASSIGN(problems, m_->Check(CheckOptions{true}));
-  EXPECT_EQ(problems.size(), 3u);
+  EXPECT_EQ(problems.size(), 4u);
+  ASSERT_OK_AND_ASSIGN(StatFs s, m_->StatFS(root_, kRootIno));
+  EXPECT_EQ(s.used_inodes, 3u);
   ExpectClean();
   ASSERT_OK_AND_ASSIGN(Attr a, m_->GetAttr(f.ino));
   EXPECT_EQ(a.nlink, 1u);
@@ -789,6 +794,31 @@ TEST_P(MetaTest, SummaryCounts) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, MetaTest, ::testing::Values("sqlite", "redis"),
                          [](const auto& info) { return info.param; });
+
+// Redis drops every client connection (restart, idle timeout): the next
+// operations reconnect instead of failing.
+TEST(MetaRedisTest, ReconnectsAfterDroppedConnections) {
+  ASSERT_TRUE(RedisServer::Get().ok()) << "redis-server did not start";
+  ASSERT_OK_AND_ASSIGN(auto m, OpenMeta("redis://127.0.0.1:" + std::to_string(RedisServer::Get().port()) + "/2"));
+  ASSERT_OK(m->Destroy());
+  Format f;
+  f.name = "reconnect";
+  ASSERT_OK(m->Init(f, false));
+  ASSERT_OK(m->NewSession(SessionInfo{}).status());
+  Context root;
+  ASSERT_OK(m->Mknod(root, kRootIno, "before", S_IFREG | 0644, 0, 0).status());
+  std::string cmd = "redis-cli -p " + std::to_string(RedisServer::Get().port()) +
+                    " CLIENT KILL TYPE normal > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  ASSERT_OK(m->Mknod(root, kRootIno, "after", S_IFREG | 0644, 0, 0).status());
+  ASSERT_OK(m->Lookup(root, kRootIno, "before").status());
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  ASSERT_OK(m->NewSliceId().status());
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  ASSERT_OK_AND_ASSIGN(auto sessions, m->ListSessions());
+  EXPECT_EQ(sessions.size(), 1u);
+  ASSERT_OK(m->Destroy());
+}
 
 // kill -9 of a process committing to SQLite: every acknowledged operation is
 // there after reopening, and fsck finds nothing.
