@@ -760,7 +760,21 @@ TEST_P(MetaTest, ConcurrentWritersLoseNothing) {
       }
     });
   }
+  // a reader alongside: every lookup of the shared file succeeds, sizes only grow
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    uint64_t last = 0;
+    while (!done.load()) {
+      auto e = other->Lookup(root_, kRootIno, "shared");
+      EXPECT_OK(e);
+      if (!e.has_value()) break;
+      EXPECT_GE(e->attr.size, last);
+      last = e->attr.size;
+    }
+  });
   for (auto& t : threads) t.join();
+  done = true;
+  reader.join();
   size_t n = 0;
   std::string after;
   for (;;) {
