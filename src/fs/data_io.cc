@@ -155,7 +155,7 @@ void DataIO::SubmitBlock(Writer* w, DirtySlice* s, uint32_t index) {
   }
   uint64_t id = s->id;
   store_->upload_pool()->Submit([this, id, index, data, up] {
-    up->Done(store_->PutBlock(id, index, *data));
+    up->Done(store_->PutBlock(id, index, *data, data));
   });
 }
 

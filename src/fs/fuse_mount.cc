@@ -8,7 +8,11 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
+#include <limits.h>
 #include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 
 #include <algorithm>
 #include <atomic>
@@ -70,6 +74,7 @@ class FuseFs {
   fsmeta::MetaEngine* meta_;
   DataIO* data_;
   MountOptions opts_;
+  fuse_session* se_ = nullptr;  // set before the loop starts
   std::mutex mu_;
   std::unordered_map<Ino, InodeState> inodes_;  // guarded by mu_
 
@@ -310,7 +315,9 @@ void OpLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* ne
 }
 
 // Records an open and decides whether the kernel may keep its page cache.
-void OpenHandle(FuseFs* fs, Ino ino, const Attr& a, fuse_file_info* fi) {
+// Returns true when the file changed since this mount last saw it (another
+// client wrote it): then the kernel's cached attributes are stale too.
+bool OpenHandle(FuseFs* fs, Ino ino, const Attr& a, fuse_file_info* fi) {
   auto* h = new FileHandle();
   h->ino = ino;
   h->flags = fi->flags;
@@ -318,6 +325,7 @@ void OpenHandle(FuseFs* fs, Ino ino, const Attr& a, fuse_file_info* fi) {
   std::lock_guard<std::mutex> lk(fs->mu_);
   InodeState& s = fs->inodes_[ino];
   bool unchanged = s.opens > 0 || (s.mtime_ns == a.mtime_ns && s.seen_length == a.size && s.mtime_ns != 0);
+  bool changed_elsewhere = s.opens == 0 && s.mtime_ns != 0 && !unchanged;
   fi->keep_cache = unchanged && !s.written ? 1 : 0;
   if (s.opens == 0) {
     s.length = a.size;
@@ -328,6 +336,7 @@ void OpenHandle(FuseFs* fs, Ino ino, const Attr& a, fuse_file_info* fi) {
   s.mtime_ns = a.mtime_ns;
   s.seen_length = a.size;
   s.opens++;
+  return changed_elsewhere;
 }
 
 void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
@@ -349,7 +358,11 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     }
     attr = *r;
   }
-  OpenHandle(fs, ino, attr, fi);
+  if (OpenHandle(fs, ino, attr, fi) && fs->se_) {
+    // Close-to-open: drop the kernel's cached size/mtime (attributes only,
+    // no page lock involved, so this cannot wait on this request).
+    fuse_lowlevel_notify_inval_inode(fs->se_, ino, -1, 0);
+  }
   if (fuse_reply_open(req, fi) == -ENOENT) {
     // The caller went away (interrupted): undo the open.
     delete reinterpret_cast<FileHandle*>(fi->fh);
@@ -817,6 +830,31 @@ class Housekeeper {
   std::thread thread_;
 };
 
+// Raises the kernel readahead of the new mount (FUSE starts at 128 KiB) so a
+// sequential reader sends requests of up to 1 MiB and several at a time: fewer
+// round trips through FUSE per byte. Best effort (needs root and sysfs). The
+// mount's device number comes from mountinfo, since a stat of the mount point
+// would wait for this very process.
+void RaiseReadahead(const std::string& real_mountpoint, unsigned kb) {
+  FILE* f = std::fopen("/proc/self/mountinfo", "r");
+  if (!f) return;
+  char line[4096];
+  std::string dev;
+  while (std::fgets(line, sizeof(line), f)) {
+    char majmin[64], root[1024], mnt[2048];
+    if (std::sscanf(line, "%*s %*s %63s %1023s %2047s", majmin, root, mnt) == 3 && real_mountpoint == mnt) {
+      dev = majmin;  // the last match is the newest mount on that path
+    }
+  }
+  std::fclose(f);
+  if (dev.empty()) return;
+  std::string path = "/sys/class/bdi/" + dev + "/read_ahead_kb";
+  FILE* out = std::fopen(path.c_str(), "w");
+  if (!out) return;
+  std::fprintf(out, "%u\n", kb);
+  std::fclose(out);
+}
+
 }  // namespace
 
 Status ServeMount(Volume* volume, const MountOptions& options, const std::function<void()>& on_ready) {
@@ -832,6 +870,7 @@ Status ServeMount(Volume* volume, const MountOptions& options, const std::functi
   fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
   fuse_session* se = fuse_session_new(&args, &ops, sizeof(ops), &fs);
   if (!se) return Status::Internal("fuse_session_new failed (see the message above)");
+  fs.se_ = se;
 
   fsmeta::SessionInfo si;
   char host[256] = {0};
@@ -850,6 +889,8 @@ Status ServeMount(Volume* volume, const MountOptions& options, const std::functi
     (void)volume->meta()->CloseSession();
     return Status::Internal("cannot install signal handlers");
   }
+  char real[PATH_MAX];
+  std::string real_mountpoint = realpath(options.mountpoint.c_str(), real) ? real : options.mountpoint;
   if (fuse_session_mount(se, options.mountpoint.c_str()) != 0) {
     fuse_remove_signal_handlers(se);
     fuse_session_destroy(se);
@@ -858,6 +899,7 @@ Status ServeMount(Volume* volume, const MountOptions& options, const std::functi
                                        options.mountpoint));
   }
   kLog.Info("volume {} mounted on {}", volume->format().name, options.mountpoint);
+  RaiseReadahead(real_mountpoint, 4096);
   int rc;
   {
     Housekeeper hk(volume, options.read_only);
