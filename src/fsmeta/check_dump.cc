@@ -355,8 +355,8 @@ Status KvMeta::Dump(std::ostream& out) {
   out << "],\n\"delslices\":[";
   first = true;
   STRATA_RETURN_IF_ERROR(kv_->ScanAll("Q", [&](const std::string& k, const std::string& v) {
-    if (k.size() != 9 || v.size() != 4) return true;
-    out << (first ? "" : ",") << json::array({GetBE64(k, 1), GetBE32(v, 0)}).dump();
+    if (k.size() != 17 || v.size() != 4) return true;
+    out << (first ? "" : ",") << json::array({GetBE64(k, 9), GetBE32(v, 0)}).dump();
     first = false;
     return true;
   }));

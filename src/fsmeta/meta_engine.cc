@@ -371,27 +371,36 @@ Status KvMeta::Heartbeat() {
 
 Status KvMeta::CleanSession(uint64_t sid) {
   // Locks held by the session.
-  for (char type : {'F', 'L'}) {
-    std::vector<std::string> keys;
-    STRATA_RETURN_IF_ERROR(kv_->ScanAll(std::string(1, type), [&](const std::string& k, const std::string&) {
-      if (k.size() == 25 && GetBE64(k, 9) == sid) keys.push_back(k);
-      return true;
-    }));
-    for (const auto& k : keys) {
-      STRATA_RETURN_IF_ERROR(Txn(
-          [&](KvTxn& t) {
+  for (;;) {
+    std::vector<std::string> held;
+    STRATA_RETURN_IF_ERROR(Txn(
+        [&](KvTxn& t) {
+          held.clear();
+          t.Scan(HeldPrefix(sid), "", 500, true, [&](const std::string& k, const std::string&) {
+            held.push_back(k);
+            return true;
+          });
+          for (const auto& k : held) {
             t.Delete(k);
-            return Status::Ok();
-          },
-          false));
-    }
+            t.Delete(k.substr(kGroupLen));
+          }
+          return Status::Ok();
+        },
+        false));
+    if (held.size() < 500) break;
   }
   // Sustained inodes: free those no longer linked anywhere.
   std::vector<Ino> inos;
-  STRATA_RETURN_IF_ERROR(kv_->ScanAll(SustainPrefix(sid), [&](const std::string& k, const std::string&) {
-    if (k.size() == 17) inos.push_back(GetBE64(k, 9));
-    return true;
-  }));
+  STRATA_RETURN_IF_ERROR(Txn(
+      [&](KvTxn& t) {
+        inos.clear();
+        t.Scan(SustainPrefix(sid), "", 0, true, [&](const std::string& k, const std::string&) {
+          if (k.size() == 17) inos.push_back(GetBE64(k, 9));
+          return true;
+        });
+        return Status::Ok();
+      },
+      true));
   for (Ino ino : inos) {
     STRATA_RETURN_IF_ERROR(Txn(
         [&](KvTxn& t) {
@@ -424,10 +433,16 @@ Status KvMeta::CloseSession() {
 
 Result<std::vector<SessionInfo>> KvMeta::ListSessions() {
   std::vector<SessionInfo> out;
-  STRATA_RETURN_IF_ERROR(kv_->ScanAll("E", [&](const std::string& k, const std::string& v) {
-    if (k.size() == 9) out.push_back(SessionFromJson(v));
-    return true;
-  }));
+  STRATA_RETURN_IF_ERROR(Txn(
+      [&](KvTxn& t) {
+        out.clear();
+        t.Scan(SessionPrefix(), "", 0, false, [&](const std::string& k, const std::string& v) {
+          if (k.size() == 17) out.push_back(SessionFromJson(v));
+          return true;
+        });
+        return Status::Ok();
+      },
+      true));
   return out;
 }
 
@@ -1277,10 +1292,16 @@ Status KvMeta::ListSlices(const std::function<Status(Ino, uint32_t, const Slice&
 
 Result<std::vector<SliceRef>> KvMeta::PendingSliceDeletes(size_t limit) {
   std::vector<SliceRef> out;
-  STRATA_RETURN_IF_ERROR(kv_->ScanAll("Q", [&](const std::string& k, const std::string& v) {
-    if (k.size() == 9 && v.size() == 4) out.push_back({GetBE64(k, 1), GetBE32(v, 0)});
-    return limit == 0 || out.size() < limit;
-  }));
+  STRATA_RETURN_IF_ERROR(Txn(
+      [&](KvTxn& t) {
+        out.clear();
+        t.Scan(DelSlicePrefix(), "", limit, false, [&](const std::string& k, const std::string& v) {
+          if (k.size() == 17 && v.size() == 4) out.push_back({GetBE64(k, 9), GetBE32(v, 0)});
+          return true;
+        });
+        return Status::Ok();
+      },
+      true));
   return out;
 }
 
@@ -1461,6 +1482,7 @@ Status KvMeta::Flock(const Context&, Ino ino, uint64_t owner, uint32_t type, boo
         [&](KvTxn& t) {
           if (type == F_UNLCK) {
             t.Delete(mine);
+            t.Delete(HeldKey(sid_, mine));
             return Status::Ok();
           }
           bool conflict = false;
@@ -1475,6 +1497,7 @@ Status KvMeta::Flock(const Context&, Ino ino, uint64_t owner, uint32_t type, boo
           });
           if (conflict) return FsError(EAGAIN, "file is locked by another owner");
           t.Set(mine, std::string(1, static_cast<char>(type)));
+          t.Set(HeldKey(sid_, mine), "");
           return Status::Ok();
         },
         false);
@@ -1553,8 +1576,13 @@ Status KvMeta::Setlk(const Context& ctx, Ino ino, uint64_t owner, bool block, co
           }
           std::sort(next.begin(), next.end(),
                     [](const PlockRange& a, const PlockRange& b) { return a.start < b.start; });
-          if (next.empty()) t.Delete(mine);
-          else t.Set(mine, EncodePlocks(next));
+          if (next.empty()) {
+            t.Delete(mine);
+            t.Delete(HeldKey(sid_, mine));
+          } else {
+            t.Set(mine, EncodePlocks(next));
+            t.Set(HeldKey(sid_, mine), "");
+          }
           return Status::Ok();
         },
         false);
