@@ -189,6 +189,44 @@ int KvMeta::TrashDays() {
   return format_ ? format_->trash_days : 0;
 }
 
+Status KvMeta::CheckSpace(int64_t space_delta, int64_t inode_delta) {
+  uint64_t capacity = 0, inode_limit = 0;
+  {
+    std::lock_guard<std::mutex> lock(fmt_mu_);
+    if (format_) {
+      capacity = format_->capacity;
+      inode_limit = format_->inodes;
+    }
+  }
+  if ((capacity == 0 || space_delta <= 0) && (inode_limit == 0 || inode_delta <= 0)) {
+    return Status::Ok();
+  }
+  std::lock_guard<std::mutex> lock(quota_mu_);
+  int64_t now = NowNs();
+  if (now - quota_read_ns_ > 1000000000) {
+    std::optional<std::string> u, i;
+    STRATA_RETURN_IF_ERROR(kv_->Txn(
+        [&](KvTxn& t) {
+          u = t.Get(kUsedSpace);
+          i = t.Get(kInodes);
+          return Status::Ok();
+        },
+        true));
+    cached_used_ = u ? std::stoll(*u) : 0;
+    cached_inodes_ = i ? std::stoll(*i) : 0;
+    quota_read_ns_ = now;
+  }
+  if (capacity && space_delta > 0 && cached_used_ + space_delta > static_cast<int64_t>(capacity)) {
+    return FsError(ENOSPC, "volume capacity of " + std::to_string(capacity) + " bytes reached");
+  }
+  if (inode_limit && inode_delta > 0 && cached_inodes_ + inode_delta > static_cast<int64_t>(inode_limit)) {
+    return FsError(ENOSPC, "volume inode limit of " + std::to_string(inode_limit) + " reached");
+  }
+  cached_used_ += space_delta;
+  cached_inodes_ += inode_delta;
+  return Status::Ok();
+}
+
 bool KvMeta::IsOpen(Ino ino) {
   std::lock_guard<std::mutex> lock(open_mu_);
   auto it = open_.find(ino);
@@ -662,6 +700,7 @@ Result<Entry> KvMeta::MakeNode(const Context& ctx, Ino parent, std::string_view 
       return FsError(EINVAL, "unknown file type " + std::to_string(type >> 12));
   }
   if (parent == kTrashIno) return FsError(EPERM, "cannot create files in the trash");
+  STRATA_RETURN_IF_ERROR(CheckSpace(type == S_IFDIR ? 4096 : 0, 1));
   STRATA_ASSIGN_OR_RETURN(Ino ino, NextInode());
   int64_t now = NowNs();
   Entry e;
@@ -1114,13 +1153,14 @@ Status KvMeta::Write(Ino ino, uint32_t chunk_index, uint32_t pos, const Slice& s
         Attr* a = as.Get(ino);
         if (!a) return FsError(ENOENT, "inode " + std::to_string(ino) + " does not exist");
         if (!IsReg(*a)) return FsError(EPERM, "inode " + std::to_string(ino) + " is not a regular file");
-        t.Append(ChunkKey(ino, chunk_index), v);
         if (end > a->size) {
           int64_t delta = static_cast<int64_t>((end + 4095) / 4096 * 4096) -
                           static_cast<int64_t>((a->size + 4095) / 4096 * 4096);
+          STRATA_RETURN_IF_ERROR(CheckSpace(delta, 0));
           if (delta) t.IncrBy(kUsedSpace, delta);
           a->size = end;
         }
+        t.Append(ChunkKey(ino, chunk_index), v);
         a->mtime_ns = a->ctime_ns = mtime_ns;
         as.Dirty(ino);
         as.Flush();
@@ -1150,6 +1190,11 @@ Result<Attr> KvMeta::SetAttr(const Context& ctx, Ino ino, uint32_t mask, const A
           if (IsDir(*a)) return FsError(EISDIR, "cannot truncate a directory");
           if (!IsReg(*a)) return FsError(EINVAL, "cannot truncate a special file");
           STRATA_RETURN_IF_ERROR(Access(ctx, *a, W_OK));
+          if (in.size > a->size) {
+            STRATA_RETURN_IF_ERROR(CheckSpace(static_cast<int64_t>((in.size + 4095) / 4096 * 4096) -
+                                                  static_cast<int64_t>((a->size + 4095) / 4096 * 4096),
+                                              0));
+          }
           if (in.size != a->size) TruncateInTxn(t, ino, a, in.size, now);
           else a->mtime_ns = now;
         }
@@ -1235,6 +1280,7 @@ Status KvMeta::Fallocate(const Context& ctx, Ino ino, int mode, uint64_t offset,
         if (!(mode & kFallocKeepSize) && end > a->size) {
           int64_t delta = static_cast<int64_t>((end + 4095) / 4096 * 4096) -
                           static_cast<int64_t>((a->size + 4095) / 4096 * 4096);
+          STRATA_RETURN_IF_ERROR(CheckSpace(delta, 0));
           if (delta) t.IncrBy(kUsedSpace, delta);
           a->size = end;
         }

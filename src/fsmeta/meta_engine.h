@@ -91,6 +91,9 @@ class KvMeta final : public MetaEngine {
   Status Sticky(const Context& ctx, const Attr& dir, const Attr& victim) const;
   Result<Ino> NextInode();
   int TrashDays();
+  // ENOSPC when adding space/inodes would pass Format::capacity/inodes. Uses
+  // counters cached for up to a second (limits are soft across clients).
+  Status CheckSpace(int64_t space_delta, int64_t inode_delta);
   bool IsOpen(Ino ino);
   Status CleanSession(uint64_t sid);
   Result<Entry> MakeNode(const Context& ctx, Ino parent, std::string_view name, uint32_t mode,
@@ -109,6 +112,9 @@ class KvMeta final : public MetaEngine {
   std::mutex id_mu_;
   Ino next_ino_ = 0, ino_end_ = 0;            // guarded by id_mu_
   uint64_t next_slice_ = 0, slice_end_ = 0;  // guarded by id_mu_
+
+  std::mutex quota_mu_;
+  int64_t quota_read_ns_ = 0, cached_used_ = 0, cached_inodes_ = 0;  // guarded by quota_mu_
 
   std::mutex open_mu_;
   std::map<Ino, int> open_;  // this client's open counts, guarded by open_mu_

@@ -806,6 +806,28 @@ TEST_P(MetaTest, SummaryCounts) {
   EXPECT_EQ(st.used_space, 3 * 4096u + 8192u);
 }
 
+TEST_P(MetaTest, CapacityAndInodeLimits) {
+  Format f;
+  f.name = "test";
+  f.capacity = 4096 + 8192;  // the root directory counts 4096
+  f.inodes = 3;
+  ASSERT_OK(m_->Init(f, false));
+  Entry a = MkFile(kRootIno, "a");
+  ASSERT_OK(m_->Write(a.ino, 0, 0, Slice{1, 8192, 0, 8192, 0}, 1));
+  EXPECT_ERRNO(m_->Write(a.ino, 0, 8192, Slice{2, 10, 0, 10, 0}, 1), ENOSPC);
+  ASSERT_OK(m_->Write(a.ino, 0, 100, Slice{3, 10, 0, 10, 0}, 1));  // an overwrite needs no space
+  Attr in;
+  in.size = 1 << 20;
+  EXPECT_ERRNO(m_->SetAttr(root_, a.ino, kSetSize, in), ENOSPC);
+  EXPECT_ERRNO(m_->Fallocate(root_, a.ino, 0, 0, 1 << 20), ENOSPC);
+  MkFile(kRootIno, "b");
+  EXPECT_ERRNO(m_->Mknod(root_, kRootIno, "c", S_IFREG | 0644, 0, 0), ENOSPC);
+  ASSERT_OK_AND_ASSIGN(StatFs s, m_->StatFS(root_, kRootIno));
+  EXPECT_EQ(s.total_space, 4096u + 8192u);
+  EXPECT_EQ(s.avail_space, 0u);
+  EXPECT_EQ(s.avail_inodes, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, MetaTest, ::testing::Values("sqlite", "redis"),
                          [](const auto& info) { return info.param; });
 
