@@ -1637,6 +1637,8 @@ Status KvMeta::Setlk(const Context& ctx, Ino ino, uint64_t owner, bool block, co
   }
 }
 
+Status KvMeta::Sync() { return kv_->Sync(); }
+
 // ---- factory --------------------------------------------------------------
 
 Result<std::unique_ptr<MetaEngine>> OpenMeta(std::string_view url) {

@@ -80,6 +80,7 @@ class KvMeta final : public MetaEngine {
   Status Getlk(const Context& ctx, Ino ino, uint64_t owner, LockRange* range) override;
   Status Setlk(const Context& ctx, Ino ino, uint64_t owner, bool block, const LockRange& range) override;
 
+  Status Sync() override;
   Result<std::vector<std::string>> Check(const CheckOptions& options) override;
   Status Dump(std::ostream& out) override;
   Status Load(std::istream& in) override;

@@ -790,6 +790,7 @@ TEST_P(MetaTest, ConcurrentWritersLoseNothing) {
   EXPECT_EQ(a.size, 4u * kPerWorker * 10);
   ASSERT_OK_AND_ASSIGN(StatFs s, m_->StatFS(root_, kRootIno));
   EXPECT_EQ(s.used_inodes, 3u + 4 * kPerWorker);
+  ASSERT_OK(m_->Sync());
   ExpectClean();
 }
 
