@@ -177,6 +177,7 @@ Status DataIO::CommitSlice(Ino ino, Writer* w, DirtySlice* s) {
     sl.len = s->len;
     sl.pos = s->pos;
     st = meta_->WriteChunk(ino, s->chunk, s->pos, sl, s->mtime_ns);
+    commit_seq_++;
   }
   return st;
 }

@@ -94,19 +94,43 @@ class FuseFs {
     return ctx;
   }
 
+  // The length this mount shows: the metadata's, raised by uncommitted writes.
+  // While the file is open here, a getattr never lowers the remembered
+  // length: its metadata read may predate a commit that an open already saw
+  // (our own truncates and fallocates set the length explicitly).
   uint64_t EffectiveLength(Ino ino, uint64_t meta_size) {
     uint64_t dirty = data_->DirtyLength(ino);
     std::lock_guard<std::mutex> lk(mu_);
     auto it = inodes_.find(ino);
     uint64_t len = std::max(meta_size, dirty);
     if (it != inodes_.end()) {
-      if (dirty > 0 || data_->HasDirty(ino)) len = std::max(len, it->second.length);
+      if (it->second.opens > 0 || dirty > 0) len = std::max(len, it->second.length);
       it->second.length = len;
     }
     return len;
   }
 
-  void FillStat(Ino ino, const Attr& a, struct stat* st) {
+  uint64_t Seq() const { return data_->commit_seq(); }
+
+  // `seq0` is Seq() taken before `in` was read from the metadata engine. If a
+  // commit of buffered writes happened since, `in` may predate it while the
+  // buffered length is already gone: read the attributes again. (DataIO bumps
+  // the counter after the metadata write and before it forgets the buffered
+  // length, and the length is sampled before the counter is checked.)
+  void FillStat(Ino ino, const Attr& in, struct stat* st, uint64_t seq0) {
+    Attr a = in;
+    uint64_t size = a.size;
+    if (S_ISREG(a.mode)) {
+      for (int i = 0; i < 3; i++) {
+        size = EffectiveLength(ino, a.size);
+        uint64_t now = Seq();
+        if (now == seq0) break;
+        seq0 = now;
+        auto fresh = meta_->GetAttr(ino);
+        if (!fresh) break;
+        a = *fresh;
+      }
+    }
     std::memset(st, 0, sizeof(*st));
     st->st_ino = ino;
     st->st_mode = a.mode;
@@ -114,7 +138,7 @@ class FuseFs {
     st->st_uid = a.uid;
     st->st_gid = a.gid;
     st->st_rdev = a.rdev;
-    st->st_size = static_cast<off_t>(S_ISREG(a.mode) ? EffectiveLength(ino, a.size) : a.size);
+    st->st_size = static_cast<off_t>(size);
     st->st_blksize = 1 << 20;
     st->st_blocks = (st->st_size + 511) / 512;
     st->st_atim.tv_sec = a.atime_ns / 1000000000;
@@ -125,11 +149,11 @@ class FuseFs {
     st->st_ctim.tv_nsec = a.ctime_ns % 1000000000;
   }
 
-  void FillEntry(const Entry& e, fuse_entry_param* p) {
+  void FillEntry(const Entry& e, fuse_entry_param* p, uint64_t seq0) {
     std::memset(p, 0, sizeof(*p));
     p->ino = e.ino;
     p->generation = 1;
-    FillStat(e.ino, e.attr, &p->attr);
+    FillStat(e.ino, e.attr, &p->attr, seq0);
     p->attr_timeout = opts_.attr_timeout;
     p->entry_timeout = opts_.entry_timeout;
   }
@@ -145,10 +169,10 @@ class FuseFs {
     fuse_reply_err(req, e);
   }
 
-  void ReplyEntry(fuse_req_t req, const Result<Entry>& r, const char* op) {
+  void ReplyEntry(fuse_req_t req, const Result<Entry>& r, const char* op, uint64_t seq0) {
     if (!r) return ReplyErr(req, r.error(), op);
     fuse_entry_param p;
-    FillEntry(*r, &p);
+    FillEntry(*r, &p, seq0);
     fuse_reply_entry(req, &p);
   }
 
@@ -192,7 +216,8 @@ void OpDestroy(void* userdata) {
 
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   auto* fs = Fs(req);
-  fs->ReplyEntry(req, fs->meta_->Lookup(fs->Ctx(req), parent, name), "lookup");
+  uint64_t seq0 = fs->Seq();
+  fs->ReplyEntry(req, fs->meta_->Lookup(fs->Ctx(req), parent, name), "lookup", seq0);
 }
 
 void OpForget(fuse_req_t req, fuse_ino_t, uint64_t) { fuse_reply_none(req); }
@@ -201,10 +226,11 @@ void OpForgetMulti(fuse_req_t req, size_t, fuse_forget_data*) { fuse_reply_none(
 
 void OpGetattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   auto* fs = Fs(req);
+  uint64_t seq0 = fs->Seq();
   auto a = fs->meta_->GetAttr(ino);
   if (!a) return fs->ReplyErr(req, a.error(), "getattr");
   struct stat st;
-  fs->FillStat(ino, *a, &st);
+  fs->FillStat(ino, *a, &st, seq0);
   fuse_reply_attr(req, &st, fs->opts_.attr_timeout);
 }
 
@@ -237,6 +263,7 @@ void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* in, int to_set, fuse
     mask |= fsmeta::kSetSize;
     a.size = static_cast<uint64_t>(in->st_size);
   }
+  uint64_t seq0 = fs->Seq();
   auto r = mask ? fs->meta_->SetAttr(fs->Ctx(req), ino, mask, a) : fs->meta_->GetAttr(ino);
   if (!r) return fs->ReplyErr(req, r.error(), "setattr");
   if (to_set & FUSE_SET_ATTR_SIZE) {
@@ -248,7 +275,7 @@ void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* in, int to_set, fuse
     }
   }
   struct stat st;
-  fs->FillStat(ino, *r, &st);
+  fs->FillStat(ino, *r, &st, seq0);
   fuse_reply_attr(req, &st, fs->opts_.attr_timeout);
 }
 
@@ -262,15 +289,16 @@ void OpReadlink(fuse_req_t req, fuse_ino_t ino) {
 void OpMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
   auto* fs = Fs(req);
   if (fs->ReadOnly(req)) return;
+  uint64_t seq0 = fs->Seq();
   fs->ReplyEntry(req, fs->meta_->Mknod(fs->Ctx(req), parent, name, mode, fuse_req_ctx(req)->umask, rdev),
-                 "mknod");
+                 "mknod", seq0);
 }
 
 void OpMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
   auto* fs = Fs(req);
   if (fs->ReadOnly(req)) return;
   fs->ReplyEntry(req, fs->meta_->Mkdir(fs->Ctx(req), parent, name, mode, fuse_req_ctx(req)->umask),
-                 "mkdir");
+                 "mkdir", 0);
 }
 
 void OpUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
@@ -292,7 +320,8 @@ void OpRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
 void OpSymlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) {
   auto* fs = Fs(req);
   if (fs->ReadOnly(req)) return;
-  fs->ReplyEntry(req, fs->meta_->Symlink(fs->Ctx(req), parent, name, link), "symlink");
+  uint64_t seq0 = fs->Seq();
+  fs->ReplyEntry(req, fs->meta_->Symlink(fs->Ctx(req), parent, name, link), "symlink", seq0);
 }
 
 void OpRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent,
@@ -311,7 +340,8 @@ void OpRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t ne
 void OpLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newname) {
   auto* fs = Fs(req);
   if (fs->ReadOnly(req)) return;
-  fs->ReplyEntry(req, fs->meta_->Link(fs->Ctx(req), ino, newparent, newname), "link");
+  uint64_t seq0 = fs->Seq();
+  fs->ReplyEntry(req, fs->meta_->Link(fs->Ctx(req), ino, newparent, newname), "link", seq0);
 }
 
 // Records an open and decides whether the kernel may keep its page cache.
@@ -373,6 +403,7 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
   auto* fs = Fs(req);
   if (fs->ReadOnly(req)) return;
+  uint64_t seq0 = fs->Seq();
   auto e = fs->meta_->Create(fs->Ctx(req), parent, name, mode, fuse_req_ctx(req)->umask, fi->flags);
   if (!e) return fs->ReplyErr(req, e.error(), "create");
   {
@@ -381,7 +412,7 @@ void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, 
   }
   OpenHandle(fs, e->ino, e->attr, fi);
   fuse_entry_param p;
-  fs->FillEntry(*e, &p);
+  fs->FillEntry(*e, &p, seq0);
   if (fuse_reply_create(req, &p, fi) == -ENOENT) {
     delete reinterpret_cast<FileHandle*>(fi->fh);
     (void)fs->meta_->Close(e->ino);
@@ -498,12 +529,15 @@ void OpOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   fuse_reply_open(req, fi);
 }
 
-void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi, bool plus) {
+// Fills `out` (used bytes in *used) under the handle's lock; returns 0 or an
+// errno. The reply is sent after the lock is released: once it is out, the
+// kernel may release (and we free) the handle.
+int FillReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, DirHandle* dh, bool plus,
+                std::string& out, size_t& used) {
   auto* fs = Fs(req);
-  auto* dh = reinterpret_cast<DirHandle*>(fi->fh);
   std::lock_guard<std::mutex> lk(dh->mu);
-  std::string out(size, '\0');
-  size_t used = 0;
+  out.assign(size, '\0');
+  used = 0;
   bool full = false;
   auto add = [&](const char* name, const fuse_entry_param& e, off_t next) {
     size_t need = plus ? fuse_add_direntry_plus(req, out.data() + used, size - used, name, &e, next)
@@ -523,14 +557,14 @@ void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file
     fuse_entry_param e{};
     e.attr.st_ino = ino;
     e.attr.st_mode = S_IFDIR;
-    if (!add(".", e, 1)) return (void)fuse_reply_buf(req, out.data(), used);
+    if (!add(".", e, 1)) return 0;
     off = 1;
   }
   if (off < 2) {
     fuse_entry_param e{};
     e.attr.st_ino = ino;
     e.attr.st_mode = S_IFDIR;
-    if (!add("..", e, 2)) return (void)fuse_reply_buf(req, out.data(), used);
+    if (!add("..", e, 2)) return 0;
     off = 2;
   }
   // Find the name after which to continue.
@@ -550,8 +584,8 @@ void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file
       std::string cursor;
       while (skip > 0) {
         auto page = fs->meta_->ReadDir(ctx, ino, cursor, std::min<off_t>(skip, 1000), false);
-        if (!page) return fs->ReplyErr(req, page.error(), "readdir");
-        if (page->empty()) return (void)fuse_reply_buf(req, out.data(), used);
+        if (!page) return FuseFs::Errno(page.error());
+        if (page->empty()) return 0;
         skip -= static_cast<off_t>(page->size());
         cursor = page->back().name;
       }
@@ -561,16 +595,17 @@ void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file
   off_t next = off;
   while (!full) {
     size_t limit = std::clamp<size_t>((size - used) / (plus ? 160 : 32) + 1, 16, 1000);
+    uint64_t seq0 = fs->Seq();
     auto page = fs->meta_->ReadDir(ctx, ino, after, limit, plus);
     if (!page) {
       if (used > 0) break;
-      return fs->ReplyErr(req, page.error(), "readdir");
+      return FuseFs::Errno(page.error());
     }
     if (page->empty()) break;
     for (const Entry& ent : *page) {
       fuse_entry_param e;
       if (plus) {
-        fs->FillEntry(ent, &e);
+        fs->FillEntry(ent, &e, seq0);
       } else {
         std::memset(&e, 0, sizeof(e));
         e.attr.st_ino = ent.ino;
@@ -582,6 +617,14 @@ void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file
     }
     if (page->size() < limit) break;
   }
+  return 0;
+}
+
+void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi, bool plus) {
+  std::string out;
+  size_t used = 0;
+  int err = FillReaddir(req, ino, size, off, reinterpret_cast<DirHandle*>(fi->fh), plus, out, used);
+  if (err != 0) return (void)fuse_reply_err(req, err);
   fuse_reply_buf(req, out.data(), used);
 }
 

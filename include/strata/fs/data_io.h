@@ -106,6 +106,10 @@ class DataIO {
   uint64_t DirtyLength(Ino ino);
   bool HasDirty(Ino ino);
   uint64_t buffered_bytes() const { return buffered_.load(); }
+  // Bumped after every commit's metadata write, before the committed bytes
+  // stop counting in DirtyLength: a reader that samples it before reading
+  // attributes, then DirtyLength, then it again, sees a consistent length.
+  uint64_t commit_seq() const { return commit_seq_.load(); }
 
   // Rewrites the chunk's visible bytes as one slice when it has at least
   // min_slices slices. Returns true if it compacted.
@@ -131,6 +135,7 @@ class DataIO {
   ChunkStore* store_;
   DataOptions options_;
   std::atomic<uint64_t> buffered_{0};
+  std::atomic<uint64_t> commit_seq_{0};
   std::mutex mu_;
   std::unordered_map<Ino, std::shared_ptr<Writer>> writers_;  // guarded by mu_
   std::mutex compact_mu_;
