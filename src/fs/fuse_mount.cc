@@ -480,6 +480,7 @@ void OpFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 void OpFsync(fuse_req_t req, fuse_ino_t ino, int, fuse_file_info*) {
   auto* fs = Fs(req);
   Status st = fs->data_->Flush(ino);
+  if (st.ok()) st = fs->meta_->Sync();  // the commits durable against power loss too
   if (!st.ok()) return fs->ReplyErr(req, st, "fsync");
   fuse_reply_err(req, 0);
 }
@@ -641,7 +642,12 @@ void OpReleasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
   fuse_reply_err(req, 0);
 }
 
-void OpFsyncdir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) { fuse_reply_err(req, 0); }
+void OpFsyncdir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) {
+  auto* fs = Fs(req);
+  Status st = fs->meta_->Sync();
+  if (!st.ok()) return fs->ReplyErr(req, st, "fsyncdir");
+  fuse_reply_err(req, 0);
+}
 
 void OpStatfs(fuse_req_t req, fuse_ino_t ino) {
   auto* fs = Fs(req);
