@@ -377,7 +377,12 @@ static SessionInfo SessionFromJson(std::string_view v) {
 }
 
 Result<uint64_t> KvMeta::NewSession(const SessionInfo& info) {
-  if (!format_) STRATA_RETURN_IF_ERROR(LoadFormat().status());
+  bool formatted;
+  {
+    std::lock_guard<std::mutex> lock(fmt_mu_);
+    formatted = format_.has_value();
+  }
+  if (!formatted) STRATA_RETURN_IF_ERROR(LoadFormat().status());
   STRATA_ASSIGN_OR_RETURN(int64_t sid, kv_->Incr(kNextSession, 1));
   SessionInfo s = info;
   s.sid = static_cast<uint64_t>(sid);
@@ -389,7 +394,10 @@ Result<uint64_t> KvMeta::NewSession(const SessionInfo& info) {
         return Status::Ok();
       },
       false));
-  session_ = s;
+  {
+    std::lock_guard<std::mutex> lock(session_mu_);
+    session_ = s;
+  }
   sid_ = s.sid;
   return s.sid;
 }
@@ -397,11 +405,17 @@ Result<uint64_t> KvMeta::NewSession(const SessionInfo& info) {
 uint64_t KvMeta::SessionId() const { return sid_; }
 
 Status KvMeta::Heartbeat() {
-  if (sid_ == 0) return Status::InvalidArgument("no session: call NewSession first");
-  session_.heartbeat_ns = NowNs();
+  uint64_t sid = sid_;
+  if (sid == 0) return Status::InvalidArgument("no session: call NewSession first");
+  std::string info;
+  {
+    std::lock_guard<std::mutex> lock(session_mu_);
+    session_.heartbeat_ns = NowNs();
+    info = SessionToJson(session_);
+  }
   return Txn(
       [&](KvTxn& t) {
-        t.Set(SessionKey(sid_), SessionToJson(session_));
+        t.Set(SessionKey(sid), info);
         return Status::Ok();
       },
       false);
@@ -464,8 +478,7 @@ Status KvMeta::CloseSession() {
     std::lock_guard<std::mutex> lock(open_mu_);
     open_.clear();
   }
-  Status st = CleanSession(sid_);
-  sid_ = 0;
+  Status st = CleanSession(sid_.exchange(0));
   return st;
 }
 

@@ -1,6 +1,7 @@
 // KvMeta: MetaEngine over a TxnKV (private; see include/strata/fsmeta/meta.h).
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -120,9 +121,9 @@ class KvMeta final : public MetaEngine {
   std::mutex open_mu_;
   std::map<Ino, int> open_;  // this client's open counts, guarded by open_mu_
 
-  // Set by NewSession, before concurrent use.
-  uint64_t sid_ = 0;
-  SessionInfo session_;
+  std::atomic<uint64_t> sid_{0};  // 0 until NewSession, again after CloseSession
+  std::mutex session_mu_;
+  SessionInfo session_;  // guarded by session_mu_
 };
 
 }  // namespace strata::fsmeta
