@@ -2,7 +2,7 @@
 //
 // Keys are compact binary, inode numbers big-endian so a scan of one prefix
 // returns a directory's entries by name and a file's chunks in order:
-//   Mformat                     volume format (JSON)
+//   Mformat                     volume format (JSON); Msync: written by Sync
 //   K<name>                     counters (decimal text): nextinode, nextslice,
 //                               nextsession, usedspace, inodes
 //   A<ino>                      attributes (kAttrLen bytes)

@@ -279,8 +279,18 @@ class SqliteKV final : public TxnKV {
   Status Sync() override {
     if (sync_ == "FULL") return Status::Ok();  // every commit fsynced the WAL
     std::lock_guard<std::mutex> lock(write_mu_);
-    // A checkpoint fsyncs the WAL before copying it into the database file.
-    return writer_->Exec("PRAGMA wal_checkpoint(PASSIVE)");
+    // One commit with synchronous=FULL fsyncs the WAL, and with it every frame
+    // committed before (a checkpoint would skip the fsync while a reader holds
+    // an old snapshot).
+    STRATA_RETURN_IF_ERROR(writer_->Exec("PRAGMA synchronous=FULL"));
+    Status st = Run(writer_.get(),
+                    [](KvTxn& t) {
+                      t.Set("Msync", "");
+                      return Status::Ok();
+                    },
+                    false);
+    Status back = writer_->Exec("PRAGMA synchronous=NORMAL");
+    return st.ok() ? back : st;
   }
 
  private:

@@ -282,7 +282,7 @@ class MetaEngine {
                        const LockRange& range) = 0;
 
   // Makes every transaction committed so far durable against power loss
-  // (SQLite with sync=normal: checkpoints the WAL, which fsyncs it; a no-op
+  // (SQLite with sync=normal: one fsynced commit, which covers all before; a no-op
   // where each commit is already durable, and for Redis, whose durability is
   // the server's appendfsync setting). Call it from fsync.
   virtual Status Sync() { return Status::Ok(); }
