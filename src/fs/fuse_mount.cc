@@ -265,6 +265,7 @@ void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* in, int to_set, fuse
   }
   uint64_t seq0 = fs->Seq();
   auto r = mask ? fs->meta_->SetAttr(fs->Ctx(req), ino, mask, a) : fs->meta_->GetAttr(ino);
+  if (mask & fsmeta::kSetSize) fs->data_->InvalidateSlices(ino);
   if (!r) return fs->ReplyErr(req, r.error(), "setattr");
   if (to_set & FUSE_SET_ATTR_SIZE) {
     std::lock_guard<std::mutex> lk(fs->mu_);
@@ -382,12 +383,14 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     Attr t;
     t.size = 0;
     auto r = st.ok() ? fs->meta_->SetAttr(ctx, ino, fsmeta::kSetSize, t) : Result<Attr>(st);
+    fs->data_->InvalidateSlices(ino);
     if (!r) {
       (void)fs->meta_->Close(ino);
       return fs->ReplyErr(req, r.error(), "open O_TRUNC");
     }
     attr = *r;
   }
+  fs->data_->InvalidateSlices(ino);  // close-to-open: another client may have written
   if (OpenHandle(fs, ino, attr, fi) && fs->se_) {
     // Close-to-open: drop the kernel's cached size/mtime (attributes only,
     // no page lock involved, so this cannot wait on this request).
@@ -773,6 +776,7 @@ void OpFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t l
   if (fs->ReadOnly(req)) return;
   Status st = fs->data_->Flush(ino);
   if (st.ok()) st = fs->meta_->Fallocate(fs->Ctx(req), ino, mode, offset, length);
+  fs->data_->InvalidateSlices(ino);
   if (!st.ok()) return fs->ReplyErr(req, st, "fallocate");
   auto a = fs->meta_->GetAttr(ino);
   if (a) {

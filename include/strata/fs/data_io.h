@@ -111,6 +111,12 @@ class DataIO {
   // attributes, then DirtyLength, then it again, sees a consistent length.
   uint64_t commit_seq() const { return commit_seq_.load(); }
 
+  // Slice lists read from the metadata engine are cached per inode until
+  // this mount changes them (commits, compaction) or this is called: at open
+  // (close-to-open: another client may have written) and after any change
+  // made through the metadata engine directly (truncate, fallocate).
+  void InvalidateSlices(Ino ino);
+
   // Rewrites the chunk's visible bytes as one slice when it has at least
   // min_slices slices. Returns true if it compacted.
   Result<bool> CompactChunk(Ino ino, uint32_t chunk_index, size_t min_slices = 2);
@@ -130,6 +136,7 @@ class DataIO {
   Status ReadChunkRange(Ino ino, uint32_t chunk, uint32_t from, uint32_t to, char* buf,
                         std::vector<fsmeta::Slice>* slices_out);
   void MaybeCompact(Ino ino, uint32_t chunk, size_t nslices);
+  Result<std::vector<fsmeta::Slice>> CachedSlices(Ino ino, uint32_t chunk);
 
   SliceMeta* meta_;
   ChunkStore* store_;
@@ -138,6 +145,10 @@ class DataIO {
   std::atomic<uint64_t> commit_seq_{0};
   std::mutex mu_;
   std::unordered_map<Ino, std::shared_ptr<Writer>> writers_;  // guarded by mu_
+  std::mutex slices_mu_;
+  std::unordered_map<Ino, std::unordered_map<uint32_t, std::vector<fsmeta::Slice>>> slices_;  // guarded by slices_mu_
+  uint64_t slices_epoch_ = 0;   // bumped by every invalidation, guarded by slices_mu_
+  size_t slices_entries_ = 0;   // guarded by slices_mu_
   std::mutex compact_mu_;
   std::unordered_set<uint64_t> compacting_;  // (ino << 20 | chunk), guarded by compact_mu_
   std::unique_ptr<ThreadPool> compact_pool_;
