@@ -157,7 +157,7 @@ int CmdFormat(const FormatArgs& a) {
 struct MountArgs {
   std::string meta, mountpoint;
   bool background = false, writeback = false, read_only = false, no_allow_other = false;
-  std::string cache_dir, cache_size = "10G", ram_cache = "512M", buffer_size = "300M";
+  std::string cache_dir, cache_size = "10G", ram_cache = "1G", buffer_size = "300M";
   int max_uploads = 20;
   uint32_t prefetch = 3;
   double attr_timeout = 1.0, entry_timeout = 1.0;
