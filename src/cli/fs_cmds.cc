@@ -159,7 +159,7 @@ struct MountArgs {
   bool background = false, writeback = false, read_only = false, no_allow_other = false;
   std::string cache_dir, cache_size = "10G", ram_cache = "1G", buffer_size = "300M";
   int max_uploads = 20;
-  uint32_t prefetch = 3;
+  uint32_t prefetch = 8;
   double attr_timeout = 1.0, entry_timeout = 1.0;
   std::string log_file, log_level = "info";
 };

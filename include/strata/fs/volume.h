@@ -29,7 +29,7 @@ struct VolumeOptions {
   uint64_t ram_cache_size = 1ull << 30;   // RAM tier bytes
   uint64_t buffer_size = 300ull << 20;    // write buffer, whole mount
   int max_uploads = 20;                   // concurrent block uploads
-  uint32_t prefetch = 3;                  // readahead blocks for sequential reads
+  uint32_t prefetch = 8;                  // readahead blocks for sequential reads
   bool read_only = false;
 };
 
