@@ -4,6 +4,7 @@
 #include "cli/fs_cmds.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -93,6 +94,17 @@ Result<uint64_t> Size(std::string_view what, const std::string& s) {
   return *r;
 }
 
+// A mount records its pid in a file named after the mount point, so `umount`
+// can wait until the process has committed everything and exited (a second
+// mount of a file:// volume needs the first one gone).
+std::string PidFileFor(const std::string& mountpoint) {
+  char real[PATH_MAX];
+  std::string path = realpath(mountpoint.c_str(), real) ? real : mountpoint;
+  std::string dir = access("/run", W_OK) == 0 ? "/run/strata-fs" : "/tmp/strata-fs-run";
+  mkdir(dir.c_str(), 0755);
+  return fmt::format("{}/{:016x}.pid", dir, std::hash<std::string>{}(path));
+}
+
 // ---------------------------------------------------------------------------
 
 struct FormatArgs {
@@ -145,9 +157,9 @@ int CmdFormat(const FormatArgs& a) {
 struct MountArgs {
   std::string meta, mountpoint;
   bool background = false, writeback = false, read_only = false, no_allow_other = false;
-  std::string cache_dir, cache_size = "10G", ram_cache = "512M", buffer_size = "300M";
+  std::string cache_dir, cache_size = "10G", ram_cache = "1G", buffer_size = "300M";
   int max_uploads = 20;
-  uint32_t prefetch = 3;
+  uint32_t prefetch = 8;
   double attr_timeout = 1.0, entry_timeout = 1.0;
   std::string log_file, log_level = "info";
 };
@@ -183,6 +195,7 @@ int ServeForeground(const MountArgs& a, int ready_fd) {
     report("E" + vol.error().ToString());
     return Fail("mount", vol.error());
   }
+  std::string pidfile = PidFileFor(a.mountpoint);
   fs::MountOptions mo;
   mo.mountpoint = a.mountpoint;
   mo.read_only = a.read_only;
@@ -192,6 +205,10 @@ int ServeForeground(const MountArgs& a, int ready_fd) {
   mo.entry_timeout = a.entry_timeout;
   bool bg = ready_fd >= 0;
   Status st = fs::ServeMount(vol->get(), mo, [&] {
+    if (FILE* f = std::fopen(pidfile.c_str(), "w")) {
+      std::fprintf(f, "%d\n", static_cast<int>(getpid()));
+      std::fclose(f);
+    }
     if (bg) {
       report("OK");
     } else {
@@ -200,6 +217,7 @@ int ServeForeground(const MountArgs& a, int ready_fd) {
       std::fflush(stdout);
     }
   });
+  std::remove(pidfile.c_str());
   if (!st.ok()) {
     report("E" + st.ToString());
     return Fail("mount", st);
@@ -250,7 +268,14 @@ int CmdMount(const MountArgs& a) {
 
 // ---------------------------------------------------------------------------
 
-int CmdUmount(const std::string& mountpoint, bool lazy) {
+int CmdUmount(const std::string& mountpoint, bool lazy, int wait_s) {
+  std::string pidfile = PidFileFor(mountpoint);
+  pid_t mount_pid = 0;
+  if (FILE* f = std::fopen(pidfile.c_str(), "r")) {
+    int p = 0;
+    if (std::fscanf(f, "%d", &p) == 1) mount_pid = p;
+    std::fclose(f);
+  }
   std::vector<const char*> argv = {"fusermount3", "-u"};
   if (lazy) argv.push_back("-z");
   argv.push_back(mountpoint.c_str());
@@ -266,6 +291,18 @@ int CmdUmount(const std::string& mountpoint, bool lazy) {
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     fmt::print(stderr, "strata fs umount: fusermount3 -u {} failed (busy? try --lazy)\n", mountpoint);
     return kExitFailed;
+  }
+  // Wait for the mount process to commit what it buffered and exit.
+  if (mount_pid > 0) {
+    auto deadline = Clock::now() + std::chrono::seconds(wait_s);
+    while (kill(mount_pid, 0) == 0 && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (kill(mount_pid, 0) == 0) {
+      fmt::print(stderr, "strata fs umount: unmounted, but mount process {} is still running after {} s\n",
+                 mount_pid, wait_s);
+      return kExitFailed;
+    }
   }
   return 0;
 }
@@ -781,11 +818,17 @@ void RegisterFsCommands(CLI::App& app, int* exit_code) {
   m->footer("\nSIGTERM, SIGINT or `strata fs umount MOUNTPOINT` commits buffered writes and unmounts.");
   m->callback(wrap([ma] { return CmdMount(*ma); }));
 
-  auto um = std::make_shared<std::pair<std::string, bool>>();
-  auto* u = fsc->add_subcommand("umount", "Unmount (fusermount3 -u); buffered writes are committed");
-  u->add_option("mountpoint", um->first, "Mount point")->required();
-  u->add_flag("--lazy", um->second, "Detach now even if busy (umount -l)");
-  u->callback(wrap([um] { return CmdUmount(um->first, um->second); }));
+  struct UmountArgs {
+    std::string mountpoint;
+    bool lazy = false;
+    int wait = 60;
+  };
+  auto um = std::make_shared<UmountArgs>();
+  auto* u = fsc->add_subcommand("umount", "Unmount (fusermount3 -u) and wait until the mount process has committed its writes and exited");
+  u->add_option("mountpoint", um->mountpoint, "Mount point")->required();
+  u->add_flag("--lazy", um->lazy, "Detach now even if busy (umount -l)");
+  u->add_option("--wait", um->wait, "Seconds to wait for the mount process to exit")->capture_default_str();
+  u->callback(wrap([um] { return CmdUmount(um->mountpoint, um->lazy, um->wait); }));
 
   auto meta_url = std::make_shared<std::string>();
   auto* s = fsc->add_subcommand("status", "Show a volume's settings, usage and mounted sessions");

@@ -148,20 +148,51 @@ uint32_t ChunkStore::BlockLen(uint32_t slice_size, uint32_t index) const {
   return static_cast<uint32_t>(std::min<uint64_t>(options_.block_size, slice_size - start));
 }
 
-Status ChunkStore::PutBlock(uint64_t id, uint32_t index, std::string_view data) {
+Status ChunkStore::PutBlock(uint64_t id, uint32_t index, std::string_view data,
+                            std::shared_ptr<const std::string> keep) {
   std::string key = BlockKey(id, index, static_cast<uint32_t>(data.size()));
   objstore::WriteOptions wo;
   wo.checksum = ChecksumAlgorithm::kNone;  // blocks are verified by length / codec
+  Status st;
   if (options_.compression == Compression::kNone) {
-    return store_->PutBytes(key, data, wo).status();
+    st = store_->PutBytes(key, data, wo).status();
+  } else {
+    STRATA_ASSIGN_OR_RETURN(std::string z, CompressBlock(options_.compression, data));
+    st = store_->PutBytes(key, z, wo).status();
   }
-  STRATA_ASSIGN_OR_RETURN(std::string z, CompressBlock(options_.compression, data));
-  return store_->PutBytes(key, z, wo).status();
+  if (st.ok() && keep && keep->size() == data.size()) InsertPlain(key, std::move(keep));
+  return st;
+}
+
+std::shared_ptr<const std::string> ChunkStore::LookupPlain(const std::string& key) {
+  std::lock_guard<std::mutex> lk(plain_mu_);
+  auto it = plain_index_.find(key);
+  if (it == plain_index_.end()) return nullptr;
+  plain_lru_.splice(plain_lru_.begin(), plain_lru_, it->second);
+  return it->second->second;
+}
+
+void ChunkStore::InsertPlain(const std::string& key, std::shared_ptr<const std::string> block) {
+  if (options_.block_ram_bytes == 0) return;
+  std::lock_guard<std::mutex> lk(plain_mu_);
+  if (plain_index_.count(key) != 0) return;
+  plain_bytes_ += block->size();
+  plain_lru_.emplace_front(key, std::move(block));
+  plain_index_[key] = plain_lru_.begin();
+  while (plain_bytes_ > options_.block_ram_bytes && plain_lru_.size() > 1) {
+    plain_bytes_ -= plain_lru_.back().second->size();
+    plain_index_.erase(plain_lru_.back().first);
+    plain_lru_.pop_back();
+  }
 }
 
 Status ChunkStore::ReadBlock(uint64_t id, uint32_t index, uint32_t block_len, uint32_t off,
                              uint32_t len, char* buf) {
   std::string key = BlockKey(id, index, block_len);
+  if (auto plain = LookupPlain(key)) {
+    std::memcpy(buf, plain->data() + off, len);
+    return Status::Ok();
+  }
   objstore::ObjectStore* r = reader();
   if (options_.compression == Compression::kNone) {
     objstore::ReadOptions ro;
@@ -188,14 +219,6 @@ Status ChunkStore::ReadBlock(uint64_t id, uint32_t index, uint32_t block_len, ui
 
 std::shared_ptr<const std::string> ChunkStore::Decompressed(const std::string& key, uint32_t block_len,
                                                             Status* st) {
-  {
-    std::lock_guard<std::mutex> lk(plain_mu_);
-    auto it = plain_index_.find(key);
-    if (it != plain_index_.end()) {
-      plain_lru_.splice(plain_lru_.begin(), plain_lru_, it->second);
-      return it->second->second;
-    }
-  }
   std::string z;
   *st = reader()->Get(key, {}, [&](const char* d, size_t n) {
     z.append(d, n);
@@ -211,17 +234,7 @@ std::shared_ptr<const std::string> ChunkStore::Decompressed(const std::string& k
     *st = st->WithContext(fmt::format("block {}", key));
     return nullptr;
   }
-  std::lock_guard<std::mutex> lk(plain_mu_);
-  if (plain_index_.count(key) == 0 && options_.decompressed_cache_bytes > 0) {
-    plain_lru_.emplace_front(key, plain);
-    plain_index_[key] = plain_lru_.begin();
-    plain_bytes_ += block_len;
-    while (plain_bytes_ > options_.decompressed_cache_bytes && plain_lru_.size() > 1) {
-      plain_bytes_ -= plain_lru_.back().second->size();
-      plain_index_.erase(plain_lru_.back().first);
-      plain_lru_.pop_back();
-    }
-  }
+  InsertPlain(key, plain);
   return plain;
 }
 

@@ -155,7 +155,7 @@ void DataIO::SubmitBlock(Writer* w, DirtySlice* s, uint32_t index) {
   }
   uint64_t id = s->id;
   store_->upload_pool()->Submit([this, id, index, data, up] {
-    up->Done(store_->PutBlock(id, index, *data));
+    up->Done(store_->PutBlock(id, index, *data, data));
   });
 }
 
@@ -177,6 +177,8 @@ Status DataIO::CommitSlice(Ino ino, Writer* w, DirtySlice* s) {
     sl.len = s->len;
     sl.pos = s->pos;
     st = meta_->WriteChunk(ino, s->chunk, s->pos, sl, s->mtime_ns);
+    InvalidateSlices(ino);
+    commit_seq_++;
   }
   return st;
 }
@@ -341,7 +343,7 @@ Status DataIO::ReadChunkRange(Ino ino, uint32_t chunk, uint32_t from, uint32_t t
   {
     std::unique_lock<std::mutex> lk;
     if (wp) lk = std::unique_lock<std::mutex>(wp->mu);
-    STRATA_ASSIGN_OR_RETURN(slices, meta_->ReadChunk(ino, chunk));
+    STRATA_ASSIGN_OR_RETURN(slices, CachedSlices(ino, chunk));
     if (wp) {
       auto it = wp->chunks.find(chunk);
       if (it != wp->chunks.end()) {
@@ -392,7 +394,14 @@ Result<size_t> DataIO::Read(Ino ino, uint64_t off, size_t n, char* buf, uint64_t
     uint32_t chunk = static_cast<uint32_t>(p / kChunk);
     uint32_t from = static_cast<uint32_t>(p % kChunk);
     uint32_t m = static_cast<uint32_t>(std::min<uint64_t>(n - done, kChunk - from));
-    STRATA_RETURN_IF_ERROR(ReadChunkRange(ino, chunk, from, from + m, buf + done, &last_slices));
+    Status st = ReadChunkRange(ino, chunk, from, from + m, buf + done, &last_slices);
+    if (st.IsNotFound()) {
+      // A cached slice list can name objects another client's compaction
+      // replaced and deleted: read the list again, once.
+      InvalidateSlices(ino);
+      st = ReadChunkRange(ino, chunk, from, from + m, buf + done, &last_slices);
+    }
+    STRATA_RETURN_IF_ERROR(st);
     last_chunk = chunk;
     done += m;
   }
@@ -440,6 +449,40 @@ void DataIO::MaybeCompact(Ino ino, uint32_t chunk, size_t nslices) {
   });
 }
 
+void DataIO::InvalidateSlices(Ino ino) {
+  std::lock_guard<std::mutex> lk(slices_mu_);
+  slices_epoch_++;
+  auto it = slices_.find(ino);
+  if (it == slices_.end()) return;
+  slices_entries_ -= it->second.size();
+  slices_.erase(it);
+}
+
+Result<std::vector<fsmeta::Slice>> DataIO::CachedSlices(Ino ino, uint32_t chunk) {
+  uint64_t epoch;
+  {
+    std::lock_guard<std::mutex> lk(slices_mu_);
+    auto it = slices_.find(ino);
+    if (it != slices_.end()) {
+      auto c = it->second.find(chunk);
+      if (c != it->second.end()) return c->second;
+    }
+    epoch = slices_epoch_;
+  }
+  STRATA_ASSIGN_OR_RETURN(std::vector<fsmeta::Slice> slices, meta_->ReadChunk(ino, chunk));
+  std::lock_guard<std::mutex> lk(slices_mu_);
+  // An invalidation since the read began may concern this very list: keep
+  // the result for this read only.
+  if (epoch == slices_epoch_) {
+    if (slices_entries_ >= 65536) {
+      slices_.clear();
+      slices_entries_ = 0;
+    }
+    if (slices_[ino].emplace(chunk, slices).second) slices_entries_++;
+  }
+  return slices;
+}
+
 void DataIO::WaitBackground() {
   for (;;) {
     {
@@ -478,6 +521,7 @@ Result<bool> DataIO::CompactChunk(Ino ino, uint32_t chunk, size_t min_slices) {
   ns.size = end;
   ns.len = end;
   Status st = meta_->ReplaceSlices(ino, chunk, slices, {ns});
+  InvalidateSlices(ino);
   if (!st.ok()) {
     (void)store_->DeleteSlice(id, end);  // lost a race with a writer: drop our copy
     if (fsmeta::ErrnoOf(st) == EAGAIN) return false;

@@ -5,6 +5,7 @@
 #include <iterator>
 #include <map>
 #include <ostream>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -153,6 +154,7 @@ Result<std::vector<std::string>> KvMeta::Check(const CheckOptions& options) {
     return true;
   }));
 
+  std::set<Ino> freed;  // by repair
   for (auto& [ino, a] : attrs) {
     uint32_t expect;
     if (S_ISDIR(a.mode)) {
@@ -162,6 +164,7 @@ Result<std::vector<std::string>> KvMeta::Check(const CheckOptions& options) {
         if (options.repair) {
           Attr copy = a;
           STRATA_RETURN_IF_ERROR(fix([&](KvTxn& t) { FreeInode(t, ino, copy); }));
+          freed.insert(ino);
         }
         continue;
       }
@@ -173,6 +176,7 @@ Result<std::vector<std::string>> KvMeta::Check(const CheckOptions& options) {
         if (options.repair) {
           Attr copy = a;
           STRATA_RETURN_IF_ERROR(fix([&](KvTxn& t) { FreeInode(t, ino, copy); }));
+          freed.insert(ino);
         }
         continue;
       }
@@ -184,6 +188,37 @@ Result<std::vector<std::string>> KvMeta::Check(const CheckOptions& options) {
         a.nlink = expect;
         Attr copy = a;
         STRATA_RETURN_IF_ERROR(fix([&](KvTxn& t) { t.Set(AttrKey(ino), EncodeAttr(copy)); }));
+      }
+    }
+  }
+
+  // Counters behind StatFS.
+  {
+    int64_t inodes = 0, space = 0;
+    for (const auto& [ino, a] : attrs) {
+      if (ino == kTrashIno || freed.count(ino)) continue;
+      ++inodes;
+      if (S_ISDIR(a.mode)) space += 4096;
+      else if (S_ISREG(a.mode)) space += static_cast<int64_t>((a.size + 4095) / 4096 * 4096);
+    }
+    std::optional<std::string> ci, cs;
+    STRATA_RETURN_IF_ERROR(kv_->Txn(
+        [&](KvTxn& t) {
+          ci = t.Get(kInodes);
+          cs = t.Get(kUsedSpace);
+          return Status::Ok();
+        },
+        true));
+    int64_t have_i = ci ? std::stoll(*ci) : 0, have_s = cs ? std::stoll(*cs) : 0;
+    if (have_i != inodes || have_s != space) {
+      problems.push_back("counters: " + std::to_string(have_i) + " inodes / " + std::to_string(have_s) +
+                         " bytes recorded, " + std::to_string(inodes) + " / " + std::to_string(space) +
+                         " found");
+      if (options.repair) {
+        STRATA_RETURN_IF_ERROR(fix([&](KvTxn& t) {
+          t.Set(kInodes, std::to_string(inodes));
+          t.Set(kUsedSpace, std::to_string(space));
+        }));
       }
     }
   }
@@ -320,8 +355,8 @@ Status KvMeta::Dump(std::ostream& out) {
   out << "],\n\"delslices\":[";
   first = true;
   STRATA_RETURN_IF_ERROR(kv_->ScanAll("Q", [&](const std::string& k, const std::string& v) {
-    if (k.size() != 9 || v.size() != 4) return true;
-    out << (first ? "" : ",") << json::array({GetBE64(k, 1), GetBE32(v, 0)}).dump();
+    if (k.size() != 17 || v.size() != 4) return true;
+    out << (first ? "" : ",") << json::array({GetBE64(k, 9), GetBE32(v, 0)}).dump();
     first = false;
     return true;
   }));

@@ -9,7 +9,8 @@ namespace strata::fsmeta {
 
 bool IsGroupedType(char type) {
   switch (type) {
-    case 'D': case 'C': case 'X': case 'F': case 'L': case 'U': return true;
+    case 'D': case 'C': case 'X': case 'F': case 'L': case 'U': case 'H': case 'E': case 'Q':
+      return true;
     default: return false;
   }
 }

@@ -2,7 +2,7 @@
 //
 // Keys are compact binary, inode numbers big-endian so a scan of one prefix
 // returns a directory's entries by name and a file's chunks in order:
-//   Mformat                     volume format (JSON)
+//   Mformat                     volume format (JSON); Msync: written by Sync
 //   K<name>                     counters (decimal text): nextinode, nextslice,
 //                               nextsession, usedspace, inodes
 //   A<ino>                      attributes (kAttrLen bytes)
@@ -13,8 +13,9 @@
 //   F<ino><sid><owner>          BSD flock -> type byte
 //   L<ino><sid><owner>          POSIX locks -> ranges (type, start, end, pid)
 //   U<sid><ino>                 sustained inode (unlinked while open by sid)
-//   E<sid>                      session info (JSON)
-//   Q<slice id>                 slice waiting for its objects to be deleted -> size
+//   H<sid><lock key>            a lock held by session sid
+//   E<0><sid>                   session info (JSON)
+//   Q<0><slice id>              slice waiting for its objects to be deleted -> size
 #pragma once
 
 #include <cstdint>
@@ -81,8 +82,23 @@ inline std::string SustainKey(uint64_t sid, Ino ino) {
   PutBE64(&k, ino);
   return k;
 }
-inline std::string SessionKey(uint64_t sid) { return Key1('E', sid); }
-inline std::string DelSliceKey(uint64_t id) { return Key1('Q', id); }
+// Sessions and the slice deletion queue are one group each (group id 0), so
+// listing them costs a range read, not a scan of the whole key space.
+inline std::string SessionPrefix() { return Key1('E', 0); }
+inline std::string SessionKey(uint64_t sid) {
+  std::string k = SessionPrefix();
+  PutBE64(&k, sid);
+  return k;
+}
+inline std::string DelSlicePrefix() { return Key1('Q', 0); }
+inline std::string DelSliceKey(uint64_t id) {
+  std::string k = DelSlicePrefix();
+  PutBE64(&k, id);
+  return k;
+}
+// H<sid><lock key>: the locks a session holds, for cleanup without a scan.
+inline std::string HeldPrefix(uint64_t sid) { return Key1('H', sid); }
+inline std::string HeldKey(uint64_t sid, const std::string& lock_key) { return Key1('H', sid) + lock_key; }
 inline const std::string kFormatKey = "Mformat";
 inline const std::string kNextInode = "Knextinode";
 inline const std::string kNextSlice = "Knextslice";

@@ -66,6 +66,8 @@ class TxnKV {
   virtual Status ScanAll(const std::string& prefix, const KvTxn::ScanFn& fn) = 0;
   // Removes every key of the volume.
   virtual Status DeleteAll() = 0;
+  // Makes committed transactions durable against power loss.
+  virtual Status Sync() { return Status::Ok(); }
 };
 
 // Scan groups: keys whose first byte is one of these letters are indexed by

@@ -335,8 +335,10 @@ class RedisKV final : public TxnKV {
 
   Status Txn(const std::function<Status(KvTxn&)>& body, bool read_only) override {
     std::mt19937 rng(std::random_device{}());
+    int reconnects = 0;
     for (int attempt = 0; attempt < 2000; ++attempt) {
       std::unique_ptr<Conn> c;
+      bool exec_sent = false;
       try {
         c = Acquire();
         RedisTxn txn(c.get(), read_only);
@@ -353,12 +355,18 @@ class RedisKV final : public TxnKV {
           Release(std::move(c));
           return st;
         }
+        exec_sent = true;
         bool ok = txn.Commit();
         Release(std::move(c));
         if (ok) return Status::Ok();
       } catch (const KvError& e) {
-        if (c && c->broken()) c.reset();
-        else if (c) Release(std::move(c));
+        // The connection may hold WATCH state or a half-read pipeline: drop it.
+        bool broken = c && c->broken();
+        c.reset();
+        // A connection lost before EXEC was sent changed nothing: run the body
+        // again on a new one (e.g. after a Redis restart or an idle timeout).
+        // After EXEC we cannot know whether it committed, so we report it.
+        if (broken && !exec_sent && reconnects++ < 3) continue;
         return e.status;
       }
       // Conflict: back off a little (randomised, growing) and run the body again.
@@ -370,7 +378,7 @@ class RedisKV final : public TxnKV {
 
   Result<int64_t> Incr(const std::string& key, int64_t delta) override {
     try {
-      auto c = Acquire();
+      auto c = Acquire(true);
       Reply r = c->Call({"INCRBY", key, std::to_string(delta)});
       Release(std::move(c));
       return static_cast<int64_t>(r->integer);
@@ -381,7 +389,7 @@ class RedisKV final : public TxnKV {
 
   Status ScanAll(const std::string& prefix, const KvTxn::ScanFn& fn) override {
     try {
-      auto c = Acquire();
+      auto c = Acquire(true);
       std::string pattern;
       for (char ch : prefix) {
         if (ch == '*' || ch == '?' || ch == '[' || ch == ']' || ch == '\\') pattern.push_back('\\');
@@ -423,7 +431,7 @@ class RedisKV final : public TxnKV {
 
   Status DeleteAll() override {
     try {
-      auto c = Acquire();
+      auto c = Acquire(true);
       c->Call({"FLUSHDB"});
       Release(std::move(c));
       return Status::Ok();
@@ -448,13 +456,23 @@ class RedisKV final : public TxnKV {
     return c;
   }
 
-  std::unique_ptr<Conn> Acquire() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!pool_.empty()) {
-        auto c = std::move(pool_.back());
+  // A pooled connection, or a new one. validate: PING a pooled one first (for
+  // calls that cannot simply be rerun when a dead connection fails them).
+  std::unique_ptr<Conn> Acquire(bool validate = false) {
+    for (;;) {
+      std::unique_ptr<Conn> c;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (pool_.empty()) break;
+        c = std::move(pool_.back());
         pool_.pop_back();
+      }
+      if (!validate) return c;
+      try {
+        c->Call({"PING"});
         return c;
+      } catch (const KvError&) {
+        // dead (server restarted or idle timeout): try the next one
       }
     }
     return Connect();

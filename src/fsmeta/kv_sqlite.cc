@@ -1,9 +1,12 @@
 // SQLite backend of TxnKV: one `kv(k BLOB PRIMARY KEY, v BLOB) WITHOUT ROWID`
 // table in WAL mode. synchronous=NORMAL by default (a committed transaction
 // survives kill -9; the last ones may be lost on power loss), FULL with
-// `?sync=full` (each commit fsyncs the WAL). Write transactions are BEGIN IMMEDIATE (one writer at
-// a time across processes, others wait on busy_timeout); this process's
-// transactions are serialised by mu_.
+// `?sync=full` (each commit fsyncs the WAL). Write transactions are BEGIN
+// IMMEDIATE (one writer at a time across processes, others wait on
+// busy_timeout); this process's write
+// transactions are serialised by write_mu_ on one connection. Read-only
+// transactions run on a pool of reader connections, concurrently with each
+// other and with the writer (WAL snapshots).
 #include <sqlite3.h>
 
 #include <chrono>
@@ -22,40 +25,12 @@ class Stmt {
       throw KvError(Status::IOError(std::string("sqlite prepare: ") + sqlite3_errmsg(db)));
   }
   ~Stmt() { sqlite3_finalize(st_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
   sqlite3_stmt* get() { return st_; }
 
  private:
   sqlite3_stmt* st_ = nullptr;
-};
-
-class SqliteKV;
-
-class SqliteTxn final : public KvTxn {
- public:
-  explicit SqliteTxn(SqliteKV* kv) : kv_(kv) {}
-  std::optional<std::string> Get(const std::string& key) override;
-  std::vector<std::optional<std::string>> MultiGet(const std::vector<std::string>& keys) override {
-    std::vector<std::optional<std::string>> out;
-    out.reserve(keys.size());
-    for (const auto& k : keys) out.push_back(Get(k));
-    return out;
-  }
-  void Set(const std::string& key, const std::string& value) override;
-  void Delete(const std::string& key) override;
-  void Append(const std::string& key, const std::string& value) override {
-    auto v = Get(key);
-    Set(key, (v ? *v : std::string()) + value);
-  }
-  void IncrBy(const std::string& key, int64_t delta) override {
-    auto v = Get(key);
-    int64_t n = v ? std::stoll(*v) : 0;
-    Set(key, std::to_string(n + delta));
-  }
-  void Scan(const std::string& prefix, const std::string& after, size_t limit, bool keys_only,
-            const ScanFn& fn) override;
-
- private:
-  SqliteKV* kv_;
 };
 
 std::string PrefixEnd(const std::string& prefix) {
@@ -65,29 +40,17 @@ std::string PrefixEnd(const std::string& prefix) {
   return end;  // "" = no upper bound
 }
 
-class SqliteKV final : public TxnKV {
+// One connection with its prepared statements; used by one transaction at a time.
+class Conn {
  public:
-  ~SqliteKV() override {
+  ~Conn() {
     get_.reset();
     put_.reset();
     del_.reset();
     if (db_) sqlite3_close(db_);
   }
 
-  // path may end in "?sync=normal|full" (default normal: with WAL, a committed
-  // transaction survives kill -9 of the process; full also survives power loss).
-  Status Open(std::string path) {
-    std::string sync = "NORMAL";
-    if (size_t q = path.find('?'); q != std::string::npos) {
-      std::string opts = path.substr(q + 1);
-      path.resize(q);
-      if (opts == "sync=full") {
-        sync = "FULL";
-      } else if (opts != "sync=normal") {
-        return Status::InvalidArgument("unknown sqlite3 URL option \"" + opts +
-                                       "\" (supported: sync=normal, sync=full)");
-      }
-    }
+  Status Open(const std::string& path, const std::string& sync, bool create) {
     if (sqlite3_open_v2(path.c_str(), &db_,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         nullptr) != SQLITE_OK) {
@@ -96,10 +59,11 @@ class SqliteKV final : public TxnKV {
     }
     sqlite3_busy_timeout(db_, 30000);
     std::string sync_pragma = "PRAGMA synchronous=" + sync;
-    for (const char* sql : {"PRAGMA journal_mode=WAL", sync_pragma.c_str(),
-                            "CREATE TABLE IF NOT EXISTS kv(k BLOB PRIMARY KEY, v BLOB NOT NULL) "
-                            "WITHOUT ROWID"}) {
-      STRATA_RETURN_IF_ERROR(Exec(sql));
+    STRATA_RETURN_IF_ERROR(Exec(sync_pragma.c_str()));
+    if (create) {
+      STRATA_RETURN_IF_ERROR(Exec("PRAGMA journal_mode=WAL"));
+      STRATA_RETURN_IF_ERROR(Exec(
+          "CREATE TABLE IF NOT EXISTS kv(k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID"));
     }
     try {
       get_ = std::make_unique<Stmt>(db_, "SELECT v FROM kv WHERE k = ?");
@@ -111,35 +75,160 @@ class SqliteKV final : public TxnKV {
     return Status::Ok();
   }
 
+  Status Exec(const char* sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg = err ? err : sqlite3_errmsg(db_);
+      sqlite3_free(err);
+      return Status::IOError(std::string("sqlite \"") + sql + "\": " + msg);
+    }
+    return Status::Ok();
+  }
+
+  [[noreturn]] void Fail(const char* what) {
+    throw KvError(Status::IOError(std::string("sqlite ") + what + ": " + sqlite3_errmsg(db_)));
+  }
+
+  sqlite3* db_ = nullptr;
+  std::unique_ptr<Stmt> get_, put_, del_;
+};
+
+class SqliteTxn final : public KvTxn {
+ public:
+  explicit SqliteTxn(Conn* c) : c_(c) {}
+
+  std::optional<std::string> Get(const std::string& key) override {
+    sqlite3_stmt* st = c_->get_->get();
+    sqlite3_reset(st);
+    sqlite3_bind_blob(st, 1, key.data(), static_cast<int>(key.size()), SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    std::optional<std::string> out;
+    if (rc == SQLITE_ROW) {
+      const char* p = static_cast<const char*>(sqlite3_column_blob(st, 0));
+      out.emplace(p ? p : "", static_cast<size_t>(sqlite3_column_bytes(st, 0)));
+    } else if (rc != SQLITE_DONE) {
+      sqlite3_reset(st);
+      c_->Fail("get");
+    }
+    sqlite3_reset(st);
+    return out;
+  }
+
+  std::vector<std::optional<std::string>> MultiGet(const std::vector<std::string>& keys) override {
+    std::vector<std::optional<std::string>> out;
+    out.reserve(keys.size());
+    for (const auto& k : keys) out.push_back(Get(k));
+    return out;
+  }
+
+  void Set(const std::string& key, const std::string& value) override {
+    sqlite3_stmt* st = c_->put_->get();
+    sqlite3_reset(st);
+    sqlite3_bind_blob(st, 1, key.data(), static_cast<int>(key.size()), SQLITE_STATIC);
+    sqlite3_bind_blob(st, 2, value.data(), static_cast<int>(value.size()), SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE) {
+      sqlite3_reset(st);
+      c_->Fail("set");
+    }
+    sqlite3_reset(st);
+  }
+
+  void Delete(const std::string& key) override {
+    sqlite3_stmt* st = c_->del_->get();
+    sqlite3_reset(st);
+    sqlite3_bind_blob(st, 1, key.data(), static_cast<int>(key.size()), SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE) {
+      sqlite3_reset(st);
+      c_->Fail("delete");
+    }
+    sqlite3_reset(st);
+  }
+
+  void Append(const std::string& key, const std::string& value) override {
+    auto v = Get(key);
+    Set(key, (v ? *v : std::string()) + value);
+  }
+
+  void IncrBy(const std::string& key, int64_t delta) override {
+    auto v = Get(key);
+    int64_t n = v ? std::stoll(*v) : 0;
+    Set(key, std::to_string(n + delta));
+  }
+
+  void Scan(const std::string& prefix, const std::string& after, size_t limit, bool keys_only,
+            const ScanFn& fn) override {
+    std::string lo = after.empty() ? prefix : after;
+    std::string hi = PrefixEnd(prefix);
+    std::string sql = std::string("SELECT k") + (keys_only ? "" : ", v") + " FROM kv WHERE k " +
+                      (after.empty() ? ">=" : ">") + " ?1" + (hi.empty() ? "" : " AND k < ?2") +
+                      " ORDER BY k" + (limit ? " LIMIT " + std::to_string(limit) : "");
+    Stmt stmt(c_->db_, sql.c_str());
+    sqlite3_stmt* st = stmt.get();
+    sqlite3_bind_blob(st, 1, lo.data(), static_cast<int>(lo.size()), SQLITE_STATIC);
+    if (!hi.empty()) sqlite3_bind_blob(st, 2, hi.data(), static_cast<int>(hi.size()), SQLITE_STATIC);
+    std::string k, v;
+    for (;;) {
+      int rc = sqlite3_step(st);
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) c_->Fail("scan");
+      const char* kp = static_cast<const char*>(sqlite3_column_blob(st, 0));
+      k.assign(kp ? kp : "", static_cast<size_t>(sqlite3_column_bytes(st, 0)));
+      if (!keys_only) {
+        const char* vp = static_cast<const char*>(sqlite3_column_blob(st, 1));
+        v.assign(vp ? vp : "", static_cast<size_t>(sqlite3_column_bytes(st, 1)));
+      }
+      if (!fn(k, v)) break;
+    }
+  }
+
+ private:
+  Conn* c_;
+};
+
+class SqliteKV final : public TxnKV {
+ public:
+  // path may end in "?sync=normal|full" (default normal: with WAL, a committed
+  // transaction survives kill -9 of the process; full also survives power loss).
+  Status Open(std::string path) {
+    sync_ = "NORMAL";
+    if (size_t q = path.find('?'); q != std::string::npos) {
+      std::string opts = path.substr(q + 1);
+      path.resize(q);
+      if (opts == "sync=full") {
+        sync_ = "FULL";
+      } else if (opts != "sync=normal") {
+        return Status::InvalidArgument("unknown sqlite3 URL option \"" + opts +
+                                       "\" (supported: sync=normal, sync=full)");
+      }
+    }
+    path_ = path;
+    writer_ = std::make_unique<Conn>();
+    return writer_->Open(path_, sync_, true);
+  }
+
   std::string_view Name() const override { return "sqlite3"; }
 
   Status Txn(const std::function<Status(KvTxn&)>& body, bool read_only) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (int attempt = 0;; ++attempt) {
-      Status st = Exec(read_only ? "BEGIN" : "BEGIN IMMEDIATE");
-      if (!st.ok()) {
-        if (attempt < 100) {  // busy beyond busy_timeout: another process holds it
-          std::this_thread::sleep_for(std::chrono::milliseconds(10));
-          continue;
+    if (read_only) {
+      std::unique_ptr<Conn> c;
+      {
+        std::lock_guard<std::mutex> lock(readers_mu_);
+        if (!readers_.empty()) {
+          c = std::move(readers_.back());
+          readers_.pop_back();
         }
-        return st;
       }
-      SqliteTxn txn(this);
-      try {
-        st = body(txn);
-      } catch (const KvError& e) {
-        st = e.status;
-      } catch (const std::exception& e) {
-        st = Status::Internal(std::string("metadata transaction: ") + e.what());
+      if (!c) {
+        c = std::make_unique<Conn>();
+        STRATA_RETURN_IF_ERROR(c->Open(path_, sync_, false));
       }
-      if (!st.ok() || read_only) {
-        (void)Exec("ROLLBACK");
-        return st;
-      }
-      st = Exec("COMMIT");
-      if (!st.ok()) (void)Exec("ROLLBACK");
+      Status st = Run(c.get(), body, true);
+      std::lock_guard<std::mutex> lock(readers_mu_);
+      if (readers_.size() < 16) readers_.push_back(std::move(c));
       return st;
     }
+    std::lock_guard<std::mutex> lock(write_mu_);
+    return Run(writer_.get(), body, false);
   }
 
   Result<int64_t> Incr(const std::string& key, int64_t delta) override {
@@ -157,8 +246,8 @@ class SqliteKV final : public TxnKV {
   }
 
   Status ScanAll(const std::string& prefix, const KvTxn::ScanFn& fn) override {
-    // Paged, each page in its own read transaction, so other writers are not
-    // blocked for the whole scan.
+    // Paged, each page in its own read transaction, so a long scan holds no
+    // snapshot and fn may run transactions of its own.
     std::string after;
     bool more = true;
     while (more) {
@@ -183,94 +272,59 @@ class SqliteKV final : public TxnKV {
   }
 
   Status DeleteAll() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return Exec("DELETE FROM kv");
+    std::lock_guard<std::mutex> lock(write_mu_);
+    return writer_->Exec("DELETE FROM kv");
   }
 
-  Status Exec(const char* sql) {
-    char* err = nullptr;
-    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-      std::string msg = err ? err : sqlite3_errmsg(db_);
-      sqlite3_free(err);
-      return Status::IOError(std::string("sqlite \"") + sql + "\": " + msg);
+  Status Sync() override {
+    if (sync_ == "FULL") return Status::Ok();  // every commit fsynced the WAL
+    std::lock_guard<std::mutex> lock(write_mu_);
+    // One commit with synchronous=FULL fsyncs the WAL, and with it every frame
+    // committed before (a checkpoint would skip the fsync while a reader holds
+    // an old snapshot).
+    STRATA_RETURN_IF_ERROR(writer_->Exec("PRAGMA synchronous=FULL"));
+    Status st = Run(writer_.get(),
+                    [](KvTxn& t) {
+                      t.Set("Msync", "");
+                      return Status::Ok();
+                    },
+                    false);
+    Status back = writer_->Exec("PRAGMA synchronous=NORMAL");
+    return st.ok() ? back : st;
+  }
+
+ private:
+  static Status Run(Conn* c, const std::function<Status(KvTxn&)>& body, bool read_only) {
+    Status st;
+    for (int attempt = 0;; ++attempt) {
+      st = c->Exec(read_only ? "BEGIN" : "BEGIN IMMEDIATE");
+      if (st.ok()) break;
+      if (attempt >= 100) return st;  // busy beyond busy_timeout: another process holds it
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    return Status::Ok();
+    SqliteTxn txn(c);
+    try {
+      st = body(txn);
+    } catch (const KvError& e) {
+      st = e.status;
+    } catch (const std::exception& e) {
+      st = Status::Internal(std::string("metadata transaction: ") + e.what());
+    }
+    if (!st.ok() || read_only) {
+      (void)c->Exec("ROLLBACK");
+      return st;
+    }
+    st = c->Exec("COMMIT");
+    if (!st.ok()) (void)c->Exec("ROLLBACK");
+    return st;
   }
 
-  [[noreturn]] void Fail(const char* what) {
-    throw KvError(Status::IOError(std::string("sqlite ") + what + ": " + sqlite3_errmsg(db_)));
-  }
-
-  sqlite3* db_ = nullptr;
-  std::mutex mu_;  // one transaction at a time on db_
-  std::unique_ptr<Stmt> get_, put_, del_;
+  std::string path_, sync_;
+  std::mutex write_mu_;
+  std::unique_ptr<Conn> writer_;  // guarded by write_mu_
+  std::mutex readers_mu_;
+  std::vector<std::unique_ptr<Conn>> readers_;  // idle reader connections, guarded by readers_mu_
 };
-
-std::optional<std::string> SqliteTxn::Get(const std::string& key) {
-  sqlite3_stmt* st = kv_->get_->get();
-  sqlite3_reset(st);
-  sqlite3_bind_blob(st, 1, key.data(), static_cast<int>(key.size()), SQLITE_STATIC);
-  int rc = sqlite3_step(st);
-  std::optional<std::string> out;
-  if (rc == SQLITE_ROW) {
-    const char* p = static_cast<const char*>(sqlite3_column_blob(st, 0));
-    out.emplace(p ? p : "", static_cast<size_t>(sqlite3_column_bytes(st, 0)));
-  } else if (rc != SQLITE_DONE) {
-    sqlite3_reset(st);
-    kv_->Fail("get");
-  }
-  sqlite3_reset(st);
-  return out;
-}
-
-void SqliteTxn::Set(const std::string& key, const std::string& value) {
-  sqlite3_stmt* st = kv_->put_->get();
-  sqlite3_reset(st);
-  sqlite3_bind_blob(st, 1, key.data(), static_cast<int>(key.size()), SQLITE_STATIC);
-  sqlite3_bind_blob(st, 2, value.data(), static_cast<int>(value.size()), SQLITE_STATIC);
-  if (sqlite3_step(st) != SQLITE_DONE) {
-    sqlite3_reset(st);
-    kv_->Fail("set");
-  }
-  sqlite3_reset(st);
-}
-
-void SqliteTxn::Delete(const std::string& key) {
-  sqlite3_stmt* st = kv_->del_->get();
-  sqlite3_reset(st);
-  sqlite3_bind_blob(st, 1, key.data(), static_cast<int>(key.size()), SQLITE_STATIC);
-  if (sqlite3_step(st) != SQLITE_DONE) {
-    sqlite3_reset(st);
-    kv_->Fail("delete");
-  }
-  sqlite3_reset(st);
-}
-
-void SqliteTxn::Scan(const std::string& prefix, const std::string& after, size_t limit,
-                     bool keys_only, const ScanFn& fn) {
-  std::string lo = after.empty() ? prefix : after;
-  std::string hi = PrefixEnd(prefix);
-  std::string sql = std::string("SELECT k") + (keys_only ? "" : ", v") + " FROM kv WHERE k " +
-                    (after.empty() ? ">=" : ">") + " ?1" + (hi.empty() ? "" : " AND k < ?2") +
-                    " ORDER BY k" + (limit ? " LIMIT " + std::to_string(limit) : "");
-  Stmt stmt(kv_->db_, sql.c_str());
-  sqlite3_stmt* st = stmt.get();
-  sqlite3_bind_blob(st, 1, lo.data(), static_cast<int>(lo.size()), SQLITE_STATIC);
-  if (!hi.empty()) sqlite3_bind_blob(st, 2, hi.data(), static_cast<int>(hi.size()), SQLITE_STATIC);
-  std::string k, v;
-  for (;;) {
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_DONE) break;
-    if (rc != SQLITE_ROW) kv_->Fail("scan");
-    const char* kp = static_cast<const char*>(sqlite3_column_blob(st, 0));
-    k.assign(kp ? kp : "", static_cast<size_t>(sqlite3_column_bytes(st, 0)));
-    if (!keys_only) {
-      const char* vp = static_cast<const char*>(sqlite3_column_blob(st, 1));
-      v.assign(vp ? vp : "", static_cast<size_t>(sqlite3_column_bytes(st, 1)));
-    }
-    if (!fn(k, v)) break;
-  }
-}
 
 }  // namespace
 

@@ -189,6 +189,44 @@ int KvMeta::TrashDays() {
   return format_ ? format_->trash_days : 0;
 }
 
+Status KvMeta::CheckSpace(int64_t space_delta, int64_t inode_delta) {
+  uint64_t capacity = 0, inode_limit = 0;
+  {
+    std::lock_guard<std::mutex> lock(fmt_mu_);
+    if (format_) {
+      capacity = format_->capacity;
+      inode_limit = format_->inodes;
+    }
+  }
+  if ((capacity == 0 || space_delta <= 0) && (inode_limit == 0 || inode_delta <= 0)) {
+    return Status::Ok();
+  }
+  std::lock_guard<std::mutex> lock(quota_mu_);
+  int64_t now = NowNs();
+  if (now - quota_read_ns_ > 1000000000) {
+    std::optional<std::string> u, i;
+    STRATA_RETURN_IF_ERROR(kv_->Txn(
+        [&](KvTxn& t) {
+          u = t.Get(kUsedSpace);
+          i = t.Get(kInodes);
+          return Status::Ok();
+        },
+        true));
+    cached_used_ = u ? std::stoll(*u) : 0;
+    cached_inodes_ = i ? std::stoll(*i) : 0;
+    quota_read_ns_ = now;
+  }
+  if (capacity && space_delta > 0 && cached_used_ + space_delta > static_cast<int64_t>(capacity)) {
+    return FsError(ENOSPC, "volume capacity of " + std::to_string(capacity) + " bytes reached");
+  }
+  if (inode_limit && inode_delta > 0 && cached_inodes_ + inode_delta > static_cast<int64_t>(inode_limit)) {
+    return FsError(ENOSPC, "volume inode limit of " + std::to_string(inode_limit) + " reached");
+  }
+  cached_used_ += space_delta;
+  cached_inodes_ += inode_delta;
+  return Status::Ok();
+}
+
 bool KvMeta::IsOpen(Ino ino) {
   std::lock_guard<std::mutex> lock(open_mu_);
   auto it = open_.find(ino);
@@ -339,7 +377,12 @@ static SessionInfo SessionFromJson(std::string_view v) {
 }
 
 Result<uint64_t> KvMeta::NewSession(const SessionInfo& info) {
-  if (!format_) STRATA_RETURN_IF_ERROR(LoadFormat().status());
+  bool formatted;
+  {
+    std::lock_guard<std::mutex> lock(fmt_mu_);
+    formatted = format_.has_value();
+  }
+  if (!formatted) STRATA_RETURN_IF_ERROR(LoadFormat().status());
   STRATA_ASSIGN_OR_RETURN(int64_t sid, kv_->Incr(kNextSession, 1));
   SessionInfo s = info;
   s.sid = static_cast<uint64_t>(sid);
@@ -351,7 +394,10 @@ Result<uint64_t> KvMeta::NewSession(const SessionInfo& info) {
         return Status::Ok();
       },
       false));
-  session_ = s;
+  {
+    std::lock_guard<std::mutex> lock(session_mu_);
+    session_ = s;
+  }
   sid_ = s.sid;
   return s.sid;
 }
@@ -359,11 +405,17 @@ Result<uint64_t> KvMeta::NewSession(const SessionInfo& info) {
 uint64_t KvMeta::SessionId() const { return sid_; }
 
 Status KvMeta::Heartbeat() {
-  if (sid_ == 0) return Status::InvalidArgument("no session: call NewSession first");
-  session_.heartbeat_ns = NowNs();
+  uint64_t sid = sid_;
+  if (sid == 0) return Status::InvalidArgument("no session: call NewSession first");
+  std::string info;
+  {
+    std::lock_guard<std::mutex> lock(session_mu_);
+    session_.heartbeat_ns = NowNs();
+    info = SessionToJson(session_);
+  }
   return Txn(
       [&](KvTxn& t) {
-        t.Set(SessionKey(sid_), SessionToJson(session_));
+        t.Set(SessionKey(sid), info);
         return Status::Ok();
       },
       false);
@@ -371,27 +423,36 @@ Status KvMeta::Heartbeat() {
 
 Status KvMeta::CleanSession(uint64_t sid) {
   // Locks held by the session.
-  for (char type : {'F', 'L'}) {
-    std::vector<std::string> keys;
-    STRATA_RETURN_IF_ERROR(kv_->ScanAll(std::string(1, type), [&](const std::string& k, const std::string&) {
-      if (k.size() == 25 && GetBE64(k, 9) == sid) keys.push_back(k);
-      return true;
-    }));
-    for (const auto& k : keys) {
-      STRATA_RETURN_IF_ERROR(Txn(
-          [&](KvTxn& t) {
+  for (;;) {
+    std::vector<std::string> held;
+    STRATA_RETURN_IF_ERROR(Txn(
+        [&](KvTxn& t) {
+          held.clear();
+          t.Scan(HeldPrefix(sid), "", 500, true, [&](const std::string& k, const std::string&) {
+            held.push_back(k);
+            return true;
+          });
+          for (const auto& k : held) {
             t.Delete(k);
-            return Status::Ok();
-          },
-          false));
-    }
+            t.Delete(k.substr(kGroupLen));
+          }
+          return Status::Ok();
+        },
+        false));
+    if (held.size() < 500) break;
   }
   // Sustained inodes: free those no longer linked anywhere.
   std::vector<Ino> inos;
-  STRATA_RETURN_IF_ERROR(kv_->ScanAll(SustainPrefix(sid), [&](const std::string& k, const std::string&) {
-    if (k.size() == 17) inos.push_back(GetBE64(k, 9));
-    return true;
-  }));
+  STRATA_RETURN_IF_ERROR(Txn(
+      [&](KvTxn& t) {
+        inos.clear();
+        t.Scan(SustainPrefix(sid), "", 0, true, [&](const std::string& k, const std::string&) {
+          if (k.size() == 17) inos.push_back(GetBE64(k, 9));
+          return true;
+        });
+        return Status::Ok();
+      },
+      true));
   for (Ino ino : inos) {
     STRATA_RETURN_IF_ERROR(Txn(
         [&](KvTxn& t) {
@@ -417,17 +478,22 @@ Status KvMeta::CloseSession() {
     std::lock_guard<std::mutex> lock(open_mu_);
     open_.clear();
   }
-  Status st = CleanSession(sid_);
-  sid_ = 0;
+  Status st = CleanSession(sid_.exchange(0));
   return st;
 }
 
 Result<std::vector<SessionInfo>> KvMeta::ListSessions() {
   std::vector<SessionInfo> out;
-  STRATA_RETURN_IF_ERROR(kv_->ScanAll("E", [&](const std::string& k, const std::string& v) {
-    if (k.size() == 9) out.push_back(SessionFromJson(v));
-    return true;
-  }));
+  STRATA_RETURN_IF_ERROR(Txn(
+      [&](KvTxn& t) {
+        out.clear();
+        t.Scan(SessionPrefix(), "", 0, false, [&](const std::string& k, const std::string& v) {
+          if (k.size() == 17) out.push_back(SessionFromJson(v));
+          return true;
+        });
+        return Status::Ok();
+      },
+      true));
   return out;
 }
 
@@ -647,6 +713,7 @@ Result<Entry> KvMeta::MakeNode(const Context& ctx, Ino parent, std::string_view 
       return FsError(EINVAL, "unknown file type " + std::to_string(type >> 12));
   }
   if (parent == kTrashIno) return FsError(EPERM, "cannot create files in the trash");
+  STRATA_RETURN_IF_ERROR(CheckSpace(type == S_IFDIR ? 4096 : 0, 1));
   STRATA_ASSIGN_OR_RETURN(Ino ino, NextInode());
   int64_t now = NowNs();
   Entry e;
@@ -1099,13 +1166,14 @@ Status KvMeta::Write(Ino ino, uint32_t chunk_index, uint32_t pos, const Slice& s
         Attr* a = as.Get(ino);
         if (!a) return FsError(ENOENT, "inode " + std::to_string(ino) + " does not exist");
         if (!IsReg(*a)) return FsError(EPERM, "inode " + std::to_string(ino) + " is not a regular file");
-        t.Append(ChunkKey(ino, chunk_index), v);
         if (end > a->size) {
           int64_t delta = static_cast<int64_t>((end + 4095) / 4096 * 4096) -
                           static_cast<int64_t>((a->size + 4095) / 4096 * 4096);
+          STRATA_RETURN_IF_ERROR(CheckSpace(delta, 0));
           if (delta) t.IncrBy(kUsedSpace, delta);
           a->size = end;
         }
+        t.Append(ChunkKey(ino, chunk_index), v);
         a->mtime_ns = a->ctime_ns = mtime_ns;
         as.Dirty(ino);
         as.Flush();
@@ -1135,6 +1203,11 @@ Result<Attr> KvMeta::SetAttr(const Context& ctx, Ino ino, uint32_t mask, const A
           if (IsDir(*a)) return FsError(EISDIR, "cannot truncate a directory");
           if (!IsReg(*a)) return FsError(EINVAL, "cannot truncate a special file");
           STRATA_RETURN_IF_ERROR(Access(ctx, *a, W_OK));
+          if (in.size > a->size) {
+            STRATA_RETURN_IF_ERROR(CheckSpace(static_cast<int64_t>((in.size + 4095) / 4096 * 4096) -
+                                                  static_cast<int64_t>((a->size + 4095) / 4096 * 4096),
+                                              0));
+          }
           if (in.size != a->size) TruncateInTxn(t, ino, a, in.size, now);
           else a->mtime_ns = now;
         }
@@ -1220,6 +1293,7 @@ Status KvMeta::Fallocate(const Context& ctx, Ino ino, int mode, uint64_t offset,
         if (!(mode & kFallocKeepSize) && end > a->size) {
           int64_t delta = static_cast<int64_t>((end + 4095) / 4096 * 4096) -
                           static_cast<int64_t>((a->size + 4095) / 4096 * 4096);
+          STRATA_RETURN_IF_ERROR(CheckSpace(delta, 0));
           if (delta) t.IncrBy(kUsedSpace, delta);
           a->size = end;
         }
@@ -1277,10 +1351,16 @@ Status KvMeta::ListSlices(const std::function<Status(Ino, uint32_t, const Slice&
 
 Result<std::vector<SliceRef>> KvMeta::PendingSliceDeletes(size_t limit) {
   std::vector<SliceRef> out;
-  STRATA_RETURN_IF_ERROR(kv_->ScanAll("Q", [&](const std::string& k, const std::string& v) {
-    if (k.size() == 9 && v.size() == 4) out.push_back({GetBE64(k, 1), GetBE32(v, 0)});
-    return limit == 0 || out.size() < limit;
-  }));
+  STRATA_RETURN_IF_ERROR(Txn(
+      [&](KvTxn& t) {
+        out.clear();
+        t.Scan(DelSlicePrefix(), "", limit, false, [&](const std::string& k, const std::string& v) {
+          if (k.size() == 17 && v.size() == 4) out.push_back({GetBE64(k, 9), GetBE32(v, 0)});
+          return true;
+        });
+        return Status::Ok();
+      },
+      true));
   return out;
 }
 
@@ -1461,6 +1541,7 @@ Status KvMeta::Flock(const Context&, Ino ino, uint64_t owner, uint32_t type, boo
         [&](KvTxn& t) {
           if (type == F_UNLCK) {
             t.Delete(mine);
+            t.Delete(HeldKey(sid_, mine));
             return Status::Ok();
           }
           bool conflict = false;
@@ -1475,6 +1556,7 @@ Status KvMeta::Flock(const Context&, Ino ino, uint64_t owner, uint32_t type, boo
           });
           if (conflict) return FsError(EAGAIN, "file is locked by another owner");
           t.Set(mine, std::string(1, static_cast<char>(type)));
+          t.Set(HeldKey(sid_, mine), "");
           return Status::Ok();
         },
         false);
@@ -1553,8 +1635,13 @@ Status KvMeta::Setlk(const Context& ctx, Ino ino, uint64_t owner, bool block, co
           }
           std::sort(next.begin(), next.end(),
                     [](const PlockRange& a, const PlockRange& b) { return a.start < b.start; });
-          if (next.empty()) t.Delete(mine);
-          else t.Set(mine, EncodePlocks(next));
+          if (next.empty()) {
+            t.Delete(mine);
+            t.Delete(HeldKey(sid_, mine));
+          } else {
+            t.Set(mine, EncodePlocks(next));
+            t.Set(HeldKey(sid_, mine), "");
+          }
           return Status::Ok();
         },
         false);
@@ -1562,6 +1649,8 @@ Status KvMeta::Setlk(const Context& ctx, Ino ino, uint64_t owner, bool block, co
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
+
+Status KvMeta::Sync() { return kv_->Sync(); }
 
 // ---- factory --------------------------------------------------------------
 

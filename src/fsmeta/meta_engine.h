@@ -1,6 +1,7 @@
 // KvMeta: MetaEngine over a TxnKV (private; see include/strata/fsmeta/meta.h).
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -80,6 +81,7 @@ class KvMeta final : public MetaEngine {
   Status Getlk(const Context& ctx, Ino ino, uint64_t owner, LockRange* range) override;
   Status Setlk(const Context& ctx, Ino ino, uint64_t owner, bool block, const LockRange& range) override;
 
+  Status Sync() override;
   Result<std::vector<std::string>> Check(const CheckOptions& options) override;
   Status Dump(std::ostream& out) override;
   Status Load(std::istream& in) override;
@@ -91,6 +93,9 @@ class KvMeta final : public MetaEngine {
   Status Sticky(const Context& ctx, const Attr& dir, const Attr& victim) const;
   Result<Ino> NextInode();
   int TrashDays();
+  // ENOSPC when adding space/inodes would pass Format::capacity/inodes. Uses
+  // counters cached for up to a second (limits are soft across clients).
+  Status CheckSpace(int64_t space_delta, int64_t inode_delta);
   bool IsOpen(Ino ino);
   Status CleanSession(uint64_t sid);
   Result<Entry> MakeNode(const Context& ctx, Ino parent, std::string_view name, uint32_t mode,
@@ -110,12 +115,15 @@ class KvMeta final : public MetaEngine {
   Ino next_ino_ = 0, ino_end_ = 0;            // guarded by id_mu_
   uint64_t next_slice_ = 0, slice_end_ = 0;  // guarded by id_mu_
 
+  std::mutex quota_mu_;
+  int64_t quota_read_ns_ = 0, cached_used_ = 0, cached_inodes_ = 0;  // guarded by quota_mu_
+
   std::mutex open_mu_;
   std::map<Ino, int> open_;  // this client's open counts, guarded by open_mu_
 
-  // Set by NewSession, before concurrent use.
-  uint64_t sid_ = 0;
-  SessionInfo session_;
+  std::atomic<uint64_t> sid_{0};  // 0 until NewSession, again after CloseSession
+  std::mutex session_mu_;
+  SessionInfo session_;  // guarded by session_mu_
 };
 
 }  // namespace strata::fsmeta

@@ -60,7 +60,7 @@ class FakeSliceMeta final : public SliceMeta {
 
 struct Rig {
   explicit Rig(uint32_t block_size = 64 * 1024, Compression comp = Compression::kNone,
-               uint64_t buffer = 64ull << 20) {
+               uint64_t buffer = 64ull << 20, uint64_t block_ram = 128ull << 20) {
     store = objstore::NewMemObjectStore("fs-test");
     cache::CacheOptions co;
     co.block_size = block_size;
@@ -76,6 +76,7 @@ struct Rig {
     so.block_size = block_size;
     so.compression = comp;
     so.max_uploads = 4;
+    so.block_ram_bytes = block_ram;
     chunks = std::make_unique<ChunkStore>(store.get(), cache.get(), so);
     DataOptions dopt;
     dopt.buffer_size = buffer;
@@ -336,8 +337,17 @@ TEST(DataIOTest, ConcurrentWritersAndReaders) {
   EXPECT_EQ(r.ReadAll(7, all.size()), all);
 }
 
+TEST(DataIOTest, ReadsAfterWritesComeFromRamWithoutGets) {
+  Rig r(64 * 1024, Compression::kLz4);
+  std::string d = Random(500000, 9);
+  ASSERT_OK(r.data->Write(9, 0, d));
+  ASSERT_OK(r.data->Flush(9));
+  EXPECT_EQ(r.ReadAll(9, d.size()), d);
+  EXPECT_EQ(r.cache->stats().backend_gets, 0u);
+}
+
 TEST(DataIOTest, SequentialReadsPrefetchFollowingBlocks) {
-  Rig r(64 * 1024);
+  Rig r(64 * 1024, Compression::kNone, 64ull << 20, /*block_ram=*/0);
   std::string d = Random(2000000, 8);
   ASSERT_OK(r.data->Write(8, 0, d));
   ASSERT_OK(r.data->Flush(8));

@@ -81,13 +81,16 @@ TEST_F(VolumeTest, WriteFlushTruncateExtendAndPunch) {
   fsmeta::Attr t;
   t.size = 100000;
   ASSERT_OK(vol_->meta()->SetAttr(ctx_, ino, fsmeta::kSetSize, t).status());
+  vol_->data()->InvalidateSlices(ino);  // as the FUSE adapter does after a truncate
   EXPECT_EQ(ReadAll(ino), d.substr(0, 100000));
   t.size = 150000;  // extending exposes zeros, not the old bytes
   ASSERT_OK(vol_->meta()->SetAttr(ctx_, ino, fsmeta::kSetSize, t).status());
+  vol_->data()->InvalidateSlices(ino);
   std::string want = d.substr(0, 100000) + std::string(50000, '\0');
   EXPECT_EQ(ReadAll(ino), want);
 
   ASSERT_OK(vol_->meta()->Fallocate(ctx_, ino, fsmeta::kFallocPunchHole | fsmeta::kFallocKeepSize, 1000, 5000));
+  vol_->data()->InvalidateSlices(ino);
   std::fill(want.begin() + 1000, want.begin() + 6000, '\0');
   EXPECT_EQ(ReadAll(ino), want);
 

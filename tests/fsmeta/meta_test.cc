@@ -11,12 +11,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <strata/fsmeta/meta.h>
 
@@ -501,26 +501,29 @@ TEST_P(MetaTest, ReadDirPaginatesSmall) {
 // page by page: every name once, in order.
 TEST_P(MetaTest, ReadDirHundredThousandEntries) {
   constexpr int kN = 100000;
-  std::ostringstream dump;
-  ASSERT_OK(m_->Dump(dump));
-  auto doc = nlohmann::json::parse(dump.str());
   constexpr Ino kDir = 1000;
-  doc["inodes"].push_back({{"ino", kDir}, {"mode", S_IFDIR | 0755}, {"uid", 0}, {"gid", 0},
-                           {"nlink", 2}, {"size", 4096}, {"parent", kRootIno}});
-  doc["entries"].push_back({kRootIno, "big", kDir, S_IFDIR >> 12});
+  // The dump text is assembled by hand: building it as a JSON tree costs more
+  // than the whole listing.
+  auto inode = [](Ino ino, uint32_t mode, uint32_t nlink, uint64_t size, Ino parent) {
+    return "{\"ino\":" + std::to_string(ino) + ",\"mode\":" + std::to_string(mode) +
+           ",\"uid\":0,\"gid\":0,\"nlink\":" + std::to_string(nlink) + ",\"size\":" +
+           std::to_string(size) + ",\"parent\":" + std::to_string(parent) + "}";
+  };
+  std::string text =
+      "{\"format\":{\"name\":\"test\",\"storage\":\"mem://\",\"trash_days\":0},"
+      "\"counters\":{\"nextinode\":" + std::to_string(2000 + kN) +
+      ",\"nextslice\":0,\"nextsession\":0,\"usedspace\":8192,\"inodes\":" + std::to_string(kN + 2) +
+      "},\"inodes\":[" + inode(kRootIno, S_IFDIR | 0777, 3, 4096, kRootIno) + "," +
+      inode(kTrashIno, S_IFDIR | 0555, 2, 4096, kRootIno) + "," + inode(kDir, S_IFDIR | 0755, 2, 4096, kRootIno);
+  text.reserve(kN * 160);
+  for (int i = 0; i < kN; ++i) text += "," + inode(2000 + i, S_IFREG | 0644, 1, 0, kDir);
+  text += "],\"entries\":[[1,\"big\"," + std::to_string(kDir) + ",4]";
   for (int i = 0; i < kN; ++i) {
-    Ino ino = 2000 + i;
-    doc["inodes"].push_back({{"ino", ino}, {"mode", S_IFREG | 0644}, {"uid", 0}, {"gid", 0},
-                             {"nlink", 1}, {"size", 0}, {"parent", kDir}});
-    doc["entries"].push_back({kDir, "file" + std::to_string(i), ino, S_IFREG >> 12});
+    text += ",[" + std::to_string(kDir) + ",\"file" + std::to_string(i) + "\"," + std::to_string(2000 + i) + ",8]";
   }
-  for (auto& ino : doc["inodes"]) {
-    if (ino["ino"] == kRootIno) ino["nlink"] = 3;
-  }
-  doc["counters"]["nextinode"] = 2000 + kN;
-  doc["counters"]["inodes"] = kN + 2;
+  text += "],\"chunks\":[]}";
   ASSERT_OK(m_->Destroy());
-  std::istringstream in(doc.dump());
+  std::istringstream in(text);
   ASSERT_OK(m_->Load(in));
   ASSERT_OK_AND_ASSIGN(Attr root, m_->GetAttr(kRootIno));
   EXPECT_EQ(root.nlink, 3u);
@@ -687,18 +690,22 @@ TEST_P(MetaTest, CheckFindsAndRepairsInjectedDamage) {
         t.Set(codec::AttrKey(f.ino), codec::EncodeAttr(bad));
         t.Set(codec::DentKey(d.ino, "ghost"), codec::EncodeDent(S_IFREG, 777777));
         t.Set(codec::ChunkKey(888888, 0), codec::EncodeSlices({Slice{5, 10, 0, 10, 0}}));
+        t.Set(codec::kInodes, "99");
         return Status::Ok();
       },
       false));
   ASSERT_OK_AND_ASSIGN(auto problems, m_->Check(CheckOptions{}));
-  ASSERT_EQ(problems.size(), 3u);
+  ASSERT_EQ(problems.size(), 4u);
   std::string all;
   for (const auto& p : problems) all += p + "\n";
   EXPECT_NE(all.find("nlink is 5"), std::string::npos) << all;
   EXPECT_NE(all.find("dangling"), std::string::npos) << all;
   EXPECT_NE(all.find("chunk 0"), std::string::npos) << all;
+  EXPECT_NE(all.find("counters: 99 inodes"), std::string::npos) << all;
   ASSERT_OK_AND_ASSIGN(problems, m_->Check(CheckOptions{true}));
-  EXPECT_EQ(problems.size(), 3u);
+  EXPECT_EQ(problems.size(), 4u);
+  ASSERT_OK_AND_ASSIGN(StatFs s, m_->StatFS(root_, kRootIno));
+  EXPECT_EQ(s.used_inodes, 3u);
   ExpectClean();
   ASSERT_OK_AND_ASSIGN(Attr a, m_->GetAttr(f.ino));
   EXPECT_EQ(a.nlink, 1u);
@@ -755,7 +762,21 @@ TEST_P(MetaTest, ConcurrentWritersLoseNothing) {
       }
     });
   }
+  // a reader alongside: every lookup of the shared file succeeds, sizes only grow
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    uint64_t last = 0;
+    while (!done.load()) {
+      auto e = other->Lookup(root_, kRootIno, "shared");
+      EXPECT_OK(e);
+      if (!e.has_value()) break;
+      EXPECT_GE(e->attr.size, last);
+      last = e->attr.size;
+    }
+  });
   for (auto& t : threads) t.join();
+  done = true;
+  reader.join();
   size_t n = 0;
   std::string after;
   for (;;) {
@@ -771,6 +792,7 @@ TEST_P(MetaTest, ConcurrentWritersLoseNothing) {
   EXPECT_EQ(a.size, 4u * kPerWorker * 10);
   ASSERT_OK_AND_ASSIGN(StatFs s, m_->StatFS(root_, kRootIno));
   EXPECT_EQ(s.used_inodes, 3u + 4 * kPerWorker);
+  ASSERT_OK(m_->Sync());
   ExpectClean();
 }
 
@@ -787,8 +809,55 @@ TEST_P(MetaTest, SummaryCounts) {
   EXPECT_EQ(st.used_space, 3 * 4096u + 8192u);
 }
 
+TEST_P(MetaTest, CapacityAndInodeLimits) {
+  Format f;
+  f.name = "test";
+  f.capacity = 4096 + 8192;  // the root directory counts 4096
+  f.inodes = 3;
+  ASSERT_OK(m_->Init(f, false));
+  Entry a = MkFile(kRootIno, "a");
+  ASSERT_OK(m_->Write(a.ino, 0, 0, Slice{1, 8192, 0, 8192, 0}, 1));
+  EXPECT_ERRNO(m_->Write(a.ino, 0, 8192, Slice{2, 10, 0, 10, 0}, 1), ENOSPC);
+  ASSERT_OK(m_->Write(a.ino, 0, 100, Slice{3, 10, 0, 10, 0}, 1));  // an overwrite needs no space
+  Attr in;
+  in.size = 1 << 20;
+  EXPECT_ERRNO(m_->SetAttr(root_, a.ino, kSetSize, in), ENOSPC);
+  EXPECT_ERRNO(m_->Fallocate(root_, a.ino, 0, 0, 1 << 20), ENOSPC);
+  MkFile(kRootIno, "b");
+  EXPECT_ERRNO(m_->Mknod(root_, kRootIno, "c", S_IFREG | 0644, 0, 0), ENOSPC);
+  ASSERT_OK_AND_ASSIGN(StatFs s, m_->StatFS(root_, kRootIno));
+  EXPECT_EQ(s.total_space, 4096u + 8192u);
+  EXPECT_EQ(s.avail_space, 0u);
+  EXPECT_EQ(s.avail_inodes, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, MetaTest, ::testing::Values("sqlite", "redis"),
                          [](const auto& info) { return info.param; });
+
+// Redis drops every client connection (restart, idle timeout): the next
+// operations reconnect instead of failing.
+TEST(MetaRedisTest, ReconnectsAfterDroppedConnections) {
+  ASSERT_TRUE(RedisServer::Get().ok()) << "redis-server did not start";
+  ASSERT_OK_AND_ASSIGN(auto m, OpenMeta("redis://127.0.0.1:" + std::to_string(RedisServer::Get().port()) + "/2"));
+  ASSERT_OK(m->Destroy());
+  Format f;
+  f.name = "reconnect";
+  ASSERT_OK(m->Init(f, false));
+  ASSERT_OK(m->NewSession(SessionInfo{}).status());
+  Context root;
+  ASSERT_OK(m->Mknod(root, kRootIno, "before", S_IFREG | 0644, 0, 0).status());
+  std::string cmd = "redis-cli -p " + std::to_string(RedisServer::Get().port()) +
+                    " CLIENT KILL TYPE normal > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  ASSERT_OK(m->Mknod(root, kRootIno, "after", S_IFREG | 0644, 0, 0).status());
+  ASSERT_OK(m->Lookup(root, kRootIno, "before").status());
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  ASSERT_OK(m->NewSliceId().status());
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  ASSERT_OK_AND_ASSIGN(auto sessions, m->ListSessions());
+  EXPECT_EQ(sessions.size(), 1u);
+  ASSERT_OK(m->Destroy());
+}
 
 // kill -9 of a process committing to SQLite: every acknowledged operation is
 // there after reopening, and fsck finds nothing.

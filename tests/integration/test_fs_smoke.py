@@ -5,9 +5,12 @@ case fails.
 """
 
 import hashlib
+import mmap
 import os
+import random
 import subprocess
 import sys
+import threading
 import time
 
 from strata_harness import Runner, clean_env, parse_args, run_tool, tempdir
@@ -44,6 +47,65 @@ def mount(meta, mnt, log):
 
 def sha(data):
     return hashlib.sha256(data).hexdigest()
+
+
+def concurrent_model_check(mnt, local, seconds=8.0, threads=4):
+    """Threads each run random pwrite/truncate/fallocate/mmap/readdir on their
+    own file, mirrored on a local file; every read-back must match at once."""
+    end = time.time() + seconds
+    errors = []
+
+    def worker(k):
+        rnd = random.Random(1000 + k)
+        pm, pl = os.path.join(mnt, f"c{k}"), os.path.join(local, f"c{k}")
+        for p in (pm, pl):
+            open(p, "wb").close()
+        n = 0
+        while time.time() < end and not errors:
+            op = rnd.random()
+            if op < 0.45:
+                off, ln = rnd.randrange(0, 6 << 20), rnd.randrange(1, 200000)
+                data = os.urandom(ln)
+                for p in (pm, pl):
+                    fd = os.open(p, os.O_WRONLY)
+                    os.pwrite(fd, data, off)
+                    os.close(fd)
+            elif op < 0.55:
+                sz = rnd.randrange(0, 6 << 20)
+                for p in (pm, pl):
+                    os.truncate(p, sz)
+            elif op < 0.6:
+                off, ln = rnd.randrange(0, 6 << 20), rnd.randrange(1, 100000)
+                for p in (pm, pl):
+                    fd = os.open(p, os.O_RDWR)
+                    os.posix_fallocate(fd, off, ln)
+                    os.close(fd)
+            elif op < 0.65:
+                size = os.path.getsize(pl)
+                if size:
+                    off = rnd.randrange(0, size)
+                    ln = min(size - off, rnd.randrange(1, 50000))
+                    data = os.urandom(ln)
+                    for p in (pm, pl):
+                        with open(p, "r+b") as f:
+                            m = mmap.mmap(f.fileno(), 0)
+                            m[off:off + ln] = data
+                            m.flush()
+                            m.close()
+            elif op < 0.7:
+                os.listdir(mnt)
+            else:
+                a, b = open(pm, "rb").read(), open(pl, "rb").read()
+                if a != b:
+                    errors.append(f"c{k}: after {n} ops {len(a)} bytes vs {len(b)} expected")
+            n += 1
+
+    ts = [threading.Thread(target=worker, args=(k,)) for k in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors
 
 
 def main():
@@ -88,6 +150,10 @@ def main():
                 os.symlink("renamed.txt", os.path.join(mnt, "dir/link"))
                 assert os.readlink(os.path.join(mnt, "dir/link")) == "renamed.txt"
                 os.unlink(os.path.join(mnt, "dir/sub/f1.txt"))
+                os.mkdir(os.path.join(mnt, "conc"))
+                local = os.path.join(work, "local")
+                os.mkdir(local)
+                concurrent_model_check(os.path.join(mnt, "conc"), local)
                 st = os.statvfs(mnt)
                 assert st.f_bsize > 0
                 umount(mnt)

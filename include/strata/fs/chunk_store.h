@@ -49,7 +49,9 @@ struct ChunkStoreOptions {
   Compression compression = Compression::kNone;
   int max_uploads = 20;               // concurrent block PUTs
   int prefetch_threads = 8;           // concurrent readahead GETs
-  uint64_t decompressed_cache_bytes = 64ull << 20;  // RAM for decompressed blocks (compressed volumes)
+  // RAM for whole plain blocks: ones this process just wrote (a read after a
+  // write needs no GET) and decompressed ones (compressed volumes).
+  uint64_t block_ram_bytes = 128ull << 20;
 };
 
 class ChunkStore {
@@ -75,8 +77,10 @@ class ChunkStore {
   std::string ChunksPrefix() const;
 
   // Uploads one block (compressing it when configured). Synchronous; callers
-  // run it on the upload pool.
-  Status PutBlock(uint64_t id, uint32_t index, std::string_view data);
+  // run it on the upload pool. When `keep` (holding the same bytes as data)
+  // is given, the block stays in RAM for reads after the upload.
+  Status PutBlock(uint64_t id, uint32_t index, std::string_view data,
+                  std::shared_ptr<const std::string> keep = nullptr);
 
   // Reads [off, off + len) of slice `id` (of `slice_size` bytes) into buf.
   Status ReadSlice(uint64_t id, uint32_t slice_size, uint32_t off, uint32_t len, char* buf);
@@ -103,9 +107,11 @@ class ChunkStore {
   ChunkStoreOptions options_;
   std::unique_ptr<ThreadPool> upload_pool_;
   std::unique_ptr<ThreadPool> prefetch_pool_;
-  // Decompressed blocks of a compressed volume, so the many small reads of
-  // one block (FUSE reads 128 KiB at a time) decompress it once.
+  // Whole plain blocks in RAM: just written, or decompressed (so the many
+  // small reads of one block decompress it once).
   std::shared_ptr<const std::string> Decompressed(const std::string& key, uint32_t block_len, Status* st);
+  std::shared_ptr<const std::string> LookupPlain(const std::string& key);
+  void InsertPlain(const std::string& key, std::shared_ptr<const std::string> block);
   std::mutex plain_mu_;
   std::list<std::pair<std::string, std::shared_ptr<const std::string>>> plain_lru_;  // guarded by plain_mu_
   std::unordered_map<std::string, decltype(plain_lru_)::iterator> plain_index_;      // guarded by plain_mu_

@@ -60,7 +60,7 @@ std::unique_ptr<SliceMeta> NewMetaSliceMeta(fsmeta::MetaEngine* meta);
 
 struct DataOptions {
   uint64_t buffer_size = 300ull << 20;  // uncommitted bytes, whole mount, before forced commits
-  uint32_t prefetch_blocks = 3;         // readahead depth for sequential reads (0: none)
+  uint32_t prefetch_blocks = 8;         // readahead depth for sequential reads (0: none); 8 x 4 MiB measured 2-3x faster than 3 on a loopback S3
   size_t compact_threshold = 64;        // slices in one chunk that trigger a compaction
   bool background_compaction = true;
 };
@@ -106,6 +106,16 @@ class DataIO {
   uint64_t DirtyLength(Ino ino);
   bool HasDirty(Ino ino);
   uint64_t buffered_bytes() const { return buffered_.load(); }
+  // Bumped after every commit's metadata write, before the committed bytes
+  // stop counting in DirtyLength: a reader that samples it before reading
+  // attributes, then DirtyLength, then it again, sees a consistent length.
+  uint64_t commit_seq() const { return commit_seq_.load(); }
+
+  // Slice lists read from the metadata engine are cached per inode until
+  // this mount changes them (commits, compaction) or this is called: at open
+  // (close-to-open: another client may have written) and after any change
+  // made through the metadata engine directly (truncate, fallocate).
+  void InvalidateSlices(Ino ino);
 
   // Rewrites the chunk's visible bytes as one slice when it has at least
   // min_slices slices. Returns true if it compacted.
@@ -126,13 +136,19 @@ class DataIO {
   Status ReadChunkRange(Ino ino, uint32_t chunk, uint32_t from, uint32_t to, char* buf,
                         std::vector<fsmeta::Slice>* slices_out);
   void MaybeCompact(Ino ino, uint32_t chunk, size_t nslices);
+  Result<std::vector<fsmeta::Slice>> CachedSlices(Ino ino, uint32_t chunk);
 
   SliceMeta* meta_;
   ChunkStore* store_;
   DataOptions options_;
   std::atomic<uint64_t> buffered_{0};
+  std::atomic<uint64_t> commit_seq_{0};
   std::mutex mu_;
   std::unordered_map<Ino, std::shared_ptr<Writer>> writers_;  // guarded by mu_
+  std::mutex slices_mu_;
+  std::unordered_map<Ino, std::unordered_map<uint32_t, std::vector<fsmeta::Slice>>> slices_;  // guarded by slices_mu_
+  uint64_t slices_epoch_ = 0;   // bumped by every invalidation, guarded by slices_mu_
+  size_t slices_entries_ = 0;   // guarded by slices_mu_
   std::mutex compact_mu_;
   std::unordered_set<uint64_t> compacting_;  // (ino << 20 | chunk), guarded by compact_mu_
   std::unique_ptr<ThreadPool> compact_pool_;

@@ -26,10 +26,10 @@ namespace strata::fs {
 struct VolumeOptions {
   std::string cache_dir;                  // disk tier directory ("" = RAM only)
   uint64_t cache_size = 10ull << 30;      // disk tier bytes (with cache_dir)
-  uint64_t ram_cache_size = 512ull << 20; // RAM tier bytes
+  uint64_t ram_cache_size = 1ull << 30;   // RAM tier bytes
   uint64_t buffer_size = 300ull << 20;    // write buffer, whole mount
   int max_uploads = 20;                   // concurrent block uploads
-  uint32_t prefetch = 3;                  // readahead blocks for sequential reads
+  uint32_t prefetch = 8;                  // readahead blocks for sequential reads
   bool read_only = false;
 };
 

@@ -281,6 +281,12 @@ class MetaEngine {
   virtual Status Setlk(const Context& ctx, Ino ino, uint64_t owner, bool block,
                        const LockRange& range) = 0;
 
+  // Makes every transaction committed so far durable against power loss
+  // (SQLite with sync=normal: one fsynced commit, which covers all before; a no-op
+  // where each commit is already durable, and for Redis, whose durability is
+  // the server's appendfsync setting). Call it from fsync.
+  virtual Status Sync() { return Status::Ok(); }
+
   // ---- maintenance ----
   // fsck: nlink counts, dangling entries, orphan inodes, directory parents,
   // chunk/slice sanity, file lengths vs. slices. Returns one line per problem
