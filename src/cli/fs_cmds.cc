@@ -268,6 +268,27 @@ int CmdMount(const MountArgs& a) {
 
 // ---------------------------------------------------------------------------
 
+// Whether the mount process is still running. A zombie counts as gone: a
+// foreground mount started by a script exits, but stays a zombie until that
+// script reaps it, which it may only do after `umount` returns.
+bool MountProcessRunning(pid_t pid) {
+  if (kill(pid, 0) != 0) return false;
+  std::string stat;
+  if (FILE* f = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r")) {
+    char buf[512];
+    size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+    std::fclose(f);
+    stat.assign(buf, n);
+  }
+  // "pid (comm) S ...": the state follows the last ')'.
+  size_t close = stat.rfind(')');
+  if (close != std::string::npos && close + 2 < stat.size()) {
+    char state = stat[close + 2];
+    if (state == 'Z' || state == 'X') return false;
+  }
+  return true;
+}
+
 int CmdUmount(const std::string& mountpoint, bool lazy, int wait_s) {
   std::string pidfile = PidFileFor(mountpoint);
   pid_t mount_pid = 0;
@@ -295,10 +316,10 @@ int CmdUmount(const std::string& mountpoint, bool lazy, int wait_s) {
   // Wait for the mount process to commit what it buffered and exit.
   if (mount_pid > 0) {
     auto deadline = Clock::now() + std::chrono::seconds(wait_s);
-    while (kill(mount_pid, 0) == 0 && Clock::now() < deadline) {
+    while (MountProcessRunning(mount_pid) && Clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    if (kill(mount_pid, 0) == 0) {
+    if (MountProcessRunning(mount_pid)) {
       fmt::print(stderr, "strata fs umount: unmounted, but mount process {} is still running after {} s\n",
                  mount_pid, wait_s);
       return kExitFailed;

@@ -134,7 +134,9 @@ class FuseFs {
     std::memset(st, 0, sizeof(*st));
     st->st_ino = ino;
     st->st_mode = a.mode;
-    st->st_nlink = a.nlink;
+    // A file whose last name went to the trash is unlinked as far as POSIX
+    // goes (an open descriptor's fstat says 0 links).
+    st->st_nlink = (a.parent == fsmeta::kTrashIno && (a.mode & S_IFMT) != S_IFDIR) ? 0 : a.nlink;
     st->st_uid = a.uid;
     st->st_gid = a.gid;
     st->st_rdev = a.rdev;
@@ -391,6 +393,22 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     attr = *r;
   }
   fs->data_->InvalidateSlices(ino);  // close-to-open: another client may have written
+  if (acc != O_WRONLY && !(fi->flags & O_NOATIME) && !fs->opts_.read_only) {
+    // relatime, as Linux mounts by default (a FUSE kernel leaves atime to the
+    // filesystem): an open for reading updates an atime that is not newer
+    // than mtime/ctime or is a day old. The kernel re-reads the attributes
+    // after the notify below.
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count();
+    if (attr.atime_ns <= attr.mtime_ns || attr.atime_ns <= attr.ctime_ns ||
+        now - attr.atime_ns >= int64_t{86400} * 1000000000) {
+      Context internal = ctx;
+      internal.check_permission = false;
+      if (auto r = fs->meta_->SetAttr(internal, ino, fsmeta::kSetAtimeNow | fsmeta::kSetKeepCtime, Attr{})) {
+        attr = *r;
+      }
+    }
+  }
   if (OpenHandle(fs, ino, attr, fi) && fs->se_) {
     // Close-to-open: drop the kernel's cached size/mtime (attributes only,
     // no page lock involved, so this cannot wait on this request).

@@ -1240,7 +1240,7 @@ Result<Attr> KvMeta::SetAttr(const Context& ctx, Ino ino, uint32_t mask, const A
           if (mask & kSetAtimeNow) a->atime_ns = now;
           if (mask & kSetMtimeNow) a->mtime_ns = now;
         }
-        a->ctime_ns = now;
+        if (!(mask & kSetKeepCtime)) a->ctime_ns = now;
         as.Dirty(ino);
         as.Flush();
         out = *a;

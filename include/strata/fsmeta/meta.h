@@ -117,6 +117,9 @@ inline constexpr uint32_t kSetAtime = 1u << 4;     // to attr.atime_ns
 inline constexpr uint32_t kSetMtime = 1u << 5;     // to attr.mtime_ns
 inline constexpr uint32_t kSetAtimeNow = 1u << 6;
 inline constexpr uint32_t kSetMtimeNow = 1u << 7;
+// With kSetAtimeNow and no permission check: the access-time update a read
+// makes (relatime), which leaves ctime alone.
+inline constexpr uint32_t kSetKeepCtime = 1u << 8;
 
 // Rename flags (same values as Linux's RENAME_NOREPLACE / RENAME_EXCHANGE).
 inline constexpr uint32_t kRenameNoReplace = 1u << 0;
