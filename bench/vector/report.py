@@ -42,7 +42,7 @@ def main():
     curves = defaultdict(list)
     meta = {}
     for r in rows:
-        if r.get("filtered"):
+        if r.get("filtered") or "qps1" not in r:
             continue
         key = (r["index"], r["engine"])
         curves[key].append(r)
@@ -65,7 +65,8 @@ def main():
               + " | ".join(cells) + f" | {best:.4f} |")
 
     print()
-    print("Strata / anchor (QPS at equal recall@10, 1 thread; build: anchor time / Strata time):")
+    print("Strata / anchor (QPS at equal recall@10, 1 thread / 2 threads; build: anchor time / "
+          "Strata time):")
     for (index, engine), pts in sorted(curves.items()):
         if engine == "strata":
             continue
@@ -75,8 +76,9 @@ def main():
         parts = []
         for t in targets:
             a_q, s_q = qps_at(pts, t, k1), qps_at(ours, t, k1)
-            if a_q and s_q:
-                parts.append(f"@{t}: {s_q / a_q:.2f}x")
+            a_q2, s_q2 = qps_at(pts, t, k2), qps_at(ours, t, k2)
+            if a_q and s_q and a_q2 and s_q2:
+                parts.append(f"@{t}: {s_q / a_q:.2f}x / {s_q2 / a_q2:.2f}x")
         b = meta[(index, engine)][kb] / max(meta[(index, "strata")][kb], 1e-9)
         print(f"- {index} vs {engine}: " + ", ".join(parts) + f"; build {b:.2f}x faster")
 

@@ -11,7 +11,7 @@
 # libhnswlib-dev is installed), /usr/bin/python3 with python3-numpy,
 # python3-hnswlib, python3-faiss and python3-matplotlib (scripts/install-deps.sh
 # bench), npm for the word vectors.
-# Environment: BUILD_DIR (default build), VBENCH_DIR (default /tmp/strata-vbench),
+# Environment: BUILD_DIR (default build), VBENCH_DIR (default /tmp/vbench-strata),
 # TYPES (Strata indexes, default hnsw,ivf_pq), ANCHORS (anchors.py --only,
 # default faiss-hnsw,faiss-ivfpq; add hnswlib for Debian's SSE-only Python
 # hnswlib), M (16), EFC (200), THREADS (2), EF (ef sweep), NPROBE, REPEAT (3),
@@ -32,7 +32,7 @@ anchors=${ANCHORS:-faiss-hnsw,faiss-ivfpq}
 ef=${EF:-10,16,24,32,48,64,96,128,192,256,384,512}
 nprobe=${NPROBE:-4,8,16,32,64}
 repeat=${REPEAT:-3}
-vb=${VBENCH_DIR:-/tmp/strata-vbench}
+vb=${VBENCH_DIR:-/tmp/vbench-strata}
 
 case "$kind" in
   fashion-mnist)
