@@ -27,7 +27,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import strata_harness as H  # noqa: E402
 
-SKIP_RC = 77   # ctest SKIP_RETURN_CODE for "strata fs does not exist yet"
+SKIP_RC = 77   # ctest SKIP_RETURN_CODE: only for a machine without a FUSE device
 REDIS_SERVER = "/usr/bin/redis-server"
 
 
@@ -39,17 +39,19 @@ def strata_has_fs(binary):
 
 
 def skip_unless_fs(binary, name):
-    if not strata_has_fs(binary):
-        print(f"SKIP {name}: `{binary} fs` does not exist yet (no `fs` subcommand in --help); "
-              f"exit {SKIP_RC} = skipped", flush=True)
+    """Fails when `strata fs` or fusermount3 is missing; skips (exit 77) only
+    where the kernel offers no FUSE device (a container without /dev/fuse)."""
+    if not os.path.exists("/dev/fuse"):
+        print(f"SKIP {name}: /dev/fuse missing: this machine cannot mount FUSE "
+              f"filesystems; exit {SKIP_RC} = skipped", flush=True)
         sys.exit(SKIP_RC)
+    if not strata_has_fs(binary):
+        print(f"FAIL {name}: `{binary} fs` does not exist (no `fs` subcommand in --help)", flush=True)
+        sys.exit(1)
     for tool in ("/usr/bin/fusermount3",):
         if not os.access(tool, os.X_OK):
-            print(f"SKIP {name}: {tool} missing (Debian fuse3)", flush=True)
-            sys.exit(SKIP_RC)
-    if not os.path.exists("/dev/fuse"):
-        print(f"SKIP {name}: /dev/fuse missing", flush=True)
-        sys.exit(SKIP_RC)
+            print(f"FAIL {name}: {tool} missing (Debian fuse3; scripts/install-deps.sh test)", flush=True)
+            sys.exit(1)
 
 
 def fuse_mounts():

@@ -11,8 +11,8 @@ rounds before is intact byte for byte, and that every other file reads without
 error. At the end: umount and fsck once more.
 
 Usage: /usr/bin/python3 test_fs_crash.py --strata build/strata [--seed N] [--rounds 3]
-Prints STRATA_FS_CRASH_SEED=...; exits 77 (ctest: skipped) while the binary
-has no `fs` subcommand.
+Prints STRATA_FS_CRASH_SEED=...; exits 77 (ctest: skipped) only where
+/dev/fuse is missing.
 """
 
 import hashlib

@@ -6,7 +6,7 @@ everything persisted (read back from the object store), and `strata fs fsck`.
 
 Usage: /usr/bin/python3 test_fs_posix.py --strata build/strata
        [--large-dir N] [--seed N] [--only CHECK,...]
-Exits 77 (ctest: skipped) while the binary has no `fs` subcommand.
+Exits 77 (ctest: skipped) only where /dev/fuse is missing.
 """
 
 import os

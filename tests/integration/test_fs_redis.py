@@ -6,7 +6,7 @@ seen on the other, BSD flock and POSIX fcntl locks held on one mount blocking
 lockers on the other, and `strata fs fsck` at the end.
 
 Usage: /usr/bin/python3 test_fs_redis.py --strata build/strata
-Exits 77 (ctest: skipped) while the binary has no `fs` subcommand.
+Exits 77 (ctest: skipped) only where /dev/fuse is missing.
 """
 
 import errno

@@ -109,6 +109,10 @@ def concurrent_model_check(mnt, local, seconds=8.0, threads=4):
 
 
 def main():
+    if not os.path.exists("/dev/fuse"):
+        print("SKIP fs_smoke: /dev/fuse missing: this machine cannot mount FUSE filesystems; "
+              "exit 77 = skipped", flush=True)
+        sys.exit(77)
     runner = Runner("fs_smoke")
     with tempdir("strata-fs-smoke-") as work:
         meta = f"sqlite3://{work}/meta.db"
