@@ -9,13 +9,8 @@
 namespace strata::features::testing {
 
 inline std::string RepoRoot() {
-  // tests/features/<this file> -> the repository root. Ninja compiles with
-  // paths relative to the build directory (where ctest runs the tests), so a
-  // relative __FILE__ is made absolute first: "../tests/..." would otherwise
-  // lose a level and point the shared data at build/shared/data.
-  std::error_code ec;
-  const std::filesystem::path file = std::filesystem::absolute(__FILE__, ec).lexically_normal();
-  return file.parent_path().parent_path().parent_path().string();
+  // Set by strata_add_test (tests/CMakeLists.txt) to the repository root.
+  return STRATA_SOURCE_DIR;
 }
 
 inline std::string SharedDataDir() {
