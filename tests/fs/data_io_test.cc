@@ -361,6 +361,31 @@ TEST(DataIOTest, SequentialReadsPrefetchFollowingBlocks) {
   EXPECT_GT(rs.prefetched_to, 65536u * 3);
   auto before = r.cache->stats();
   EXPECT_GT(before.backend_gets, 0u);
+  EXPECT_EQ(before.heads, 0u);  // prefetches know each block's length from its key
+}
+
+TEST(DataIOTest, UncompressedBlocksAreReadWithoutHeads) {
+  // Block objects are immutable and their length is in the key: a cold read
+  // is one GET per block, no HEAD; a second read is served by the cache.
+  Rig r(64 * 1024, Compression::kNone, 64ull << 20, /*block_ram=*/0);
+  std::string d = Random(200000, 5);
+  ASSERT_OK(r.data->Write(5, 0, d));
+  ASSERT_OK(r.data->Flush(5));
+  EXPECT_EQ(r.ReadAll(5, d.size()), d);
+  auto s1 = r.cache->stats();
+  EXPECT_EQ(s1.heads, 0u);
+  EXPECT_EQ(s1.backend_gets, 4u);  // 200000 bytes in 64 KiB blocks
+  EXPECT_EQ(r.ReadAll(5, d.size()), d);
+  EXPECT_EQ(r.cache->stats().backend_gets, 4u);
+}
+
+TEST(DataIOTest, CompressedBlocksStillLearnTheirStoredLength) {
+  Rig r(64 * 1024, Compression::kZstd, 64ull << 20, /*block_ram=*/0);
+  std::string d = Random(100000, 6);
+  ASSERT_OK(r.data->Write(6, 0, d));
+  ASSERT_OK(r.data->Flush(6));
+  EXPECT_EQ(r.ReadAll(6, d.size()), d);
+  EXPECT_GT(r.cache->stats().heads, 0u);
 }
 
 }  // namespace
