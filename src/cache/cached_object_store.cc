@@ -238,7 +238,8 @@ struct CachedObjectStore::Impl {
     ReadOptions ro;
     ro.offset = index * options.block_size;
     ro.length = len;
-    ro.if_match = etag;
+    // An empty ETag: the caller vouches that the key is never rewritten.
+    if (!etag.empty()) ro.if_match = etag;
     Status st = base->Get(key, ro, [&](const char* b, size_t n) {
       data->append(b, n);
       return Status::Ok();

@@ -186,6 +186,18 @@ void ChunkStore::InsertPlain(const std::string& key, std::shared_ptr<const std::
   }
 }
 
+namespace {
+// What the cache needs to read an uncompressed block object without a HEAD:
+// its key and length (both fixed when the slice was written; the key is
+// never rewritten), and an empty etag, which tells the cache so.
+objstore::ObjectInfo ImmutableBlock(const std::string& key, uint32_t len) {
+  objstore::ObjectInfo info;
+  info.key = key;
+  info.size = len;
+  return info;
+}
+}  // namespace
+
 Status ChunkStore::ReadBlock(uint64_t id, uint32_t index, uint32_t block_len, uint32_t off,
                              uint32_t len, char* buf) {
   std::string key = BlockKey(id, index, block_len);
@@ -193,18 +205,24 @@ Status ChunkStore::ReadBlock(uint64_t id, uint32_t index, uint32_t block_len, ui
     std::memcpy(buf, plain->data() + off, len);
     return Status::Ok();
   }
-  objstore::ObjectStore* r = reader();
   if (options_.compression == Compression::kNone) {
-    objstore::ReadOptions ro;
-    ro.offset = off;
-    ro.length = len;
     size_t got = 0;
-    Status st = r->Get(key, ro, [&](const char* d, size_t n) {
+    auto sink = [&](const char* d, size_t n) {
       if (got + n > len) return Status::Corruption(fmt::format("block {} returned too many bytes", key));
       std::memcpy(buf + got, d, n);
       got += n;
       return Status::Ok();
-    });
+    };
+    Status st;
+    if (cache_) {
+      // Block objects are immutable and their length is in the key: no HEAD.
+      st = cache_->OpenReader(ImmutableBlock(key, block_len))->Read(off, len, sink);
+    } else {
+      objstore::ReadOptions ro;
+      ro.offset = off;
+      ro.length = len;
+      st = store_->Get(key, ro, sink);
+    }
     if (!st.ok()) return st.WithContext(fmt::format("reading block {}", key));
     if (got != len)
       return Status::Corruption(fmt::format("block {} is short: {} of {} bytes at {}", key, got, len, off));
@@ -220,6 +238,7 @@ Status ChunkStore::ReadBlock(uint64_t id, uint32_t index, uint32_t block_len, ui
 std::shared_ptr<const std::string> ChunkStore::Decompressed(const std::string& key, uint32_t block_len,
                                                             Status* st) {
   std::string z;
+  // The stored (compressed) length is not in the key: one HEAD per block.
   *st = reader()->Get(key, {}, [&](const char* d, size_t n) {
     z.append(d, n);
     return Status::Ok();
@@ -268,9 +287,15 @@ void ChunkStore::Prefetch(uint64_t id, uint32_t slice_size, uint32_t off, uint32
       std::lock_guard<std::mutex> lk(prefetch_mu_);
       if (!prefetching_.insert(key).second) continue;
     }
-    prefetch_pool_->Submit([this, key = std::move(key)] {
-      objstore::ObjectInfo info;
-      Status st = cache_->Get(key, {}, [](const char*, size_t) { return Status::Ok(); }, &info);
+    prefetch_pool_->Submit([this, key = std::move(key), blen] {
+      Status st;
+      if (options_.compression == Compression::kNone) {
+        auto r = cache_->Prefetch(ImmutableBlock(key, blen));
+        if (!r.ok()) st = r.error();
+      } else {
+        objstore::ObjectInfo info;
+        st = cache_->Get(key, {}, [](const char*, size_t) { return Status::Ok(); }, &info);
+      }
       if (!st.ok()) kLog.Debug("prefetch of {} failed: {}", key, st.ToString());
       std::lock_guard<std::mutex> lk(prefetch_mu_);
       prefetching_.erase(key);

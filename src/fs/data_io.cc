@@ -417,17 +417,29 @@ Result<size_t> DataIO::Read(Ino ino, uint64_t off, size_t n, char* buf, uint64_t
       const uint64_t bs = store_->block_size();
       uint64_t want_to = std::min<uint64_t>(length, off + n + options_.prefetch_blocks * bs);
       uint64_t start = std::max<uint64_t>(rs->prefetched_to, off + n);
-      // Only within the chunk just read: its slice list is at hand.
-      uint64_t chunk_end = (static_cast<uint64_t>(last_chunk) + 1) * kChunk;
-      uint64_t to = std::min(want_to, chunk_end);
-      if (start < to && start >= static_cast<uint64_t>(last_chunk) * kChunk) {
-        uint32_t a = static_cast<uint32_t>(start % kChunk);
-        uint32_t b = static_cast<uint32_t>(to - static_cast<uint64_t>(last_chunk) * kChunk);
-        for (const Segment& seg : VisibleSegments(last_slices, a, b)) {
+      // Across chunk boundaries too, so the first read of the next chunk
+      // does not wait for a block fetch: that chunk's slice list is one
+      // metadata read, cached for the reads that follow.
+      for (uint64_t pos = start; pos < want_to;) {
+        const uint32_t chunk = static_cast<uint32_t>(pos / kChunk);
+        const uint64_t chunk_start = static_cast<uint64_t>(chunk) * kChunk;
+        const uint64_t to = std::min<uint64_t>(want_to, chunk_start + kChunk);
+        std::vector<fsmeta::Slice> slices;
+        if (chunk == last_chunk && !last_slices.empty()) {
+          slices = last_slices;
+        } else {
+          auto r = CachedSlices(ino, chunk);
+          if (!r) break;  // only a hint: the read itself will report errors
+          slices = std::move(*r);
+        }
+        uint32_t a = static_cast<uint32_t>(pos - chunk_start);
+        uint32_t b = static_cast<uint32_t>(to - chunk_start);
+        for (const Segment& seg : VisibleSegments(slices, a, b)) {
           if (seg.id != 0) store_->Prefetch(seg.id, seg.size, seg.off, seg.len);
         }
         // Round to whole blocks so a block is requested once.
-        rs->prefetched_to = std::max<uint64_t>(to, ((start + bs - 1) / bs) * bs);
+        rs->prefetched_to = std::max<uint64_t>(to, ((pos + bs - 1) / bs) * bs);
+        pos = to;
       }
     }
   }

@@ -518,7 +518,9 @@ void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     auto it = fs->inodes_.find(ino);
     if (it != fs->inodes_.end() && --it->second.opens <= 0) {
       it->second.opens = 0;
-      last = true;
+      // Not written through this mount while open: the page cache holds the
+      // version seen at open, whose mtime/length are already recorded.
+      last = it->second.written;
     }
   }
   if (last) {

@@ -227,10 +227,12 @@ Status KvMeta::CheckSpace(int64_t space_delta, int64_t inode_delta) {
   return Status::Ok();
 }
 
-bool KvMeta::IsOpen(Ino ino) {
+bool KvMeta::MarkSustainedIfOpen(Ino ino) {
   std::lock_guard<std::mutex> lock(open_mu_);
   auto it = open_.find(ino);
-  return it != open_.end() && it->second > 0;
+  if (it == open_.end() || it->second <= 0) return false;
+  maybe_sustained_.insert(ino);
+  return true;
 }
 
 // ---- volume ---------------------------------------------------------------
@@ -690,7 +692,7 @@ void KvMeta::ReleaseLink(KvTxn& t, AttrCache& as, Ino ino, Attr* a, Ino parent, 
     return;
   }
   a->nlink = 0;
-  if (IsOpen(ino)) {
+  if (MarkSustainedIfOpen(ino)) {
     t.Set(SustainKey(sid_, ino), "");
     as.Dirty(ino);
     return;
@@ -1112,6 +1114,8 @@ Status KvMeta::Close(Ino ino) {
     if (it == open_.end()) return Status::Ok();
     if (--it->second > 0) return Status::Ok();
     open_.erase(it);
+    // Not unlinked while open here: no sustain key to drop, no transaction.
+    if (maybe_sustained_.erase(ino) == 0) return Status::Ok();
   }
   // Last close here: free the inode if it was unlinked while open.
   uint64_t sid = sid_;

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -96,7 +97,7 @@ class KvMeta final : public MetaEngine {
   // ENOSPC when adding space/inodes would pass Format::capacity/inodes. Uses
   // counters cached for up to a second (limits are soft across clients).
   Status CheckSpace(int64_t space_delta, int64_t inode_delta);
-  bool IsOpen(Ino ino);
+  bool MarkSustainedIfOpen(Ino ino);  // IsOpen, and remembers it for Close
   Status CleanSession(uint64_t sid);
   Result<Entry> MakeNode(const Context& ctx, Ino parent, std::string_view name, uint32_t mode,
                          uint32_t umask, uint64_t rdev, std::string_view symlink_target, bool open_after);
@@ -120,6 +121,9 @@ class KvMeta final : public MetaEngine {
 
   std::mutex open_mu_;
   std::map<Ino, int> open_;  // this client's open counts, guarded by open_mu_
+  // Inodes that may hold a sustain key of this session (unlinked while open):
+  // only their last Close needs a transaction. Guarded by open_mu_.
+  std::set<Ino> maybe_sustained_;
 
   std::atomic<uint64_t> sid_{0};  // 0 until NewSession, again after CloseSession
   std::mutex session_mu_;

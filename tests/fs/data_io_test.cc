@@ -3,6 +3,7 @@
 // byte-array model of the file.
 #include <strata/fs/data_io.h>
 
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <random>
@@ -361,6 +362,53 @@ TEST(DataIOTest, SequentialReadsPrefetchFollowingBlocks) {
   EXPECT_GT(rs.prefetched_to, 65536u * 3);
   auto before = r.cache->stats();
   EXPECT_GT(before.backend_gets, 0u);
+  EXPECT_EQ(before.heads, 0u);  // prefetches know each block's length from its key
+}
+
+TEST(DataIOTest, SequentialPrefetchCrossesIntoTheNextChunk) {
+  Rig r(64 * 1024, Compression::kNone, 64ull << 20, /*block_ram=*/0);
+  const uint64_t chunk = 64ull << 20;
+  const uint64_t at = chunk - 128 * 1024;  // two blocks before the boundary, two after
+  std::string d = Random(256 * 1024, 11);
+  ASSERT_OK(r.data->Write(11, at, d));
+  ASSERT_OK(r.data->Flush(11));
+  ReadState rs;
+  std::string buf(16384, '\0');
+  for (uint64_t off = at; off < at + 2 * buf.size(); off += buf.size()) {
+    ASSERT_OK_AND_ASSIGN(size_t n, r.data->Read(11, off, buf.size(), buf.data(), at + d.size(), &rs));
+    ASSERT_EQ(std::string_view(buf.data(), n), std::string_view(d).substr(off - at, n));
+  }
+  // Only chunk 0 was read; the prefetch must also fetch chunk 1's two blocks.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (r.cache->stats().backend_gets < 4 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(r.cache->stats().backend_gets, 4u);
+  EXPECT_GE(rs.prefetched_to, at + d.size());
+}
+
+TEST(DataIOTest, UncompressedBlocksAreReadWithoutHeads) {
+  // Block objects are immutable and their length is in the key: a cold read
+  // is one GET per block, no HEAD; a second read is served by the cache.
+  Rig r(64 * 1024, Compression::kNone, 64ull << 20, /*block_ram=*/0);
+  std::string d = Random(200000, 5);
+  ASSERT_OK(r.data->Write(5, 0, d));
+  ASSERT_OK(r.data->Flush(5));
+  EXPECT_EQ(r.ReadAll(5, d.size()), d);
+  auto s1 = r.cache->stats();
+  EXPECT_EQ(s1.heads, 0u);
+  EXPECT_EQ(s1.backend_gets, 4u);  // 200000 bytes in 64 KiB blocks
+  EXPECT_EQ(r.ReadAll(5, d.size()), d);
+  EXPECT_EQ(r.cache->stats().backend_gets, 4u);
+}
+
+TEST(DataIOTest, CompressedBlocksStillLearnTheirStoredLength) {
+  Rig r(64 * 1024, Compression::kZstd, 64ull << 20, /*block_ram=*/0);
+  std::string d = Random(100000, 6);
+  ASSERT_OK(r.data->Write(6, 0, d));
+  ASSERT_OK(r.data->Flush(6));
+  EXPECT_EQ(r.ReadAll(6, d.size()), d);
+  EXPECT_GT(r.cache->stats().heads, 0u);
 }
 
 }  // namespace

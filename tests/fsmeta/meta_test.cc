@@ -649,6 +649,26 @@ TEST_P(MetaTest, UnlinkedOpenFileIsSustainedUntilClose) {
   ExpectClean();
 }
 
+TEST_P(MetaTest, OnlyTheLastCloseOfAnUnlinkedFileFreesIt) {
+  Entry f = MkFile(kRootIno, "f");
+  ASSERT_OK(m_->Open(root_, f.ino, O_RDONLY).status());
+  ASSERT_OK(m_->Close(f.ino));  // opened and closed before the unlink: nothing sustained
+  ASSERT_OK(m_->Open(root_, f.ino, O_RDONLY).status());
+  ASSERT_OK(m_->Open(root_, f.ino, O_RDWR).status());
+  ASSERT_OK(m_->Unlink(root_, kRootIno, "f"));
+  ASSERT_OK(m_->Close(f.ino));
+  ASSERT_OK(m_->GetAttr(f.ino).status());  // one handle still open
+  ASSERT_OK(m_->Close(f.ino));
+  EXPECT_ERRNO(m_->GetAttr(f.ino), ENOENT);
+  // reopened inode numbers and files never unlinked while open need no sustain
+  Entry g = MkFile(kRootIno, "g");
+  ASSERT_OK(m_->Open(root_, g.ino, O_RDONLY).status());
+  ASSERT_OK(m_->Close(g.ino));
+  ASSERT_OK(m_->Unlink(root_, kRootIno, "g"));
+  EXPECT_ERRNO(m_->GetAttr(g.ino), ENOENT);
+  ExpectClean();
+}
+
 TEST_P(MetaTest, TrashKeepsDeletedFiles) {
   Format f;
   f.name = "test";

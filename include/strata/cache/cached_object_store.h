@@ -186,7 +186,9 @@ class CachedObjectStore final : public objstore::ObjectStore {
 
   // --- Cache -------------------------------------------------------------
   // A reader pinned to the object's current version (one HEAD, or the
-  // metadata cache), or to `info` when given (no HEAD).
+  // metadata cache), or to `info` when given (no HEAD). An `info` with an
+  // empty etag names an immutable key (written once, never rewritten): its
+  // blocks are fetched without If-Match and cached under that key alone.
   Result<std::unique_ptr<CachedReader>> OpenReader(std::string_view key);
   std::unique_ptr<CachedReader> OpenReader(const objstore::ObjectInfo& info);
 
