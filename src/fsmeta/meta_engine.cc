@@ -116,6 +116,15 @@ class AttrCache {
   std::set<Ino> dirty_;
 };
 
+// The directory `dir`, read through `as`: ENOENT if it does not exist,
+// ENOTDIR if it is not a directory.
+Result<Attr*> ExistingDir(AttrCache& as, Ino dir) {
+  Attr* p = as.Get(dir);
+  if (!p) return FsError(ENOENT, "directory inode " + std::to_string(dir) + " does not exist");
+  if (!IsDir(*p)) return FsError(ENOTDIR, "inode " + std::to_string(dir) + " is not a directory");
+  return p;
+}
+
 // ---------------------------------------------------------------------------
 
 KvMeta::KvMeta(std::unique_ptr<TxnKV> kv) : kv_(std::move(kv)) {}
@@ -565,9 +574,7 @@ Result<Entry> KvMeta::Lookup(const Context& ctx, Ino parent, std::string_view na
         bool special = name == "." || name == ".." || (parent == kRootIno && name == ".trash");
         std::optional<std::string> d;
         if (!special) d = as.GetWith(parent, DentKey(parent, name));
-        Attr* p = as.Get(parent);
-        if (!p) return FsError(ENOENT, "directory inode " + std::to_string(parent) + " does not exist");
-        if (!IsDir(*p)) return FsError(ENOTDIR, "inode " + std::to_string(parent) + " is not a directory");
+        STRATA_ASSIGN_OR_RETURN(Attr* p, ExistingDir(as, parent));
         STRATA_RETURN_IF_ERROR(Access(ctx, *p, X_OK));
         Ino ino;
         if (name == ".") {
@@ -725,9 +732,7 @@ Result<Entry> KvMeta::MakeNode(const Context& ctx, Ino parent, std::string_view 
       [&](KvTxn& t) {
         AttrCache as(t);
         auto existing = as.GetWith(parent, DentKey(parent, name));
-        Attr* p = as.Get(parent);
-        if (!p) return FsError(ENOENT, "directory inode " + std::to_string(parent) + " does not exist");
-        if (!IsDir(*p)) return FsError(ENOTDIR, "inode " + std::to_string(parent) + " is not a directory");
+        STRATA_ASSIGN_OR_RETURN(Attr* p, ExistingDir(as, parent));
         if (p->nlink == 0) return FsError(ENOENT, "directory was removed");
         STRATA_RETURN_IF_ERROR(Access(ctx, *p, W_OK | X_OK));
         if (existing) return FsError(EEXIST, Quote(name) + " already exists");
@@ -851,9 +856,7 @@ Status KvMeta::Unlink(const Context& ctx, Ino parent, std::string_view name) {
         AttrCache as(t);
         std::string key = DentKey(parent, name);
         auto d = as.GetWith(parent, key);
-        Attr* p = as.Get(parent);
-        if (!p) return FsError(ENOENT, "directory inode " + std::to_string(parent) + " does not exist");
-        if (!IsDir(*p)) return FsError(ENOTDIR, "inode " + std::to_string(parent) + " is not a directory");
+        STRATA_ASSIGN_OR_RETURN(Attr* p, ExistingDir(as, parent));
         STRATA_RETURN_IF_ERROR(Access(ctx, *p, W_OK | X_OK));
         if (!d) return FsError(ENOENT, Quote(name) + " not found");
         uint32_t type;
@@ -883,9 +886,7 @@ Status KvMeta::Rmdir(const Context& ctx, Ino parent, std::string_view name) {
         AttrCache as(t);
         std::string key = DentKey(parent, name);
         auto d = as.GetWith(parent, key);
-        Attr* p = as.Get(parent);
-        if (!p) return FsError(ENOENT, "directory inode " + std::to_string(parent) + " does not exist");
-        if (!IsDir(*p)) return FsError(ENOTDIR, "inode " + std::to_string(parent) + " is not a directory");
+        STRATA_ASSIGN_OR_RETURN(Attr* p, ExistingDir(as, parent));
         STRATA_RETURN_IF_ERROR(Access(ctx, *p, W_OK | X_OK));
         if (!d) return FsError(ENOENT, Quote(name) + " not found");
         uint32_t type;
