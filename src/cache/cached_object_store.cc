@@ -111,6 +111,10 @@ struct CachedObjectStore::Impl {
   std::deque<std::pair<BlockId, std::shared_ptr<Pending>>> staged_order;     // guarded by pending_mu
   uint64_t staged_bytes = 0;                                                 // guarded by pending_mu
 
+  std::mutex fills_mu;
+  std::condition_variable fills_cv;  // with fills_mu: fills_in_flight reached 0
+  uint64_t fills_in_flight = 0;      // guarded by fills_mu: disk writes behind a woken read
+
   std::mutex streams_mu;
   std::unordered_map<std::string, StreamState> streams;  // guarded by streams_mu
   std::deque<std::string> stream_order;                   // guarded by streams_mu
@@ -258,8 +262,25 @@ struct CachedObjectStore::Impl {
     }
     std::shared_ptr<const std::string> shared = std::move(data);
     // Offered to the tiers before anyone is woken, so a read that returned
-    // (or a Prefetch) leaves the block resident if the tiers took it.
-    const bool stored = st.ok() && InsertTiers(BlockRef{id, key, etag, index}, shared, admit);
+    // (or a Prefetch) leaves the block resident if the tiers took it. Once
+    // the RAM tier holds it, the disk write (a file create and a copy into the
+    // page cache: most of a cold read's CPU) waits until the readers are
+    // woken: they need not wait for it, the block is resident meanwhile.
+    const BlockRef ref{id, key, etag, index};
+    bool stored = false;
+    DiskTier* disk_behind = nullptr;
+    if (st.ok()) {
+      if (ram) stored = ram->Insert(ref, shared, admit);
+      if (DiskTier* disk = DiskFor(id)) {
+        if (stored && options.disk_fill_behind) {
+          disk_behind = disk;
+          std::lock_guard<std::mutex> lock(fills_mu);
+          ++fills_in_flight;
+        } else {
+          stored |= disk->Insert(ref, shared, admit);
+        }
+      }
+    }
     {
       std::lock_guard<std::mutex> lock(pending_mu);
       p->status = st;
@@ -279,6 +300,16 @@ struct CachedObjectStore::Impl {
       }
     }
     pending_cv.notify_all();
+    if (disk_behind != nullptr) {
+      disk_behind->Insert(ref, shared, admit);
+      std::lock_guard<std::mutex> lock(fills_mu);
+      if (--fills_in_flight == 0) fills_cv.notify_all();
+    }
+  }
+
+  void WaitForDiskFills() {
+    std::unique_lock<std::mutex> lock(fills_mu);
+    fills_cv.wait(lock, [&] { return fills_in_flight == 0; });
   }
 
   // Makes sure the block is resident or being fetched; true if this call
@@ -748,6 +779,8 @@ void CachedObjectStore::Unpin(std::string_view key) {
 }
 
 void CachedObjectStore::Invalidate(std::string_view key) { impl_->Changed(key, ""); }
+
+void CachedObjectStore::WaitForDiskFills() { impl_->WaitForDiskFills(); }
 
 CacheStats CachedObjectStore::stats() const {
   CacheStats s;

@@ -319,6 +319,7 @@ TEST_F(CachedObjectStoreTest, LimitsHoldUnderConcurrentLoad) {
     for (auto& t : readers) t.join();
     stop = true;
     sampler.join();
+    cache->WaitForDiskFills();
     const CacheStats s = cache->stats();
     EXPECT_EQ(failures.load(), 0);
     EXPECT_LE(max_disk.load(), disk_cap) << EvictionPolicyName(policy);
@@ -339,6 +340,36 @@ TEST_F(CachedObjectStoreTest, LimitsHoldUnderConcurrentLoad) {
     cache.reset();
     std::filesystem::remove_all(dir_.path() + "/blocks");
   }
+}
+
+TEST_F(CachedObjectStoreTest, BlocksTheRamTierTookReachTheDiskBehindTheRead) {
+  const std::string v = Put("k", 3 * kBlock + 5);
+  {
+    auto cache = OpenCache(Options(1 << 20, 8 << 20));
+    ASSERT_OK_AND_ASSIGN(std::string got, cache->GetBytes("k"));
+    EXPECT_EQ(got, v);
+    cache->WaitForDiskFills();
+    const CacheStats s = cache->stats();
+    EXPECT_EQ(s.tiers[0].blocks, 4u);
+    EXPECT_EQ(s.tiers[1].blocks, 4u);
+    EXPECT_EQ(BlockFiles(dir_.path()).size(), 4u);
+  }
+  {
+    // Closing right after a read still leaves every block on disk.
+    auto cache = OpenCache(Options(0, 8 << 20));
+    ASSERT_OK_AND_ASSIGN(std::string got, cache->GetBytes("k"));
+    EXPECT_EQ(got, v);
+    EXPECT_EQ(cache->stats().backend_gets, 0u);
+  }
+  std::filesystem::remove_all(dir_.path() + "/blocks");
+  {
+    auto cache = OpenCache(Options(1 << 20, 8 << 20));
+    ASSERT_OK(cache->GetBytes("k"));
+  }
+  auto cache = OpenCache(Options(0, 8 << 20));
+  ASSERT_OK_AND_ASSIGN(std::string got, cache->GetBytes("k"));
+  EXPECT_EQ(got, v);
+  EXPECT_EQ(cache->stats().backend_gets, 0u);
 }
 
 TEST_F(CachedObjectStoreTest, FreeSpaceFloorStopsTheDiskTier) {

@@ -102,6 +102,10 @@ struct CacheOptions {
   uint64_t max_readahead_bytes = 64ull << 20;  // window doubles from one block up to this
   uint64_t staging_bytes = 256ull << 20;       // fetched-but-not-admitted blocks awaiting a read
   bool fsync_blocks = false;  // fsync each block file (CRC already catches torn blocks)
+  // A fetched block the RAM tier took is written to its disk tier after the
+  // reads waiting for it are woken (by the fetch thread), not before: a cold
+  // read does not wait on the disk write. WaitForDiskFills() waits for them.
+  bool disk_fill_behind = true;
   std::string name = "default";  // the `cache` label of the metrics
 };
 
@@ -209,6 +213,10 @@ class CachedObjectStore final : public objstore::ObjectStore {
 
   // Forgets the key's metadata and drops its blocks (all versions).
   void Invalidate(std::string_view key);
+
+  // Returns once every block fetched so far has been offered to its disk
+  // tier (see CacheOptions::disk_fill_behind).
+  void WaitForDiskFills();
 
   CacheStats stats() const;
   // What `du` would say of disk tier i right now: st_blocks of its directory
