@@ -23,6 +23,8 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -77,6 +79,55 @@ class FuseFs {
   fuse_session* se_ = nullptr;  // set before the loop starts
   std::mutex mu_;
   std::unordered_map<Ino, InodeState> inodes_;  // guarded by mu_
+  // Inodes on which this mount took POSIX (fcntl) locks while open here: only
+  // their close needs the unlock transaction (no other mount can hold locks
+  // under this mount's session). Dropped at the last release.
+  std::unordered_set<Ino> plocked_;  // guarded by mu_
+
+  // relatime atimes not yet written: an open for reading must not wait for a
+  // metadata write transaction, so WriteAtimes() commits them every couple of
+  // seconds and at unmount (Linux's lazytime does the same for disk inodes).
+  // Until then getattr shows them from here. atime_write_mu_ is held across a
+  // write-out, and by a setattr that sets atime, so an explicit utime is
+  // never overwritten by an older open's atime.
+  std::mutex atime_write_mu_;
+  std::mutex atime_mu_;
+  std::unordered_map<Ino, int64_t> pending_atime_;  // guarded by atime_mu_
+
+  int64_t PendingAtime(Ino ino) {
+    std::lock_guard<std::mutex> lk(atime_mu_);
+    auto it = pending_atime_.find(ino);
+    return it == pending_atime_.end() ? 0 : it->second;
+  }
+
+  void DropPendingAtime(Ino ino) {
+    std::lock_guard<std::mutex> lk(atime_mu_);
+    pending_atime_.erase(ino);
+  }
+
+  void WriteAtimes() {
+    std::lock_guard<std::mutex> wl(atime_write_mu_);
+    std::vector<std::pair<Ino, int64_t>> todo;
+    {
+      std::lock_guard<std::mutex> lk(atime_mu_);
+      todo.assign(pending_atime_.begin(), pending_atime_.end());
+    }
+    if (todo.empty()) return;
+    Context internal;
+    internal.check_permission = false;
+    for (const auto& [ino, t] : todo) {
+      Attr a;
+      a.atime_ns = t;
+      auto r = meta_->SetAttr(internal, ino, fsmeta::kSetAtime | fsmeta::kSetKeepCtime, a);
+      if (!r && fsmeta::ErrnoOf(r.error()) != ENOENT) {
+        kLog.Warn("inode {}: writing its atime: {}", ino, r.error().ToString());
+        continue;  // kept: tried again next time
+      }
+      std::lock_guard<std::mutex> lk(atime_mu_);
+      auto it = pending_atime_.find(ino);
+      if (it != pending_atime_.end() && it->second == t) pending_atime_.erase(it);
+    }
+  }
 
   Context Ctx(fuse_req_t req) {
     const fuse_ctx* c = fuse_req_ctx(req);
@@ -131,6 +182,7 @@ class FuseFs {
         a = *fresh;
       }
     }
+    if (int64_t pending = PendingAtime(ino); pending > a.atime_ns) a.atime_ns = pending;
     std::memset(st, 0, sizeof(*st));
     st->st_ino = ino;
     st->st_mode = a.mode;
@@ -266,7 +318,13 @@ void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* in, int to_set, fuse
     a.size = static_cast<uint64_t>(in->st_size);
   }
   uint64_t seq0 = fs->Seq();
+  std::unique_lock<std::mutex> atime_lock(fs->atime_write_mu_, std::defer_lock);
+  if (mask & (fsmeta::kSetAtime | fsmeta::kSetAtimeNow)) {
+    atime_lock.lock();
+    fs->DropPendingAtime(ino);
+  }
   auto r = mask ? fs->meta_->SetAttr(fs->Ctx(req), ino, mask, a) : fs->meta_->GetAttr(ino);
+  if (atime_lock.owns_lock()) atime_lock.unlock();
   if (mask & fsmeta::kSetSize) fs->data_->InvalidateSlices(ino);
   if (!r) return fs->ReplyErr(req, r.error(), "setattr");
   if (to_set & FUSE_SET_ATTR_SIZE) {
@@ -396,17 +454,15 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (acc != O_WRONLY && !(fi->flags & O_NOATIME) && !fs->opts_.read_only) {
     // relatime, as Linux mounts by default (a FUSE kernel leaves atime to the
     // filesystem): an open for reading updates an atime that is not newer
-    // than mtime/ctime or is a day old. The kernel re-reads the attributes
-    // after the notify below.
+    // than mtime/ctime or is a day old. Written behind (see WriteAtimes).
     const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             std::chrono::system_clock::now().time_since_epoch()).count();
+    attr.atime_ns = std::max(attr.atime_ns, fs->PendingAtime(ino));
     if (attr.atime_ns <= attr.mtime_ns || attr.atime_ns <= attr.ctime_ns ||
         now - attr.atime_ns >= int64_t{86400} * 1000000000) {
-      Context internal = ctx;
-      internal.check_permission = false;
-      if (auto r = fs->meta_->SetAttr(internal, ino, fsmeta::kSetAtimeNow | fsmeta::kSetKeepCtime, Attr{})) {
-        attr = *r;
-      }
+      attr.atime_ns = now;
+      std::lock_guard<std::mutex> lk(fs->atime_mu_);
+      fs->pending_atime_[ino] = now;
     }
   }
   if (OpenHandle(fs, ino, attr, fi) && fs->se_) {
@@ -485,7 +541,12 @@ void OpWrite(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t
 void OpFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   auto* fs = Fs(req);
   Status st = fs->data_->Flush(ino);
-  if (fi->lock_owner != 0) {
+  bool plocked;
+  {
+    std::lock_guard<std::mutex> lk(fs->mu_);
+    plocked = fs->plocked_.count(ino) > 0;
+  }
+  if (fi->lock_owner != 0 && plocked) {
     // close() drops the caller's POSIX locks on this file.
     fsmeta::LockRange r;
     r.type = F_UNLCK;
@@ -518,6 +579,7 @@ void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     auto it = fs->inodes_.find(ino);
     if (it != fs->inodes_.end() && --it->second.opens <= 0) {
       it->second.opens = 0;
+      fs->plocked_.erase(ino);
       // Not written through this mount while open: the page cache holds the
       // version seen at open, whose mtime/length are already recorded.
       last = it->second.written;
@@ -775,6 +837,11 @@ void OpSetlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* l
   auto* fs = Fs(req);
   fsmeta::LockRange r = ToRange(lock);
   if (r.pid == 0) r.pid = static_cast<uint32_t>(fuse_req_ctx(req)->pid);
+  if (r.type != F_UNLCK) {
+    // Recorded before the lock exists, so a close racing with it unlocks.
+    std::lock_guard<std::mutex> lk(fs->mu_);
+    fs->plocked_.insert(ino);
+  }
   Status st = fs->meta_->Setlk(fs->Ctx(req), ino, fi->lock_owner, sleep != 0, r);
   if (!st.ok()) return (void)fuse_reply_err(req, FuseFs::Errno(st));
   fuse_reply_err(req, 0);
@@ -856,7 +923,9 @@ fuse_lowlevel_ops MakeOps() {
 // Heartbeat, queued object deletes, trash and stale sessions, until stopped.
 class Housekeeper {
  public:
-  explicit Housekeeper(Volume* v, bool read_only) : v_(v), read_only_(read_only) {
+  // `on_tick` runs on every tick (about every 2 s) on the housekeeping thread.
+  Housekeeper(Volume* v, bool read_only, std::function<void()> on_tick)
+      : v_(v), read_only_(read_only), on_tick_(std::move(on_tick)) {
     thread_ = std::thread([this] { Run(); });
   }
   ~Housekeeper() {
@@ -875,6 +944,7 @@ class Housekeeper {
     while (!cv_.wait_for(lk, std::chrono::seconds(2), [&] { return stop_; })) {
       lk.unlock();
       tick++;
+      if (on_tick_) on_tick_();
       if (tick % 5 == 0) {
         Status st = v_->meta()->Heartbeat();
         if (!st.ok()) kLog.Warn("heartbeat: {}", st.ToString());
@@ -897,6 +967,7 @@ class Housekeeper {
 
   Volume* v_;
   bool read_only_;
+  std::function<void()> on_tick_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;  // guarded by mu_
@@ -975,7 +1046,7 @@ Status ServeMount(Volume* volume, const MountOptions& options, const std::functi
   RaiseReadahead(real_mountpoint, 4096);
   int rc;
   {
-    Housekeeper hk(volume, options.read_only);
+    Housekeeper hk(volume, options.read_only, [&fs] { fs.WriteAtimes(); });
     if (on_ready) on_ready();
     fuse_loop_config* cfg = fuse_loop_cfg_create();
     fuse_loop_cfg_set_clone_fd(cfg, 0);
@@ -985,6 +1056,7 @@ Status ServeMount(Volume* volume, const MountOptions& options, const std::functi
     fuse_loop_cfg_destroy(cfg);
   }
   Status flushed = volume->data()->FlushAll();
+  fs.WriteAtimes();
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);

@@ -40,6 +40,8 @@
 
 namespace strata::fs {
 
+class BlockBufferPool;  // data_io.cc
+
 using fsmeta::Ino;
 
 // What the data layer needs of the metadata engine (an adapter over
@@ -152,6 +154,7 @@ class DataIO {
   std::mutex compact_mu_;
   std::unordered_set<uint64_t> compacting_;  // (ino << 20 | chunk), guarded by compact_mu_
   std::unique_ptr<ThreadPool> compact_pool_;
+  std::shared_ptr<BlockBufferPool> buffers_;
 };
 
 }  // namespace strata::fs
