@@ -47,6 +47,11 @@ class Conn {
     get_.reset();
     put_.reset();
     del_.reset();
+    for (auto& s : scan_) s.reset();
+    begin_.reset();
+    begin_write_.reset();
+    commit_.reset();
+    rollback_.reset();
     if (db_) sqlite3_close(db_);
   }
 
@@ -69,6 +74,10 @@ class Conn {
       get_ = std::make_unique<Stmt>(db_, "SELECT v FROM kv WHERE k = ?");
       put_ = std::make_unique<Stmt>(db_, "INSERT OR REPLACE INTO kv(k, v) VALUES(?, ?)");
       del_ = std::make_unique<Stmt>(db_, "DELETE FROM kv WHERE k = ?");
+      begin_ = std::make_unique<Stmt>(db_, "BEGIN");
+      begin_write_ = std::make_unique<Stmt>(db_, "BEGIN IMMEDIATE");
+      commit_ = std::make_unique<Stmt>(db_, "COMMIT");
+      rollback_ = std::make_unique<Stmt>(db_, "ROLLBACK");
     } catch (const KvError& e) {
       return e.status;
     }
@@ -85,12 +94,36 @@ class Conn {
     return Status::Ok();
   }
 
+  // Runs a prepared statement that returns no rows (BEGIN, COMMIT, ...).
+  Status Step(Stmt* st, const char* what) {
+    sqlite3_reset(st->get());
+    int rc = sqlite3_step(st->get());
+    sqlite3_reset(st->get());
+    if (rc == SQLITE_DONE || rc == SQLITE_ROW) return Status::Ok();
+    return Status::IOError(std::string("sqlite \"") + what + "\": " + sqlite3_errmsg(db_));
+  }
+
+  // The range scan, prepared once per shape (bit 0: keys only, 1: exclusive
+  // lower bound, 2: no upper bound); ?3 is the LIMIT (-1: none).
+  sqlite3_stmt* Scan(bool keys_only, bool exclusive, bool unbounded) {
+    const int i = (keys_only ? 1 : 0) | (exclusive ? 2 : 0) | (unbounded ? 4 : 0);
+    if (!scan_[i]) {
+      std::string sql = std::string("SELECT k") + (keys_only ? "" : ", v") + " FROM kv WHERE k " +
+                        (exclusive ? ">" : ">=") + " ?1" + (unbounded ? "" : " AND k < ?2") +
+                        " ORDER BY k LIMIT ?3";
+      scan_[i] = std::make_unique<Stmt>(db_, sql.c_str());
+    }
+    return scan_[i]->get();
+  }
+
   [[noreturn]] void Fail(const char* what) {
     throw KvError(Status::IOError(std::string("sqlite ") + what + ": " + sqlite3_errmsg(db_)));
   }
 
   sqlite3* db_ = nullptr;
   std::unique_ptr<Stmt> get_, put_, del_;
+  std::unique_ptr<Stmt> scan_[8];
+  std::unique_ptr<Stmt> begin_, begin_write_, commit_, rollback_;
 };
 
 class SqliteTxn final : public KvTxn {
@@ -159,13 +192,25 @@ class SqliteTxn final : public KvTxn {
             const ScanFn& fn) override {
     std::string lo = after.empty() ? prefix : after;
     std::string hi = PrefixEnd(prefix);
-    std::string sql = std::string("SELECT k") + (keys_only ? "" : ", v") + " FROM kv WHERE k " +
-                      (after.empty() ? ">=" : ">") + " ?1" + (hi.empty() ? "" : " AND k < ?2") +
-                      " ORDER BY k" + (limit ? " LIMIT " + std::to_string(limit) : "");
-    Stmt stmt(c_->db_, sql.c_str());
-    sqlite3_stmt* st = stmt.get();
+    sqlite3_stmt* st = c_->Scan(keys_only, !after.empty(), hi.empty());
+    std::unique_ptr<Stmt> nested;  // a scan inside another's callback gets its own
+    if (sqlite3_stmt_busy(st)) {
+      nested = std::make_unique<Stmt>(c_->db_, sqlite3_sql(st));
+      st = nested->get();
+    }
+    // Reset on every way out (fn may stop early or throw), so the statement
+    // holds no read cursor past this call.
+    struct Reset {
+      sqlite3_stmt* st;
+      ~Reset() {
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+      }
+    } reset{st};
+    sqlite3_reset(st);
     sqlite3_bind_blob(st, 1, lo.data(), static_cast<int>(lo.size()), SQLITE_STATIC);
     if (!hi.empty()) sqlite3_bind_blob(st, 2, hi.data(), static_cast<int>(hi.size()), SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, limit ? static_cast<sqlite3_int64>(limit) : -1);
     std::string k, v;
     for (;;) {
       int rc = sqlite3_step(st);
@@ -297,7 +342,7 @@ class SqliteKV final : public TxnKV {
   static Status Run(Conn* c, const std::function<Status(KvTxn&)>& body, bool read_only) {
     Status st;
     for (int attempt = 0;; ++attempt) {
-      st = c->Exec(read_only ? "BEGIN" : "BEGIN IMMEDIATE");
+      st = read_only ? c->Step(c->begin_.get(), "BEGIN") : c->Step(c->begin_write_.get(), "BEGIN IMMEDIATE");
       if (st.ok()) break;
       if (attempt >= 100) return st;  // busy beyond busy_timeout: another process holds it
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -311,11 +356,11 @@ class SqliteKV final : public TxnKV {
       st = Status::Internal(std::string("metadata transaction: ") + e.what());
     }
     if (!st.ok() || read_only) {
-      (void)c->Exec("ROLLBACK");
+      (void)c->Step(c->rollback_.get(), "ROLLBACK");
       return st;
     }
-    st = c->Exec("COMMIT");
-    if (!st.ok()) (void)c->Exec("ROLLBACK");
+    st = c->Step(c->commit_.get(), "COMMIT");
+    if (!st.ok()) (void)c->Step(c->rollback_.get(), "ROLLBACK");
     return st;
   }
 
