@@ -10,6 +10,10 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <thread>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <unordered_map>
 #include <vector>
 
@@ -111,9 +115,79 @@ struct CachedObjectStore::Impl {
   std::deque<std::pair<BlockId, std::shared_ptr<Pending>>> staged_order;     // guarded by pending_mu
   uint64_t staged_bytes = 0;                                                 // guarded by pending_mu
 
+  // Disk writes of blocks the RAM tier already holds (disk_fill_behind):
+  // queued here and written by low-priority filler threads, so neither a
+  // waiting read nor the fetch threads spend time on them, and on a busy
+  // machine they take only CPU nobody else wants. A full queue drops the
+  // write (the block stays in RAM; counted).
+  struct FillJob {
+    DiskTier* disk;
+    BlockId id;
+    std::string key, etag;
+    uint64_t index;
+    std::shared_ptr<const std::string> data;
+    AdmitInfo admit;
+  };
   std::mutex fills_mu;
-  std::condition_variable fills_cv;  // with fills_mu: fills_in_flight reached 0
-  uint64_t fills_in_flight = 0;      // guarded by fills_mu: disk writes behind a woken read
+  std::condition_variable fills_cv;       // with fills_mu: a job arrived, or stop
+  std::condition_variable fills_idle_cv;  // with fills_mu: queue empty and no job running
+  std::deque<FillJob> fill_queue;         // guarded by fills_mu
+  uint64_t fill_queue_bytes = 0;          // guarded by fills_mu
+  int fills_running = 0;                  // guarded by fills_mu
+  bool fills_stop = false;                // guarded by fills_mu
+  std::vector<std::thread> fillers;
+  metrics::Counter* m_fill_dropped = nullptr;
+
+  void StartFillers(int n) {
+    for (int i = 0; i < n; ++i) fillers.emplace_back([this] { FillLoop(); });
+  }
+
+  void StopFillers() {
+    {
+      std::lock_guard<std::mutex> lock(fills_mu);
+      fills_stop = true;
+    }
+    fills_cv.notify_all();
+    for (auto& t : fillers) t.join();
+    fillers.clear();
+  }
+
+  void FillLoop() {
+    // Below the readers and the fetch threads (a thread's nice value is its own on Linux).
+    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
+    std::unique_lock<std::mutex> lock(fills_mu);
+    for (;;) {
+      // Drains the queue before stopping: blocks read before close reach the disk.
+      fills_cv.wait(lock, [&] { return fills_stop || !fill_queue.empty(); });
+      if (fill_queue.empty()) return;
+      FillJob job = std::move(fill_queue.front());
+      fill_queue.pop_front();
+      fill_queue_bytes -= job.data->size();
+      ++fills_running;
+      lock.unlock();
+      job.disk->Insert(BlockRef{job.id, job.key, job.etag, job.index}, job.data, job.admit);
+      job = FillJob{};
+      lock.lock();
+      if (--fills_running == 0 && fill_queue.empty()) fills_idle_cv.notify_all();
+    }
+  }
+
+  // false when the queue is full (the write is dropped).
+  bool QueueFill(DiskTier* disk, const BlockRef& ref, const std::shared_ptr<const std::string>& data,
+                 const AdmitInfo& admit) {
+    {
+      std::lock_guard<std::mutex> lock(fills_mu);
+      if (fill_queue_bytes + data->size() > options.fill_queue_bytes && !fill_queue.empty()) {
+        m_fill_dropped->Inc();
+        return false;
+      }
+      fill_queue.push_back(FillJob{disk, ref.id, std::string(ref.key), std::string(ref.etag), ref.index,
+                                   data, admit});
+      fill_queue_bytes += data->size();
+    }
+    fills_cv.notify_one();
+    return true;
+  }
 
   std::mutex streams_mu;
   std::unordered_map<std::string, StreamState> streams;  // guarded by streams_mu
@@ -129,7 +203,10 @@ struct CachedObjectStore::Impl {
   // Declared last so it is destroyed first: fetch tasks use everything above.
   std::unique_ptr<ThreadPool> pool;
 
-  ~Impl() { pool.reset(); }
+  ~Impl() {
+    pool.reset();    // no fetch queues a fill after this
+    StopFillers();   // writes what is queued
+  }
 
   // ---- placement and admission -----------------------------------------
   DiskTier* DiskFor(const BlockId& id) const {
@@ -268,15 +345,10 @@ struct CachedObjectStore::Impl {
     // woken: they need not wait for it, the block is resident meanwhile.
     const BlockRef ref{id, key, etag, index};
     bool stored = false;
-    DiskTier* disk_behind = nullptr;
     if (st.ok()) {
       if (ram) stored = ram->Insert(ref, shared, admit);
       if (DiskTier* disk = DiskFor(id)) {
-        if (stored && options.disk_fill_behind) {
-          disk_behind = disk;
-          std::lock_guard<std::mutex> lock(fills_mu);
-          ++fills_in_flight;
-        } else {
+        if (!(stored && !fillers.empty() && QueueFill(disk, ref, shared, admit))) {
           stored |= disk->Insert(ref, shared, admit);
         }
       }
@@ -300,16 +372,11 @@ struct CachedObjectStore::Impl {
       }
     }
     pending_cv.notify_all();
-    if (disk_behind != nullptr) {
-      disk_behind->Insert(ref, shared, admit);
-      std::lock_guard<std::mutex> lock(fills_mu);
-      if (--fills_in_flight == 0) fills_cv.notify_all();
-    }
   }
 
   void WaitForDiskFills() {
     std::unique_lock<std::mutex> lock(fills_mu);
-    fills_cv.wait(lock, [&] { return fills_in_flight == 0; });
+    fills_idle_cv.wait(lock, [&] { return fill_queue.empty() && fills_running == 0; });
   }
 
   // Makes sure the block is resident or being fetched; true if this call
@@ -575,7 +642,10 @@ Result<std::unique_ptr<CachedObjectStore>> CachedObjectStore::Open(ObjectStore* 
   impl->m_heads = &r.GetCounter("strata_cache_heads_total", "HEADs the cache sent to learn ETags", l);
   impl->m_readahead =
       &r.GetCounter("strata_cache_readahead_blocks_total", "Blocks requested by readahead", l);
+  impl->m_fill_dropped = &r.GetCounter("strata_cache_fill_dropped_total",
+                                       "Disk-tier writes dropped because the fill queue was full", l);
   impl->pool = std::make_unique<ThreadPool>(static_cast<size_t>(o.fetch_threads));
+  if (o.disk_fill_behind && impl->ram && !impl->disks.empty()) impl->StartFillers(1);
   return std::unique_ptr<CachedObjectStore>(new CachedObjectStore(std::move(impl)));
 }
 

@@ -102,10 +102,15 @@ struct CacheOptions {
   uint64_t max_readahead_bytes = 64ull << 20;  // window doubles from one block up to this
   uint64_t staging_bytes = 256ull << 20;       // fetched-but-not-admitted blocks awaiting a read
   bool fsync_blocks = false;  // fsync each block file (CRC already catches torn blocks)
-  // A fetched block the RAM tier took is written to its disk tier after the
-  // reads waiting for it are woken (by the fetch thread), not before: a cold
-  // read does not wait on the disk write. WaitForDiskFills() waits for them.
+  // A fetched block the RAM tier took is written to its disk tier later, by
+  // a low-priority filler thread (one: file creates in one directory
+  // serialise on its lock anyway), not before the reads waiting for it are
+  // woken: a cold read does not wait on (or compete with) the disk write.
+  // At most fill_queue_bytes wait; beyond that a disk write is dropped (the
+  // block stays in RAM). Closing the cache writes what is queued;
+  // WaitForDiskFills() waits for it.
   bool disk_fill_behind = true;
+  uint64_t fill_queue_bytes = 256ull << 20;
   std::string name = "default";  // the `cache` label of the metrics
 };
 
