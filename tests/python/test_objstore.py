@@ -139,6 +139,9 @@ class CachedStore(RoundTrips, unittest.TestCase):
         self.store = strata.CachedObjectStore(self.base, cache_dir=os.path.join(tmpdir(self), "c"),
                                               cache_size="64M", ram_size="8M",
                                               block_size="1M")
+        # Dropped before its directory goes (cleanups run last-in first-out):
+        # its filler thread may still be writing blocks read a moment ago.
+        self.addCleanup(delattr, self, "store")
 
     def test_cache_hits_and_rewrite_not_stale(self):
         data = pattern(4 * MiB)
