@@ -31,7 +31,9 @@
 #include <fmt/format.h>
 
 #include <strata/cache/cached_object_store.h>
+#include <strata/core/http_server.h>
 #include <strata/core/log.h>
+#include <strata/core/metrics.h>
 #include <strata/fs/mount.h>
 #include <strata/fs/volume.h>
 #include <strata/fsmeta/meta.h>
@@ -162,7 +164,56 @@ struct MountArgs {
   uint32_t prefetch = 8;
   double attr_timeout = 1.0, entry_timeout = 1.0;
   std::string log_file, log_level = "info";
+  std::string metrics = "127.0.0.1:9567";
 };
+
+constexpr log::Logger kCliLog("fs");
+
+bool ParsePort(const std::string& s, int* port) {
+  if (s.empty() || s.size() > 5 || s.find_first_not_of("0123456789") != std::string::npos) return false;
+  *port = std::stoi(s);
+  return *port > 0 && *port < 65536;
+}
+
+// Serves GET /metrics (Prometheus text) for this mount process. The default
+// address moves up to the next free port (several mounts on one machine, as
+// JuiceFS does); an explicit one must be free. "none" (or "") disables it.
+std::unique_ptr<http::Server> StartMetrics(const std::string& address) {
+  if (address.empty() || address == "none") return nullptr;
+  const bool is_default = address == MountArgs().metrics;
+  size_t colon = address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || colon == 0 || !ParsePort(address.substr(colon + 1), &port)) {
+    kCliLog.Warn("--metrics {}: want HOST:PORT; not serving metrics", address);
+    return nullptr;
+  }
+  std::string host = address.substr(0, colon);
+  for (int attempt = 0; attempt < (is_default ? 32 : 1); ++attempt) {
+    http::ServerOptions o;
+    o.name = "fs-metrics";
+    o.bind_address = host;
+    o.port = port + attempt;
+    o.threads = 2;
+    auto srv = std::make_unique<http::Server>(o, [](http::Request& req, http::ResponseWriter& w) {
+      if (req.path == "/metrics") {
+        w.AddHeader("Content-Type", "text/plain; version=0.0.4");
+        (void)w.Send(metrics::Registry::Global().ExportPrometheus());
+      } else {
+        w.SetStatus(404);
+        w.AddHeader("Content-Type", "text/plain");
+        (void)w.Send("not found: try /metrics\n");
+      }
+    });
+    Status st = srv->Start();
+    if (st.ok()) {
+      kCliLog.Info("metrics on http://{}:{}/metrics", host, srv->port());
+      return srv;
+    }
+    if (!is_default) kCliLog.Warn("--metrics {}: {}; not serving metrics", address, st.ToString());
+  }
+  if (is_default) kCliLog.Warn("no free port from {} up: not serving metrics", address);
+  return nullptr;
+}
 
 int ServeForeground(const MountArgs& a, int ready_fd) {
   auto report = [&](const std::string& msg) {
@@ -204,6 +255,7 @@ int ServeForeground(const MountArgs& a, int ready_fd) {
   mo.attr_timeout = a.attr_timeout;
   mo.entry_timeout = a.entry_timeout;
   bool bg = ready_fd >= 0;
+  std::unique_ptr<http::Server> metrics_server = StartMetrics(a.metrics);
   Status st = fs::ServeMount(vol->get(), mo, [&] {
     if (FILE* f = std::fopen(pidfile.c_str(), "w")) {
       std::fprintf(f, "%d\n", static_cast<int>(getpid()));
@@ -835,6 +887,9 @@ void RegisterFsCommands(CLI::App& app, int* exit_code) {
   m->add_option("--attr-timeout", ma->attr_timeout, "Seconds the kernel caches attributes")->capture_default_str();
   m->add_option("--entry-timeout", ma->entry_timeout, "Seconds the kernel caches names")->capture_default_str();
   m->add_option("--log", ma->log_file, "Log file of a --background mount (default: none)");
+  m->add_option("--metrics", ma->metrics,
+                "Serve Prometheus metrics on HOST:PORT/metrics (the default moves to the next free port; none: off)")
+      ->capture_default_str();
   m->add_option("--log-level", ma->log_level, "trace|debug|info|warn|error")->capture_default_str();
   m->footer("\nSIGTERM, SIGINT or `strata fs umount MOUNTPOINT` commits buffered writes and unmounts.");
   m->callback(wrap([ma] { return CmdMount(*ma); }));

@@ -1,5 +1,9 @@
 #include <strata/fs/chunk_store.h>
 
+#include <chrono>
+
+#include <strata/core/metrics.h>
+
 #include <lz4.h>
 #include <zstd.h>
 
@@ -153,12 +157,33 @@ Status ChunkStore::PutBlock(uint64_t id, uint32_t index, std::string_view data,
   std::string key = BlockKey(id, index, static_cast<uint32_t>(data.size()));
   objstore::WriteOptions wo;
   wo.checksum = ChecksumAlgorithm::kNone;  // blocks are verified by length / codec
+  struct PutMetrics {
+    metrics::Histogram* latency;
+    metrics::Counter* bytes;
+    metrics::Counter* failures;
+    PutMetrics() {
+      auto& r = metrics::Registry::Global();
+      latency = &r.GetHistogram("strata_fs_object_put_seconds", "Block objects uploaded to the object store");
+      bytes = &r.GetCounter("strata_fs_object_put_bytes_total", "Bytes of block objects uploaded (after compression)");
+      failures = &r.GetCounter("strata_fs_object_put_failures_total", "Block uploads that failed");
+    }
+  };
+  static PutMetrics m;
+  const auto t0 = std::chrono::steady_clock::now();
   Status st;
+  size_t sent = data.size();
   if (options_.compression == Compression::kNone) {
     st = store_->PutBytes(key, data, wo).status();
   } else {
     STRATA_ASSIGN_OR_RETURN(std::string z, CompressBlock(options_.compression, data));
+    sent = z.size();
     st = store_->PutBytes(key, z, wo).status();
+  }
+  m.latency->Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (st.ok()) {
+    m.bytes->Inc(sent);
+  } else {
+    m.failures->Inc();
   }
   if (st.ok() && keep && keep->size() == data.size()) InsertPlain(key, std::move(keep));
   return st;

@@ -25,6 +25,8 @@
 #include "fsmeta/kv.h"
 #include "fsmeta/meta_engine.h"
 
+#include <strata/core/metrics.h>
+
 namespace strata::fsmeta {
 
 using namespace codec;  // NOLINT: private keys and encodings
@@ -168,7 +170,32 @@ Status KvMeta::Sticky(const Context& ctx, const Attr& dir, const Attr& victim) c
 }
 
 Status KvMeta::Txn(const std::function<Status(KvTxn&)>& body, bool read_only) {
-  return kv_->Txn(body, read_only);
+  // strata_fsmeta_txn_seconds{kind}; its _count is the number of transactions.
+  struct TxnMetrics {
+    metrics::Histogram* latency[2];
+    metrics::Counter* failures[2];
+    TxnMetrics() {
+      auto& r = metrics::Registry::Global();
+      for (int i = 0; i < 2; ++i) {
+        const std::string l = i ? "kind=\"read\"" : "kind=\"write\"";
+        latency[i] = &r.GetHistogram("strata_fsmeta_txn_seconds", "Metadata transactions, retries included", l);
+        failures[i] = &r.GetCounter("strata_fsmeta_txn_failures_total",
+                                    "Metadata transactions that failed for other than a filesystem error (I/O, "
+                                    "connection, corruption)",
+                                    l);
+      }
+    }
+  };
+  static TxnMetrics m;
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = kv_->Txn(body, read_only);
+  const int i = read_only ? 1 : 0;
+  m.latency[i]->Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (st.code() == StatusCode::kIOError || st.code() == StatusCode::kUnavailable ||
+      st.code() == StatusCode::kCorruption || st.code() == StatusCode::kInternal) {
+    m.failures[i]->Inc();
+  }
+  return st;
 }
 
 Result<Ino> KvMeta::NextInode() {

@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from strata_harness import Runner, clean_env, parse_args, run_tool, tempdir
+from strata_harness import Runner, clean_env, free_port, parse_args, run_tool, tempdir
 
 args = parse_args()
 ENV = clean_env()
@@ -40,9 +40,31 @@ def umount(mnt):
     subprocess.run(["fusermount3", "-u", "-z", mnt], check=False)
 
 
-def mount(meta, mnt, log):
-    strata("mount", meta, mnt, "--background", "--log", log, "--log-level", "info")
+def mount(meta, mnt, log, *extra):
+    strata("mount", meta, mnt, "--background", "--log", log, "--log-level", "info", *extra)
     assert is_mounted(mnt), f"{mnt} is not in /proc/self/mounts after mount returned"
+
+
+def check_metrics(port, at_least_written):
+    """The mount's /metrics counts what this test just did through it."""
+    import urllib.request
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    values = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            values[name] = float(value)
+    def val(name):
+        assert name in values, f"/metrics has no {name}"
+        return values[name]
+    assert val("strata_fs_written_bytes_total") >= at_least_written, values.get("strata_fs_written_bytes_total")
+    assert val("strata_fs_read_bytes_total") >= at_least_written
+    for op in ("create", "write", "read", "rename", "unlink", "mkdir", "symlink", "readlink", "statfs"):
+        assert val(f'strata_fs_op_seconds_count{{op="{op}"}}') >= 1, op
+    assert val('strata_fsmeta_txn_seconds_count{kind="write"}') >= 20
+    assert val("strata_fs_object_put_seconds_count") >= 10   # 9 MiB in 1 MiB blocks, the small files
+    assert val("strata_fs_object_put_failures_total") == 0
+    assert val("strata_fs_buffered_bytes") == 0   # everything closed was committed
 
 
 def sha(data):
@@ -126,8 +148,10 @@ def main():
             runner.case("format", strata, "format", meta, "smoke", "--storage", storage,
                         "--block-size", "1M", "--compress", "lz4", "--trash-days", "0")
 
+            metrics_port = free_port()
+
             def first_mount():
-                mount(meta, mnt, log)
+                mount(meta, mnt, log, "--metrics", f"127.0.0.1:{metrics_port}")
                 os.makedirs(os.path.join(mnt, "dir/sub"))
                 with open(os.path.join(mnt, "dir/big.bin"), "wb") as f:
                     f.write(big)
@@ -160,6 +184,7 @@ def main():
                 concurrent_model_check(os.path.join(mnt, "conc"), local)
                 st = os.statvfs(mnt)
                 assert st.f_bsize > 0
+                check_metrics(metrics_port, len(big))
                 umount(mnt)
                 assert not is_mounted(mnt)
                 return bytes(want)
