@@ -776,6 +776,29 @@ def check_eacces_other_user(ctx):
     write_file(ctx.p("open", "roots"), b"r")
     expect(child_errno(os.unlink, ctx.p("open", "roots")) in (errno.EPERM, errno.EACCES),
            "sticky bit: nobody removed root's file")
+    # Writing (or truncating) a set-user-ID / set-group-ID file as another
+    # user succeeds and clears those bits; a chmod by that user is refused.
+    for name, how in (("suid-w", _append_byte), ("suid-t", _truncate_to_3)):
+        write_file(ctx.p(name), b"payload")
+        os.chmod(ctx.p(name), 0o6777)
+        e = child_errno(how, ctx.p(name))
+        expect(e == 0, f"{how.__name__} of an 06777 root file by nobody: {errno.errorcode.get(e, e)}")
+        mode = stat.S_IMODE(os.stat(ctx.p(name)).st_mode)
+        expect(mode == 0o777, f"{how.__name__} by nobody left mode {mode:o} (want 777: set-id bits cleared)")
+    e = child_errno(os.chmod, ctx.p("suid-w"), 0o4777)
+    expect(e == errno.EPERM, f"chmod of root's file by nobody: {errno.errorcode.get(e, e)}, want EPERM")
+
+
+def _append_byte(path):
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, b"x")
+    finally:
+        os.close(fd)
+
+
+def _truncate_to_3(path):
+    os.truncate(path, 3)
 
 
 def check_times(ctx):
