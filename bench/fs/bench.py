@@ -105,6 +105,7 @@ class Server:
         self.proc = subprocess.Popen(
             [strata, "server", "--no-fsync", "--data", os.path.join(work, "server-data"),
              "--s3-address", f"127.0.0.1:{self.port}", "--admin-address", f"127.0.0.1:{self.admin}",
+             "--no-vector", "--features-port", "0",   # only S3 (and health), no fixed ports
              "--log-level", "warn"], stdout=self.log, stderr=subprocess.STDOUT, env=env)
         for _ in range(600):
             try:

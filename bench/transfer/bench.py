@@ -49,7 +49,8 @@ class Server:
         self.log = open(os.path.join(work, "server.log"), "wb")
         self.proc = subprocess.Popen(
             [strata, "server", "--no-fsync", "--data", self.data, "--s3-address", f"127.0.0.1:{self.port}",
-             "--admin-address", f"127.0.0.1:{self.admin}", "--log-level", "warn"],
+             "--admin-address", f"127.0.0.1:{self.admin}", "--no-vector", "--features-port", "0",
+             "--log-level", "warn"],
             stdout=self.log, stderr=subprocess.STDOUT, env=env)
         for _ in range(600):
             try:
