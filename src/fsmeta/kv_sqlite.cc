@@ -10,6 +10,7 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -248,7 +249,26 @@ class SqliteKV final : public TxnKV {
     }
     path_ = path;
     writer_ = std::make_unique<Conn>();
-    return writer_->Open(path_, sync_, true);
+    STRATA_RETURN_IF_ERROR(writer_->Open(path_, sync_, true));
+    // Checkpoints (copying the WAL back into the database, with an fsync of
+    // each) run on a thread of their own, not inside whichever commit crosses
+    // SQLite's 1000-page mark: that commit took 10-25 ms, 80 us on every
+    // transaction on average in a create-heavy run.
+    sqlite3_wal_autocheckpoint(writer_->db_, 0);
+    sqlite3_wal_hook(writer_->db_, &SqliteKV::WalHook, this);
+    checkpointer_ = std::thread([this] { CheckpointLoop(); });
+    return Status::Ok();
+  }
+
+  ~SqliteKV() override {
+    if (checkpointer_.joinable()) {
+      {
+        std::lock_guard<std::mutex> lock(ckpt_mu_);
+        ckpt_stop_ = true;
+      }
+      ckpt_cv_.notify_all();
+      checkpointer_.join();
+    }
   }
 
   std::string_view Name() const override { return "sqlite3"; }
@@ -363,6 +383,41 @@ class SqliteKV final : public TxnKV {
     if (!st.ok()) (void)c->Step(c->rollback_.get(), "ROLLBACK");
     return st;
   }
+
+  static int WalHook(void* self, sqlite3*, const char*, int pages) {
+    auto* kv = static_cast<SqliteKV*>(self);
+    if (pages >= kCheckpointPages) {
+      std::lock_guard<std::mutex> lock(kv->ckpt_mu_);
+      kv->ckpt_wanted_ = true;
+      kv->ckpt_cv_.notify_all();
+    }
+    return SQLITE_OK;
+  }
+
+  void CheckpointLoop() {
+    Conn c;
+    bool open = false;
+    std::unique_lock<std::mutex> lock(ckpt_mu_);
+    for (;;) {
+      ckpt_cv_.wait_for(lock, std::chrono::seconds(5), [&] { return ckpt_stop_ || ckpt_wanted_; });
+      if (ckpt_stop_) return;
+      ckpt_wanted_ = false;
+      lock.unlock();
+      if (!open) open = c.Open(path_, sync_, false).ok();
+      // PASSIVE: never waits for readers or the writer; what it cannot copy
+      // now it copies next time.
+      if (open) (void)sqlite3_wal_checkpoint_v2(c.db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      lock.lock();
+    }
+  }
+
+  static constexpr int kCheckpointPages = 1000;  // SQLite's own default threshold
+
+  std::mutex ckpt_mu_;
+  std::condition_variable ckpt_cv_;  // with ckpt_mu_
+  bool ckpt_wanted_ = false;         // guarded by ckpt_mu_
+  bool ckpt_stop_ = false;           // guarded by ckpt_mu_
+  std::thread checkpointer_;
 
   std::string path_, sync_;
   std::mutex write_mu_;
