@@ -131,10 +131,25 @@ struct CachedObjectStore::Impl {
   std::mutex fills_mu;
   std::condition_variable fills_cv;       // with fills_mu: a job arrived, or stop
   std::condition_variable fills_idle_cv;  // with fills_mu: queue empty and no job running
-  std::deque<FillJob> fill_queue;         // guarded by fills_mu
-  uint64_t fill_queue_bytes = 0;          // guarded by fills_mu
+  // Big blocks are written at once (O_DIRECT: little CPU). Small ones cost a
+  // file create each, which on a busy ext4 can take longer than fetching
+  // the block: they wait until no fetch has started for kFillIdleMs (or
+  // the queue is half full, or someone waits for the fills).
+  std::deque<FillJob> fill_queue;         // guarded by fills_mu: big blocks
+  std::deque<FillJob> small_fill_queue;   // guarded by fills_mu
+  uint64_t fill_queue_bytes = 0;          // guarded by fills_mu: both queues
   int fills_running = 0;                  // guarded by fills_mu
+  int fills_forced = 0;                   // guarded by fills_mu: WaitForDiskFills callers
   bool fills_stop = false;                // guarded by fills_mu
+  std::atomic<int64_t> last_fetch_ms{0};  // steady clock, when a backend fetch last started
+  static constexpr int64_t kFillIdleMs = 50;
+  static constexpr size_t kSmallFill = 256 << 10;
+
+  static int64_t SteadyMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
   std::vector<std::thread> fillers;
   metrics::Counter* m_fill_dropped = nullptr;
 
@@ -157,18 +172,32 @@ struct CachedObjectStore::Impl {
     (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
     std::unique_lock<std::mutex> lock(fills_mu);
     for (;;) {
-      // Drains the queue before stopping: blocks read before close reach the disk.
-      fills_cv.wait(lock, [&] { return fills_stop || !fill_queue.empty(); });
-      if (fill_queue.empty()) return;
-      FillJob job = std::move(fill_queue.front());
-      fill_queue.pop_front();
+      // Drains the queues before stopping: blocks read before close reach the disk.
+      fills_cv.wait(lock, [&] { return fills_stop || !fill_queue.empty() || !small_fill_queue.empty(); });
+      std::deque<FillJob>* q = nullptr;
+      if (!fill_queue.empty()) {
+        q = &fill_queue;
+      } else if (!small_fill_queue.empty()) {
+        const int64_t quiet = SteadyMs() - last_fetch_ms.load(std::memory_order_relaxed);
+        if (fills_stop || fills_forced > 0 || quiet >= kFillIdleMs ||
+            fill_queue_bytes * 2 > options.fill_queue_bytes) {
+          q = &small_fill_queue;
+        } else {
+          fills_cv.wait_for(lock, std::chrono::milliseconds(kFillIdleMs - quiet));
+          continue;
+        }
+      } else {
+        return;  // stopping, nothing left
+      }
+      FillJob job = std::move(q->front());
+      q->pop_front();
       fill_queue_bytes -= job.data->size();
       ++fills_running;
       lock.unlock();
       job.disk->Insert(BlockRef{job.id, job.key, job.etag, job.index}, job.data, job.admit);
       job = FillJob{};
       lock.lock();
-      if (--fills_running == 0 && fill_queue.empty()) fills_idle_cv.notify_all();
+      if (--fills_running == 0 && fill_queue.empty() && small_fill_queue.empty()) fills_idle_cv.notify_all();
     }
   }
 
@@ -177,12 +206,13 @@ struct CachedObjectStore::Impl {
                  const AdmitInfo& admit) {
     {
       std::lock_guard<std::mutex> lock(fills_mu);
-      if (fill_queue_bytes + data->size() > options.fill_queue_bytes && !fill_queue.empty()) {
+      if (fill_queue_bytes + data->size() > options.fill_queue_bytes &&
+          !(fill_queue.empty() && small_fill_queue.empty())) {
         m_fill_dropped->Inc();
         return false;
       }
-      fill_queue.push_back(FillJob{disk, ref.id, std::string(ref.key), std::string(ref.etag), ref.index,
-                                   data, admit});
+      (data->size() < kSmallFill ? small_fill_queue : fill_queue)
+          .push_back(FillJob{disk, ref.id, std::string(ref.key), std::string(ref.etag), ref.index, data, admit});
       fill_queue_bytes += data->size();
     }
     fills_cv.notify_one();
@@ -305,6 +335,7 @@ struct CachedObjectStore::Impl {
                                             const BlockId& id) {
     auto p = std::make_shared<Pending>();
     pending.emplace(id, p);
+    last_fetch_ms.store(SteadyMs(), std::memory_order_relaxed);
     // Admission weighs the block's past accesses, taken before this one counts.
     AdmitInfo admit = AdmitFor(info.key, id);
     pool->Submit([this, p, id, index, admit, key = info.key, etag = info.etag,
@@ -376,7 +407,10 @@ struct CachedObjectStore::Impl {
 
   void WaitForDiskFills() {
     std::unique_lock<std::mutex> lock(fills_mu);
-    fills_idle_cv.wait(lock, [&] { return fill_queue.empty() && fills_running == 0; });
+    ++fills_forced;
+    fills_cv.notify_all();
+    fills_idle_cv.wait(lock, [&] { return fill_queue.empty() && small_fill_queue.empty() && fills_running == 0; });
+    --fills_forced;
   }
 
   // Makes sure the block is resident or being fetched; true if this call
