@@ -103,29 +103,44 @@ constexpr size_t kMaxChunk = 256;
 // Blocks the combiner hashes alone before looking for newcomers.
 constexpr size_t kScalarChunk = 256;
 
+}  // namespace
+
+// Whole blocks of one stream handed to the batcher. h, p and blocks belong to
+// the combiner from Submit until done.
 struct Job {
+  Job() = default;
   Job(uint32_t* state, const unsigned char* data, size_t n) : h(state), p(data), blocks(n) {}
-  uint32_t* h;
-  const unsigned char* p;
-  size_t blocks;
+  uint32_t* h = nullptr;
+  const unsigned char* p = nullptr;
+  size_t blocks = 0;
   std::condition_variable cv;
-  bool done = false;  // all blocks absorbed; guarded by Batcher::mu_
-  bool lead = false;  // handed the combiner role; guarded by Batcher::mu_
+  bool done = false;     // all blocks absorbed; guarded by Batcher::mu_
+  bool lead = false;     // handed the combiner role; guarded by Batcher::mu_
+  bool waiting = false;  // its owner sleeps in Wait(); guarded by Batcher::mu_
 };
+
+namespace {
 
 class Batcher {
  public:
+  // Submit + Wait.
   void Run(Job* j) {
     std::unique_lock<std::mutex> lk(mu_);
-    queue_.push_back(j);
-    queued_.store(queue_.size(), std::memory_order_relaxed);
-    if (active_) {
-      while (!j->done && !j->lead) j->cv.wait(lk);
-      if (j->done) return;
-    } else {
-      active_ = true;
-    }
-    Combine(lk, j);
+    Push(j);
+    WaitLocked(lk, j);
+  }
+
+  // Queues j without waiting; some caller of Wait (at the latest j's owner)
+  // hashes it.
+  void Submit(Job* j) {
+    std::lock_guard<std::mutex> lk(mu_);
+    Push(j);
+  }
+
+  // Returns once j is done, combining if no one else is.
+  void Wait(Job* j) {
+    std::unique_lock<std::mutex> lk(mu_);
+    WaitLocked(lk, j);
   }
 
   BatchStats Stats() const {
@@ -140,6 +155,45 @@ class Batcher {
   }
 
  private:
+  void Push(Job* j) {
+    j->done = j->lead = j->waiting = false;
+    queue_.push_back(j);
+    queued_.store(queue_.size(), std::memory_order_relaxed);
+  }
+
+  void WaitLocked(std::unique_lock<std::mutex>& lk, Job* j) {
+    j->waiting = true;
+    for (;;) {
+      if (j->done) break;
+      if (!active_ || j->lead) {
+        active_ = true;
+        j->lead = false;
+        Combine(lk, j);
+        break;
+      }
+      j->cv.wait(lk);
+    }
+    j->waiting = false;
+  }
+
+  // The combiner role goes to a caller sleeping in Wait, else lapses (the next
+  // caller of Wait takes it; jobs left in lanes or the queue keep their place).
+  void HandOff() {
+    for (Job* l : lane_) {
+      if (l != nullptr && l->waiting) return Lead(l);
+    }
+    for (Job* q : queue_) {
+      if (q->waiting) return Lead(q);
+    }
+    active_ = false;
+  }
+
+  void Lead(Job* j) {
+    j->lead = true;
+    j->cv.notify_one();
+    handoffs_.fetch_add(1, std::memory_order_relaxed);
+  }
+
   // Called with lk held by the combiner; returns with lk held once me is done.
   void Combine(std::unique_lock<std::mutex>& lk, Job* me) {
     for (;;) {
@@ -153,15 +207,7 @@ class Batcher {
       }
       queued_.store(queue_.size(), std::memory_order_relaxed);
       if (me->done) {
-        for (Job* l : lane_) {
-          if (l != nullptr) {
-            l->lead = true;
-            l->cv.notify_one();
-            handoffs_.fetch_add(1, std::memory_order_relaxed);
-            return;
-          }
-        }
-        active_ = false;
+        HandOff();
         return;
       }
       lk.unlock();
@@ -197,7 +243,7 @@ class Batcher {
       for (Job*& l : lane_) {
         if (l != nullptr && l->blocks == 0) {
           l->done = true;
-          if (l != me) l->cv.notify_one();
+          if (l != me && l->waiting) l->cv.notify_one();
           l = nullptr;
         }
       }
@@ -258,6 +304,10 @@ void Absorb(uint32_t h[4], const unsigned char* p, size_t blocks) {
 }
 
 }  // namespace
+
+void SubmitJob(Job* j) { TheBatcher().Submit(j); }
+void WaitJob(Job* j) { TheBatcher().Wait(j); }
+bool Batchable(size_t blocks) { return blocks >= kMinBatchBlocks && BatchingEnabled(); }
 
 void ScalarBlocks(uint32_t h[4], const unsigned char* p, size_t n) {
   uint32_t v[4] = {h[0], h[1], h[2], h[3]};
@@ -343,6 +393,7 @@ std::string ScalarDigest(const void* data, size_t n) {
 }  // namespace md5
 
 void Md5Stream::Update(const void* data, size_t n) {
+  Wait();
   const auto* p = static_cast<const unsigned char*>(data);
   st_.total += n;
   if (st_.buf_len > 0) {
@@ -367,7 +418,55 @@ void Md5Stream::Update(const void* data, size_t n) {
   }
 }
 
-void Md5Stream::Digest(unsigned char out[16]) { md5::Finish(st_, out); }
+Md5Stream::Md5Stream() = default;
+
+Md5Stream::~Md5Stream() { Wait(); }
+
+void Md5Stream::Wait() {
+  if (pending_) {
+    md5::WaitJob(job_.get());
+    pending_ = false;
+  }
+}
+
+void Md5Stream::Reset() {
+  Wait();
+  st_ = Md5State();
+}
+
+void Md5Stream::UpdateAsync(const void* data, size_t n) {
+  Wait();
+  const auto* p = static_cast<const unsigned char*>(data);
+  // The head that completes a buffered partial block, and short updates, go
+  // the ordinary way; only a run of whole blocks is left to the batcher.
+  if (st_.buf_len > 0) {
+    const size_t take = std::min<size_t>(64 - st_.buf_len, n);
+    Update(p, take);
+    p += take;
+    n -= take;
+  }
+  const size_t blocks = n / 64;
+  if (st_.buf_len != 0 || !md5::Batchable(blocks)) {
+    Update(p, n);
+    return;
+  }
+  if (!job_) job_ = std::make_unique<md5::Job>();
+  job_->h = st_.h;
+  job_->p = p;
+  job_->blocks = blocks;
+  st_.total += n;
+  // The tail is only copied now; it is hashed after the blocks, by a later
+  // update or Digest, both of which Wait() first.
+  st_.buf_len = static_cast<uint32_t>(n - blocks * 64);
+  std::memcpy(st_.buf, p + blocks * 64, st_.buf_len);
+  md5::SubmitJob(job_.get());
+  pending_ = true;
+}
+
+void Md5Stream::Digest(unsigned char out[16]) {
+  Wait();
+  md5::Finish(st_, out);
+}
 
 std::string Md5Stream::Digest() {
   std::string out(16, '\0');

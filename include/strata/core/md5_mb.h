@@ -23,9 +23,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace strata {
+namespace md5 {
+struct Job;
+}
 
 // The explicit MD5 state: chaining words, total length, partial block.
 struct Md5State {
@@ -37,19 +41,28 @@ struct Md5State {
 
 class Md5Stream {
  public:
-  Md5Stream() = default;
+  Md5Stream();
+  ~Md5Stream();  // waits for a pending UpdateAsync
   Md5Stream(const Md5Stream&) = delete;
   Md5Stream& operator=(const Md5Stream&) = delete;
 
   // Absorbs n bytes; blocks until they are hashed (the buffer is then free).
   void Update(const void* data, size_t n);
+  // Like Update, but returns at once: the caller keeps data unchanged and
+  // alive until Wait() returns (Update, UpdateAsync, Digest, Reset and the
+  // destructor wait first). Lets a caller read its next chunk while this one
+  // is hashed, so more streams meet in the batcher at the same time.
+  void UpdateAsync(const void* data, size_t n);
+  void Wait();
   // The 16-byte raw digest; the stream must be Reset() before reuse.
   std::string Digest();
   void Digest(unsigned char out[16]);
-  void Reset() { st_ = Md5State(); }
+  void Reset();
 
  private:
   Md5State st_;
+  std::unique_ptr<md5::Job> job_;  // reused for every UpdateAsync
+  bool pending_ = false;           // job_ is submitted and not yet waited for
 };
 
 namespace md5 {
