@@ -5,15 +5,19 @@
 // however, ingests many bodies at the same time. Md5Stream::Update hands its
 // whole blocks to a process-wide batching service: whichever caller finds the
 // service idle becomes its combiner and advances up to 8 streams together in the
-// 8 x 32-bit lanes of AVX2 (one stream per lane), picking up the blocks of other
-// callers as they arrive and handing the combiner role to another waiting caller
-// when its own blocks are done. A stream hashed alone is hashed with the scalar
-// code in its caller's thread, so it is not slower than a plain MD5. Waiting
-// callers sleep on a condition variable; nothing spins.
+// 8 x 32-bit lanes of AVX2 (one stream per lane; exactly two streams run as two
+// interleaved scalar chains instead), picking up the blocks of other callers as
+// they arrive and handing the combiner role to another waiting caller when its
+// own blocks are done. A stream hashed alone is hashed with the scalar code in
+// its caller's thread, so it is not slower than a plain MD5. Waiting callers
+// sleep on a condition variable; nothing spins. One combiner at a time: the
+// process hashes at most one core's worth (~2.7 GB/s with full lanes).
 //
 // Update returns only once all its bytes are absorbed, so callers may reuse
-// their buffer right away. The partial last block and the final padding are
-// handled with the scalar code on the stream's own state.
+// their buffer right away; UpdateAsync returns at once and the buffer is the
+// batcher's until Wait() (a caller reads its next chunk meanwhile, so more
+// streams meet in the batcher). The partial last block and the final padding
+// are handled with the scalar code on the stream's own state.
 //
 // Thread-safety: one Md5Stream is used by one thread at a time (like Hasher);
 // different streams may be used from any number of threads concurrently.
