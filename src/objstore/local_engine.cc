@@ -49,6 +49,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <strata/core/checksum.h>
+#include <strata/core/md5_mb.h>
 #include <strata/core/log.h>
 #include <strata/core/strings.h>
 #include <strata/objstore/engine.h>
@@ -906,7 +907,12 @@ Status LocalEngineImpl::Ingest(ByteSource& body, uint64_t inline_budget, Checksu
   const size_t cap = static_cast<size_t>(std::max<uint64_t>(kIoChunk, inline_budget + 1));
   out->buf.emplace(cap);
   char* buf = out->buf->data();
-  std::unique_ptr<Hasher> md5 = Hasher::Create(ChecksumAlgorithm::kMd5);
+  // Large bodies alternate between out->buf and spare: the MD5 of one chunk
+  // runs (in the process-wide batcher, with other PUTs' chunks) while the next
+  // is read. Declared before md5, whose destructor waits for a pending chunk.
+  std::optional<ScratchBuffer> spare;
+  char* other = nullptr;
+  Md5Stream md5;
   std::unique_ptr<Hasher> ck;
   if (alg != ChecksumAlgorithm::kNone) ck = Hasher::Create(alg);
 
@@ -938,7 +944,7 @@ Status LocalEngineImpl::Ingest(ByteSource& body, uint64_t inline_budget, Checksu
   STRATA_RETURN_IF_ERROR(fill(static_cast<size_t>(inline_budget + 1)));
   if (eof && filled <= inline_budget) {
     if (expected_size && filled != *expected_size) return short_body(filled);
-    md5->Update(buf, filled);
+    md5.Update(buf, filled);
     if (ck) ck->Update(buf, filled);
     out->inline_data = std::string_view(buf, filled);
     if (filled > embed_max_) {
@@ -946,7 +952,7 @@ Status LocalEngineImpl::Ingest(ByteSource& body, uint64_t inline_budget, Checksu
       out->blob_id = NextBodyId();
     }
     out->digest.size = filled;
-    out->digest.md5 = md5->Digest();
+    out->digest.md5 = md5.Digest();
     if (ck) out->digest.checksum = ck->Digest();
     return Status::Ok();
   }
@@ -964,13 +970,18 @@ Status LocalEngineImpl::Ingest(ByteSource& body, uint64_t inline_budget, Checksu
     STRATA_RETURN_IF_ERROR(w.Open(tmp_path, block_size));
     for (;;) {
       if (filled > 0) {
-        md5->Update(buf, filled);
+        md5.UpdateAsync(buf, filled);  // first waits for the chunk in `other`
         if (ck) ck->Update(buf, filled);
         STRATA_RETURN_IF_ERROR(w.Append(buf, filled));
         total += filled;
         filled = 0;
       }
       if (eof) break;
+      if (other == nullptr) {
+        spare.emplace(cap);
+        other = spare->data();
+      }
+      std::swap(buf, other);  // `other` now holds the chunk being hashed
       STRATA_RETURN_IF_ERROR(fill(cap));
     }
     if (expected_size && total != *expected_size) return short_body(total);
@@ -982,11 +993,12 @@ Status LocalEngineImpl::Ingest(ByteSource& body, uint64_t inline_budget, Checksu
     return Status::FromErrno(errno, "rename " + tmp_path + " to " + path);
   }
   if (options_.sync) STRATA_RETURN_IF_ERROR(FsyncDir(path.substr(0, path.size() - 33)));
+  md5.Wait();        // the last chunk may still be hashing from out->buf
   out->buf.reset();  // the buffer goes back to the thread's cache
   out->is_file = true;
   out->block_size = block_size;
   out->digest.size = total;
-  out->digest.md5 = md5->Digest();
+  out->digest.md5 = md5.Digest();
   if (ck) out->digest.checksum = ck->Digest();
   return Status::Ok();
 }

@@ -13,6 +13,7 @@
 
 #include <strata/core/http_server.h>
 #include <strata/core/log.h>
+#include <strata/core/md5_mb.h>
 #include <strata/core/metrics.h>
 #include <strata/core/strings.h>
 #include <strata/features/feature_server.h>
@@ -249,6 +250,16 @@ Status StrataServer::Start() {
   reg.AddCallbackGauge("strata_objstore_orphans_removed_at_open",
                        "Data files left by a crash and removed at start",
                        [engine] { return static_cast<double>(engine->GetStats().orphans_removed_at_open); });
+  // How the MD5 batcher (core/md5_mb.h) hashed the PUT bodies: 8-lane kernel,
+  // two interleaved streams, or one stream alone.
+  reg.AddCallbackGauge("strata_md5_kernel_blocks", "64-byte blocks hashed by the 8-lane MD5 kernel",
+                       [] { return static_cast<double>(md5::GetBatchStats().kernel_blocks); });
+  reg.AddCallbackGauge("strata_md5_idle_lane_blocks", "Lane-blocks the 8-lane MD5 kernel left idle",
+                       [] { return static_cast<double>(md5::GetBatchStats().idle_blocks); });
+  reg.AddCallbackGauge("strata_md5_pair_blocks", "MD5 blocks hashed two streams at a time",
+                       [] { return static_cast<double>(md5::GetBatchStats().pair_blocks); });
+  reg.AddCallbackGauge("strata_md5_scalar_blocks", "MD5 blocks the batcher hashed one stream alone",
+                       [] { return static_cast<double>(md5::GetBatchStats().scalar_blocks); });
   if (im.opts.enable_s3) {
     s3::FrontendOptions fo;
     fo.region = im.opts.region;

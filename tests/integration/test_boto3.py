@@ -8,6 +8,7 @@ import concurrent.futures
 import datetime
 import hashlib
 import os
+import random
 import sys
 import threading
 import time
@@ -474,6 +475,50 @@ class Boto3Tests:
         assert (st, code) == (400, "EntityTooSmall"), (st, code)
         self.s3.abort_multipart_upload(Bucket=B, Key="mp/small", UploadId=up)
 
+    def concurrent_put_etags(self):
+        # Every PUT body's MD5 goes through the server's batched multi-stream MD5:
+        # many bodies at once, of lengths that end mid-block, must each get its
+        # own ETag (a lane mix-up would hand one body another's digest).
+        rng = random.Random(5)
+        sizes = [MiB + 7, 4 * MiB, 3 * MiB + 4095, 2 * MiB + 64, 1500 * 1024 + 1, 5 * MiB - 3]
+        jobs = []
+        for i in range(16):
+            n = sizes[i % len(sizes)] + rng.randrange(0, 200)
+            jobs.append((f"etag/{i}", rng.randbytes(n)))
+        errors = []
+
+        def put(job):
+            key, body = job
+            c = self.srv.client()
+            got = c.put_object(Bucket=B, Key=key, Body=body)["ETag"]
+            if got != etag_md5(body):
+                errors.append((key, len(body), got, etag_md5(body)))
+
+        def part(i):
+            body = rng_parts[i]
+            got = self.srv.client().upload_part(Bucket=B, Key="etag/mp", UploadId=up, PartNumber=i + 1,
+                                                 Body=body)["ETag"]
+            if got != etag_md5(body):
+                errors.append(("part", i + 1, got, etag_md5(body)))
+            return got
+
+        with concurrent.futures.ThreadPoolExecutor(12) as ex:
+            list(ex.map(put, jobs))
+        assert not errors, errors
+        for key, body in jobs[:3]:
+            assert self.s3.get_object(Bucket=B, Key=key)["Body"].read() == body, key
+        # Parts of one multipart upload, uploaded concurrently.
+        rng_parts = [rng.randbytes(5 * MiB + i * 4099) for i in range(4)]
+        up = self.s3.create_multipart_upload(Bucket=B, Key="etag/mp")["UploadId"]
+        with concurrent.futures.ThreadPoolExecutor(4) as ex:
+            etags = list(ex.map(part, range(4)))
+        assert not errors, errors
+        r = self.s3.complete_multipart_upload(
+            Bucket=B, Key="etag/mp", UploadId=up,
+            MultipartUpload={"Parts": [{"PartNumber": i + 1, "ETag": e} for i, e in enumerate(etags)]})
+        want = '"' + hashlib.md5(b"".join(bytes.fromhex(e.strip('"')) for e in etags)).hexdigest() + '-4"'
+        assert r["ETag"] == want, (r["ETag"], want)
+
     def concurrent_overwrite_reads(self):
         """Concurrent PUTs of one key never expose a torn or mixed object to readers."""
         key = "hot/key"
@@ -691,7 +736,8 @@ def main():
                          "list_xml_fields", "bucket_acl", "object_edge_cases", "presigned",
                          "metadata_roundtrip", "range_gets", "conditional_get", "conditional_put",
                          "conditional_put_if_match_and_complete", "conditional_put_conflict_409",
-                         "copy_object", "tagging", "delete_objects", "multipart", "concurrent_overwrite_reads", "checksums",
+                         "copy_object", "tagging", "delete_objects", "multipart", "concurrent_put_etags",
+                         "concurrent_overwrite_reads", "checksums",
                          "bucket_rules", "auth_errors", "anonymous_and_acl", "second_user", "rename",
                          "append", "virtual_host"]:
                 runner.case(name, getattr(t, name))

@@ -1,7 +1,8 @@
 // Checksums and digests used across Strata.
 //
 // CRC32 (IEEE, as S3's x-amz-checksum-crc32) and CRC32C via ISA-L; CRC64NVME
-// (the CRC-64/NVME polynomial S3 uses) with our own slicing table; MD5, SHA1 and
+// (the CRC-64/NVME polynomial S3 uses) with our own slicing table; MD5 with our
+// own multi-buffer code (md5_mb.h: concurrent streams share AVX2 lanes); SHA1,
 // SHA256 and HMAC-SHA256 via OpenSSL. Streaming objects are not thread-safe;
 // the free functions are.
 #pragma once
