@@ -918,6 +918,22 @@ void OpGetlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* l
   fuse_reply_lock(req, &out);
 }
 
+// A blocking lock request waits here, not in the metadata engine, so the
+// waiter can be interrupted: a signal to the process that called F_SETLKW or
+// flock() makes the kernel send FUSE_INTERRUPT, and the call fails with EINTR
+// (otherwise Ctrl-C could not stop a process stuck behind another's lock).
+// `attempt` tries once without blocking.
+Status WaitForLock(fuse_req_t req, const std::function<Status()>& attempt) {
+  auto pause = std::chrono::milliseconds(2);
+  for (;;) {
+    Status st = attempt();
+    if (fsmeta::ErrnoOf(st) != EAGAIN) return st;
+    if (fuse_req_interrupted(req)) return fsmeta::FsError(EINTR, "lock wait interrupted");
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
+}
+
 void OpSetlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* lock, int sleep) {
   auto* fs = Fs(req);
   fsmeta::LockRange r = ToRange(lock);
@@ -927,7 +943,9 @@ void OpSetlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* l
     std::lock_guard<std::mutex> lk(fs->mu_);
     fs->plocked_.insert(ino);
   }
-  Status st = fs->meta_->Setlk(fs->Ctx(req), ino, fi->lock_owner, sleep != 0, r);
+  const Context ctx = fs->Ctx(req);
+  auto attempt = [&] { return fs->meta_->Setlk(ctx, ino, fi->lock_owner, false, r); };
+  Status st = sleep != 0 && r.type != F_UNLCK ? WaitForLock(req, attempt) : attempt();
   if (!st.ok()) return (void)fuse_reply_err(req, FuseFs::Errno(st));
   fuse_reply_err(req, 0);
 }
@@ -938,7 +956,9 @@ void OpFlock(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, int op) {
   if (op & LOCK_SH) type = F_RDLCK;
   if (op & LOCK_EX) type = F_WRLCK;
   bool block = !(op & LOCK_NB) && type != F_UNLCK;
-  Status st = fs->meta_->Flock(fs->Ctx(req), ino, fi->lock_owner, type, block);
+  const Context ctx = fs->Ctx(req);
+  auto attempt = [&] { return fs->meta_->Flock(ctx, ino, fi->lock_owner, type, false); };
+  Status st = block ? WaitForLock(req, attempt) : attempt();
   if (!st.ok()) return (void)fuse_reply_err(req, FuseFs::Errno(st));
   fuse_reply_err(req, 0);
 }

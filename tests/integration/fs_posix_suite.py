@@ -29,6 +29,8 @@ import fcntl
 import mmap
 import os
 import random
+import select
+import signal
 import shutil
 import stat
 import struct
@@ -912,6 +914,43 @@ def check_xattrs(ctx):
     expect(os.getxattr(ctx.p("l"), "user.bin") == binary, "getxattr follows symlinks")
 
 
+def _signalled_waiter(path, lock_fn, release):
+    """A child blocks in lock_fn on a lock we hold; SIGALRM after 0.3 s must end
+    the wait (Python raises from the handler) instead of leaving the child stuck
+    until the lock is free. Returns (outcome, seconds) as the child saw them."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+
+            def on_alarm(signum, frame):
+                raise TimeoutError()
+
+            signal.signal(signal.SIGALRM, on_alarm)
+            fd = os.open(path, os.O_RDWR)
+            t0 = time.time()
+            signal.setitimer(signal.ITIMER_REAL, 0.3)
+            try:
+                lock_fn(fd)
+                res = "locked"
+            except TimeoutError:
+                res = "interrupted"
+            os.write(w, f"{res} {time.time() - t0:.3f}".encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    try:
+        select.select([r], [], [], 5.0)   # a stuck child: release below frees it
+    finally:
+        release()
+        out = os.read(r, 100).decode()
+        os.close(r)
+        os.waitpid(pid, 0)
+    what, secs = (out.split() + ["?", "nan"])[:2]
+    return what, float(secs)
+
+
 def check_flock(ctx):
     """BSD flock between two processes: exclusive blocks, shared is shared, close unlocks."""
     path = ctx.p("flock")
@@ -970,6 +1009,16 @@ def check_flock(ctx):
     os.waitpid(pid, 0)
     expect(out and float(out) >= 0.4, f"blocking flock returned too early / not at all ({out!r})")
 
+    # A blocked flock() ends when its process is signalled.
+    fd = os.open(path, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    # (Released with LOCK_UN: the child shares fd's open file description, so
+    # closing it here alone would leave the flock held by the waiter itself.)
+    what, secs = _signalled_waiter(path, lambda f: fcntl.flock(f, fcntl.LOCK_EX),
+                                   lambda: (fcntl.flock(fd, fcntl.LOCK_UN), os.close(fd)))
+    expect(what == "interrupted" and secs < 2.0,
+           f"a signal did not end a blocked flock: {what} after {secs:.1f} s")
+
 
 def check_fcntl_locks(ctx):
     """POSIX record locks between processes: ranges, read/write, F_GETLK, unlock."""
@@ -1019,6 +1068,13 @@ def check_fcntl_locks(ctx):
     finally:
         os.close(fd)                                      # closing drops the process's locks
     expect(in_child(try_lockf, fcntl.LOCK_EX, 0, 0) == "locked", "close did not release POSIX locks")
+
+    # A blocked F_SETLKW ends when its process is signalled.
+    fd = os.open(path, os.O_RDWR)
+    fcntl.lockf(fd, fcntl.LOCK_EX, 100, 0)
+    what, secs = _signalled_waiter(path, lambda f: fcntl.lockf(f, fcntl.LOCK_EX, 10, 10), lambda: os.close(fd))
+    expect(what == "interrupted" and secs < 2.0,
+           f"a signal did not end a blocked F_SETLKW: {what} after {secs:.1f} s")
 
 
 def check_mmap(ctx):
