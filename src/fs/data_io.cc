@@ -219,8 +219,19 @@ void DataIO::Freeze(Writer* w, DirtySlice* s) {
 }
 
 Status DataIO::CommitSlice(Ino ino, Writer* w, DirtySlice* s) {
+  // A slice whose only unsent block is the last one, with nothing else in
+  // flight (a small file at close): upload it in this thread, which waits for
+  // it anyway, instead of handing it to the upload pool and back.
+  Status inline_put;
+  if (!s->frozen && s->submitted + 1 == s->blocks.size() && s->up->Idle()) {
+    s->frozen = true;
+    std::shared_ptr<std::string> data = s->blocks[s->submitted];
+    inline_put = store_->PutBlock(s->id, s->submitted, *data, data);
+    s->submitted++;
+  }
   Freeze(w, s);
   Status st = s->up->Wait();
+  if (st.ok()) st = inline_put;
   if (st.ok() && s->len > 0) {
     fsmeta::Slice sl;
     sl.id = s->id;

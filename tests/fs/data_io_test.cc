@@ -13,6 +13,7 @@
 
 #include <strata/cache/cached_object_store.h>
 #include <strata/fs/chunk_store.h>
+#include <strata/objstore/fault_injection.h>
 #include <strata/objstore/object_store.h>
 
 #include "testutil/testutil.h"
@@ -221,6 +222,51 @@ void RandomOverwrites(Compression comp) {
     ASSERT_EQ(n, std::min<size_t>(len, model.size() - off));
     ASSERT_EQ(out.substr(0, n), model.substr(off, n));
   }
+}
+
+TEST(DataIOTest, FailedUploadsAreReportedAndNothingIsCommitted) {
+  auto mem = objstore::NewMemObjectStore("fs-fail-test");
+  objstore::FaultOptions always;
+  always.error_rate = 1.0;
+  objstore::FaultInjectionObjectStore faulty(mem.get(), always);
+  cache::CacheOptions co;
+  co.block_size = 64 * 1024;
+  co.ram_capacity_bytes = 1 << 20;
+  co.readahead = false;
+  auto c = cache::CachedObjectStore::Open(&faulty, co);
+  ASSERT_TRUE(c.has_value());
+  ChunkStoreOptions so;
+  so.volume = "vol";
+  so.block_size = 64 * 1024;
+  so.max_uploads = 2;
+  ChunkStore chunks(&faulty, c->get(), so);
+  FakeSliceMeta meta;
+  DataOptions dopt;
+  dopt.background_compaction = false;
+  DataIO data(&meta, &chunks, dopt);
+  // One partial block: uploaded by the flushing thread itself.
+  ASSERT_OK(data.Write(2, 0, Random(4096, 5)));
+  EXPECT_FALSE(data.Flush(2).ok());
+  EXPECT_EQ(meta.SliceCount(2, 0), 0u);
+  // Four full blocks through the upload pool, then the partial last one.
+  ASSERT_OK(data.Write(3, 0, Random(300000, 6)));
+  EXPECT_FALSE(data.Flush(3).ok());
+  EXPECT_EQ(meta.SliceCount(3, 0), 0u);
+  // With the store healthy again, both paths commit and read back.
+  faulty.SetOptions(objstore::FaultOptions{});
+  const std::string small = Random(4096, 7), big = Random(300000, 8);
+  ASSERT_OK(data.Write(4, 0, small));
+  ASSERT_OK(data.Write(5, 0, big));
+  ASSERT_OK(data.Flush(4));
+  ASSERT_OK(data.Flush(5));
+  EXPECT_EQ(meta.SliceCount(4, 0), 1u);
+  EXPECT_EQ(meta.SliceCount(5, 0), 1u);
+  std::string out(big.size(), '\0');
+  ASSERT_OK_AND_ASSIGN(size_t n, data.Read(5, 0, big.size(), out.data(), big.size()));
+  EXPECT_EQ(n, big.size());
+  EXPECT_EQ(out, big);
+  ASSERT_OK_AND_ASSIGN(n, data.Read(4, 0, small.size(), out.data(), small.size()));
+  EXPECT_EQ(out.substr(0, small.size()), small);
 }
 
 TEST(DataIOTest, RandomOverwritesMatchAModel) { RandomOverwrites(Compression::kNone); }
