@@ -379,27 +379,6 @@ void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* in, int to_set, fuse
     mask |= fsmeta::kSetSize;
     a.size = static_cast<uint64_t>(in->st_size);
   }
-  if (mask & fsmeta::kSetMode) {
-    // A write or truncate by someone without CAP_FSETID makes the kernel
-    // clear set-user-ID/set-group-ID with a SETATTR of the mode on the
-    // writer's behalf (this mount has default_permissions, so a chmod by a
-    // non-owner never gets here: the kernel refuses it). The writer need not
-    // own the file, so that change is applied without the owner check.
-    auto cur = fs->meta_->GetAttr(ino);
-    if (!cur) return fs->ReplyErr(req, cur.error(), "setattr");
-    const uint32_t old_bits = cur->mode & 07777, new_bits = a.mode & 07777;
-    const uint32_t dropped = old_bits & ~new_bits;
-    if (dropped != 0 && (new_bits & ~old_bits) == 0 && (dropped & ~(S_ISUID | S_ISGID)) == 0 &&
-        fuse_req_ctx(req)->uid != cur->uid) {
-      Context internal = fs->Ctx(req);
-      internal.check_permission = false;
-      Attr m;
-      m.mode = a.mode;
-      auto r = fs->meta_->SetAttr(internal, ino, fsmeta::kSetMode, m);
-      if (!r) return fs->ReplyErr(req, r.error(), "setattr (clearing set-id bits)");
-      mask &= ~fsmeta::kSetMode;
-    }
-  }
   uint64_t seq0 = fs->Seq();
   std::unique_lock<std::mutex> atime_lock(fs->atime_write_mu_, std::defer_lock);
   if (mask & (fsmeta::kSetAtime | fsmeta::kSetAtimeNow)) {

@@ -874,6 +874,20 @@ Result<Entry> KvMeta::Link(const Context& ctx, Ino ino, Ino new_parent, std::str
   return e;
 }
 
+Result<KvMeta::EntryToRemove> KvMeta::FindEntryToRemove(const Context& ctx, AttrCache& as, Ino parent,
+                                                        std::string_view name) const {
+  EntryToRemove e;
+  e.key = DentKey(parent, name);
+  auto d = as.GetWith(parent, e.key);
+  STRATA_ASSIGN_OR_RETURN(e.parent, ExistingDir(as, parent));
+  STRATA_RETURN_IF_ERROR(Access(ctx, *e.parent, W_OK | X_OK));
+  if (!d) return FsError(ENOENT, Quote(name) + " not found");
+  e.dent = std::move(*d);
+  if (!DecodeDent(e.dent, &e.type, &e.ino)) return Status::Corruption("bad directory entry " + Quote(name));
+  e.attr = as.Get(e.ino);
+  return e;
+}
+
 Status KvMeta::Unlink(const Context& ctx, Ino parent, std::string_view name) {
   STRATA_RETURN_IF_ERROR(CheckName(name));
   if (name == "." || name == "..") return FsError(EISDIR, Quote(name) + " is a directory");
@@ -881,22 +895,15 @@ Status KvMeta::Unlink(const Context& ctx, Ino parent, std::string_view name) {
   return Txn(
       [&](KvTxn& t) {
         AttrCache as(t);
-        std::string key = DentKey(parent, name);
-        auto d = as.GetWith(parent, key);
-        STRATA_ASSIGN_OR_RETURN(Attr* p, ExistingDir(as, parent));
-        STRATA_RETURN_IF_ERROR(Access(ctx, *p, W_OK | X_OK));
-        if (!d) return FsError(ENOENT, Quote(name) + " not found");
-        uint32_t type;
-        Ino ino;
-        if (!DecodeDent(*d, &type, &ino)) return Status::Corruption("bad directory entry " + Quote(name));
-        Attr* a = as.Get(ino);
-        if (a && IsDir(*a)) return FsError(EISDIR, Quote(name) + " is a directory");
-        if (!a && type == S_IFDIR) return FsError(EISDIR, Quote(name) + " is a directory");
+        STRATA_ASSIGN_OR_RETURN(EntryToRemove e, FindEntryToRemove(ctx, as, parent, name));
+        Attr* p = e.parent;
+        Attr* a = e.attr;
+        if (a ? IsDir(*a) : e.type == S_IFDIR) return FsError(EISDIR, Quote(name) + " is a directory");
         if (a) STRATA_RETURN_IF_ERROR(Sticky(ctx, *p, *a));
-        t.Delete(key);
+        t.Delete(e.key);
         p->mtime_ns = p->ctime_ns = now;
         as.Dirty(parent);
-        if (a) ReleaseLink(t, as, ino, a, parent, name, *d, now);
+        if (a) ReleaseLink(t, as, e.ino, a, parent, name, e.dent, now);
         as.Flush();
         return Status::Ok();
       },
@@ -911,28 +918,22 @@ Status KvMeta::Rmdir(const Context& ctx, Ino parent, std::string_view name) {
   return Txn(
       [&](KvTxn& t) {
         AttrCache as(t);
-        std::string key = DentKey(parent, name);
-        auto d = as.GetWith(parent, key);
-        STRATA_ASSIGN_OR_RETURN(Attr* p, ExistingDir(as, parent));
-        STRATA_RETURN_IF_ERROR(Access(ctx, *p, W_OK | X_OK));
-        if (!d) return FsError(ENOENT, Quote(name) + " not found");
-        uint32_t type;
-        Ino ino;
-        if (!DecodeDent(*d, &type, &ino)) return Status::Corruption("bad directory entry " + Quote(name));
-        Attr* a = as.Get(ino);
+        STRATA_ASSIGN_OR_RETURN(EntryToRemove e, FindEntryToRemove(ctx, as, parent, name));
+        Attr* p = e.parent;
+        Attr* a = e.attr;
         if (a && !IsDir(*a)) return FsError(ENOTDIR, Quote(name) + " is not a directory");
         if (a) {
           STRATA_RETURN_IF_ERROR(Sticky(ctx, *p, *a));
           bool empty = true;
-          t.Scan(DentPrefix(ino), "", 1, true, [&](const std::string&, const std::string&) {
+          t.Scan(DentPrefix(e.ino), "", 1, true, [&](const std::string&, const std::string&) {
             empty = false;
             return false;
           });
           if (!empty) return FsError(ENOTEMPTY, "directory " + Quote(name) + " is not empty");
-          FreeInode(t, ino, *a);
-          as.Drop(ino);
+          FreeInode(t, e.ino, *a);
+          as.Drop(e.ino);
         }
-        t.Delete(key);
+        t.Delete(e.key);
         if (p->nlink > 2) p->nlink--;
         p->mtime_ns = p->ctime_ns = now;
         as.Dirty(parent);
@@ -1257,7 +1258,15 @@ Result<Attr> KvMeta::SetAttr(const Context& ctx, Ino ino, uint32_t mask, const A
           if (mask & kSetGid) a->gid = in.gid;
         }
         if (mask & kSetMode) {
-          if (!owner) return FsError(EPERM, "only the owner may change the mode");
+          // Clearing set-user-ID/set-group-ID and nothing else is what the
+          // kernel asks for on a write or truncate by someone without
+          // CAP_FSETID, who need not own the file (a chmod by a non-owner is
+          // refused by the kernel before it gets here).
+          const uint32_t old_bits = a->mode & 07777, new_bits = in.mode & 07777;
+          const uint32_t dropped = old_bits & ~new_bits;
+          const bool only_clears_setid =
+              dropped != 0 && (new_bits & ~old_bits) == 0 && (dropped & ~(S_ISUID | S_ISGID)) == 0;
+          if (!owner && !only_clears_setid) return FsError(EPERM, "only the owner may change the mode");
           uint32_t m = in.mode & 07777;
           if (!root && !InGroup(ctx, a->gid)) m &= ~S_ISGID;
           a->mode = (a->mode & S_IFMT) | m;

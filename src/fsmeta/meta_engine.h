@@ -106,6 +106,19 @@ class KvMeta final : public MetaEngine {
   void FreeInode(KvTxn& t, Ino ino, const Attr& a);
   void ReleaseLink(KvTxn& t, AttrCache& as, Ino ino, Attr* a, Ino parent, std::string_view name,
                    const std::string& dent_value, int64_t now);
+  // What Unlink and Rmdir start from, read through `as`: the directory
+  // `parent` (which ctx must be allowed to write and search) and its entry
+  // `name` (ENOENT when there is none). `attr` is null for an entry whose
+  // inode is gone.
+  struct EntryToRemove {
+    Attr* parent = nullptr;
+    std::string key, dent;
+    uint32_t type = 0;
+    Ino ino = 0;
+    Attr* attr = nullptr;
+  };
+  Result<EntryToRemove> FindEntryToRemove(const Context& ctx, AttrCache& as, Ino parent,
+                                          std::string_view name) const;
 
   std::unique_ptr<TxnKV> kv_;
 

@@ -259,6 +259,23 @@ TEST_P(MetaTest, PermissionsAndSticky) {
   Attr chmod;
   chmod.mode = 0777;
   EXPECT_ERRNO(m_->SetAttr(bob_, af.ino, kSetMode, chmod), EPERM);
+  // A non-owner may only clear set-user-ID/set-group-ID (what the kernel
+  // asks for when he writes or truncates the file); anything else, or a mode
+  // that changes nothing, stays refused.
+  Attr setid;
+  setid.mode = 06666;
+  ASSERT_OK(m_->SetAttr(alice_, af.ino, kSetMode, setid));
+  Attr cleared;
+  cleared.mode = 0666;
+  Attr widened;
+  widened.mode = 06777;
+  EXPECT_ERRNO(m_->SetAttr(bob_, af.ino, kSetMode, widened), EPERM);
+  EXPECT_ERRNO(m_->SetAttr(bob_, af.ino, kSetMode, setid), EPERM);
+  ASSERT_OK_AND_ASSIGN(Attr ca, m_->SetAttr(bob_, af.ino, kSetMode, cleared));
+  EXPECT_EQ(ca.mode & 07777, 0666u);
+  Attr owner_only;
+  owner_only.mode = 0600;
+  ASSERT_OK(m_->SetAttr(alice_, af.ino, kSetMode, owner_only));
   Attr chown;
   chown.uid = 2000;
   EXPECT_ERRNO(m_->SetAttr(alice_, af.ino, kSetUid, chown), EPERM);
