@@ -37,6 +37,7 @@
 #include <strata/fs/mount.h>
 #include <strata/fs/volume.h>
 #include <strata/fsmeta/meta.h>
+#include <strata/server/server.h>
 #include <strata/objstore/object_store.h>
 
 namespace strata::cli {
@@ -169,25 +170,18 @@ struct MountArgs {
 
 constexpr log::Logger kCliLog("fs");
 
-bool ParsePort(const std::string& s, int* port) {
-  if (s.empty() || s.size() > 5 || s.find_first_not_of("0123456789") != std::string::npos) return false;
-  *port = std::stoi(s);
-  return *port > 0 && *port < 65536;
-}
-
 // Serves GET /metrics (Prometheus text) for this mount process. The default
 // address moves up to the next free port (several mounts on one machine, as
 // JuiceFS does); an explicit one must be free. "none" (or "") disables it.
 std::unique_ptr<http::Server> StartMetrics(const std::string& address) {
   if (address.empty() || address == "none") return nullptr;
   const bool is_default = address == MountArgs().metrics;
-  size_t colon = address.rfind(':');
+  std::string host;
   int port = 0;
-  if (colon == std::string::npos || colon == 0 || !ParsePort(address.substr(colon + 1), &port)) {
-    kCliLog.Warn("--metrics {}: want HOST:PORT; not serving metrics", address);
+  if (Status st = server::ParseHostPort(address, host, port); !st.ok()) {
+    kCliLog.Warn("--metrics: {}; not serving metrics", st.message());
     return nullptr;
   }
-  std::string host = address.substr(0, colon);
   for (int attempt = 0; attempt < (is_default ? 32 : 1); ++attempt) {
     http::ServerOptions o;
     o.name = "fs-metrics";
