@@ -25,16 +25,16 @@ table says so.
 """
 
 import argparse
-import http.client
 import json
 import os
 import random
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from strata_server import StrataServer  # noqa: E402
 
 MiB = 1 << 20
 USER = "fsbench"
@@ -47,10 +47,6 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def drop_caches():
@@ -96,42 +92,6 @@ def unmount(mp, timeout=120):
         time.sleep(0.2)
 
 
-class Server:
-    def __init__(self, strata, work):
-        self.strata = strata
-        self.port, self.admin = free_port(), free_port()
-        env = dict(os.environ, STRATA_ROOT_USER=USER, STRATA_ROOT_PASSWORD=SECRET)
-        self.log = open(os.path.join(work, "server.log"), "wb")
-        self.proc = subprocess.Popen(
-            [strata, "server", "--no-fsync", "--data", os.path.join(work, "server-data"),
-             "--s3-address", f"127.0.0.1:{self.port}", "--admin-address", f"127.0.0.1:{self.admin}",
-             "--no-vector", "--features-port", "0",   # only S3 (and health), no fixed ports
-             "--log-level", "warn"], stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        for _ in range(600):
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", self.admin, timeout=1)
-                c.request("GET", "/health")
-                if c.getresponse().status == 200:
-                    return
-            except OSError:
-                pass
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise SystemExit("bench: strata server did not start; see " + self.log.name)
-
-    @property
-    def endpoint(self):
-        return f"http://127.0.0.1:{self.port}"
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 def s3_env(srv, work):
@@ -493,7 +453,7 @@ def main():
     args = ap.parse_args()
     tools = [t for t in args.tools.split(",") if t]
     notes = []
-    srv = Server(args.strata, args.work)
+    srv = StrataServer(args.strata, args.work, USER, SECRET)
     state = {}
     results = {}
     mounted = []

@@ -13,16 +13,16 @@ whole command, including its start-up.
 """
 
 import argparse
-import http.client
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from strata_server import StrataServer  # noqa: E402
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -30,53 +30,12 @@ USER = "benchuser"
 SECRET = "bench-secret-0123456789abcdef"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
-class Server:
-    def __init__(self, strata, work):
-        self.strata = strata
-        self.data = os.path.join(work, "server-data")
-        self.port, self.admin = free_port(), free_port()
-        env = dict(os.environ, STRATA_ROOT_USER=USER, STRATA_ROOT_PASSWORD=SECRET)
-        self.log = open(os.path.join(work, "server.log"), "wb")
-        self.proc = subprocess.Popen(
-            [strata, "server", "--no-fsync", "--data", self.data, "--s3-address", f"127.0.0.1:{self.port}",
-             "--admin-address", f"127.0.0.1:{self.admin}", "--no-vector", "--features-port", "0",
-             "--log-level", "warn"],
-            stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        for _ in range(600):
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", self.admin, timeout=1)
-                c.request("GET", "/health")
-                if c.getresponse().status == 200:
-                    return
-            except OSError:
-                pass
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise SystemExit("bench: strata server did not start; see " + self.log.name)
-
-    @property
-    def endpoint(self):
-        return f"http://127.0.0.1:{self.port}"
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 def make_dataset(root, count, size, seed):
@@ -201,7 +160,7 @@ def main():
             "rclone": [int(x) for x in args.rclone_conc.split(",")]}
     tools = args.tools.split(",")
 
-    srv = Server(args.strata, args.work)
+    srv = StrataServer(args.strata, args.work, USER, SECRET)
     results = []  # dicts
     try:
         t = Tools(args, srv, args.work)
