@@ -324,6 +324,23 @@ class RedisServer:
         self.proc = None
 
 
+def pick_seed(args, env_name):
+    """--seed, else $env_name, else a random one; printed so a failure replays."""
+    import random
+    seed = args.seed if args.seed is not None else int(os.environ.get(env_name, random.randrange(1 << 30)))
+    print(f"{env_name}={seed}", flush=True)
+    return seed
+
+
+def new_volume(strata, srv, work):
+    """Starts srv and returns a StrataFS (SQLite metadata under work) whose
+    bucket exists; formatting it is the caller's first test case."""
+    srv.start()
+    fs = StrataFS(strata, srv, work, f"sqlite3://{work}/meta.db")
+    fs.create_bucket()
+    return fs
+
+
 def make_work_dir(prefix):
     """A temp dir other users can traverse (the EACCES checks run as 65534)."""
     import tempfile

@@ -24,6 +24,8 @@ import sys
 import tempfile
 import time
 
+from fs_posix_suite import pread_all, pwrite_all
+
 KiB = 1024
 MiB = 1024 * KiB
 BLOCK = 4 * MiB
@@ -38,23 +40,6 @@ PROFILES = {
 
 class Mismatch(AssertionError):
     pass
-
-
-def _pread_all(fd, n, off):
-    out = bytearray()
-    while len(out) < n:
-        b = os.pread(fd, n - len(out), off + len(out))
-        if not b:
-            break
-        out += b
-    return bytes(out)
-
-
-def _pwrite_all(fd, data, off):
-    view = memoryview(data)
-    while view:
-        n = os.pwrite(fd, view, off)
-        view, off = view[n:], off + n
 
 
 def _write_all(fd, data):
@@ -94,7 +79,7 @@ class Pair:
             off = 0
             step = 4 * MiB
             while off < sizes[0] or off == 0:
-                a, b = (_pread_all(fd, step, off) for fd in fds)
+                a, b = (pread_all(fd, step, off) for fd in fds)
                 if a != b:
                     i = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b)))
                     raise Mismatch(f"{what}: contents differ at byte {off + i} "
@@ -164,11 +149,11 @@ def run_sequence(dir_a, dir_b, seed, profile="small", ops=None, check_every=None
                 data = rng.randbytes(n)
                 history.append(f"pwrite off={off} len={n}")
                 for fd in pair.fds:
-                    _pwrite_all(fd, data, off)
+                    pwrite_all(fd, data, off)
             elif r < 0.55:
                 off, n = _offset(rng, max_size, size), _length(rng, max_size)
                 history.append(f"pread off={off} len={n}")
-                a, b = (_pread_all(fd, n, off) for fd in pair.fds)
+                a, b = (pread_all(fd, n, off) for fd in pair.fds)
                 if a != b:
                     raise Mismatch(f"pread off={off} len={n}: {len(a)} bytes under test "
                                    f"(sha {hashlib.sha256(a).hexdigest()[:12]}) vs {len(b)} local "

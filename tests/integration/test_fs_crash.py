@@ -172,18 +172,14 @@ class Crash:
 def main():
     args = H.parse_args(extra_args)
     M.skip_unless_fs(args.strata, "fs_crash")
-    seed = args.seed if args.seed is not None else int(os.environ.get("STRATA_FS_CRASH_SEED",
-                                                                       random.randrange(1 << 30)))
-    print(f"STRATA_FS_CRASH_SEED={seed}", flush=True)
+    seed = M.pick_seed(args, "STRATA_FS_CRASH_SEED")
     runner = H.Runner("fs_crash")
     work = M.make_work_dir("strata-it-fscrash-")
     srv = H.StrataServer(args.strata)
     fs = None
     mp = os.path.join(work, "mnt")
     try:
-        srv.start()
-        fs = M.StrataFS(args.strata, srv, work, f"sqlite3://{work}/meta.db")
-        fs.create_bucket()
+        fs = M.new_volume(args.strata, srv, work)
         if not runner.case("format", fs.format):
             return runner.finish()
         c = Crash(fs, mp, os.path.join(work, "cache"), seed)

@@ -10,7 +10,6 @@ Exits 77 (ctest: skipped) only where /dev/fuse is missing.
 """
 
 import os
-import random
 import shutil
 import sys
 
@@ -33,9 +32,7 @@ def extra_args(p):
 def main():
     args = H.parse_args(extra_args)
     M.skip_unless_fs(args.strata, "fs_posix")
-    seed = args.seed if args.seed is not None else int(os.environ.get("STRATA_FS_SEED",
-                                                                       random.randrange(1 << 30)))
-    print(f"STRATA_FS_SEED={seed}", flush=True)
+    seed = M.pick_seed(args, "STRATA_FS_SEED")
     runner = H.Runner("fs_posix")
     work = M.make_work_dir("strata-it-fs-")
     srv = H.StrataServer(args.strata)
@@ -43,9 +40,7 @@ def main():
     mp = os.path.join(work, "mnt")
     cache = os.path.join(work, "cache")
     try:
-        srv.start()
-        fs = M.StrataFS(args.strata, srv, work, f"sqlite3://{work}/meta.db")
-        fs.create_bucket()
+        fs = M.new_volume(args.strata, srv, work)
         if not runner.case("format", fs.format):
             return runner.finish()
         if not runner.case("mount --background", fs.mount, mp, True, cache):
