@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -104,6 +105,9 @@ constexpr size_t kMinBatchBlocks = 16;
 constexpr size_t kMaxChunk = 256;
 // Blocks the combiner hashes alone before looking for newcomers.
 constexpr size_t kScalarChunk = 256;
+// How long the combiner holds free lanes open for the next chunks of streams
+// that are still reading them (see Combine).
+constexpr auto kFillWait = std::chrono::milliseconds(2);
 
 }  // namespace
 
@@ -119,6 +123,7 @@ struct Job {
   bool done = false;     // all blocks absorbed; guarded by Batcher::mu_
   bool lead = false;     // handed the combiner role; guarded by Batcher::mu_
   bool waiting = false;  // its owner sleeps in Wait(); guarded by Batcher::mu_
+  bool sync = false;     // its owner blocks until done (Update, not UpdateAsync)
 };
 
 namespace {
@@ -128,14 +133,29 @@ class Batcher {
   // Submit + Wait.
   void Run(Job* j) {
     std::unique_lock<std::mutex> lk(mu_);
+    j->sync = true;
+    ++sync_jobs_;
     Push(j);
     WaitLocked(lk, j);
+  }
+
+  // An UpdateAsync stream starts or ends: while one is open, its next chunk
+  // is worth holding a free lane for.
+  void StreamOpen() {
+    std::lock_guard<std::mutex> lk(mu_);
+    ++streams_;
+  }
+  void StreamClose() {
+    std::lock_guard<std::mutex> lk(mu_);
+    --streams_;
+    if (filling_) fill_cv_.notify_one();
   }
 
   // Queues j without waiting; some caller of Wait (at the latest j's owner)
   // hashes it.
   void Submit(Job* j) {
     std::lock_guard<std::mutex> lk(mu_);
+    j->sync = false;
     Push(j);
   }
 
@@ -153,6 +173,7 @@ class Batcher {
     s.scalar_blocks = scalar_blocks_.load(std::memory_order_relaxed);
     s.pair_blocks = pair_blocks_.load(std::memory_order_relaxed);
     s.handoffs = handoffs_.load(std::memory_order_relaxed);
+    s.fill_timeouts = fill_timeouts_.load(std::memory_order_relaxed);
     return s;
   }
 
@@ -161,6 +182,7 @@ class Batcher {
     j->done = j->lead = j->waiting = false;
     queue_.push_back(j);
     queued_.store(queue_.size(), std::memory_order_relaxed);
+    if (filling_) fill_cv_.notify_one();
   }
 
   void WaitLocked(std::unique_lock<std::mutex>& lk, Job* j) {
@@ -197,13 +219,26 @@ class Batcher {
   }
 
   // Called with lk held by the combiner; returns with lk held once me is done.
+  //
+  // Lanes are only worth as much as they are full: the kernel costs the same
+  // with three busy lanes as with eight. Open UpdateAsync streams submit
+  // their chunks one after another, each while the stream reads the next, so
+  // when a lane frees up and fewer jobs are queued than streams are open, the
+  // combiner waits (at most kFillWait, sleeping, which on a busy machine
+  // gives the readers the core) for the missing chunks before it hashes.
+  // Nobody waits for this: the combiner's own chunk is in a lane, the other
+  // owners are reading, and a job of a blocking Update() is hashed at once.
   void Combine(std::unique_lock<std::mutex>& lk, Job* me) {
+    bool changed = true;  // lanes were refilled or freed since the last wait
+    bool have_deadline = false;
+    std::chrono::steady_clock::time_point deadline;
     for (;;) {
       int busy = 0;
       for (Job*& l : lane_) {
         if (l == nullptr && !queue_.empty()) {
           l = queue_.front();
           queue_.pop_front();
+          changed = true;
         }
         if (l != nullptr) ++busy;
       }
@@ -212,6 +247,22 @@ class Batcher {
         HandOff();
         return;
       }
+      if (changed && busy < 8 && busy < streams_ && sync_jobs_ == 0) {
+        const auto now = std::chrono::steady_clock::now();
+        if (!have_deadline) {
+          deadline = now + kFillWait;
+          have_deadline = true;
+        }
+        if (now < deadline) {
+          filling_ = true;
+          fill_cv_.wait_until(lk, deadline);
+          filling_ = false;
+          continue;
+        }
+        fill_timeouts_.fetch_add(1, std::memory_order_relaxed);
+      }
+      changed = false;
+      have_deadline = false;
       lk.unlock();
       if (busy == 2) {
         Job* two[2];
@@ -244,6 +295,8 @@ class Batcher {
       lk.lock();
       for (Job*& l : lane_) {
         if (l != nullptr && l->blocks == 0) {
+          changed = true;
+          if (l->sync) --sync_jobs_;
           l->done = true;
           if (l != me && l->waiting) l->cv.notify_one();
           l = nullptr;
@@ -287,8 +340,12 @@ class Batcher {
   bool active_ = false;      // a caller is combining; guarded by mu_
   Job* lane_[8] = {};        // owned by the active combiner
   std::atomic<size_t> queued_{0};  // queue_.size(), read without mu_ by the scalar loop
+  int streams_ = 0;          // open UpdateAsync streams; guarded by mu_
+  int sync_jobs_ = 0;        // Run() jobs not yet done; guarded by mu_
+  bool filling_ = false;     // the combiner waits on fill_cv_; guarded by mu_
+  std::condition_variable fill_cv_;
   std::atomic<uint64_t> kernel_calls_{0}, kernel_blocks_{0}, idle_blocks_{0},
-      scalar_blocks_{0}, pair_blocks_{0}, handoffs_{0};
+      scalar_blocks_{0}, pair_blocks_{0}, handoffs_{0}, fill_timeouts_{0};
 };
 
 // One combiner hashes at most one core's worth (8 lanes, ~2.7 GB/s here), so
@@ -325,6 +382,8 @@ void Absorb(uint32_t h[4], const unsigned char* p, size_t blocks) {
 }  // namespace
 
 void SubmitJob(Job* j) { BatcherFor(j->h).Submit(j); }
+void StreamOpen(const uint32_t* h) { BatcherFor(h).StreamOpen(); }
+void StreamClose(const uint32_t* h) { BatcherFor(h).StreamClose(); }
 void WaitJob(Job* j) { BatcherFor(j->h).Wait(j); }
 bool Batchable(size_t blocks) { return blocks >= kMinBatchBlocks && BatchingEnabled(); }
 
@@ -405,6 +464,7 @@ BatchStats GetBatchStats() {
     sum.scalar_blocks += s.scalar_blocks;
     sum.pair_blocks += s.pair_blocks;
     sum.handoffs += s.handoffs;
+    sum.fill_timeouts += s.fill_timeouts;
   }
   return sum;
 }
@@ -451,7 +511,17 @@ void Md5Stream::Update(const void* data, size_t n) {
 
 Md5Stream::Md5Stream() = default;
 
-Md5Stream::~Md5Stream() { Wait(); }
+Md5Stream::~Md5Stream() {
+  Wait();
+  Close();
+}
+
+void Md5Stream::Close() {
+  if (open_) {
+    md5::StreamClose(st_.h);
+    open_ = false;
+  }
+}
 
 void Md5Stream::Wait() {
   if (pending_) {
@@ -462,6 +532,7 @@ void Md5Stream::Wait() {
 
 void Md5Stream::Reset() {
   Wait();
+  Close();
   st_ = Md5State();
 }
 
@@ -490,12 +561,17 @@ void Md5Stream::UpdateAsync(const void* data, size_t n) {
   // update or Digest, both of which Wait() first.
   st_.buf_len = static_cast<uint32_t>(n - blocks * 64);
   std::memcpy(st_.buf, p + blocks * 64, st_.buf_len);
+  if (!open_) {
+    md5::StreamOpen(st_.h);
+    open_ = true;
+  }
   md5::SubmitJob(job_.get());
   pending_ = true;
 }
 
 void Md5Stream::Digest(unsigned char out[16]) {
   Wait();
+  Close();
   md5::Finish(st_, out);
 }
 

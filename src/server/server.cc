@@ -260,6 +260,8 @@ Status StrataServer::Start() {
                        [] { return static_cast<double>(md5::GetBatchStats().pair_blocks); });
   reg.AddCallbackGauge("strata_md5_scalar_blocks", "MD5 blocks the batcher hashed one stream alone",
                        [] { return static_cast<double>(md5::GetBatchStats().scalar_blocks); });
+  reg.AddCallbackGauge("strata_md5_fill_timeouts", "Times the MD5 batcher stopped waiting for open streams' next chunks",
+                       [] { return static_cast<double>(md5::GetBatchStats().fill_timeouts); });
   if (im.opts.enable_s3) {
     s3::FrontendOptions fo;
     fo.region = im.opts.region;

@@ -4,8 +4,10 @@
 #include <openssl/evp.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -256,6 +258,41 @@ TEST(Md5MbTest, ConcurrentDoubleBufferedStreams) {
   for (int t = 0; t < kThreads; ++t) {
     EXPECT_EQ(HexEncode(got[t]), HexEncode(OpenSslMd5(bodies[t]))) << "thread " << t;
   }
+}
+
+// The batcher holds free lanes open for the next chunks of open streams, but
+// only for a bounded time: streams that stay open without submitting (a
+// client that stalls mid-body) must not hold up the others, and a blocking
+// Update() is never held back at all.
+TEST(Md5MbTest, StalledOpenStreamsDelayOthersOnlyBriefly) {
+  if (!md5::BatchingEnabled()) GTEST_SKIP() << "no AVX2: the batcher is off";
+  const std::string chunk = RandomBytes(1 << 20, 31);
+  std::vector<std::unique_ptr<Md5Stream>> stalled;
+  for (int i = 0; i < 6; ++i) {
+    stalled.push_back(std::make_unique<Md5Stream>());
+    stalled.back()->UpdateAsync(chunk.data(), chunk.size());
+    stalled.back()->Wait();  // open, nothing pending, and nothing coming
+  }
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  Md5Stream s;
+  std::string expect;
+  for (int i = 0; i < 16; ++i) {
+    s.UpdateAsync(chunk.data(), chunk.size());
+    expect += chunk;
+  }
+  EXPECT_EQ(HexEncode(s.Digest()), HexEncode(OpenSslMd5(expect)));
+  const auto async_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  const auto t1 = Clock::now();
+  EXPECT_EQ(StreamDigest(chunk), OpenSslMd5(chunk));
+  const auto sync_ms = std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
+  // 16 MiB hash in ~30 ms; each of the 16 chunks may wait out one fill wait
+  // (2 ms). A stall that waited for the stalled streams would never end.
+  EXPECT_LT(async_ms, 1500.0);
+  EXPECT_LT(sync_ms, 500.0);
+  const md5::BatchStats st = md5::GetBatchStats();
+  EXPECT_GT(st.fill_timeouts, 0u) << "the batcher never waited for the open streams";
+  for (auto& p : stalled) p->Digest();
 }
 
 TEST(Md5MbTest, DestroyedWithPendingAsyncUpdateWaits) {

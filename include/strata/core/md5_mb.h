@@ -64,9 +64,12 @@ class Md5Stream {
   void Reset();
 
  private:
+  void Close();  // the stream no longer submits chunks (see md5::StreamOpen)
+
   Md5State st_;
   std::unique_ptr<md5::Job> job_;  // reused for every UpdateAsync
   bool pending_ = false;           // job_ is submitted and not yet waited for
+  bool open_ = false;              // counted as an open stream by the batcher
 };
 
 namespace md5 {
@@ -84,6 +87,11 @@ void ScalarBlocks2(uint32_t h0[4], const unsigned char* p0, uint32_t h1[4],
 // True when the CPU has AVX2 (and STRATA_MD5_SIMD does not say "scalar").
 bool BatchingEnabled();
 
+// Streams that submit with UpdateAsync register while open, so the batcher
+// knows how many chunks to hold free lanes for (keyed like SubmitJob, by h).
+void StreamOpen(const uint32_t* h);
+void StreamClose(const uint32_t* h);
+
 // The 8-lane kernel: advances 8 states, laid out st[word][lane], by n blocks
 // each; data[lane] points at n * 64 bytes. Only call when the CPU has AVX2.
 void Avx2Blocks8(uint32_t st[4][8], const unsigned char* const data[8], size_t n);
@@ -97,6 +105,7 @@ struct BatchStats {
   uint64_t scalar_blocks = 0;  // blocks the service hashed with the scalar code
   uint64_t pair_blocks = 0;    // blocks hashed two streams at a time (ScalarBlocks2)
   uint64_t handoffs = 0;       // combiner role handed to another caller
+  uint64_t fill_timeouts = 0;  // waits for open streams' next chunks that ran out
 };
 BatchStats GetBatchStats();
 
