@@ -322,12 +322,14 @@ Status DataIO::Write(Ino ino, uint64_t off, std::string_view data) {
       std::string& b = *s->blocks[bi];
       if (bo == b.size()) {
         if (b.capacity() < bo + m) b.reserve(std::min<size_t>(bs, std::max<size_t>(bo + m, b.capacity() * 2)));
-        b.append(src, m);  // no zero fill first
-      } else if (b.size() < bo + m) {
-        if (b.capacity() < bo + m) b.reserve(std::min<size_t>(bs, std::max<size_t>(bo + m, b.capacity() * 2)));
-        b.resize(bo + m);
+        b.append(src, m);  // no zero fill first, and the only copy
+      } else {
+        if (b.size() < bo + m) {
+          if (b.capacity() < bo + m) b.reserve(std::min<size_t>(bs, std::max<size_t>(bo + m, b.capacity() * 2)));
+          b.resize(bo + m);
+        }
+        std::memcpy(b.data() + bo, src, m);
       }
-      std::memcpy(b.data() + bo, src, m);
       src += m;
       left -= m;
       rel += static_cast<uint32_t>(m);

@@ -467,10 +467,29 @@ void OpLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* ne
   fs->ReplyEntry(req, fs->meta_->Link(fs->Ctx(req), ino, newparent, newname), "link", seq0);
 }
 
+// Whether writes through a write-only descriptor may bypass the page cache
+// (FOPEN_DIRECT_IO). Such a descriptor is never read or mmapped, so caching
+// what it writes only costs the writer a copy into page-cache pages it will
+// not use (a third of the CPU of a big sequential write); the kernel still
+// drops pages that other descriptors cached over the range. But the kernel
+// clears set-id bits and file capabilities on a write (file_remove_privs)
+// only for cached writes, and libfuse 3.14 does not hand the filesystem the
+// kill-suid flag of direct ones, so a file that carries either stays cached.
+// fresh: the file was just created (it has no xattrs yet).
+bool DirectWrites(FuseFs* fs, Ino ino, const Attr& a, int flags, bool fresh) {
+  if ((flags & O_ACCMODE) != O_WRONLY || fs->opts_.writeback) return false;
+  if (a.mode & (S_ISUID | S_ISGID)) return false;
+  if (fresh) return true;
+  fsmeta::Context root;
+  root.check_permission = false;
+  auto caps = fs->meta_->GetXattr(root, ino, "security.capability");
+  return !caps.has_value();
+}
+
 // Records an open and decides whether the kernel may keep its page cache.
 // Returns true when the file changed since this mount last saw it (another
 // client wrote it): then the kernel's cached attributes are stale too.
-bool OpenHandle(FuseFs* fs, Ino ino, const Attr& a, fuse_file_info* fi) {
+bool OpenHandle(FuseFs* fs, Ino ino, const Attr& a, fuse_file_info* fi, bool direct_writes) {
   auto* h = new FileHandle();
   h->ino = ino;
   h->flags = fi->flags;
@@ -480,6 +499,7 @@ bool OpenHandle(FuseFs* fs, Ino ino, const Attr& a, fuse_file_info* fi) {
   bool unchanged = s.opens > 0 || (s.mtime_ns == a.mtime_ns && s.seen_length == a.size && s.mtime_ns != 0);
   bool changed_elsewhere = s.opens == 0 && s.mtime_ns != 0 && !unchanged;
   fi->keep_cache = unchanged && !s.written ? 1 : 0;
+  if (direct_writes) fi->direct_io = 1;
   if (s.opens == 0) {
     s.length = a.size;
     s.written = false;
@@ -527,7 +547,7 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       fs->pending_atime_[ino] = now;
     }
   }
-  if (OpenHandle(fs, ino, attr, fi) && fs->se_) {
+  if (OpenHandle(fs, ino, attr, fi, DirectWrites(fs, ino, attr, fi->flags, false)) && fs->se_) {
     // Close-to-open: drop the kernel's cached size/mtime (attributes only,
     // no page lock involved, so this cannot wait on this request).
     fuse_lowlevel_notify_inval_inode(fs->se_, ino, -1, 0);
@@ -549,7 +569,7 @@ void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, 
     std::lock_guard<std::mutex> lk(fs->mu_);
     fs->inodes_.erase(e->ino);
   }
-  OpenHandle(fs, e->ino, e->attr, fi);
+  OpenHandle(fs, e->ino, e->attr, fi, DirectWrites(fs, e->ino, e->attr, fi->flags, true));
   fuse_entry_param p;
   fs->FillEntry(*e, &p, seq0);
   if (fuse_reply_create(req, &p, fi) == -ENOENT) {

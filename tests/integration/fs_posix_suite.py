@@ -912,6 +912,21 @@ def check_xattrs(ctx):
     expect(os.getxattr(ctx.p("h"), "user.bin") == binary, "xattr lost across rename/link")
     os.symlink("g", ctx.p("l"))
     expect(os.getxattr(ctx.p("l"), "user.bin") == binary, "getxattr follows symlinks")
+    # A write removes a file capability (security.capability), as on a local
+    # filesystem, also through a write-only descriptor (which Strata FS serves
+    # without the page cache) and also for root.
+    if os.geteuid() == 0:
+        cap = struct.pack("<5I", 0x02000000, 1 << 10, 0, 0, 0)  # v2: cap_net_bind_service
+        for name, mode in (("cap-w", os.O_WRONLY), ("cap-rw", os.O_RDWR)):
+            write_file(ctx.p(name), b"binary")
+            os.setxattr(ctx.p(name), "security.capability", cap)
+            expect(os.getxattr(ctx.p(name), "security.capability") == cap, "security.capability set")
+            fd = os.open(ctx.p(name), mode)
+            try:
+                os.write(fd, b"B")
+            finally:
+                os.close(fd)
+            expect_errno(errno.ENODATA, os.getxattr, ctx.p(name), "security.capability")
 
 
 def _signalled_waiter(path, lock_fn, release):
@@ -1075,6 +1090,35 @@ def check_fcntl_locks(ctx):
     what, secs = _signalled_waiter(path, lambda f: fcntl.lockf(f, fcntl.LOCK_EX, 10, 10), lambda: os.close(fd))
     expect(what == "interrupted" and secs < 2.0,
            f"a signal did not end a blocked F_SETLKW: {what} after {secs:.1f} s")
+
+
+def check_write_only_coherence(ctx):
+    """Writes through a write-only descriptor (served without the page cache by
+    Strata FS) are seen at once by descriptors and maps that cached the range,
+    and extend the size they see."""
+    path = ctx.p("wo.bin")
+    write_file(path, b"A" * (3 * 4096))
+    r = os.open(path, os.O_RDONLY)
+    rw = os.open(path, os.O_RDWR)
+    m = mmap.mmap(rw, 3 * 4096, mmap.MAP_SHARED, mmap.PROT_READ)
+    try:
+        expect(os.pread(r, 3 * 4096, 0) == b"A" * (3 * 4096), "initial read")
+        expect(m[4096:4100] == b"AAAA", "initial map read")
+        w = os.open(path, os.O_WRONLY)
+        try:
+            os.pwrite(w, b"B" * 4096, 4096)
+            expect(os.pread(r, 4096, 4096) == b"B" * 4096, "a write-only descriptor's write not seen by a reader")
+            expect(m[4096:4100] == b"BBBB", "a write-only descriptor's write not seen through a map")
+            os.pwrite(w, b"C" * 10, 3 * 4096)
+            expect(os.fstat(r).st_size == 3 * 4096 + 10, f"size after extending write: {os.fstat(r).st_size}")
+            expect(os.pread(r, 100, 3 * 4096) == b"C" * 10, "extending write not read back")
+        finally:
+            os.close(w)
+        expect(read_file(path) == b"A" * 4096 + b"B" * 4096 + b"A" * 4096 + b"C" * 10, "content after close")
+    finally:
+        m.close()
+        os.close(rw)
+        os.close(r)
 
 
 def check_mmap(ctx):
@@ -1387,6 +1431,7 @@ CHECKS = [
     ("xattrs", check_xattrs),
     ("flock", check_flock),
     ("fcntl_locks", check_fcntl_locks),
+    ("write_only_coherence", check_write_only_coherence),
     ("mmap", check_mmap),
     ("open_flags", check_open_flags),
     ("statfs", check_statfs),
