@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <optional>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -76,6 +77,7 @@ class FuseFs {
   Volume* v_;
   fsmeta::MetaEngine* meta_;
   DataIO* data_;
+  std::atomic<uint64_t> size_ops_{0};  // see Seq()
   MountOptions opts_;
   fuse_session* se_ = nullptr;  // set before the loop starts
   std::mutex mu_;
@@ -150,9 +152,14 @@ class FuseFs {
   // While the file is open here, a getattr never lowers the remembered
   // length: its metadata read may predate a commit that an open already saw
   // (our own truncates and fallocates set the length explicitly).
-  uint64_t EffectiveLength(Ino ino, uint64_t meta_size) {
+  // meta_size was read after Seq() returned seq0; if a commit or a size change
+  // made here came since, it may be stale and nothing is recorded: nullopt
+  // (read the attributes again). Checked under mu_, where size changes are
+  // recorded, so a stale length cannot overwrite a truncate's.
+  std::optional<uint64_t> EffectiveLength(Ino ino, uint64_t meta_size, uint64_t seq0) {
     uint64_t dirty = data_->DirtyLength(ino);
     std::lock_guard<std::mutex> lk(mu_);
+    if (Seq() != seq0) return std::nullopt;
     auto it = inodes_.find(ino);
     uint64_t len = std::max(meta_size, dirty);
     if (it != inodes_.end()) {
@@ -162,7 +169,30 @@ class FuseFs {
     return len;
   }
 
-  uint64_t Seq() const { return data_->commit_seq(); }
+  // The same without recording anything (attributes that stayed stale).
+  uint64_t PeekLength(Ino ino, uint64_t meta_size) {
+    uint64_t dirty = data_->DirtyLength(ino);
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = inodes_.find(ino);
+    uint64_t len = std::max(meta_size, dirty);
+    if (it != inodes_.end() && (it->second.opens > 0 || dirty > 0)) len = std::max(len, it->second.length);
+    return len;
+  }
+
+  // Counts commits of buffered writes and the size changes this mount makes
+  // through the metadata engine directly (truncate, O_TRUNC, fallocate): an
+  // attribute read taken before it changed may predate one of them.
+  uint64_t Seq() const { return data_->commit_seq() + size_ops_.load(); }
+
+  // Records a size this mount just committed. Requires mu_.
+  void SetLengthLocked(Ino ino, uint64_t len) {
+    size_ops_.fetch_add(1);
+    auto it = inodes_.find(ino);
+    if (it != inodes_.end()) {
+      it->second.length = len;
+      it->second.written = true;
+    }
+  }
 
   // `seq0` is Seq() taken before `in` was read from the metadata engine. If a
   // commit of buffered writes happened since, `in` may predate it while the
@@ -173,15 +203,19 @@ class FuseFs {
     Attr a = in;
     uint64_t size = a.size;
     if (S_ISREG(a.mode)) {
-      for (int i = 0; i < 3; i++) {
-        size = EffectiveLength(ino, a.size);
-        uint64_t now = Seq();
-        if (now == seq0) break;
-        seq0 = now;
+      bool recorded = false;
+      for (int i = 0; i < 4 && !recorded; i++) {
+        if (auto len = EffectiveLength(ino, a.size, seq0)) {
+          size = *len;
+          recorded = true;
+          break;
+        }
+        seq0 = Seq();
         auto fresh = meta_->GetAttr(ino);
         if (!fresh) break;
         a = *fresh;
       }
+      if (!recorded) size = PeekLength(ino, a.size);
     }
     if (int64_t pending = PendingAtime(ino); pending > a.atime_ns) a.atime_ns = pending;
     std::memset(st, 0, sizeof(*st));
@@ -391,11 +425,7 @@ void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* in, int to_set, fuse
   if (!r) return fs->ReplyErr(req, r.error(), "setattr");
   if (to_set & FUSE_SET_ATTR_SIZE) {
     std::lock_guard<std::mutex> lk(fs->mu_);
-    auto it = fs->inodes_.find(ino);
-    if (it != fs->inodes_.end()) {
-      it->second.length = r->size;
-      it->second.written = true;
-    }
+    fs->SetLengthLocked(ino, r->size);
   }
   struct stat st;
   fs->FillStat(ino, *r, &st, seq0);
@@ -489,12 +519,24 @@ bool DirectWrites(FuseFs* fs, Ino ino, const Attr& a, int flags, bool fresh) {
 // Records an open and decides whether the kernel may keep its page cache.
 // Returns true when the file changed since this mount last saw it (another
 // client wrote it): then the kernel's cached attributes are stale too.
-bool OpenHandle(FuseFs* fs, Ino ino, const Attr& a, fuse_file_info* fi, bool direct_writes) {
+// `in` was read after Seq() returned seq0; when the file is not open here yet
+// and a commit or size change came since, it is read again (it may predate a
+// truncate, and would set a stale length).
+bool OpenHandle(FuseFs* fs, Ino ino, const Attr& in, fuse_file_info* fi, bool direct_writes, uint64_t seq0) {
   auto* h = new FileHandle();
   h->ino = ino;
   h->flags = fi->flags;
   fi->fh = reinterpret_cast<uint64_t>(h);
-  std::lock_guard<std::mutex> lk(fs->mu_);
+  Attr a = in;
+  std::unique_lock<std::mutex> lk(fs->mu_);
+  for (int i = 0; i < 4 && fs->Seq() != seq0; i++) {
+    auto it = fs->inodes_.find(ino);
+    if (it != fs->inodes_.end() && it->second.opens > 0) break;  // the length only grows then
+    lk.unlock();
+    seq0 = fs->Seq();
+    if (auto fresh = fs->meta_->GetAttr(ino)) a.size = fresh->size, a.mtime_ns = fresh->mtime_ns;
+    lk.lock();
+  }
   InodeState& s = fs->inodes_[ino];
   bool unchanged = s.opens > 0 || (s.mtime_ns == a.mtime_ns && s.seen_length == a.size && s.mtime_ns != 0);
   bool changed_elsewhere = s.opens == 0 && s.mtime_ns != 0 && !unchanged;
@@ -517,6 +559,7 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   int acc = fi->flags & O_ACCMODE;
   if (fs->opts_.read_only && (acc != O_RDONLY || (fi->flags & O_TRUNC))) return (void)fuse_reply_err(req, EROFS);
   Context ctx = fs->Ctx(req);
+  uint64_t seq0 = fs->Seq();
   auto a = fs->meta_->Open(ctx, ino, fi->flags);
   if (!a) return fs->ReplyErr(req, a.error(), "open");
   Attr attr = *a;
@@ -531,6 +574,9 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       return fs->ReplyErr(req, r.error(), "open O_TRUNC");
     }
     attr = *r;
+    std::lock_guard<std::mutex> lk(fs->mu_);
+    fs->SetLengthLocked(ino, 0);
+    seq0 = fs->Seq();
   }
   fs->data_->InvalidateSlices(ino);  // close-to-open: another client may have written
   if (acc != O_WRONLY && !(fi->flags & O_NOATIME) && !fs->opts_.read_only) {
@@ -547,7 +593,7 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       fs->pending_atime_[ino] = now;
     }
   }
-  if (OpenHandle(fs, ino, attr, fi, DirectWrites(fs, ino, attr, fi->flags, false)) && fs->se_) {
+  if (OpenHandle(fs, ino, attr, fi, DirectWrites(fs, ino, attr, fi->flags, false), seq0) && fs->se_) {
     // Close-to-open: drop the kernel's cached size/mtime (attributes only,
     // no page lock involved, so this cannot wait on this request).
     fuse_lowlevel_notify_inval_inode(fs->se_, ino, -1, 0);
@@ -569,7 +615,7 @@ void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, 
     std::lock_guard<std::mutex> lk(fs->mu_);
     fs->inodes_.erase(e->ino);
   }
-  OpenHandle(fs, e->ino, e->attr, fi, DirectWrites(fs, e->ino, e->attr, fi->flags, true));
+  OpenHandle(fs, e->ino, e->attr, fi, DirectWrites(fs, e->ino, e->attr, fi->flags, true), fs->Seq());
   fuse_entry_param p;
   fs->FillEntry(*e, &p, seq0);
   if (fuse_reply_create(req, &p, fi) == -ENOENT) {
@@ -670,10 +716,13 @@ void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     }
   }
   if (last) {
+    const uint64_t seq0 = fs->Seq();
     auto a = fs->meta_->GetAttr(ino);
     std::lock_guard<std::mutex> lk(fs->mu_);
     auto it = fs->inodes_.find(ino);
-    if (it != fs->inodes_.end() && it->second.opens == 0) {
+    // A read that may predate a commit or a truncate made here since records
+    // nothing: `written` stays set, so the next open drops the page cache.
+    if (it != fs->inodes_.end() && it->second.opens == 0 && (!a || fs->Seq() == seq0)) {
       if (a) {
         // What the kernel's page cache now holds: keep it on the next open
         // if nobody else changes the file meanwhile.
@@ -972,11 +1021,7 @@ void OpFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t l
   auto a = fs->meta_->GetAttr(ino);
   if (a) {
     std::lock_guard<std::mutex> lk(fs->mu_);
-    auto it = fs->inodes_.find(ino);
-    if (it != fs->inodes_.end()) {
-      it->second.length = a->size;
-      it->second.written = true;
-    }
+    fs->SetLengthLocked(ino, a->size);
   }
   fuse_reply_err(req, 0);
 }
@@ -1167,7 +1212,10 @@ Status ServeMount(Volume* volume, const MountOptions& options, const std::functi
   RaiseReadahead(real_mountpoint, 4096);
   int rc;
   {
-    Housekeeper hk(volume, options.read_only, [&fs] { fs.WriteAtimes(); });
+    Housekeeper hk(volume, options.read_only, [&fs] {
+      fs.WriteAtimes();
+      fs.data_->TrimBuffers();
+    });
     if (on_ready) on_ready();
     fuse_loop_config* cfg = fuse_loop_cfg_create();
     fuse_loop_cfg_set_clone_fd(cfg, 0);

@@ -36,6 +36,7 @@ import stat
 import struct
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -1092,6 +1093,49 @@ def check_fcntl_locks(ctx):
            f"a signal did not end a blocked F_SETLKW: {what} after {secs:.1f} s")
 
 
+def check_truncate_under_listing(ctx):
+    """A shrinking truncate is what the next open sees, while other threads
+    list and stat the directory (whose attribute reads race with it) and the
+    file's last descriptor is still being released. Strata FS once let such a
+    read, started before the truncate, put the old length back."""
+    stop = time.time() + 3.0
+    errors = []
+
+    def truncator(k):
+        path = ctx.p(f"t{k}")
+        write_file(path, b"")
+        big = b"x" * 300000
+        n = 0
+        while time.time() < stop and not errors:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.pwrite(fd, big, 1000000 + n % 1000)
+            finally:
+                os.close(fd)
+            small = 1000 + n % 5000
+            os.truncate(path, small)
+            got = len(read_file(path))
+            if got != small:
+                errors.append(f"{path}: truncated to {small} bytes, read {got} (iteration {n})")
+            n += 1
+
+    def lister():
+        while time.time() < stop and not errors:
+            for name in os.listdir(ctx.dir):
+                try:
+                    os.stat(os.path.join(ctx.dir, name))
+                except FileNotFoundError:
+                    pass
+
+    threads = [threading.Thread(target=truncator, args=(k,)) for k in range(3)]
+    threads += [threading.Thread(target=lister) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    expect(not errors, "; ".join(errors[:3]))
+
+
 def check_write_only_coherence(ctx):
     """Writes through a write-only descriptor (served without the page cache by
     Strata FS) are seen at once by descriptors and maps that cached the range,
@@ -1431,6 +1475,7 @@ CHECKS = [
     ("xattrs", check_xattrs),
     ("flock", check_flock),
     ("fcntl_locks", check_fcntl_locks),
+    ("truncate_under_listing", check_truncate_under_listing),
     ("write_only_coherence", check_write_only_coherence),
     ("mmap", check_mmap),
     ("open_flags", check_open_flags),
