@@ -109,10 +109,15 @@ std::vector<Segment> VisibleSegments(const std::vector<fsmeta::Slice>& slices, u
 // one after another, and a fresh malloc of each would be an mmap whose pages
 // the kernel faults in and zeroes, then an munmap (a third of the mount's CPU
 // in a 1 GiB write). A buffer returns here when its last owner (the upload,
-// the read-after-write block cache) drops it.
+// the read-after-write block cache) drops it. The pool keeps as many as the
+// write buffer can hold: a writer faster than the uploads fills the buffer,
+// and a smaller pool would free the excess when the uploads catch up, only
+// for the next burst to fault it in again. Trim() gives back all but a few
+// once nobody took a buffer for a while.
 class BlockBufferPool : public std::enable_shared_from_this<BlockBufferPool> {
  public:
-  BlockBufferPool(size_t block_size, size_t max_free) : block_size_(block_size), max_free_(max_free) {}
+  BlockBufferPool(size_t block_size, size_t max_free, size_t keep_idle)
+      : block_size_(block_size), max_free_(max_free), keep_idle_(keep_idle) {}
   ~BlockBufferPool() {
     for (std::string* b : free_) delete b;
   }
@@ -121,6 +126,7 @@ class BlockBufferPool : public std::enable_shared_from_this<BlockBufferPool> {
     std::string* b = nullptr;
     {
       std::lock_guard<std::mutex> lk(mu_);
+      used_ = true;
       if (!free_.empty()) {
         b = free_.back();
         free_.pop_back();
@@ -152,8 +158,26 @@ class BlockBufferPool : public std::enable_shared_from_this<BlockBufferPool> {
 
   const size_t block_size_;
   const size_t max_free_;
+  const size_t keep_idle_;
   std::mutex mu_;
   std::vector<std::string*> free_;  // guarded by mu_
+  bool used_ = false;               // Acquire() since the last Trim(); guarded by mu_
+
+ public:
+  void Trim() {
+    std::vector<std::string*> drop;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (!used_) {
+        while (free_.size() > keep_idle_) {
+          drop.push_back(free_.back());
+          free_.pop_back();
+        }
+      }
+      used_ = false;
+    }
+    for (std::string* b : drop) delete b;
+  }
 };
 
 struct DataIO::DirtySlice {
@@ -180,7 +204,9 @@ struct DataIO::Writer {
 DataIO::DataIO(SliceMeta* meta, ChunkStore* store, DataOptions options)
     : meta_(meta), store_(store), options_(options) {
   compact_pool_ = std::make_unique<ThreadPool>(1, 1024);
-  buffers_ = std::make_shared<BlockBufferPool>(store_->block_size(), 16);
+  const size_t bs = std::max<size_t>(1, store_->block_size());
+  buffers_ = std::make_shared<BlockBufferPool>(
+      bs, std::max<size_t>(16, static_cast<size_t>(options_.buffer_size / bs) + 8), 4);
 }
 
 DataIO::~DataIO() {
@@ -197,6 +223,8 @@ std::shared_ptr<DataIO::Writer> DataIO::GetWriter(Ino ino, bool create) {
   writers_.emplace(ino, w);
   return w;
 }
+
+void DataIO::TrimBuffers() { buffers_->Trim(); }
 
 void DataIO::SubmitBlock(Writer* w, DirtySlice* s, uint32_t index) {
   std::shared_ptr<std::string> data = s->blocks[index];

@@ -124,6 +124,9 @@ class DataIO {
   Result<bool> CompactChunk(Ino ino, uint32_t chunk_index, size_t min_slices = 2);
   // Waits for background compactions (tests, shutdown).
   void WaitBackground();
+  // Frees the idle write buffers kept for the next burst, unless one was
+  // taken since the last call (the mount calls it every few seconds).
+  void TrimBuffers();
 
   ChunkStore* store() const { return store_; }
 
