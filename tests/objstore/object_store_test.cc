@@ -122,8 +122,10 @@ class ObjectStoreTest : public ::testing::TestWithParam<std::string> {
     if (backend == "mem") {
       url = "mem://" + bucket;
     } else if (backend == "local") {
-      static TempDir* dir = new TempDir("strata-objstore-local");
-      url = "file://" + dir->path() + "?bucket=" + bucket + "&sync=false";
+      // One directory per test process, removed when the process exits (each
+      // test uses its own bucket in it).
+      static TempDir dir("strata-objstore-local");
+      url = "file://" + dir.path() + "?bucket=" + bucket + "&sync=false";
     } else {
       StrataServer& server = SharedServer();
       ASSERT_TRUE(server.ok()) << server.error();
