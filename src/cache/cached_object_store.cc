@@ -117,7 +117,7 @@ struct CachedObjectStore::Impl {
   uint64_t staged_bytes = 0;                                                 // guarded by pending_mu
 
   // Disk writes of blocks the RAM tier already holds (disk_fill_behind):
-  // queued here and written by low-priority filler threads, so neither a
+  // queued here and written by one low-priority filler thread, so neither a
   // waiting read nor the fetch threads spend time on them, and on a busy
   // machine they take only CPU nobody else wants. A full queue drops the
   // write (the block stays in RAM; counted).
@@ -151,21 +151,17 @@ struct CachedObjectStore::Impl {
                std::chrono::steady_clock::now().time_since_epoch())
         .count();
   }
-  std::vector<std::thread> fillers;
+  std::thread filler;  // runs FillLoop; not joinable without disk_fill_behind
   metrics::Counter* m_fill_dropped = nullptr;
 
-  void StartFillers(int n) {
-    for (int i = 0; i < n; ++i) fillers.emplace_back([this] { FillLoop(); });
-  }
-
-  void StopFillers() {
+  void StopFiller() {
+    if (!filler.joinable()) return;
     {
       std::lock_guard<std::mutex> lock(fills_mu);
       fills_stop = true;
     }
     fills_cv.notify_all();
-    for (auto& t : fillers) t.join();
-    fillers.clear();
+    filler.join();
   }
 
   void FillLoop() {
@@ -236,7 +232,7 @@ struct CachedObjectStore::Impl {
 
   ~Impl() {
     pool.reset();    // no fetch queues a fill after this
-    StopFillers();   // writes what is queued
+    StopFiller();    // writes what is queued
   }
 
   // ---- placement and admission -----------------------------------------
@@ -295,11 +291,19 @@ struct CachedObjectStore::Impl {
     return d;
   }
 
+  // Offers a fetched block to the tiers. Once the RAM tier holds it, the
+  // disk write (a file create and a copy: most of a cold read's CPU) goes to
+  // the filler (disk_fill_behind) instead of delaying the readers waiting for
+  // the block; the block is resident meanwhile.
   bool InsertTiers(const BlockRef& ref, const std::shared_ptr<const std::string>& data,
                    const AdmitInfo& admit) {
     bool stored = false;
-    if (ram) stored |= ram->Insert(ref, data, admit);
-    if (DiskTier* disk = DiskFor(ref.id)) stored |= disk->Insert(ref, data, admit);
+    if (ram) stored = ram->Insert(ref, data, admit);
+    if (DiskTier* disk = DiskFor(ref.id)) {
+      if (!(stored && filler.joinable() && QueueFill(disk, ref, data, admit))) {
+        stored |= disk->Insert(ref, data, admit);
+      }
+    }
     return stored;
   }
 
@@ -381,20 +385,8 @@ struct CachedObjectStore::Impl {
     }
     std::shared_ptr<const std::string> shared = std::move(data);
     // Offered to the tiers before anyone is woken, so a read that returned
-    // (or a Prefetch) leaves the block resident if the tiers took it. Once
-    // the RAM tier holds it, the disk write (a file create and a copy into the
-    // page cache: most of a cold read's CPU) waits until the readers are
-    // woken: they need not wait for it, the block is resident meanwhile.
-    const BlockRef ref{id, key, etag, index};
-    bool stored = false;
-    if (st.ok()) {
-      if (ram) stored = ram->Insert(ref, shared, admit);
-      if (DiskTier* disk = DiskFor(id)) {
-        if (!(stored && !fillers.empty() && QueueFill(disk, ref, shared, admit))) {
-          stored |= disk->Insert(ref, shared, admit);
-        }
-      }
-    }
+    // (or a Prefetch) leaves the block resident if the tiers took it.
+    const bool stored = st.ok() && InsertTiers(BlockRef{id, key, etag, index}, shared, admit);
     {
       std::lock_guard<std::mutex> lock(pending_mu);
       p->status = st;
@@ -701,7 +693,10 @@ Result<std::unique_ptr<CachedObjectStore>> CachedObjectStore::Open(ObjectStore* 
   impl->m_fill_dropped = &r.GetCounter("strata_cache_fill_dropped_total",
                                        "Disk-tier writes dropped because the fill queue was full", l);
   impl->pool = std::make_unique<ThreadPool>(static_cast<size_t>(o.fetch_threads));
-  if (o.disk_fill_behind && impl->ram && !impl->disks.empty()) impl->StartFillers(1);
+  if (o.disk_fill_behind && impl->ram && !impl->disks.empty()) {
+    Impl* i = impl.get();
+    impl->filler = std::thread([i] { i->FillLoop(); });
+  }
   return std::unique_ptr<CachedObjectStore>(new CachedObjectStore(std::move(impl)));
 }
 

@@ -143,6 +143,23 @@ class BlockBufferPool : public std::enable_shared_from_this<BlockBufferPool> {
     });
   }
 
+  // Frees all but keep_idle free buffers, unless one was taken since the
+  // last call.
+  void Trim() {
+    std::vector<std::string*> drop;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (!used_) {
+        while (free_.size() > keep_idle_) {
+          drop.push_back(free_.back());
+          free_.pop_back();
+        }
+      }
+      used_ = false;
+    }
+    for (std::string* b : drop) delete b;
+  }
+
  private:
   void Release(std::string* b) {
     if (b->capacity() == block_size_) {
@@ -162,22 +179,6 @@ class BlockBufferPool : public std::enable_shared_from_this<BlockBufferPool> {
   std::mutex mu_;
   std::vector<std::string*> free_;  // guarded by mu_
   bool used_ = false;               // Acquire() since the last Trim(); guarded by mu_
-
- public:
-  void Trim() {
-    std::vector<std::string*> drop;
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (!used_) {
-        while (free_.size() > keep_idle_) {
-          drop.push_back(free_.back());
-          free_.pop_back();
-        }
-      }
-      used_ = false;
-    }
-    for (std::string* b : drop) delete b;
-  }
 };
 
 struct DataIO::DirtySlice {
@@ -348,14 +349,11 @@ Status DataIO::Write(Ino ino, uint64_t off, std::string_view data) {
         s->blocks.push_back(big ? buffers_->Acquire() : std::make_shared<std::string>());
       }
       std::string& b = *s->blocks[bi];
+      if (b.capacity() < bo + m) b.reserve(std::min<size_t>(bs, std::max<size_t>(bo + m, b.capacity() * 2)));
       if (bo == b.size()) {
-        if (b.capacity() < bo + m) b.reserve(std::min<size_t>(bs, std::max<size_t>(bo + m, b.capacity() * 2)));
         b.append(src, m);  // no zero fill first, and the only copy
       } else {
-        if (b.size() < bo + m) {
-          if (b.capacity() < bo + m) b.reserve(std::min<size_t>(bs, std::max<size_t>(bo + m, b.capacity() * 2)));
-          b.resize(bo + m);
-        }
+        if (b.size() < bo + m) b.resize(bo + m);
         std::memcpy(b.data() + bo, src, m);
       }
       src += m;

@@ -17,12 +17,13 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <optional>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -152,30 +153,21 @@ class FuseFs {
   // While the file is open here, a getattr never lowers the remembered
   // length: its metadata read may predate a commit that an open already saw
   // (our own truncates and fallocates set the length explicitly).
-  // meta_size was read after Seq() returned seq0; if a commit or a size change
-  // made here came since, it may be stale and nothing is recorded: nullopt
-  // (read the attributes again). Checked under mu_, where size changes are
-  // recorded, so a stale length cannot overwrite a truncate's.
-  std::optional<uint64_t> EffectiveLength(Ino ino, uint64_t meta_size, uint64_t seq0) {
+  // meta_size was read after Seq() returned *seq0; the length is recorded
+  // only if no commit or size change made here came since (checked under
+  // mu_, where size changes are recorded, so a stale length cannot overwrite
+  // a truncate's); otherwise nullopt: read the attributes again. Without
+  // seq0 the length is computed and nothing is recorded.
+  std::optional<uint64_t> EffectiveLength(Ino ino, uint64_t meta_size, std::optional<uint64_t> seq0) {
     uint64_t dirty = data_->DirtyLength(ino);
     std::lock_guard<std::mutex> lk(mu_);
-    if (Seq() != seq0) return std::nullopt;
+    if (seq0 && Seq() != *seq0) return std::nullopt;
     auto it = inodes_.find(ino);
     uint64_t len = std::max(meta_size, dirty);
     if (it != inodes_.end()) {
       if (it->second.opens > 0 || dirty > 0) len = std::max(len, it->second.length);
-      it->second.length = len;
+      if (seq0) it->second.length = len;
     }
-    return len;
-  }
-
-  // The same without recording anything (attributes that stayed stale).
-  uint64_t PeekLength(Ino ino, uint64_t meta_size) {
-    uint64_t dirty = data_->DirtyLength(ino);
-    std::lock_guard<std::mutex> lk(mu_);
-    auto it = inodes_.find(ino);
-    uint64_t len = std::max(meta_size, dirty);
-    if (it != inodes_.end() && (it->second.opens > 0 || dirty > 0)) len = std::max(len, it->second.length);
     return len;
   }
 
@@ -203,19 +195,15 @@ class FuseFs {
     Attr a = in;
     uint64_t size = a.size;
     if (S_ISREG(a.mode)) {
-      bool recorded = false;
-      for (int i = 0; i < 4 && !recorded; i++) {
-        if (auto len = EffectiveLength(ino, a.size, seq0)) {
-          size = *len;
-          recorded = true;
-          break;
-        }
+      std::optional<uint64_t> len;
+      for (int i = 0; i < 4 && !(len = EffectiveLength(ino, a.size, seq0)); i++) {
         seq0 = Seq();
         auto fresh = meta_->GetAttr(ino);
         if (!fresh) break;
         a = *fresh;
       }
-      if (!recorded) size = PeekLength(ino, a.size);
+      // Still stale after four tries: shown, not recorded.
+      size = len ? *len : *EffectiveLength(ino, a.size, std::nullopt);
     }
     if (int64_t pending = PendingAtime(ino); pending > a.atime_ns) a.atime_ns = pending;
     std::memset(st, 0, sizeof(*st));
@@ -252,12 +240,24 @@ class FuseFs {
     return e == 0 ? EIO : e;
   }
 
+  // strata_fs_errors_total{op,errno}. Negative lookups (every create starts
+  // with one) land here, so each thread keeps the counters it found instead
+  // of formatting labels and searching the registry per reply (keyed by the
+  // op literal's address; equal labels get the same registry counter anyway).
+  static metrics::Counter& ErrorCounter(const char* op, int e) {
+    thread_local std::map<std::pair<const char*, int>, metrics::Counter*> mine;
+    metrics::Counter*& c = mine[{op, e}];
+    if (c == nullptr) {
+      c = &metrics::Registry::Global().GetCounter(
+          "strata_fs_errors_total", "Requests the mount answered with an error, by operation and errno",
+          fmt::format("op=\"{}\",errno=\"{}\"", op, strerrorname_np(e) ? strerrorname_np(e) : std::to_string(e)));
+    }
+    return *c;
+  }
+
   void ReplyErr(fuse_req_t req, const Status& st, const char* op) {
     int e = Errno(st);
-    metrics::Registry::Global()
-        .GetCounter("strata_fs_errors_total", "Requests the mount answered with an error, by operation and errno",
-                    fmt::format("op=\"{}\",errno=\"{}\"", op, strerrorname_np(e) ? strerrorname_np(e) : std::to_string(e)))
-        .Inc();
+    ErrorCounter(op, e).Inc();
     if (e == EIO) kLog.Warn("{}: {}", op, st.ToString());
     fuse_reply_err(req, e);
   }
@@ -534,7 +534,10 @@ bool OpenHandle(FuseFs* fs, Ino ino, const Attr& in, fuse_file_info* fi, bool di
     if (it != fs->inodes_.end() && it->second.opens > 0) break;  // the length only grows then
     lk.unlock();
     seq0 = fs->Seq();
-    if (auto fresh = fs->meta_->GetAttr(ino)) a.size = fresh->size, a.mtime_ns = fresh->mtime_ns;
+    if (auto fresh = fs->meta_->GetAttr(ino)) {
+      a.size = fresh->size;
+      a.mtime_ns = fresh->mtime_ns;
+    }
     lk.lock();
   }
   InodeState& s = fs->inodes_[ino];

@@ -49,8 +49,8 @@
 #include <rocksdb/write_batch.h>
 
 #include <strata/core/checksum.h>
-#include <strata/core/md5_mb.h>
 #include <strata/core/log.h>
+#include <strata/core/md5_mb.h>
 #include <strata/core/strings.h>
 #include <strata/objstore/engine.h>
 
