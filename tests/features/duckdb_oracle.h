@@ -6,7 +6,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "features/data_paths.h"
@@ -26,16 +27,29 @@ inline int RunCommand(const std::string& cmd, std::string* out) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
-// Ensures node_modules is there; returns "" or what went wrong.
+inline std::string ReadWhole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Ensures node_modules is whole; returns "" or what went wrong. npm fills node_modules in
+// place, so its directories appear before their files (the DuckDB .node library among them)
+// are written: a test that only checked for a directory could load a half-written library
+// while a parallel test was installing, and die of SIGBUS. The install is complete only
+// when node_modules/.installed-package.json, copied from package.json after npm install
+// succeeded, is there and matches (so an edited package.json installs again).
 inline std::string EnsureDuckDb() {
-  if (std::filesystem::exists(DuckDbDir() + "/node_modules/@duckdb/node-api")) return "";
+  const std::string dir = DuckDbDir();
+  const std::string want = ReadWhole(dir + "/package.json");
+  if (!want.empty() && ReadWhole(dir + "/node_modules/.installed-package.json") == want) return "";
   std::string out;
   // ctest runs tests in parallel: one npm install at a time (flock), the others wait for it.
-  const int rc = RunCommand("cd '" + DuckDbDir() +
-                                "' && flock .npm-install.lock sh -c '[ -d node_modules/@duckdb/node-api ] || "
-                                "npm install --no-audit --no-fund --loglevel=error'",
+  const int rc = RunCommand("cd '" + dir +
+                                "' && flock .npm-install.lock sh -c 'cmp -s package.json "
+                                "node_modules/.installed-package.json || { npm install --no-audit --no-fund "
+                                "--loglevel=error && cp package.json node_modules/.installed-package.json; }'",
                             &out);
-  return rc == 0 ? "" : "npm install in " + DuckDbDir() + " failed: " + out;
+  return rc == 0 ? "" : "npm install in " + dir + " failed: " + out;
 }
 
 // node <script> <args>; returns the exit code, output in *out.

@@ -1,5 +1,6 @@
 // Point-in-time joins: hand-made cases for each rule, the spilling path against
 // the in-memory one, and a property test against DuckDB's ASOF JOIN.
+#include <filesystem>
 #include <fstream>
 #include <random>
 
@@ -309,7 +310,9 @@ TEST(HistoricalTest, PropertyAgainstDuckDbAsof) {
     }
     HistoricalStats stats;
     ASSERT_OK_AND_ASSIGN(Table result, PointInTimeJoin(c.entities, specs, opt, &stats));
-    if (seed % 2 == 0 && n_feat > 1000) EXPECT_GT(stats.spilled_bytes, 0) << "seed " << seed;
+    if (seed % 2 == 0 && n_feat > 1000) {
+      EXPECT_GT(stats.spilled_bytes, 0) << "seed " << seed;
+    }
     ASSERT_EQ(result.num_rows(), n_ent);
     for (size_t i = 0; i < n_ent; ++i) ASSERT_EQ(result.column(0).values<int64_t>()[i], static_cast<int64_t>(i));
     ASSERT_OK(WriteParquetFile(out, result));
