@@ -5,12 +5,13 @@
 # binary has `strata fs`), s3fs (Debian s3fs), `rclone mount --vfs-cache-mode
 # writes` (Debian rclone) and the local disk as the limit. Rows: sequential
 # write, cold and warm read of one big file (MiB/s), random 4 KiB reads on it
-# (IOPS), 1,000 x 4 KiB files written, stat'ed and read (files/s), create +
-# unlink of 5,000 empty files (ops/s). Prints a markdown table with the ratios
+# (IOPS), 1,000 x 4 KiB files written, stat'ed and read (files/s; stat and
+# read are the median of 3 cold rounds), create + unlink of 5,000 empty files
+# (ops/s). Prints a markdown table with the ratios
 # Strata/s3fs, Strata/rclone and Strata/local. See bench.py for the method.
 #
 #   bench/fs/run.sh [--size-mib 1024] [--small-files 1000] [--empty-files 5000]
-#                   [--rand-secs 20] [--tools strata,s3fs,rclone,local]
+#                   [--rand-secs 20] [--cold-rounds 3] [--tools strata,s3fs,rclone,local]
 #                   [--quick] [--out FILE.md]
 #
 # --quick: 64 MiB, 200 small files, 1,000 empty files, 5 s of random reads.
@@ -27,8 +28,8 @@ while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) ARGS+=(--size-mib 64 --small-files 200 --empty-files 1000 --rand-secs 5); shift ;;
     --out) OUT=$2; shift 2 ;;
-    --size-mib|--small-files|--empty-files|--rand-secs|--tools) ARGS+=("$1" "$2"); shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    --size-mib|--small-files|--empty-files|--rand-secs|--cold-rounds|--tools) ARGS+=("$1" "$2"); shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
