@@ -7,18 +7,22 @@ One `strata server --no-fsync` on a free loopback port, one bucket `bench`;
 each FUSE tool gets its own prefix in it (strata/, s3fs/, rclone/). For each
 tool, in this order:
 
-  seq write   SIZE MiB in 1 MiB write()s, then fsync + close      MiB/s
+  seq write   SIZE MiB in 1 MiB write()s, then fsync + close;
+              ROUNDS times (default 3), a new file each round      MiB/s
   seq read    cold: unmount, drop the page cache, wipe the tool's local cache,
-              mount, read it all in 1 MiB reads                    MiB/s
+              mount, read the last round's file in 1 MiB reads     MiB/s
               warm: read it all again at once                      MiB/s
   rand read   cold again; 4 KiB os.pread at 4 KiB-aligned offsets from a
               fixed seed for RAND_SECS seconds, one thread         IOPS
-  small files N x 4 KiB: create+write+close each (files/s); then COLD_ROUNDS
-              times (default 3): unmount, drop caches, mount; stat each
-              (files/s); read each (files/s). The table has the median
-              round of each: a pass of 1,000 stats takes well under 0.1 s
-              on a fast mount, and a single pass that short swung 2x with
-              the scheduling of this shared VM.
+  small files N x 4 KiB: create+write+close each, ROUNDS times into a new
+              directory (files/s); then ROUNDS times: unmount, drop caches,
+              mount; stat each (files/s); read each (files/s)
+  empty files M creates then M unlinks; ops/s = 2M / total time
+
+Rows measured in rounds show the median round; every round is logged. A
+single round is too short to trust on a shared 2-core VM: 1,000 stats take
+well under 0.1 s on a fast mount, a 1 GiB write about 2 s, and single rounds of
+identical code swung up to 2x with other tenants' load.
   empty files M creates then M unlinks; ops/s = 2M / total time
 
 Every timing is wall clock of the operations themselves (mounting is not
@@ -365,11 +369,11 @@ def create_unlink(d, n):
 
 
 ROWS = [
-    ("seq_write", "seq write {size}", "MiB/s"),
+    ("seq_write", "seq write {size} (median of {rounds})", "MiB/s"),
     ("seq_read_cold", "seq read {size}, cold", "MiB/s"),
     ("seq_read_warm", "seq read {size}, warm", "MiB/s"),
     ("rand_read", "random 4 KiB reads, {secs} s from cold", "IOPS"),
-    ("small_write", "{nsmall} x 4 KiB files: write", "files/s"),
+    ("small_write", "{nsmall} x 4 KiB files: write (median of {rounds})", "files/s"),
     ("small_stat", "{nsmall} x 4 KiB files: stat (cold, median of {rounds})", "files/s"),
     ("small_read", "{nsmall} x 4 KiB files: read (cold, median of {rounds})", "files/s"),
     ("create_unlink", "{nempty} empty files: create + unlink", "ops/s"),
@@ -383,14 +387,24 @@ def cold(tool, state):
     tool.mount()
 
 
+def median(tool, what, values, unit):
+    log(f"[{tool.name}] {what}: rounds {', '.join(fmt(v) for v in values)} {unit}")
+    return statistics.median(values)
+
+
 def bench_tool(tool, args, state):
     size = args.size_mib * MiB
     res = {}
     tool.mount()
     try:
-        big = os.path.join(tool.dir, "big.bin")
-        log(f"[{tool.name}] seq write {args.size_mib} MiB")
-        res["seq_write"] = seq_write(tool, big, size)
+        log(f"[{tool.name}] seq write {args.size_mib} MiB, {args.rounds} rounds")
+        writes = []
+        for r in range(args.rounds):
+            if r:
+                os.unlink(big)   # not timed; a new name each round, so no round sees the last one's upload
+            big = os.path.join(tool.dir, f"big{r}.bin")
+            writes.append(seq_write(tool, big, size))
+        res["seq_write"] = median(tool, "seq write", writes, "MiB/s")
         cold(tool, state)
         log(f"[{tool.name}] seq read cold / warm")
         res["seq_read_cold"] = seq_read(big, size)
@@ -399,17 +413,21 @@ def bench_tool(tool, args, state):
         log(f"[{tool.name}] random 4 KiB reads for {args.rand_secs}s")
         res["rand_read"] = rand_read(big, size, args.rand_secs)
         os.unlink(big)
-        d = os.path.join(tool.dir, "small")
-        log(f"[{tool.name}] {args.small_files} small files")
-        res["small_write"] = small_write(tool, d, args.small_files)
+        log(f"[{tool.name}] {args.small_files} small files, {args.rounds} rounds")
+        writes = []
+        for r in range(args.rounds):
+            if r:
+                shutil.rmtree(d)
+            d = os.path.join(tool.dir, f"small{r}")
+            writes.append(small_write(tool, d, args.small_files))
+        res["small_write"] = median(tool, "small write", writes, "files/s")
         stats, reads = [], []
-        for _ in range(args.cold_rounds):
+        for _ in range(args.rounds):
             cold(tool, state)
             stats.append(small_stat(d, args.small_files))
             reads.append(small_read(d, args.small_files))
-        log(f"[{tool.name}] cold rounds: stat {[round(x) for x in stats]}, read {[round(x) for x in reads]} files/s")
-        res["small_stat"] = statistics.median(stats)
-        res["small_read"] = statistics.median(reads)
+        res["small_stat"] = median(tool, "small stat (cold)", stats, "files/s")
+        res["small_read"] = median(tool, "small read (cold)", reads, "files/s")
         shutil.rmtree(d)
         log(f"[{tool.name}] create + unlink {args.empty_files} empty files")
         res["create_unlink"] = create_unlink(os.path.join(tool.dir, "empty"), args.empty_files)
@@ -441,7 +459,7 @@ def table(results, args, notes):
              "|---|---|" + "---:|" * (len(cols) + 3)]
     for key, label, unit in ROWS:
         lab = label.format(size=size, secs=args.rand_secs, nsmall=f"{args.small_files:,}",
-                           nempty=f"{args.empty_files:,}", rounds=args.cold_rounds)
+                           nempty=f"{args.empty_files:,}", rounds=args.rounds)
         vals = {c: results.get(c, {}).get(key) for c in cols}
         cells = [fmt(vals[c]) if c in results else ("pending" if c == "strata" else "skipped")
                  for c in cols]
@@ -458,7 +476,7 @@ def main():
     ap.add_argument("--small-files", type=int, default=1000)
     ap.add_argument("--empty-files", type=int, default=5000)
     ap.add_argument("--rand-secs", type=float, default=20)
-    ap.add_argument("--cold-rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--tools", default="strata,s3fs,rclone,local")
     ap.add_argument("--json-out")
     args = ap.parse_args()

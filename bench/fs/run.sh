@@ -5,19 +5,19 @@
 # binary has `strata fs`), s3fs (Debian s3fs), `rclone mount --vfs-cache-mode
 # writes` (Debian rclone) and the local disk as the limit. Rows: sequential
 # write, cold and warm read of one big file (MiB/s), random 4 KiB reads on it
-# (IOPS), 1,000 x 4 KiB files written, stat'ed and read (files/s; stat and
-# read are the median of 3 cold rounds), create + unlink of 5,000 empty files
-# (ops/s). Prints a markdown table with the ratios
+# (IOPS), 1,000 x 4 KiB files written, stat'ed and read (files/s), create +
+# unlink of 5,000 empty files (ops/s). Writes, stats and small reads are the
+# median of --rounds rounds (default 3). Prints a markdown table with the ratios
 # Strata/s3fs, Strata/rclone and Strata/local. See bench.py for the method.
 #
 #   bench/fs/run.sh [--size-mib 1024] [--small-files 1000] [--empty-files 5000]
-#                   [--rand-secs 20] [--cold-rounds 3] [--tools strata,s3fs,rclone,local]
+#                   [--rand-secs 20] [--rounds 3] [--tools strata,s3fs,rclone,local]
 #                   [--quick] [--out FILE.md]
 #
 # --quick: 64 MiB, 200 small files, 1,000 empty files, 5 s of random reads.
 # Run as root (FUSE mounts with allow_other, drop_caches). Needs build/strata
 # (BUILD=dir to override), /usr/bin/s3fs, /usr/bin/rclone, /usr/bin/fusermount3,
-# about 3 x SIZE free under WORKDIR (default /tmp). KEEP=1 keeps the temp dir.
+# about 6 x SIZE free under WORKDIR (default /tmp). KEEP=1 keeps the temp dir.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
@@ -28,7 +28,7 @@ while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) ARGS+=(--size-mib 64 --small-files 200 --empty-files 1000 --rand-secs 5); shift ;;
     --out) OUT=$2; shift 2 ;;
-    --size-mib|--small-files|--empty-files|--rand-secs|--cold-rounds|--tools) ARGS+=("$1" "$2"); shift 2 ;;
+    --size-mib|--small-files|--empty-files|--rand-secs|--rounds|--tools) ARGS+=("$1" "$2"); shift 2 ;;
     -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
