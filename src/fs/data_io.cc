@@ -545,6 +545,15 @@ Result<size_t> DataIO::Read(Ino ino, uint64_t off, size_t n, char* buf, uint64_t
   return n;
 }
 
+void DataIO::PrefetchHead(Ino ino, uint64_t length) {
+  if (options_.prefetch_blocks == 0 || length == 0 || length > store_->block_size()) return;
+  auto slices = CachedSlices(ino, 0);  // the READ that follows finds them cached
+  if (!slices) return;
+  for (const Segment& seg : VisibleSegments(*slices, 0, static_cast<uint32_t>(length))) {
+    if (seg.id != 0) store_->Prefetch(seg.id, seg.size, seg.off, seg.len);
+  }
+}
+
 void DataIO::MaybeCompact(Ino ino, uint32_t chunk, size_t nslices) {
   if (!options_.background_compaction || nslices < options_.compact_threshold) return;
   uint64_t key = (ino << 20) ^ chunk;

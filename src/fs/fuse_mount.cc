@@ -601,11 +601,14 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     // no page lock involved, so this cannot wait on this request).
     fuse_lowlevel_notify_inval_inode(fs->se_, ino, -1, 0);
   }
+  const bool cold_read = acc != O_WRONLY && !fi->keep_cache;
   if (fuse_reply_open(req, fi) == -ENOENT) {
     // The caller went away (interrupted): undo the open.
     delete reinterpret_cast<FileHandle*>(fi->fh);
     (void)fs->meta_->Close(ino);
+    return;
   }
+  if (cold_read) fs->data_->PrefetchHead(ino, attr.size);  // after the reply: it adds no latency to the open
 }
 
 void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {

@@ -433,6 +433,27 @@ TEST(DataIOTest, SequentialPrefetchCrossesIntoTheNextChunk) {
   EXPECT_GE(rs.prefetched_to, at + d.size());
 }
 
+TEST(DataIOTest, PrefetchHeadFetchesTheBlockOfASmallFileBeforeItsRead) {
+  Rig r(64 * 1024, Compression::kNone, 64ull << 20, /*block_ram=*/0);
+  std::string small = Random(5000, 12), big = Random(64 * 1024 + 1, 13);
+  ASSERT_OK(r.data->Write(12, 0, small));
+  ASSERT_OK(r.data->Write(13, 0, big));
+  ASSERT_OK(r.data->Flush(12));
+  ASSERT_OK(r.data->Flush(13));
+  r.data->PrefetchHead(13, big.size());  // more than one block: left to readahead
+  r.data->PrefetchHead(12, 0);           // empty: nothing to fetch
+  EXPECT_EQ(r.cache->stats().backend_gets, 0u);
+  r.data->PrefetchHead(12, small.size());
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (r.cache->stats().backend_gets < 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(r.cache->stats().backend_gets, 1u);
+  // The read joins or finds that fetch: still one GET.
+  EXPECT_EQ(r.ReadAll(12, small.size()), small);
+  EXPECT_EQ(r.cache->stats().backend_gets, 1u);
+}
+
 TEST(DataIOTest, UncompressedBlocksAreReadWithoutHeads) {
   // Block objects are immutable and their length is in the key: a cold read
   // is one GET per block, no HEAD; a second read is served by the cache.

@@ -99,6 +99,12 @@ class DataIO {
   // sees, dirty length included); returns the byte count.
   Result<size_t> Read(Ino ino, uint64_t off, size_t n, char* buf, uint64_t length,
                       ReadState* rs = nullptr);
+  // A file of `length` bytes was opened for reading and the kernel holds none
+  // of its pages: when it fits in one block, starts fetching that block now,
+  // so the GET overlaps the open's reply and the kernel's first READ (a cold
+  // read of a small file is otherwise open, then READ, then the fetch). Larger
+  // files are left to readahead. A hint: errors are left to the read.
+  void PrefetchHead(Ino ino, uint64_t length);
   // Uploads and commits every buffered write of ino.
   Status Flush(Ino ino);
   Status FlushAll();
