@@ -8,7 +8,8 @@ each FUSE tool gets its own prefix in it (strata/, s3fs/, rclone/). For each
 tool, in this order:
 
   seq write   SIZE MiB in 1 MiB write()s, then fsync + close;
-              ROUNDS times (default 3), a new file each round      MiB/s
+              ROUNDS times (default 3), a new file each round, each
+              round after sync + drop_caches + 2 s (not timed)     MiB/s
   seq read    cold: unmount, drop the page cache, wipe the tool's local cache,
               mount, read the last round's file in 1 MiB reads     MiB/s
               warm: read it all again at once                      MiB/s
@@ -22,8 +23,9 @@ tool, in this order:
 Rows measured in rounds show the median round; every round is logged. A
 single round is too short to trust on a shared 2-core VM: 1,000 stats take
 well under 0.1 s on a fast mount, a 1 GiB write about 2 s, and single rounds of
-identical code swung up to 2x with other tenants' load.
-  empty files M creates then M unlinks; ops/s = 2M / total time
+identical code swung up to 2x with other tenants' load. Only the big writes
+are settled first: 4 MiB of small files leave nothing to flush, and dropping
+the caches before a write round is not part of any write test.
 
 Every timing is wall clock of the operations themselves (mounting is not
 counted). Local: the same directory operations on WORK/local, page cache
@@ -66,6 +68,15 @@ def drop_caches():
         return True
     except OSError:
         return False
+
+
+def settle(state):
+    """Before each write round: flush what earlier rounds left dirty, drop the
+    page cache, pause. Without it each 1 GiB round ran slower than the last
+    (Strata FS: 519, 425, 334 MiB/s) as the server's page cache grew and
+    writeback of the earlier rounds overlapped; with it, rounds were flat."""
+    state["dropped"] = drop_caches() and state.get("dropped", True)
+    time.sleep(2)
 
 
 def fuse_mounted(mp):
@@ -402,6 +413,7 @@ def bench_tool(tool, args, state):
         for r in range(args.rounds):
             if r:
                 os.unlink(big)   # not timed; a new name each round, so no round sees the last one's upload
+            settle(state)
             big = os.path.join(tool.dir, f"big{r}.bin")
             writes.append(seq_write(tool, big, size))
         res["seq_write"] = median(tool, "seq write", writes, "MiB/s")
