@@ -6,9 +6,10 @@
 # writes` (Debian rclone) and the local disk as the limit. Rows: sequential
 # write, cold and warm read of one big file (MiB/s), random 4 KiB reads on it
 # (IOPS), 1,000 x 4 KiB files written, stat'ed and read (files/s), create +
-# unlink of 5,000 empty files (ops/s). Writes, stats and small reads are the
-# median of --rounds rounds (default 3). Prints a markdown table with the ratios
-# Strata/s3fs, Strata/rclone and Strata/local. See bench.py for the method.
+# unlink of 5,000 empty files (ops/s). Writes, the warm read, stats and small
+# reads are the median of --rounds rounds (default 3). Prints a markdown table
+# with the ratios Strata/s3fs, Strata/rclone and Strata/local. See bench.py for
+# the method.
 #
 #   bench/fs/run.sh [--size-mib 1024] [--small-files 1000] [--empty-files 5000]
 #                   [--rand-secs 20] [--rounds 3] [--tools strata,s3fs,rclone,local]
@@ -29,7 +30,7 @@ while [[ $# -gt 0 ]]; do
     --quick) ARGS+=(--size-mib 64 --small-files 200 --empty-files 1000 --rand-secs 5); shift ;;
     --out) OUT=$2; shift 2 ;;
     --size-mib|--small-files|--empty-files|--rand-secs|--rounds|--tools) ARGS+=("$1" "$2"); shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
