@@ -874,7 +874,7 @@ void RegisterFsCommands(CLI::App& app, int* exit_code) {
   m->add_option("--ram-cache", ma->ram_cache, "RAM cache for data blocks")->capture_default_str();
   m->add_option("--buffer-size", ma->buffer_size, "Write buffer for uncommitted data, whole mount")->capture_default_str();
   m->add_option("--max-uploads", ma->max_uploads, "Block uploads in parallel")->capture_default_str();
-  m->add_option("--prefetch", ma->prefetch, "Blocks read ahead on sequential reads (0: off)")->capture_default_str();
+  m->add_option("--prefetch", ma->prefetch, "Blocks read ahead on sequential reads; also a file of one block is fetched when opened for reading (0: neither)")->capture_default_str();
   m->add_flag("--writeback", ma->writeback, "Kernel writeback cache (faster small writes; weaker close-to-open)");
   m->add_flag("--read-only", ma->read_only, "Mount read-only");
   m->add_flag("--no-allow-other", ma->no_allow_other, "Only the mounting user may access the mount");
