@@ -59,8 +59,6 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
-
-
 def drop_caches():
     os.sync()
     try:
@@ -71,12 +69,17 @@ def drop_caches():
         return False
 
 
+def drop(state):
+    """Drops the page cache; state["dropped"] stays true while that was permitted."""
+    state["dropped"] = drop_caches() and state.get("dropped", True)
+
+
 def settle(state):
     """Before each write round: flush what earlier rounds left dirty, drop the
     page cache, pause. Without it each 1 GiB round ran slower than the last
     (Strata FS: 519, 425, 334 MiB/s) as the server's page cache grew and
     writeback of the earlier rounds overlapped; with it, rounds were flat."""
-    state["dropped"] = drop_caches() and state.get("dropped", True)
+    drop(state)
     time.sleep(2)
 
 
@@ -111,8 +114,6 @@ def unmount(mp, timeout=120):
             subprocess.run([FUSERMOUNT, "-uz", mp], capture_output=True)
             break
         time.sleep(0.2)
-
-
 
 
 def s3_env(srv, work):
@@ -394,7 +395,7 @@ ROWS = [
 
 def cold(tool, state):
     tool.unmount()
-    state["dropped"] = drop_caches() and state.get("dropped", True)
+    drop(state)
     tool.wipe_cache()
     tool.mount()
 
@@ -412,11 +413,11 @@ def bench_tool(tool, args, state):
         log(f"[{tool.name}] seq write {args.size_mib} MiB, {args.rounds} rounds")
         writes = []
         for r in range(args.rounds):
-            if r:
-                os.unlink(big)   # not timed; a new name each round, so no round sees the last one's upload
+            big = os.path.join(tool.dir, f"big{r}.bin")   # a new name: no round sees the last one's upload
             settle(state)
-            big = os.path.join(tool.dir, f"big{r}.bin")
             writes.append(seq_write(tool, big, size))
+            if r + 1 < args.rounds:
+                os.unlink(big)   # not timed; the last round's file is read below
         res["seq_write"] = median(tool, "seq write", writes, "MiB/s")
         cold(tool, state)
         log(f"[{tool.name}] seq read cold / warm")
@@ -430,10 +431,10 @@ def bench_tool(tool, args, state):
         log(f"[{tool.name}] {args.small_files} small files, {args.rounds} rounds")
         writes = []
         for r in range(args.rounds):
-            if r:
-                shutil.rmtree(d)
             d = os.path.join(tool.dir, f"small{r}")
             writes.append(small_write(tool, d, args.small_files))
+            if r + 1 < args.rounds:
+                shutil.rmtree(d)   # not timed; the last round's files are stat'ed and read below
         res["small_write"] = median(tool, "small write", writes, "files/s")
         stats, reads = [], []
         for _ in range(args.rounds):

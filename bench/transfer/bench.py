@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -30,12 +29,8 @@ USER = "benchuser"
 SECRET = "bench-secret-0123456789abcdef"
 
 
-
-
 def log(*a):
     print(*a, file=sys.stderr, flush=True)
-
-
 
 
 def make_dataset(root, count, size, seed):

@@ -37,8 +37,8 @@
 #include <strata/fs/mount.h>
 #include <strata/fs/volume.h>
 #include <strata/fsmeta/meta.h>
-#include <strata/server/server.h>
 #include <strata/objstore/object_store.h>
+#include <strata/server/server.h>
 
 namespace strata::cli {
 namespace {

@@ -531,11 +531,7 @@ Result<size_t> DataIO::Read(Ino ino, uint64_t off, size_t n, char* buf, uint64_t
           if (!r) break;  // only a hint: the read itself will report errors
           slices = std::move(*r);
         }
-        uint32_t a = static_cast<uint32_t>(pos - chunk_start);
-        uint32_t b = static_cast<uint32_t>(to - chunk_start);
-        for (const Segment& seg : VisibleSegments(slices, a, b)) {
-          if (seg.id != 0) store_->Prefetch(seg.id, seg.size, seg.off, seg.len);
-        }
+        PrefetchSegments(slices, static_cast<uint32_t>(pos - chunk_start), static_cast<uint32_t>(to - chunk_start));
         // Round to whole blocks so a block is requested once.
         rs->prefetched_to = std::max<uint64_t>(to, ((pos + bs - 1) / bs) * bs);
         pos = to;
@@ -548,8 +544,11 @@ Result<size_t> DataIO::Read(Ino ino, uint64_t off, size_t n, char* buf, uint64_t
 void DataIO::PrefetchHead(Ino ino, uint64_t length) {
   if (options_.prefetch_blocks == 0 || length == 0 || length > store_->block_size()) return;
   auto slices = CachedSlices(ino, 0);  // the READ that follows finds them cached
-  if (!slices) return;
-  for (const Segment& seg : VisibleSegments(*slices, 0, static_cast<uint32_t>(length))) {
+  if (slices) PrefetchSegments(*slices, 0, static_cast<uint32_t>(length));
+}
+
+void DataIO::PrefetchSegments(const std::vector<fsmeta::Slice>& slices, uint32_t from, uint32_t to) {
+  for (const Segment& seg : VisibleSegments(slices, from, to)) {
     if (seg.id != 0) store_->Prefetch(seg.id, seg.size, seg.off, seg.len);
   }
 }

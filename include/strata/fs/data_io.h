@@ -148,6 +148,8 @@ class DataIO {
                         std::vector<fsmeta::Slice>* slices_out);
   void MaybeCompact(Ino ino, uint32_t chunk, size_t nslices);
   Result<std::vector<fsmeta::Slice>> CachedSlices(Ino ino, uint32_t chunk);
+  // Starts background fetches of the blocks under [from, to) of a chunk with these slices.
+  void PrefetchSegments(const std::vector<fsmeta::Slice>& slices, uint32_t from, uint32_t to);
 
   SliceMeta* meta_;
   ChunkStore* store_;
