@@ -5,9 +5,11 @@ case fails.
 """
 
 import hashlib
+import json
 import mmap
 import os
 import random
+import re
 import subprocess
 import sys
 import threading
@@ -227,6 +229,52 @@ def main():
                 assert p.returncode == 0, p.stdout
 
             runner.case("gc leaves nothing referenced missing", gc)
+
+            def tools_through_a_mount():
+                mount(meta, mnt, log)
+                p = strata("info", os.path.join(mnt, "dir/big.bin"), "--meta", meta)
+                assert f"size:  {len(holder['big'])} " in p.stdout and "chunk 0 pos 0" in p.stdout, p.stdout
+                p = strata("warmup", os.path.join(mnt, "dir"))
+                m = re.match(r"Warmed (\d+) files, ", p.stdout)
+                assert m and int(m.group(1)) >= 20, p.stdout   # big.bin, renamed.txt, 18 in sub/
+                p = strata("bench", mnt, "--big-file-size", "4M", "--small-files", "20", "--small-file-size", "4K")
+                assert "Big file" in p.stdout and "Small files 20 x" in p.stdout, p.stdout
+                assert sorted(os.listdir(mnt)) == ["conc", "dir"], os.listdir(mnt)   # bench cleaned up
+                umount(mnt)
+
+            runner.case("info, warmup and bench through a mount", tools_through_a_mount)
+
+            meta2 = f"sqlite3://{work}/meta2.db"
+
+            def dump_and_load():
+                d1, d2 = os.path.join(work, "dump1.json"), os.path.join(work, "dump2.json")
+                strata("dump", meta, d1)
+                with open(d1) as f:
+                    assert json.load(f)["format"]["name"] == "smoke"
+                strata("load", meta2, d1)
+                p = strata("fsck", meta2, check=False)
+                assert p.returncode == 0 and "no problems found" in p.stdout, p.stdout + p.stderr
+                strata("dump", meta2, d2)
+                with open(d1, "rb") as a, open(d2, "rb") as b:
+                    assert a.read() == b.read(), "a loaded dump dumps differently"
+                mount(meta2, mnt, log, "--read-only")
+                with open(os.path.join(mnt, "dir/big.bin"), "rb") as f:
+                    assert f.read() == holder["big"], "big file differs in the loaded copy"
+                umount(mnt)
+
+            runner.case("dump, load into a new database, fsck, read", dump_and_load)
+
+            def destroy():
+                p = strata("destroy", meta, check=False)
+                assert p.returncode != 0 and "--yes" in p.stderr, p.stdout + p.stderr
+                p = strata("destroy", meta, "--yes")
+                assert "destroyed" in p.stdout, p.stdout
+                assert strata("status", meta, check=False).returncode != 0, "metadata left after destroy"
+                # The loaded copy names the same objects: destroy deleted them.
+                p = strata("fsck", meta2, check=False)
+                assert p.returncode != 0 and "is missing" in p.stdout, p.stdout + p.stderr
+
+            runner.case("destroy removes the metadata and every object", destroy)
         finally:
             umount(mnt)
             if os.path.exists(log):
