@@ -36,7 +36,7 @@
 #include <fmt/format.h>
 
 #include <strata/core/strings.h>
-#include <strata/objstore/engine.h>
+#include <strata/objstore/local_engine.h>
 
 #include "http_client.h"
 #include "signer.h"

@@ -1,6 +1,7 @@
 // strata warm | strata ckpt save|load|ls|rm — the training data path
 // (cache/warmer.h, cache/checkpoint.h) from the command line.
 #include "cli/datapath_cmds.h"
+#include "cli/exit_codes.h"
 
 #include <chrono>
 #include <cstdio>
@@ -26,30 +27,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-constexpr int kExitFailed = 1, kExitUsage = 2, kExitNotFound = 3, kExitUnreachable = 6,
-              kExitChecksum = 7;
-
-int ExitCodeOf(const Status& st) {
-  switch (st.code()) {
-    case StatusCode::kOk:
-      return 0;
-    case StatusCode::kInvalidArgument:
-      return kExitUsage;
-    case StatusCode::kNotFound:
-      return kExitNotFound;
-    case StatusCode::kUnavailable:
-    case StatusCode::kIOError:
-      return kExitUnreachable;
-    case StatusCode::kCorruption:
-      return kExitChecksum;
-    default:
-      return kExitFailed;
-  }
-}
 
 int Fail(std::string_view cmd, const Status& st) {
   fmt::print(stderr, "strata {}: {}\n", cmd, st.ToString());
-  return ExitCodeOf(st);
+  return ExitCodeFor(st);
 }
 
 std::string Human(uint64_t bytes) {
@@ -181,7 +162,7 @@ int CmdWarm(const WarmArgs& a) {
                Human(t.capacity_bytes), t.blocks, t.evictions);
   }
   fmt::print("  backend: {} GETs, {}\n", cs.backend_gets, Human(cs.backend_bytes));
-  return failures ? kExitFailed : 0;
+  return failures ? kExitSomeFailed : 0;
 }
 
 // ---------------------------------------------------------------------------
@@ -282,7 +263,7 @@ int CmdCkptSave(const CkptArgs& a) {
     if (!st.ok()) {
       fmt::print(stderr, "strata ckpt save: upload failed (the local copy stays; the next run resumes it): {}\n",
                  st.ToString());
-      return ExitCodeOf(st);
+      return ExitCodeFor(st);
     }
     fmt::print("step {} uploaded and published in {:.2f} s more: {}/{}{}/MANIFEST.json\n", *step,
                Since(start) - local_s, o->store->url(), a.prefix,
@@ -379,7 +360,7 @@ void RegisterDatapathCommands(CLI::App& app, int* exit_code) {
         *exit_code = fn();
       } catch (const std::exception& e) {
         fmt::print(stderr, "strata: internal error: {}\n", e.what());
-        *exit_code = kExitFailed;
+        *exit_code = kExitSomeFailed;
       }
     };
   };

@@ -2,6 +2,7 @@
 // command line: volume lifecycle (format, status, destroy), the FUSE mount,
 // and maintenance (gc, fsck, dump/load, warmup, bench).
 #include "cli/fs_cmds.h"
+#include "cli/exit_codes.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -34,9 +35,9 @@
 #include <strata/core/http_server.h>
 #include <strata/core/log.h>
 #include <strata/core/metrics.h>
-#include <strata/fs/mount.h>
+#include <strata/fs/fuse_mount.h>
 #include <strata/fs/volume.h>
-#include <strata/fsmeta/meta.h>
+#include <strata/fsmeta/meta_engine.h>
 #include <strata/objstore/object_store.h>
 #include <strata/server/server.h>
 
@@ -46,22 +47,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-constexpr int kExitFailed = 1, kExitUsage = 2, kExitNotFound = 3, kExitUnreachable = 6;
-
-int ExitCodeOf(const Status& st) {
-  switch (st.code()) {
-    case StatusCode::kOk: return 0;
-    case StatusCode::kInvalidArgument: return kExitUsage;
-    case StatusCode::kNotFound: return kExitNotFound;
-    case StatusCode::kUnavailable:
-    case StatusCode::kIOError: return kExitUnreachable;
-    default: return kExitFailed;
-  }
-}
-
 int Fail(std::string_view cmd, const Status& st) {
   fmt::print(stderr, "strata fs {}: {}\n", cmd, st.ToString());
-  return ExitCodeOf(st);
+  return ExitCodeFor(st);
 }
 
 std::string Human(uint64_t bytes) {
@@ -309,7 +297,7 @@ int CmdMount(const MountArgs& a) {
   int status = 0;
   waitpid(pid, &status, 0);
   fmt::print(stderr, "strata fs mount: {}\n", msg.empty() ? "the mount process exited early" : msg.substr(1));
-  return kExitFailed;
+  return kExitSomeFailed;
 }
 
 // ---------------------------------------------------------------------------
@@ -357,7 +345,7 @@ int CmdUmount(const std::string& mountpoint, bool lazy, int wait_s) {
     return Fail("umount", Status::FromErrno(errno, "running fusermount3"));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     fmt::print(stderr, "strata fs umount: fusermount3 -u {} failed (busy? try --lazy)\n", mountpoint);
-    return kExitFailed;
+    return kExitSomeFailed;
   }
   // Wait for the mount process to commit what it buffered and exit.
   if (mount_pid > 0) {
@@ -368,7 +356,7 @@ int CmdUmount(const std::string& mountpoint, bool lazy, int wait_s) {
     if (MountProcessRunning(mount_pid)) {
       fmt::print(stderr, "strata fs umount: unmounted, but mount process {} is still running after {} s\n",
                  mount_pid, wait_s);
-      return kExitFailed;
+      return kExitSomeFailed;
     }
   }
   return 0;
@@ -574,7 +562,7 @@ int CmdFsck(const std::string& url, bool repair) {
   size_t n = problems->size() + missing.size();
   fmt::print("Checked metadata and {} slices ({} objects): {}\n", slices, scan.objects,
              n == 0 ? "no problems found" : fmt::format("{} problem(s){}", n, repair ? " (repaired where possible)" : ""));
-  return n == 0 ? 0 : kExitFailed;
+  return n == 0 ? 0 : kExitSomeFailed;
 }
 
 // ---------------------------------------------------------------------------
@@ -703,7 +691,7 @@ int CmdWarmup(const std::vector<std::string>& paths, int threads) {
   double s = Since(t0);
   fmt::print("Warmed {} files, {} in {:.2f} s ({:.1f} MiB/s){}\n", files.size(), Human(bytes), s,
              bytes / 1048576.0 / std::max(s, 1e-9), errors ? fmt::format(", {} errors", errors.load()) : "");
-  return errors ? kExitFailed : 0;
+  return errors ? kExitSomeFailed : 0;
 }
 
 struct BenchArgs {
@@ -839,7 +827,7 @@ void RegisterFsCommands(CLI::App& app, int* exit_code) {
         *exit_code = fn();
       } catch (const std::exception& e) {
         fmt::print(stderr, "strata fs: internal error: {}\n", e.what());
-        *exit_code = kExitFailed;
+        *exit_code = kExitSomeFailed;
       }
     };
   };

@@ -1262,11 +1262,6 @@ struct State {
   bool du_human = false;
 };
 
-constexpr const char* kExitCodesHelp =
-    "Exit codes: 0 ok, 1 some objects failed, 2 usage, 3 not found, 4 access denied or no\n"
-    "credentials, 5 precondition (source changed mid-transfer, bucket not empty, exists),\n"
-    "6 endpoint unreachable, 7 checksum mismatch.";
-
 }  // namespace
 
 void RegisterTransferCommands(CLI::App& app, int* exit_code) {

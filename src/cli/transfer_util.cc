@@ -19,20 +19,6 @@
 
 namespace strata::cli {
 
-int ExitCodeFor(const Status& s) {
-  switch (s.code()) {
-    case StatusCode::kOk: return kExitOk;
-    case StatusCode::kNotFound: return kExitNotFound;
-    case StatusCode::kPermissionDenied: return kExitAuth;
-    case StatusCode::kPreconditionFailed:
-    case StatusCode::kConflict:
-    case StatusCode::kAlreadyExists: return kExitConflict;
-    case StatusCode::kUnavailable: return kExitUnavailable;
-    case StatusCode::kCorruption: return kExitCorruption;
-    default: return kExitSomeFailed;
-  }
-}
-
 Result<Location> ParseLocation(std::string_view arg) {
   Location l;
   if (arg.size() >= 5 && IEquals(arg.substr(0, 5), "s3://")) {

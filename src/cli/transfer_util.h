@@ -19,21 +19,10 @@
 #include <strata/core/result.h>
 #include <strata/objstore/transfer.h>
 
+#include "cli/exit_codes.h"
+
 namespace strata::cli {
 
-// Exit codes of the transfer commands (docs/transfer.md).
-enum ExitCode : int {
-  kExitOk = 0,
-  kExitSomeFailed = 1,     // some objects failed (the rest were transferred), or another error
-  kExitUsage = 2,          // bad arguments
-  kExitNotFound = 3,       // a source, bucket or key does not exist
-  kExitAuth = 4,           // credentials missing or refused, access denied
-  kExitConflict = 5,       // precondition: source changed mid-transfer, bucket not empty, exists
-  kExitUnavailable = 6,    // the service could not be reached (after retries)
-  kExitCorruption = 7,     // a checksum did not match
-  kExitInterrupted = 130,  // SIGINT
-};
-int ExitCodeFor(const Status& s);
 
 // "s3://bucket/key" or a local path ("-" = stdin/stdout).
 struct Location {

@@ -1,5 +1,5 @@
 // The 8-lane MD5 kernel: eight independent streams, one per 32-bit lane of an
-// AVX2 register. This file alone is compiled with -mavx2; md5.cc calls it only
+// AVX2 register. This file alone is compiled with -mavx2; md5_mb.cc calls it only
 // when the CPU has AVX2.
 //
 // Each step is the scalar step done 8 times at once. AVX2 has no rotate, so a

@@ -455,12 +455,6 @@ bool IsValidUtf8(std::string_view s) {
   return true;
 }
 
-int64_t NowUnixNanos() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * kNanosPerSec + ts.tv_nsec;
-}
-
 std::string FormatHttpDate(int64_t unix_nanos) {
   const Civil c = CivilFromUnixNanos(unix_nanos);
   // "Tue, 15 Nov 1994 08:12:31 GMT"

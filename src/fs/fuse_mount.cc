@@ -33,7 +33,7 @@
 
 #include <strata/core/log.h>
 #include <strata/core/metrics.h>
-#include <strata/fs/mount.h>
+#include <strata/fs/fuse_mount.h>
 
 namespace strata::fs {
 namespace {

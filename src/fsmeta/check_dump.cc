@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fsmeta/codec.h"
-#include "fsmeta/meta_engine.h"
+#include "fsmeta/kv_meta.h"
 
 namespace strata::fsmeta {
 

@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include <strata/fsmeta/meta.h>
+#include <strata/fsmeta/meta_engine.h>
 
 namespace strata::fsmeta::codec {
 

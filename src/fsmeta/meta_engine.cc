@@ -23,7 +23,7 @@
 
 #include "fsmeta/codec.h"
 #include "fsmeta/kv.h"
-#include "fsmeta/meta_engine.h"
+#include "fsmeta/kv_meta.h"
 
 #include <strata/core/metrics.h>
 

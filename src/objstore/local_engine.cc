@@ -1,4 +1,4 @@
-// LocalEngine: RocksDB metadata + checksummed data files. See engine.h for the
+// LocalEngine: RocksDB metadata + checksummed data files. See local_engine.h for the
 // contract and record.h / data_file.h for the formats.
 //
 // Write protocol (PutObject, UploadPart, AppendObject, CopyObject):
@@ -52,7 +52,7 @@
 #include <strata/core/log.h>
 #include <strata/core/md5_mb.h>
 #include <strata/core/strings.h>
-#include <strata/objstore/engine.h>
+#include <strata/objstore/local_engine.h>
 
 #include "objstore/data_file.h"
 #include "objstore/local_engine_internal.h"

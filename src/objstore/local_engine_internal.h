@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include <strata/objstore/engine.h>
+#include <strata/objstore/local_engine.h>
 
 namespace strata::objstore::internal {
 

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include <strata/core/status.h>
-#include <strata/objstore/engine.h>
+#include <strata/objstore/local_engine.h>
 
 namespace strata::objstore {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include <strata/core/result.h>
-#include <strata/objstore/engine.h>
+#include <strata/objstore/local_engine.h>
 
 namespace strata::s3 {
 

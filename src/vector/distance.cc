@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "vector/distance_kernels.h"
+#include "vector/simd/distance_kernels.h"
 
 namespace strata::vector {
 namespace internal {

@@ -18,7 +18,7 @@
 
 #include <gtest/gtest.h>
 
-#include <strata/fsmeta/meta.h>
+#include <strata/fsmeta/meta_engine.h>
 
 #include "fsmeta/codec.h"
 #include "fsmeta/kv.h"

@@ -1,4 +1,4 @@
-#include <strata/objstore/engine.h>
+#include <strata/objstore/local_engine.h>
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,4 +1,5 @@
-// Shared test helpers: Status/Result assertions and a self-removing temp dir.
+// Shared test helpers: Status/Result assertions, a self-removing temp dir, and
+// a private redis-server.
 //
 //   ASSERT_OK(expr)                  expr is a Status or a Result<T>; fatal if not OK
 //   EXPECT_OK(expr)                  same, non-fatal
@@ -9,6 +10,7 @@
 // the Status (code and message) on failure.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,6 +49,28 @@ class TempDir {
 std::string ReadFileOrEmpty(const std::string& path);
 // Writes (replaces) a whole file; false on error.
 bool WriteFile(const std::string& path, std::string_view data);
+
+// A loopback TCP port nobody listens on right now.
+int FreePort();
+
+// A private redis-server (no persistence) on a free loopback port, for the
+// life of the object; Start() returns once it answers PING.
+class RedisServer {
+ public:
+  RedisServer() = default;
+  ~RedisServer();
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+  // Unavailable when redis-server is missing or does not come up in 10 s.
+  Status Start();
+  int port() const { return port_; }
+  std::string host_port() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int port_ = 0;
+  int pid_ = -1;
+  std::unique_ptr<TempDir> dir_;
+};
 
 }  // namespace strata::testing
 

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "vector/distance_kernels.h"
+#include "vector/simd/distance_kernels.h"
 
 namespace strata::vector {
 namespace {

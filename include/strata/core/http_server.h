@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <strata/core/result.h>
@@ -152,5 +153,27 @@ class Server {
 
 // "Not Found" for 404 etc.
 std::string_view ReasonPhrase(int status);
+
+// A response as a client receives it (ServeInMemory).
+struct RecordedResponse {
+  int status = 0;
+  std::vector<std::pair<std::string, std::string>> headers;  // in the order sent
+  std::string body;
+  // First header with this name, case-insensitive.
+  std::optional<std::string_view> Header(std::string_view name) const;
+};
+
+// Serves one request in memory: no socket, no thread. `raw_request` is the
+// request as it would arrive on the wire (head, then a body framed by
+// Content-Length or chunked encoding); it goes through the same parsing,
+// framing and error replies as on a Server with these options. Each protocol
+// frontend's unit tests drive its handler this way.
+RecordedResponse ServeInMemory(const Handler& handler, std::string_view raw_request,
+                               const ServerOptions& options = {});
+// The wire form of a request: request line, the headers given (plus
+// Content-Length when a body is given and no framing header is), CRLF, body.
+std::string FormatRequest(std::string_view method, std::string_view target,
+                          const std::vector<std::pair<std::string, std::string>>& headers,
+                          std::string_view body = {});
 
 }  // namespace strata::http

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include <strata/core/clock.h>
+
 namespace strata {
 
 std::string HexEncode(std::string_view bytes);                       // lower-case
@@ -31,8 +33,7 @@ std::optional<int64_t> ParseInt64(std::string_view s);
 std::string XmlEscape(std::string_view s);
 bool IsValidUtf8(std::string_view s);
 
-// Times. Unix nanoseconds <-> the formats S3 uses.
-int64_t NowUnixNanos();
+// Times: Unix nanoseconds (NowUnixNanos in clock.h) <-> the formats S3 uses.
 std::string FormatHttpDate(int64_t unix_nanos);   // "Tue, 15 Nov 1994 08:12:31 GMT"
 std::string FormatIso8601(int64_t unix_nanos);    // "2024-01-02T03:04:05.000Z"
 std::string FormatAmzDate(int64_t unix_nanos);    // "20240102T030405Z"

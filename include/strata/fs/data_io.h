@@ -36,7 +36,7 @@
 
 #include <strata/core/result.h>
 #include <strata/fs/chunk_store.h>
-#include <strata/fsmeta/meta.h>
+#include <strata/fsmeta/meta_engine.h>
 
 namespace strata::fs {
 

@@ -14,7 +14,7 @@
 #include <strata/core/result.h>
 #include <strata/fs/chunk_store.h>
 #include <strata/fs/data_io.h>
-#include <strata/fsmeta/meta.h>
+#include <strata/fsmeta/meta_engine.h>
 #include <strata/objstore/object_store.h>
 
 namespace strata::cache {

@@ -37,7 +37,7 @@
 
 #include <strata/core/checksum.h>
 #include <strata/core/result.h>
-#include <strata/objstore/engine.h>
+#include <strata/objstore/local_engine.h>
 
 namespace strata::objstore {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include <strata/core/http_server.h>
-#include <strata/objstore/engine.h>
+#include <strata/objstore/local_engine.h>
 
 namespace strata::s3 {
 

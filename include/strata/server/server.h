@@ -17,7 +17,7 @@
 #include <vector>
 
 #include <strata/core/result.h>
-#include <strata/objstore/engine.h>
+#include <strata/objstore/local_engine.h>
 #include <strata/s3/frontend.h>
 
 namespace strata::server {

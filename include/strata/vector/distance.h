@@ -2,8 +2,8 @@
 // product, one-query-against-many-rows batch forms, and the 8-bit
 // scalar-quantized forms the HNSW index uses.
 //
-// Each kernel exists once per instruction set (src/vector/distance_scalar.cc,
-// distance_avx2.cc, distance_avx512.cc, as FAISS splits them) and the best one
+// Each kernel exists once per instruction set (src/vector/simd/:
+// distance_scalar.cc, distance_avx2.cc, distance_avx512.cc, as FAISS splits them) and the best one
 // the CPU supports is chosen once, at first use, with __builtin_cpu_supports.
 // The base build therefore runs on any x86-64. All functions are thread-safe
 // and allocate nothing.

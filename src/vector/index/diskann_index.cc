@@ -22,7 +22,7 @@
 #include <numeric>
 #include <random>
 
-#include "vector/quantizer.h"
+#include "vector/index/quantizer.h"
 
 namespace strata::vector::internal {
 namespace {

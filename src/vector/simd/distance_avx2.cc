@@ -2,7 +2,7 @@
 // here runs unless distance.cc saw both features on the CPU.
 #include <immintrin.h>
 
-#include "vector/distance_kernels.h"
+#include "vector/simd/distance_kernels.h"
 
 namespace strata::vector::internal {
 namespace {

@@ -9,7 +9,7 @@
 #include <strata/core/status.h>
 #include <strata/vector/distance.h>
 
-#include "vector/index_base.h"
+#include "vector/index/index_base.h"
 
 namespace strata::vector::internal {
 

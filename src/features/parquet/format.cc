@@ -1,6 +1,6 @@
-#include "features/parquet_format.h"
+#include "features/parquet/format.h"
 
-#include "features/thrift_compact.h"
+#include "features/parquet/thrift_compact.h"
 
 namespace strata::features::pq {
 

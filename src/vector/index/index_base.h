@@ -27,7 +27,7 @@
 #include <strata/core/status.h>
 #include <strata/vector/index.h>
 
-#include "vector/distance_kernels.h"
+#include "vector/simd/distance_kernels.h"
 
 namespace strata::vector::internal {
 

@@ -1,4 +1,4 @@
-#include "features/thrift_compact.h"
+#include "features/parquet/thrift_compact.h"
 
 #include <cstring>
 

@@ -26,7 +26,7 @@
 #include <cmath>
 #include <mutex>
 
-#include "vector/index_base.h"
+#include "vector/index/index_base.h"
 
 namespace strata::vector::internal {
 namespace {

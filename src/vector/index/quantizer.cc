@@ -1,4 +1,4 @@
-#include "vector/quantizer.h"
+#include "vector/index/quantizer.h"
 
 #include <cmath>
 #include <limits>

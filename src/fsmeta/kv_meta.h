@@ -1,4 +1,4 @@
-// KvMeta: MetaEngine over a TxnKV (private; see include/strata/fsmeta/meta.h).
+// KvMeta: MetaEngine over a TxnKV (private; see include/strata/fsmeta/meta_engine.h).
 #pragma once
 
 #include <atomic>
@@ -8,7 +8,7 @@
 #include <mutex>
 #include <optional>
 
-#include <strata/fsmeta/meta.h>
+#include <strata/fsmeta/meta_engine.h>
 
 #include "fsmeta/kv.h"
 

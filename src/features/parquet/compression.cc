@@ -1,4 +1,4 @@
-#include "features/parquet_compression.h"
+#include "features/parquet/compression.h"
 
 #include <lz4.h>
 #include <snappy.h>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "features/parquet_format.h"
+#include "features/parquet/format.h"
 
 namespace strata::features::pq {
 

@@ -7,7 +7,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
-#include "vector/distance_kernels.h"
+#include "vector/simd/distance_kernels.h"
 
 namespace strata::vector::internal {
 namespace {

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "vector/quantizer.h"
+#include "vector/index/quantizer.h"
 
 namespace strata::vector::internal {
 namespace {

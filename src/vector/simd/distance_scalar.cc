@@ -1,7 +1,7 @@
 // Portable kernels: the reference the SIMD versions are tested against and the
 // fallback on CPUs without AVX2. Eight independent partial sums let GCC use
 // SSE2 lanes without -ffast-math (it may not reassociate a single float sum).
-#include "vector/distance_kernels.h"
+#include "vector/simd/distance_kernels.h"
 
 namespace strata::vector::internal {
 namespace {

@@ -1,4 +1,4 @@
-#include "features/parquet_encoding.h"
+#include "features/parquet/encoding.h"
 
 #include <cstring>
 

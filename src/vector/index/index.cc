@@ -15,7 +15,7 @@
 #include <strata/core/log.h>
 #include <strata/core/strings.h>
 
-#include "vector/index_base.h"
+#include "vector/index/index_base.h"
 
 namespace strata::vector {
 

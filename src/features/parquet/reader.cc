@@ -9,9 +9,9 @@
 
 #include <strata/features/parquet.h>
 
-#include "features/parquet_compression.h"
-#include "features/parquet_encoding.h"
-#include "features/parquet_format.h"
+#include "features/parquet/compression.h"
+#include "features/parquet/encoding.h"
+#include "features/parquet/format.h"
 
 namespace strata::features {
 

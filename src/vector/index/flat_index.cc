@@ -3,7 +3,7 @@
 // A batch of queries is tiled: each worker takes a block of queries and walks
 // the rows in blocks sized to stay in L2, so every row block is loaded once per
 // query block rather than once per query.
-#include "vector/index_base.h"
+#include "vector/index/index_base.h"
 
 namespace strata::vector::internal {
 namespace {

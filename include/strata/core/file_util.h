@@ -1,0 +1,52 @@
+// File helpers every component that keeps data on a local disk shares: whole
+// writes and reads that retry short transfers and EINTR, directory fsync, and
+// the atomic replace (write a temp file, fsync it, rename it over the target,
+// fsync the directory) that makes a file either wholly old or wholly new after
+// a crash.
+//
+// Errors are IOError (from errno) naming the operation and `what` (a path, or
+// a description such as "cache block /x/y"); a read that meets the end of the
+// file early is Corruption ("<what> is truncated"). All functions are
+// thread-safe as far as the file descriptors passed in are not shared.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <strata/core/result.h>
+#include <strata/core/status.h>
+
+namespace strata {
+
+// write(2) until all n bytes are written at the file position.
+Status WriteAll(int fd, const void* data, size_t n, std::string_view what);
+// pwrite(2) until all n bytes are written at offset.
+Status PwriteAll(int fd, const void* data, size_t n, uint64_t offset, std::string_view what);
+// pread(2) exactly n bytes at offset; Corruption when the file ends first.
+Status PreadFull(int fd, void* buf, size_t n, uint64_t offset, std::string_view what);
+// pread(2) up to n bytes at offset, fewer only at the end of the file.
+Result<size_t> PreadUpTo(int fd, void* buf, size_t n, uint64_t offset, std::string_view what);
+
+// fsync(2) of a directory, so that entries created or renamed in it are durable.
+Status FsyncDir(const std::string& dir);
+// FsyncDir of the directory holding `path` ("." for a bare name).
+Status FsyncParentDir(const std::string& path);
+
+struct AtomicWriteOptions {
+  mode_t mode = 0644;       // of the new file (applied with fchmod, not subject to umask)
+  bool sync = true;         // fsync the file before the rename and the directory after
+  std::string tmp_suffix = ".tmp";  // the temp file is path + tmp_suffix
+};
+// Replaces `path` with `data` atomically: readers and a crash see the old
+// contents or the new ones, never a mix. The temp file is removed on failure.
+Status WriteFileAtomic(const std::string& path, std::string_view data,
+                       const AtomicWriteOptions& options = {});
+
+// The whole contents of a regular file.
+Result<std::string> ReadFileToString(const std::string& path);
+
+}  // namespace strata

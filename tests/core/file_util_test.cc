@@ -1,0 +1,78 @@
+#include <strata/core/file_util.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "testutil/testutil.h"
+
+namespace strata {
+namespace {
+
+using ::strata::testing::ReadFileOrEmpty;
+using ::strata::testing::TempDir;
+
+TEST(FileUtilTest, WriteAllAndPreadFullRoundTrip) {
+  TempDir dir;
+  const std::string path = dir.Join("f");
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  std::string data(3 << 20, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7 + 3);
+  ASSERT_OK(WriteAll(fd, data.data(), data.size(), path));
+  ASSERT_OK(PwriteAll(fd, "XYZ", 3, 10, path));
+  data.replace(10, 3, "XYZ");
+  std::string back(data.size(), '\0');
+  ASSERT_OK(PreadFull(fd, back.data(), back.size(), 0, path));
+  EXPECT_EQ(back, data);
+  // Past the end: PreadUpTo returns what is there, PreadFull calls it truncation.
+  char tail[16];
+  ASSERT_OK_AND_ASSIGN(size_t got, PreadUpTo(fd, tail, sizeof tail, data.size() - 5, path));
+  EXPECT_EQ(got, 5u);
+  Status st = PreadFull(fd, tail, sizeof tail, data.size() - 5, path);
+  EXPECT_EQ(st.code(), StatusCode::kCorruption);
+  EXPECT_NE(st.message().find("truncated"), std::string::npos) << st.ToString();
+  ::close(fd);
+}
+
+TEST(FileUtilTest, ErrorsNameTheFile) {
+  char c;
+  Status st = PreadFull(-1, &c, 1, 0, "block 7");
+  EXPECT_EQ(st.code(), StatusCode::kIOError);
+  EXPECT_NE(st.message().find("block 7"), std::string::npos) << st.ToString();
+  EXPECT_FALSE(WriteAll(-1, "x", 1, "y").ok());
+  EXPECT_STATUS_CODE(FsyncDir("/nonexistent/dir"), StatusCode::kNotFound);
+}
+
+TEST(FileUtilTest, WriteFileAtomicReplacesWholeAndLeavesNoTemp) {
+  TempDir dir;
+  const std::string path = dir.Join("manifest");
+  ASSERT_OK(WriteFileAtomic(path, "first"));
+  EXPECT_EQ(ReadFileOrEmpty(path), "first");
+  AtomicWriteOptions o;
+  o.mode = 0600;
+  ASSERT_OK(WriteFileAtomic(path, "second, longer", o));
+  ASSERT_OK_AND_ASSIGN(std::string back, ReadFileToString(path));
+  EXPECT_EQ(back, "second, longer");
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_NE(::access((path + ".tmp").c_str(), F_OK), 0) << "temp file left behind";
+  // A target in a missing directory fails and creates nothing.
+  EXPECT_FALSE(WriteFileAtomic(dir.Join("no/such/file"), "x").ok());
+  EXPECT_STATUS_CODE(ReadFileToString(dir.Join("missing")), StatusCode::kNotFound);
+}
+
+TEST(FileUtilTest, FsyncParentDirOfBareAndNestedNames) {
+  TempDir dir;
+  EXPECT_OK(FsyncParentDir(dir.Join("x")));
+  EXPECT_OK(FsyncParentDir("relative-name"));
+  EXPECT_OK(FsyncParentDir("/etc"));
+}
+
+}  // namespace
+}  // namespace strata
