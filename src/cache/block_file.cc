@@ -13,6 +13,8 @@
 #include <fmt/format.h>
 
 #include <strata/core/checksum.h>
+#include <strata/core/coding.h>
+#include <strata/core/file_util.h>
 
 namespace strata::cache {
 namespace {
@@ -20,23 +22,6 @@ namespace {
 constexpr char kMagic[8] = {'S', 'T', 'R', 'B', 'L', 'K', '0', '1'};
 constexpr uint32_t kMaxKeyLen = 64 * 1024;
 constexpr uint32_t kMaxEtagLen = 1024;
-
-void Put32(std::string& s, uint32_t v) {
-  for (int i = 0; i < 4; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-void Put64(std::string& s, uint64_t v) {
-  for (int i = 0; i < 8; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-uint32_t Get32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(static_cast<uint8_t>(p[i])) << (8 * i);
-  return v;
-}
-uint64_t Get64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(p[i])) << (8 * i);
-  return v;
-}
 
 class Fd {
  public:
@@ -50,18 +35,8 @@ class Fd {
   int fd_;
 };
 
-Status PreadFull(int fd, char* buf, size_t n, uint64_t off, const std::string& path) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t r = ::pread(fd, buf + done, n - done, static_cast<off_t>(off + done));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "read " + path);
-    }
-    if (r == 0) return Status::Corruption("cache block " + path + " is truncated");
-    done += static_cast<size_t>(r);
-  }
-  return Status::Ok();
+Status ReadCacheBlock(int fd, char* buf, size_t n, uint64_t off, const std::string& path) {
+  return PreadFull(fd, buf, n, off, "cache block " + path);
 }
 
 }  // namespace
@@ -75,7 +50,7 @@ BlockId MakeBlockId(std::string_view key, std::string_view etag, uint64_t index)
   buf.push_back('\0');
   buf.append(std::to_string(index));
   const std::string d = Sha256(buf);
-  return BlockId{Get64(d.data()), Get64(d.data() + 8)};
+  return BlockId{DecodeFixed64(d.data()), DecodeFixed64(d.data() + 8)};
 }
 
 std::string BlockIdHex(const BlockId& id) { return fmt::format("{:016x}{:016x}", id.hi, id.lo); }
@@ -102,18 +77,18 @@ std::string EncodeBlockHeader(const BlockHeader& h) {
       static_cast<uint32_t>(kBlockHeaderFixed + h.key.size() + h.etag.size());
   s.reserve(header_len);
   s.append(kMagic, sizeof(kMagic));
-  Put32(s, header_len);
-  Put32(s, static_cast<uint32_t>(h.key.size()));
-  Put32(s, static_cast<uint32_t>(h.etag.size()));
-  Put32(s, h.data_crc);
-  Put64(s, h.index);
-  Put64(s, h.data_len);
-  Put64(s, h.id.hi);
-  Put64(s, h.id.lo);
+  PutFixed32(&s, header_len);
+  PutFixed32(&s, static_cast<uint32_t>(h.key.size()));
+  PutFixed32(&s, static_cast<uint32_t>(h.etag.size()));
+  PutFixed32(&s, h.data_crc);
+  PutFixed64(&s, h.index);
+  PutFixed64(&s, h.data_len);
+  PutFixed64(&s, h.id.hi);
+  PutFixed64(&s, h.id.lo);
   uint32_t crc = Crc32c(0, s.data(), s.size());
   crc = Crc32c(crc, h.key.data(), h.key.size());
   crc = Crc32c(crc, h.etag.data(), h.etag.size());
-  Put32(s, crc);
+  PutFixed32(&s, crc);
   s.append(h.key);
   s.append(h.etag);
   return s;
@@ -126,15 +101,15 @@ Result<BlockHeader> DecodeBlockHeader(std::string_view buf) {
   }
   const char* p = buf.data() + 8;
   BlockHeader h;
-  h.header_len = Get32(p);
-  const uint32_t key_len = Get32(p + 4);
-  const uint32_t etag_len = Get32(p + 8);
-  h.data_crc = Get32(p + 12);
-  h.index = Get64(p + 16);
-  h.data_len = Get64(p + 24);
-  h.id.hi = Get64(p + 32);
-  h.id.lo = Get64(p + 40);
-  const uint32_t stored_crc = Get32(p + 48);
+  h.header_len = DecodeFixed32(p);
+  const uint32_t key_len = DecodeFixed32(p + 4);
+  const uint32_t etag_len = DecodeFixed32(p + 8);
+  h.data_crc = DecodeFixed32(p + 12);
+  h.index = DecodeFixed64(p + 16);
+  h.data_len = DecodeFixed64(p + 24);
+  h.id.hi = DecodeFixed64(p + 32);
+  h.id.lo = DecodeFixed64(p + 40);
+  const uint32_t stored_crc = DecodeFixed32(p + 48);
   if (key_len > kMaxKeyLen || etag_len > kMaxEtagLen ||
       h.header_len != kBlockHeaderFixed + key_len + etag_len) {
     return Status::Corruption("cache block header has impossible lengths");
@@ -287,7 +262,7 @@ Result<BlockHeader> ReadBlockFileHeader(const std::string& path, uint64_t* file_
   if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
   char buf[4096];
   const size_t want = std::min<size_t>(sizeof(buf), static_cast<size_t>(st.st_size));
-  STRATA_RETURN_IF_ERROR(PreadFull(fd.get(), buf, want, 0, path));
+  STRATA_RETURN_IF_ERROR(ReadCacheBlock(fd.get(), buf, want, 0, path));
   STRATA_ASSIGN_OR_RETURN(BlockHeader h, DecodeBlockHeader(std::string_view(buf, want)));
   if (static_cast<uint64_t>(st.st_size) != h.header_len + h.data_len) {
     return Status::Corruption(fmt::format("cache block {} is {} bytes, its header says {}", path,
@@ -309,7 +284,7 @@ Result<std::string> ReadBlockFile(const std::string& path, const BlockId& id, st
   const uint64_t file_size = static_cast<uint64_t>(st.st_size);
   const size_t head_want = std::min<uint64_t>(kBlockHeaderFixed + key.size() + etag.size(), file_size);
   std::string head(head_want, '\0');
-  STRATA_RETURN_IF_ERROR(PreadFull(fd.get(), head.data(), head_want, 0, path));
+  STRATA_RETURN_IF_ERROR(ReadCacheBlock(fd.get(), head.data(), head_want, 0, path));
   STRATA_ASSIGN_OR_RETURN(BlockHeader h, DecodeBlockHeader(head));
   if (!(h.id == id) || h.key != key || h.etag != etag || h.index != index) {
     return Status::Corruption("cache block " + path + " holds another block");
@@ -319,7 +294,7 @@ Result<std::string> ReadBlockFile(const std::string& path, const BlockId& id, st
                                           file_size, h.header_len + h.data_len));
   }
   std::string data(h.data_len, '\0');
-  STRATA_RETURN_IF_ERROR(PreadFull(fd.get(), data.data(), data.size(), h.header_len, path));
+  STRATA_RETURN_IF_ERROR(ReadCacheBlock(fd.get(), data.data(), data.size(), h.header_len, path));
   if (Crc32c(0, data.data(), data.size()) != h.data_crc) {
     return Status::Corruption("cache block " + path + " data CRC32C mismatch");
   }

@@ -20,6 +20,8 @@
 
 #include <fmt/format.h>
 
+#include <strata/core/clock.h>
+#include <strata/core/etag.h>
 #include <strata/core/log.h>
 #include <strata/core/metrics.h>
 #include <strata/core/strings.h>
@@ -44,18 +46,6 @@ namespace {
 
 constexpr log::Logger kLog("cache");
 constexpr size_t kMaxStreams = 1024;  // Get() readahead streams remembered (one per key)
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string Unquote(std::string_view s) {
-  s = Trim(s);
-  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
-  return std::string(s);
-}
 
 uint64_t Mix64(uint64_t x) {
   x ^= x >> 33;
@@ -146,11 +136,7 @@ struct CachedObjectStore::Impl {
   static constexpr int64_t kFillIdleMs = 50;
   static constexpr size_t kSmallFill = 256 << 10;
 
-  static int64_t SteadyMs() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
+  static int64_t SteadyMs() { return MonotonicNanos() / 1'000'000; }
   std::thread filler;  // runs FillLoop; not joinable without disk_fill_behind
   metrics::Counter* m_fill_dropped = nullptr;
 
@@ -529,7 +515,7 @@ struct CachedObjectStore::Impl {
     if (options.metadata_ttl_ms > 0 && !force) {
       std::lock_guard<std::mutex> lock(meta_mu);
       auto it = meta.find(k);
-      if (it != meta.end() && NowNs() - it->second.at_ns < options.metadata_ttl_ms * 1000000) {
+      if (it != meta.end() && MonotonicNanos() - it->second.at_ns < options.metadata_ttl_ms * 1000000) {
         return it->second.info;
       }
     }
@@ -544,7 +530,7 @@ struct CachedObjectStore::Impl {
   void RememberMeta(const ObjectInfo& info) {
     if (options.metadata_ttl_ms <= 0) return;
     std::lock_guard<std::mutex> lock(meta_mu);
-    meta[info.key] = Meta{info, NowNs()};
+    meta[info.key] = Meta{info, MonotonicNanos()};
   }
 
   // After a write through this store: the key's other versions are garbage.
@@ -725,7 +711,7 @@ Status CachedObjectStore::Get(std::string_view key, const ReadOptions& options,
   const std::string k(key);
   for (int attempt = 0;; ++attempt) {
     STRATA_ASSIGN_OR_RETURN(ObjectInfo meta, im.GetMeta(key, attempt > 0));
-    if (options.if_match && *options.if_match != "*" && Unquote(*options.if_match) != meta.etag) {
+    if (options.if_match && *options.if_match != "*" && UnquoteETag(*options.if_match) != meta.etag) {
       return Status::PreconditionFailed("object \"" + k + "\" changed: its ETag is " + meta.etag +
                                         ", not " + *options.if_match + " (If-Match)");
     }

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include <strata/core/checksum.h>
+#include <strata/core/file_util.h>
 #include <strata/core/log.h>
 #include <strata/core/strings.h>
 #include <strata/core/thread_pool.h>
@@ -58,63 +59,19 @@ class Fd {
   int fd_;
 };
 
-Status PwriteAll(int fd, const char* p, size_t n, uint64_t off, const std::string& path) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t w = ::pwrite(fd, p + done, n - done, static_cast<off_t>(off + done));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "write " + path);
-    }
-    done += static_cast<size_t>(w);
-  }
-  return Status::Ok();
-}
-
+// A source file that ends early changed under us: an I/O error, not damage.
 Status PreadAll(int fd, char* p, size_t n, uint64_t off, const std::string& path) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t r = ::pread(fd, p + done, n - done, static_cast<off_t>(off + done));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "read " + path);
-    }
-    if (r == 0) return Status::IOError(path + " is shorter than expected (did it change?)");
-    done += static_cast<size_t>(r);
-  }
-  return Status::Ok();
-}
-
-Status FsyncPath(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return Status::FromErrno(errno, "open " + path);
-  if (::fsync(fd.get()) != 0) return Status::FromErrno(errno, "fsync " + path);
+  STRATA_ASSIGN_OR_RETURN(size_t got, PreadUpTo(fd, p, n, off, path));
+  if (got < n) return Status::IOError(path + " is shorter than expected (did it change?)");
   return Status::Ok();
 }
 
 Status WriteSmallFile(const std::string& path, std::string_view data, bool fsync) {
   Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (fd.get() < 0) return Status::FromErrno(errno, "create " + path);
-  STRATA_RETURN_IF_ERROR(PwriteAll(fd.get(), data.data(), data.size(), 0, path));
+  STRATA_RETURN_IF_ERROR(WriteAll(fd.get(), data.data(), data.size(), path));
   if (fsync && ::fsync(fd.get()) != 0) return Status::FromErrno(errno, "fsync " + path);
   return Status::Ok();
-}
-
-Result<std::string> ReadSmallFile(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return Status::FromErrno(errno, "open " + path);
-  std::string out;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "read " + path);
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
 }
 
 bool Exists(const std::string& path) {
@@ -349,7 +306,7 @@ struct CheckpointManager::Impl {
 
   Result<std::vector<CheckpointFile>> LocalManifest(uint64_t step) {
     const std::string path = LocalPath(step) + "/" + std::string(kManifest);
-    STRATA_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path));
+    STRATA_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
     return ParseManifest(text, step, path);
   }
 
@@ -517,7 +474,7 @@ struct CheckpointManager::Impl {
     if (::unlink(marker.c_str()) != 0 && errno != ENOENT) {
       return Status::FromErrno(errno, "remove " + marker);
     }
-    if (options.fsync) (void)FsyncPath(dir);
+    if (options.fsync) (void)FsyncDir(dir);
     std::lock_guard<std::mutex> lock(mu);
     stats.bytes_uploaded += bytes.load();
     return Status::Ok();
@@ -675,7 +632,7 @@ struct CheckpointManager::Impl {
     }
     Status st = WriteSmallFile(tmp + "/" + std::string(kManifest), ManifestJson(step, files, true),
                                options.fsync);
-    if (st.ok() && options.fsync) st = FsyncPath(tmp);
+    if (st.ok() && options.fsync) st = FsyncDir(tmp);
     if (!st.ok()) {
       cleanup();
       return st;
@@ -688,7 +645,7 @@ struct CheckpointManager::Impl {
       cleanup();
       return err;
     }
-    if (options.fsync) (void)FsyncPath(options.local_dir);
+    if (options.fsync) (void)FsyncDir(options.local_dir);
     return files;
   }
 };
@@ -779,16 +736,16 @@ Status CheckpointManager::Save(uint64_t step, const std::vector<CheckpointItem>&
   }
   if (st.ok() && im.options.fsync) {
     for (auto sd = subdirs.rbegin(); st.ok() && sd != subdirs.rend(); ++sd) {
-      st = FsyncPath(partial + "/" + *sd);
+      st = FsyncDir(partial + "/" + *sd);
     }
-    if (st.ok()) st = FsyncPath(partial);
+    if (st.ok()) st = FsyncDir(partial);
   }
   if (!st.ok()) return fail(st);
   if (::rename(partial.c_str(), final_path.c_str()) != 0) {
     return fail(Status::FromErrno(errno, "rename " + partial + " to " + final_path));
   }
   if (im.options.fsync) {
-    if (Status s = FsyncPath(im.options.local_dir); !s.ok()) return fail(s);
+    if (Status s = FsyncDir(im.options.local_dir); !s.ok()) return fail(s);
   }
   {
     std::lock_guard<std::mutex> lock(im.mu);
@@ -908,7 +865,7 @@ Result<LoadedCheckpoint> CheckpointManager::Load(uint64_t step, const LoadOption
 Result<std::string> CheckpointManager::ReadFile(uint64_t step, std::string_view name) {
   STRATA_ASSIGN_OR_RETURN(LoadedCheckpoint ck, Load(step));
   for (const auto& f : ck.files) {
-    if (f.name == name) return ReadSmallFile(ck.PathOf(name));
+    if (f.name == name) return ReadFileToString(ck.PathOf(name));
   }
   return Status::NotFound("checkpoint step " + std::to_string(step) + " has no \"" +
                           std::string(name) + "\"");

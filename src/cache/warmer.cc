@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <strata/core/checksum.h>
+#include <strata/core/file_util.h>
 #include <strata/core/log.h>
 #include <strata/core/strings.h>
 #include <strata/core/thread_pool.h>
@@ -32,33 +33,6 @@ std::string ListHash(const std::vector<std::string>& order) {
     h->Update("\n", 1);
   }
   return HexEncode(h->Digest());
-}
-
-Status WriteFileAtomically(const std::string& path, const std::string& data) {
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::FromErrno(errno, "write warmer state " + tmp);
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t w = ::write(fd, data.data() + done, data.size() - done);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      return Status::FromErrno(err, "write warmer state " + tmp);
-    }
-    done += static_cast<size_t>(w);
-  }
-  if (::fsync(fd) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return Status::FromErrno(err, "fsync warmer state " + tmp);
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Status::FromErrno(errno, "rename warmer state to " + path);
-  }
-  return Status::Ok();
 }
 
 }  // namespace
@@ -158,9 +132,12 @@ struct Warmer::Impl {
 
   Status Persist(uint64_t pos) {
     if (options.state_file.empty()) return Status::Ok();
-    return WriteFileAtomically(options.state_file,
-                               fmt::format("{}\nlist {}\nsize {}\nposition {}\n", kStateMagic,
-                                           list_hash, order.size(), pos));
+    // The file is fsynced, the directory not: a lost rename only replays a little.
+    return WriteFileAtomic(options.state_file,
+                           fmt::format("{}\nlist {}\nsize {}\nposition {}\n", kStateMagic,
+                                       list_hash, order.size(), pos),
+                           AtomicWriteOptions{.sync_dir = false})
+        .WithContext("warmer state");
   }
 
   Result<uint64_t> LoadPosition() {

@@ -121,7 +121,7 @@ Status WriteFileAtomic(const std::string& path, std::string_view data,
     ::unlink(tmp.c_str());
     return st;
   }
-  if (options.sync) return FsyncParentDir(path);
+  if (options.sync && options.sync_dir) return FsyncParentDir(path);
   return Status::Ok();
 }
 

@@ -33,11 +33,7 @@ namespace {
 
 constexpr size_t kIoChunk = 256 * 1024;
 
-int64_t MonoMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+int64_t MonoMs() { return MonotonicNanos() / 1'000'000; }
 
 std::string ErrnoText(int err) {
   char buf[128];
@@ -809,6 +805,241 @@ std::string BuildHead(const ClientRequest& req, bool chunked, std::optional<uint
 
 }  // namespace
 
+namespace {
+
+// The 503 SlowDown a fault plan answers with, without touching the network.
+std::unique_ptr<ClientResponse> InjectedSlowDown() {
+  auto impl = std::make_unique<ClientResponse::Impl>();
+  impl->head.status = 503;
+  impl->head.reason = "Slow Down";
+  impl->memory =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code><Message>Please "
+      "reduce your request rate. (fault injected by the HTTP client)</Message></Error>";
+  impl->head.headers = {{"Content-Type", "application/xml"},
+                        {"Content-Length", std::to_string(impl->memory.size())}};
+  impl->content_length = impl->memory.size();
+  impl->framing = ClientResponse::Impl::Framing::kMemory;
+  return std::make_unique<ClientResponse>(std::move(impl));
+}
+
+// One attempt of Send on one connection: the request out, the response head in.
+struct Exchange {
+  HttpClient::Pool& pool;
+  const ClientOptions& options;
+  const ClientRequest& req;
+  const std::string& key;
+  const FaultPlan& plan;
+  const std::string& head;
+  bool chunked;
+  std::optional<uint64_t> length;
+  bool has_source;
+  bool has_body;
+  Conn* conn;
+  ClientResponse::Impl* impl;
+  ExchangeState st;
+
+  Status Run();
+  // With Expect: 100-continue, the head alone, then a wait for 100 or a final answer.
+  Status SendHeadExpectingContinue(bool* body_sent, bool* got_head, std::string* head_bytes);
+  Status SendSmallRequest();
+  Status StreamBody();
+  Status SendBytes(const char* p, size_t n, const std::optional<uint64_t>& cut, uint64_t* sent);
+  Status ReadResponseHead(bool got_head, std::string head_bytes);
+  // After a failed write: the server may have answered early and closed (e.g. an
+  // auth error before the body); that answer is the result when it is there.
+  Status RecoverEarlyAnswer(Status s);
+};
+
+Status Exchange::Run() {
+  if (plan.kind == FaultKind::kDropBeforeWrite) {
+    st.injected = true;
+    pool.injected_drops.fetch_add(1, std::memory_order_relaxed);
+    return Status::IOError("connection reset by peer before the request was sent (fault "
+                           "injected by the HTTP client)");
+  }
+  bool body_sent = !has_body;
+  bool got_head = false;
+  std::string head_bytes;
+  if (req.expect_continue && has_body) {
+    STRATA_RETURN_IF_ERROR(SendHeadExpectingContinue(&body_sent, &got_head, &head_bytes));
+  } else if (!has_source && has_body && req.body.size() <= 64 * 1024) {
+    STRATA_RETURN_IF_ERROR(SendSmallRequest());
+    body_sent = true;
+  } else {
+    STRATA_RETURN_IF_ERROR(conn->WriteAll(head.data(), head.size()));
+  }
+  if (!body_sent) STRATA_RETURN_IF_ERROR(StreamBody());
+  return ReadResponseHead(got_head, std::move(head_bytes));
+}
+
+Status Exchange::SendHeadExpectingContinue(bool* body_sent, bool* got_head,
+                                           std::string* head_bytes) {
+  STRATA_RETURN_IF_ERROR(conn->WriteAll(head.data(), head.size()));
+  if (!conn->WaitFor(POLLIN, options.continue_timeout_ms, "").ok()) return Status::Ok();
+  STRATA_ASSIGN_OR_RETURN(*head_bytes, conn->ReadHead(options.max_response_head, &st.response_started));
+  if (head_bytes->empty()) {
+    return Status::IOError("connection to " + key + " closed before the response");
+  }
+  STRATA_ASSIGN_OR_RETURN(Head h, ParseHead(*head_bytes, key));
+  if (h.status == 100) {
+    head_bytes->clear();
+  } else {
+    // A final answer before the body: the body is never sent, and the
+    // connection cannot be reused (the server may expect it).
+    *got_head = true;
+    *body_sent = true;
+    impl->keep_alive = false;
+  }
+  return Status::Ok();
+}
+
+// One write for a small request.
+Status Exchange::SendSmallRequest() {
+  std::string all = head;
+  all.append(req.body);
+  if (plan.kind == FaultKind::kDropRequestBody) {
+    size_t cut = head.size() + static_cast<size_t>(plan.fraction * req.body.size());
+    STRATA_RETURN_IF_ERROR(conn->WriteAll(all.data(), cut));
+    st.injected = true;
+    pool.injected_drops.fetch_add(1, std::memory_order_relaxed);
+    return Status::IOError("connection reset by peer in the middle of the request body "
+                           "(fault injected by the HTTP client)");
+  }
+  return conn->WriteAll(all.data(), all.size());
+}
+
+Status Exchange::SendBytes(const char* p, size_t n, const std::optional<uint64_t>& cut,
+                           uint64_t* sent) {
+  if (cut && *sent + n >= *cut) {
+    STRATA_RETURN_IF_ERROR(conn->WriteAll(p, *cut - *sent));
+    st.injected = true;
+    pool.injected_drops.fetch_add(1, std::memory_order_relaxed);
+    return Status::IOError("connection reset by peer in the middle of the request body "
+                           "(fault injected by the HTTP client)");
+  }
+  *sent += n;
+  return conn->WriteAll(p, n);
+}
+
+Status Exchange::StreamBody() {
+  std::optional<uint64_t> cut;
+  if (plan.kind == FaultKind::kDropRequestBody) {
+    const uint64_t total = length ? *length : (1u << 20);
+    cut = static_cast<uint64_t>(plan.fraction * static_cast<double>(total));
+  }
+  uint64_t sent = 0;
+  if (!has_source) return SendBytes(req.body.data(), req.body.size(), cut, &sent);
+  std::unique_ptr<char[]> buf(new char[kIoChunk + 32]);
+  char* data = buf.get() + 16;  // room for the chunk size line
+  uint64_t total = 0;
+  for (;;) {
+    size_t want = kIoChunk;
+    if (length) want = static_cast<size_t>(std::min<uint64_t>(want, *length - total));
+    size_t n = 0;
+    if (want > 0) {
+      auto r = req.body_source->Read(data, want);
+      if (!r.ok()) return r.error().WithContext("reading the request body");
+      n = *r;
+      st.source_read += n;
+    }
+    if (n == 0) {
+      if (length && total != *length) {
+        return Status::InvalidArgument("request body ended after " + std::to_string(total) +
+                                       " bytes; Content-Length promised " + std::to_string(*length));
+      }
+      if (length) {
+        // The source must be exhausted too: more bytes than promised is a caller bug.
+        char probe;
+        auto extra = req.body_source->Read(&probe, 1);
+        if (extra.ok() && *extra > 0) {
+          return Status::InvalidArgument("request body is longer than its Content-Length " +
+                                         std::to_string(*length));
+        }
+      }
+      if (chunked) STRATA_RETURN_IF_ERROR(SendBytes("0\r\n\r\n", 5, cut, &sent));
+      return Status::Ok();
+    }
+    total += n;
+    if (chunked) {
+      char line[24];
+      int k = snprintf(line, sizeof(line), "%zx\r\n", n);
+      char* start = data - k;
+      std::memcpy(start, line, static_cast<size_t>(k));
+      data[n] = '\r';
+      data[n + 1] = '\n';
+      STRATA_RETURN_IF_ERROR(SendBytes(start, n + static_cast<size_t>(k) + 2, cut, &sent));
+    } else {
+      STRATA_RETURN_IF_ERROR(SendBytes(data, n, cut, &sent));
+    }
+  }
+}
+
+// The response head, skipping interim 1xx responses.
+Status Exchange::ReadResponseHead(bool got_head, std::string head_bytes) {
+  for (;;) {
+    if (!got_head) {
+      STRATA_ASSIGN_OR_RETURN(head_bytes,
+                              conn->ReadHead(options.max_response_head, &st.response_started));
+      if (head_bytes.empty()) {
+        return Status::IOError("connection to " + key + " closed before the response");
+      }
+    }
+    STRATA_ASSIGN_OR_RETURN(impl->head, ParseHead(head_bytes, key));
+    got_head = false;
+    if (impl->head.status >= 100 && impl->head.status < 200) continue;
+    return Status::Ok();
+  }
+}
+
+Status Exchange::RecoverEarlyAnswer(Status s) {
+  if (s.ok() || st.injected || st.response_started || conn == nullptr || conn->fd() < 0 ||
+      s.code() != StatusCode::kIOError) {
+    return s;
+  }
+  bool any = false;
+  if (conn->WaitFor(POLLIN, 50, "").ok()) {
+    auto hb = conn->ReadHead(options.max_response_head, &any);
+    if (hb.ok() && !hb->empty()) {
+      if (auto h = ParseHead(*hb, key); h.ok() && h->status >= 200) {
+        impl->head = std::move(*h);
+        impl->keep_alive = false;
+        s = Status::Ok();
+      }
+    }
+  }
+  st.response_started = st.response_started || any;
+  return s;
+}
+
+// How the response body is framed (RFC 9112 section 6.3); an error for a malformed length.
+Status SetFraming(const ClientRequest& req, const std::string& key, ClientResponse::Impl* impl) {
+  const Head& h = impl->head;
+  impl->keep_alive = impl->keep_alive && !HeaderHasToken(h.headers, "connection", "close") &&
+                     (h.version_minor >= 1 || HeaderHasToken(h.headers, "connection", "keep-alive"));
+  using Framing = ClientResponse::Impl::Framing;
+  if (req.method == "HEAD" || h.status == 204 || h.status == 304) {
+    impl->framing = Framing::kNone;
+    impl->content_length = 0;
+    if (auto cl = FindHeader(h.headers, "content-length"); cl && req.method == "HEAD") {
+      impl->content_length = ParseUint64(Trim(*cl));
+    }
+  } else if (HeaderHasToken(h.headers, "transfer-encoding", "chunked")) {
+    impl->framing = Framing::kChunked;
+  } else if (auto cl = FindHeader(h.headers, "content-length")) {
+    auto v = ParseUint64(Trim(*cl));
+    if (!v) return Status::IOError("malformed Content-Length in the response from " + key);
+    impl->framing = Framing::kLength;
+    impl->remaining = *v;
+    impl->content_length = *v;
+  } else {
+    impl->framing = Framing::kClose;
+    impl->keep_alive = false;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<ClientResponse>> HttpClient::Send(const ClientRequest& req) {
   Pool& pool = *pool_;
   pool.requests.fetch_add(1, std::memory_order_relaxed);
@@ -825,17 +1056,7 @@ Result<std::unique_ptr<ClientResponse>> HttpClient::Send(const ClientRequest& re
   const FaultPlan plan = pool.Roll(req);
   if (plan.kind == FaultKind::kError) {
     pool.injected_errors.fetch_add(1, std::memory_order_relaxed);
-    auto impl = std::make_unique<ClientResponse::Impl>();
-    impl->head.status = 503;
-    impl->head.reason = "Slow Down";
-    impl->memory =
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code><Message>Please "
-        "reduce your request rate. (fault injected by the HTTP client)</Message></Error>";
-    impl->head.headers = {{"Content-Type", "application/xml"},
-                          {"Content-Length", std::to_string(impl->memory.size())}};
-    impl->content_length = impl->memory.size();
-    impl->framing = ClientResponse::Impl::Framing::kMemory;
-    return std::make_unique<ClientResponse>(std::move(impl));
+    return InjectedSlowDown();
   }
 
   const bool has_source = req.body_source != nullptr;
@@ -856,170 +1077,16 @@ Result<std::unique_ptr<ClientResponse>> HttpClient::Send(const ClientRequest& re
     if (!conn) {
       STRATA_ASSIGN_OR_RETURN(conn, pool.Connect(req, port, key));
     }
-
-    ExchangeState st;
     auto impl = std::make_unique<ClientResponse::Impl>();
     impl->pool = pool_;
-
-    // The whole exchange; returns the response head or an error.
-    auto exchange = [&]() -> Status {
-      if (plan.kind == FaultKind::kDropBeforeWrite) {
-        st.injected = true;
-        pool.injected_drops.fetch_add(1, std::memory_order_relaxed);
-        return Status::IOError("connection reset by peer before the request was sent (fault "
-                               "injected by the HTTP client)");
-      }
-      bool body_sent = !has_body;
-      bool got_head = false;
-      std::string head_bytes;
-      if (req.expect_continue && has_body) {
-        STRATA_RETURN_IF_ERROR(conn->WriteAll(head.data(), head.size()));
-        if (conn->WaitFor(POLLIN, options_.continue_timeout_ms, "").ok()) {
-          STRATA_ASSIGN_OR_RETURN(head_bytes,
-                                  conn->ReadHead(options_.max_response_head, &st.response_started));
-          if (head_bytes.empty()) {
-            return Status::IOError("connection to " + key + " closed before the response");
-          }
-          STRATA_ASSIGN_OR_RETURN(Head h, ParseHead(head_bytes, key));
-          if (h.status == 100) {
-            head_bytes.clear();
-          } else {
-            // A final answer before the body: the body is never sent, and the
-            // connection cannot be reused (the server may expect it).
-            got_head = true;
-            body_sent = true;
-            impl->keep_alive = false;
-          }
-        }
-      } else if (!has_source && has_body && req.body.size() <= 64 * 1024) {
-        // One write for a small request.
-        std::string all = head;
-        all.append(req.body);
-        if (plan.kind == FaultKind::kDropRequestBody) {
-          size_t cut = head.size() + static_cast<size_t>(plan.fraction * req.body.size());
-          STRATA_RETURN_IF_ERROR(conn->WriteAll(all.data(), cut));
-          st.injected = true;
-          pool.injected_drops.fetch_add(1, std::memory_order_relaxed);
-          return Status::IOError("connection reset by peer in the middle of the request body "
-                                 "(fault injected by the HTTP client)");
-        }
-        STRATA_RETURN_IF_ERROR(conn->WriteAll(all.data(), all.size()));
-        body_sent = true;
-      } else {
-        STRATA_RETURN_IF_ERROR(conn->WriteAll(head.data(), head.size()));
-      }
-
-      if (!body_sent) {
-        // Stream the body.
-        std::optional<uint64_t> cut;
-        if (plan.kind == FaultKind::kDropRequestBody) {
-          const uint64_t total = length ? *length : (1u << 20);
-          cut = static_cast<uint64_t>(plan.fraction * static_cast<double>(total));
-        }
-        uint64_t sent = 0;
-        auto send_bytes = [&](const char* p, size_t n) -> Status {
-          if (cut && sent + n >= *cut) {
-            STRATA_RETURN_IF_ERROR(conn->WriteAll(p, *cut - sent));
-            st.injected = true;
-            pool.injected_drops.fetch_add(1, std::memory_order_relaxed);
-            return Status::IOError("connection reset by peer in the middle of the request body "
-                                   "(fault injected by the HTTP client)");
-          }
-          sent += n;
-          return conn->WriteAll(p, n);
-        };
-        if (!has_source) {
-          STRATA_RETURN_IF_ERROR(send_bytes(req.body.data(), req.body.size()));
-        } else {
-          std::unique_ptr<char[]> buf(new char[kIoChunk + 32]);
-          char* data = buf.get() + 16;  // room for the chunk size line
-          uint64_t total = 0;
-          for (;;) {
-            size_t want = kIoChunk;
-            if (length) want = static_cast<size_t>(std::min<uint64_t>(want, *length - total));
-            size_t n = 0;
-            if (want > 0) {
-              auto r = req.body_source->Read(data, want);
-              if (!r.ok()) return r.error().WithContext("reading the request body");
-              n = *r;
-              st.source_read += n;
-            }
-            if (n == 0) {
-              if (length && total != *length) {
-                return Status::InvalidArgument(
-                    "request body ended after " + std::to_string(total) +
-                    " bytes; Content-Length promised " + std::to_string(*length));
-              }
-              if (length) {
-                // The source must be exhausted too: more bytes than promised is a caller bug.
-                char probe;
-                auto extra = req.body_source->Read(&probe, 1);
-                if (extra.ok() && *extra > 0) {
-                  return Status::InvalidArgument(
-                      "request body is longer than its Content-Length " + std::to_string(*length));
-                }
-              }
-              if (chunked) STRATA_RETURN_IF_ERROR(send_bytes("0\r\n\r\n", 5));
-              break;
-            }
-            total += n;
-            if (chunked) {
-              char line[24];
-              int k = snprintf(line, sizeof(line), "%zx\r\n", n);
-              char* start = data - k;
-              std::memcpy(start, line, static_cast<size_t>(k));
-              data[n] = '\r';
-              data[n + 1] = '\n';
-              STRATA_RETURN_IF_ERROR(send_bytes(start, n + static_cast<size_t>(k) + 2));
-            } else {
-              STRATA_RETURN_IF_ERROR(send_bytes(data, n));
-            }
-          }
-        }
-      }
-
-      // The response head (skipping interim 1xx responses).
-      for (;;) {
-        if (!got_head) {
-          STRATA_ASSIGN_OR_RETURN(head_bytes,
-                                  conn->ReadHead(options_.max_response_head, &st.response_started));
-          if (head_bytes.empty()) {
-            return Status::IOError("connection to " + key + " closed before the response");
-          }
-        }
-        STRATA_ASSIGN_OR_RETURN(impl->head, ParseHead(head_bytes, key));
-        got_head = false;
-        if (impl->head.status >= 100 && impl->head.status < 200) continue;
-        break;
-      }
-      return Status::Ok();
-    };
-
-    Status s = exchange();
-    if (!s.ok()) {
-      // A write may fail because the server answered early and closed (e.g. an
-      // auth error before the body); prefer that answer when it is there.
-      if (!st.injected && !st.response_started && conn && conn->fd() >= 0 &&
-          (s.code() == StatusCode::kIOError)) {
-        bool any = false;
-        if (conn->WaitFor(POLLIN, 50, "").ok()) {
-          auto hb = conn->ReadHead(options_.max_response_head, &any);
-          if (hb.ok() && !hb->empty()) {
-            if (auto h = ParseHead(*hb, key); h.ok() && h->status >= 200) {
-              impl->head = std::move(*h);
-              impl->keep_alive = false;
-              s = Status::Ok();
-            }
-          }
-        }
-        st.response_started = st.response_started || any;
-      }
-    }
+    Exchange ex{pool, options_, req, key, plan, head, chunked, length, has_source, has_body,
+                conn.get(), impl.get(), {}};
+    Status s = ex.RecoverEarlyAnswer(ex.Run());
     if (!s.ok()) {
       const bool transport =
           s.code() == StatusCode::kIOError || s.code() == StatusCode::kUnavailable;
-      bool replayable = !has_source || st.source_read == 0;
-      if (reused && attempt == 0 && transport && !st.injected && !st.response_started &&
+      bool replayable = !has_source || ex.st.source_read == 0;
+      if (reused && attempt == 0 && transport && !ex.st.injected && !ex.st.response_started &&
           req.idempotent) {
         if (!replayable) replayable = req.body_source->Rewind();
         if (replayable) {
@@ -1029,31 +1096,8 @@ Result<std::unique_ptr<ClientResponse>> HttpClient::Send(const ClientRequest& re
       }
       return s;
     }
-
-    // Body framing.
-    const Head& h = impl->head;
-    impl->keep_alive = impl->keep_alive &&
-                       !HeaderHasToken(h.headers, "connection", "close") &&
-                       (h.version_minor >= 1 || HeaderHasToken(h.headers, "connection", "keep-alive"));
+    STRATA_RETURN_IF_ERROR(SetFraming(req, key, impl.get()));
     using Framing = ClientResponse::Impl::Framing;
-    if (req.method == "HEAD" || h.status == 204 || h.status == 304) {
-      impl->framing = Framing::kNone;
-      impl->content_length = 0;
-      if (auto cl = FindHeader(h.headers, "content-length"); cl && req.method == "HEAD") {
-        impl->content_length = ParseUint64(Trim(*cl));
-      }
-    } else if (HeaderHasToken(h.headers, "transfer-encoding", "chunked")) {
-      impl->framing = Framing::kChunked;
-    } else if (auto cl = FindHeader(h.headers, "content-length")) {
-      auto v = ParseUint64(Trim(*cl));
-      if (!v) return Status::IOError("malformed Content-Length in the response from " + key);
-      impl->framing = Framing::kLength;
-      impl->remaining = *v;
-      impl->content_length = *v;
-    } else {
-      impl->framing = Framing::kClose;
-      impl->keep_alive = false;
-    }
     impl->conn = std::move(conn);
     if (plan.kind == FaultKind::kDropResponse) {
       const bool body = impl->framing != Framing::kNone &&

@@ -38,7 +38,8 @@ Status FsyncParentDir(const std::string& path);
 
 struct AtomicWriteOptions {
   mode_t mode = 0644;       // of the new file (applied with fchmod, not subject to umask)
-  bool sync = true;         // fsync the file before the rename and the directory after
+  bool sync = true;         // fsync the file before the rename
+  bool sync_dir = true;     // with sync: fsync the directory after it (the rename is durable)
   std::string tmp_suffix = ".tmp";  // the temp file is path + tmp_suffix
 };
 // Replaces `path` with `data` atomically: readers and a crash see the old
