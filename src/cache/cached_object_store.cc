@@ -47,15 +47,6 @@ namespace {
 constexpr log::Logger kLog("cache");
 constexpr size_t kMaxStreams = 1024;  // Get() readahead streams remembered (one per key)
 
-uint64_t Mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return x;
-}
-
 // A fetch of one block from the backend, shared by everyone who wants it.
 struct Pending {
   bool done = false;     // guarded by Impl::pending_mu

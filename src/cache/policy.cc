@@ -109,15 +109,6 @@ class PriorityPolicy final : public Policy {
   std::set<Entry*, Order> set_;
 };
 
-uint64_t Mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return x;
-}
-
 }  // namespace
 
 std::unique_ptr<Policy> MakePolicy(EvictionPolicy p) {

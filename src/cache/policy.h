@@ -18,6 +18,16 @@
 
 namespace strata::cache {
 
+// MurmurHash3's 64-bit finalizer: spreads the bits of block ids and stripe keys.
+inline uint64_t Mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return x;
+}
+
 // One resident block of a tier. Fields are guarded by the tier's mutex.
 struct Entry {
   BlockId id;
