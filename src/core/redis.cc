@@ -104,13 +104,7 @@ void Connection::Append(const std::vector<std::string_view>& args) {
 }
 
 void Connection::Append(const std::vector<std::string>& args) {
-  std::vector<const char*> argv(args.size());
-  std::vector<size_t> lens(args.size());
-  for (size_t i = 0; i < args.size(); ++i) {
-    argv[i] = args[i].data();
-    lens[i] = args[i].size();
-  }
-  AppendArgv(static_cast<int>(args.size()), argv.data(), lens.data());
+  Append(std::vector<std::string_view>(args.begin(), args.end()));
 }
 
 Result<Reply> Connection::GetReply() {
@@ -139,8 +133,7 @@ Result<Reply> Connection::Command(const std::vector<std::string_view>& args) {
 }
 
 Result<Reply> Connection::Command(const std::vector<std::string>& args) {
-  Append(args);
-  return GetReply();
+  return Command(std::vector<std::string_view>(args.begin(), args.end()));
 }
 
 Result<std::unique_ptr<Connection>> Pool::Acquire(bool validate) {
