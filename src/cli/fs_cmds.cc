@@ -32,9 +32,11 @@
 #include <fmt/format.h>
 
 #include <strata/cache/cached_object_store.h>
+#include <strata/core/clock.h>
 #include <strata/core/http_server.h>
 #include <strata/core/log.h>
 #include <strata/core/metrics.h>
+#include <strata/fs/compression.h>
 #include <strata/fs/fuse_mount.h>
 #include <strata/fs/volume.h>
 #include <strata/fsmeta/meta_engine.h>
@@ -44,8 +46,8 @@
 namespace strata::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+// Seconds since t0, a MonotonicNanos() reading.
+double Since(int64_t t0) { return static_cast<double>(MonotonicNanos() - t0) / 1e9; }
 
 int Fail(std::string_view cmd, const Status& st) {
   fmt::print(stderr, "strata fs {}: {}\n", cmd, st.ToString());
@@ -63,15 +65,9 @@ std::string Human(uint64_t bytes) {
   return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
 }
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 std::string NewUuid() {
   std::random_device rd;
-  std::mt19937_64 g((static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(NowNs()));
+  std::mt19937_64 g((static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(NowUnixNanos()));
   uint64_t a = g(), b = g();
   a = (a & ~0xF000ull) | 0x4000ull;                   // version 4
   b = (b & 0x3FFFFFFFFFFFFFFFull) | 0x8000000000000000ull;  // variant
@@ -349,8 +345,8 @@ int CmdUmount(const std::string& mountpoint, bool lazy, int wait_s) {
   }
   // Wait for the mount process to commit what it buffered and exit.
   if (mount_pid > 0) {
-    auto deadline = Clock::now() + std::chrono::seconds(wait_s);
-    while (MountProcessRunning(mount_pid) && Clock::now() < deadline) {
+    auto deadline = MonotonicNanos() + int64_t{wait_s} * 1000000000;
+    while (MountProcessRunning(mount_pid) && MonotonicNanos() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (MountProcessRunning(mount_pid)) {
@@ -389,7 +385,7 @@ int CmdStatus(const std::string& url) {
     fmt::print("Sessions:    {}\n", sessions->size());
     for (const auto& s : *sessions) {
       fmt::print("  sid {} host {} pid {} mount {} (heartbeat {:.0f} s ago)\n", s.sid, s.host, s.pid,
-                 s.mount_point, (NowNs() - s.heartbeat_ns) / 1e9);
+                 s.mount_point, (NowUnixNanos() - s.heartbeat_ns) / 1e9);
     }
   }
   return 0;
@@ -449,11 +445,10 @@ struct ObjScan {
 };
 
 Status ScanObjects(fs::Volume* v, ObjScan* out) {
-  fs::ChunkStore* cs = v->chunks();
-  return v->store()->ListAll(cs->ChunksPrefix(), [&](const objstore::ObjectInfo& o) {
+  return v->store()->ListAll(v->ChunksPrefix(), [&](const objstore::ObjectInfo& o) {
     uint64_t id;
     uint32_t idx, len;
-    if (!cs->ParseBlockKey(o.key, &id, &idx, &len)) return Status::Ok();
+    if (!v->ParseBlockKey(o.key, &id, &idx, &len)) return Status::Ok();
     out->blocks[id].emplace_back(idx, len);
     out->newest[id] = std::max(out->newest[id], o.mtime_ns);
     out->bytes += o.size;
@@ -499,7 +494,7 @@ int CmdGc(const std::string& url, bool del, int64_t min_age_s) {
   st = ScanObjects(vol, &scan);
   if (!st.ok()) return Fail("gc", st);
   uint64_t leaked = 0, leaked_bytes = 0, young = 0, deleted = 0;
-  int64_t now = NowNs();
+  int64_t now = NowUnixNanos();
   for (auto& [id, blocks] : scan.blocks) {
     if (live.count(id)) continue;
     if (now - scan.newest[id] < min_age_s * 1000000000ll) {
@@ -510,7 +505,7 @@ int CmdGc(const std::string& url, bool del, int64_t min_age_s) {
     for (auto& [idx, len] : blocks) leaked_bytes += len;
     if (del) {
       for (auto& [idx, len] : blocks) {
-        Status d = vol->store()->Delete(vol->chunks()->BlockKey(id, idx, len));
+        Status d = vol->store()->Delete(vol->BlockKey(id, idx, len));
         if (!d.ok()) return Fail("gc", d);
         deleted++;
       }
@@ -546,12 +541,12 @@ int CmdFsck(const std::string& url, bool repair) {
     uint32_t bs = vol->format().block_size;
     uint32_t nblocks = s.size == 0 ? 0 : (s.size - 1) / bs + 1;
     for (uint32_t i = 0; i < nblocks; i++) {
-      uint32_t len = vol->chunks()->BlockLen(s.size, i);
+      uint32_t len = vol->BlockLen(s.size, i);
       bool found = it != scan.blocks.end() &&
                    std::find(it->second.begin(), it->second.end(), std::make_pair(i, len)) != it->second.end();
       if (!found) {
         missing.push_back(fmt::format("inode {} chunk {}: object {} is missing", ino, chunk,
-                                      vol->chunks()->BlockKey(s.id, i, len)));
+                                      vol->BlockKey(s.id, i, len)));
       }
     }
     return Status::Ok();
@@ -669,7 +664,7 @@ int CmdWarmup(const std::vector<std::string>& paths, int threads) {
   std::atomic<size_t> next{0};
   std::atomic<uint64_t> bytes{0};
   std::atomic<int> errors{0};
-  auto t0 = Clock::now();
+  auto t0 = MonotonicNanos();
   std::vector<std::thread> ts;
   for (int i = 0; i < std::max(1, threads); i++) {
     ts.emplace_back([&] {
@@ -741,7 +736,7 @@ int CmdBench(const BenchArgs& a) {
   }
   // Big file: sequential write, then read.
   std::string bigf = dir + "/bigfile";
-  auto t0 = Clock::now();
+  auto t0 = MonotonicNanos();
   int fd = open(bigf.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) {
     cleanup();
@@ -764,7 +759,7 @@ int CmdBench(const BenchArgs& a) {
   double ws = Since(t0);
   fd = open(bigf.c_str(), O_RDONLY);
   posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  t0 = Clock::now();
+  t0 = MonotonicNanos();
   uint64_t got = 0;
   ssize_t r;
   while ((r = read(fd, buf.data(), buf.size())) > 0) got += static_cast<uint64_t>(r);
@@ -779,7 +774,7 @@ int CmdBench(const BenchArgs& a) {
   // Small files: write, read, stat.
   std::string sdata = buf.substr(0, std::min<size_t>(*small, buf.size()));
   if (sdata.size() < *small) sdata.resize(*small, 'x');
-  t0 = Clock::now();
+  t0 = MonotonicNanos();
   for (int i = 0; i < a.small_files; i++) {
     Status st = WriteFileAll(fmt::format("{}/small_{}", dir, i), sdata, false);
     if (!st.ok()) {
@@ -788,7 +783,7 @@ int CmdBench(const BenchArgs& a) {
     }
   }
   double sw = Since(t0);
-  t0 = Clock::now();
+  t0 = MonotonicNanos();
   for (int i = 0; i < a.small_files; i++) {
     std::string p = fmt::format("{}/small_{}", dir, i);
     int f = open(p.c_str(), O_RDONLY);
@@ -801,7 +796,7 @@ int CmdBench(const BenchArgs& a) {
     close(f);
   }
   double sr = Since(t0);
-  t0 = Clock::now();
+  t0 = MonotonicNanos();
   for (int i = 0; i < a.small_files; i++) {
     struct stat st;
     if (stat(fmt::format("{}/small_{}", dir, i).c_str(), &st) != 0) {
@@ -812,7 +807,7 @@ int CmdBench(const BenchArgs& a) {
   double ss = Since(t0);
   fmt::print("Small files {} x {}: write {:8.1f} files/s, read {:8.1f} files/s, stat {:8.1f} files/s\n",
              a.small_files, Human(*small), a.small_files / sw, a.small_files / sr, a.small_files / ss);
-  t0 = Clock::now();
+  t0 = MonotonicNanos();
   cleanup();
   fmt::print("Cleanup {:.2f} s\n", Since(t0));
   return 0;

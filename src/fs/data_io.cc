@@ -1,4 +1,4 @@
-#include <strata/fs/data_io.h>
+#include "fs/data_io.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -11,18 +11,13 @@
 
 #include <fmt/format.h>
 
+#include <strata/core/clock.h>
 #include <strata/core/log.h>
 
 namespace strata::fs {
 namespace {
 constexpr log::Logger kLog("fs");
 constexpr uint64_t kChunk = fsmeta::kChunkSize;
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 class MetaAdapter final : public SliceMeta {
  public:
@@ -312,7 +307,7 @@ Status DataIO::Write(Ino ino, uint64_t off, std::string_view data) {
   Writer* w = wp.get();
   std::lock_guard<std::mutex> lk(w->mu);
   const uint32_t bs = store_->block_size();
-  int64_t now = NowNs();
+  int64_t now = NowUnixNanos();
   while (!data.empty()) {
     uint32_t chunk = static_cast<uint32_t>(off / kChunk);
     uint32_t pos = static_cast<uint32_t>(off % kChunk);

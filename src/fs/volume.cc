@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 
 #include <strata/cache/cached_object_store.h>
+#include <strata/fs/compression.h>
+
+#include "fs/chunk_store.h"
+#include "fs/data_io.h"
 
 namespace strata::fs {
 
@@ -62,10 +66,26 @@ Result<std::unique_ptr<Volume>> Volume::Open(std::string_view meta_url, const Vo
   return v;
 }
 
+Volume::Volume() = default;
+
 Volume::~Volume() {
   data_.reset();
   chunks_.reset();
   cache_.reset();
+}
+
+std::string Volume::ChunksPrefix() const { return chunks_->ChunksPrefix(); }
+
+std::string Volume::BlockKey(uint64_t id, uint32_t index, uint32_t len) const {
+  return chunks_->BlockKey(id, index, len);
+}
+
+uint32_t Volume::BlockLen(uint32_t slice_size, uint32_t index) const {
+  return chunks_->BlockLen(slice_size, index);
+}
+
+bool Volume::ParseBlockKey(std::string_view key, uint64_t* id, uint32_t* index, uint32_t* len) const {
+  return chunks_->ParseBlockKey(key, id, index, len);
 }
 
 Result<size_t> Volume::ProcessPendingDeletes(size_t limit) {

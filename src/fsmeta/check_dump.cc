@@ -1,12 +1,15 @@
 // fsck (Check) and the JSON dump/load of a volume's metadata.
 #include <sys/stat.h>
 
+#include <functional>
 #include <istream>
 #include <iterator>
 #include <map>
-#include <ostream>
 #include <optional>
+#include <ostream>
 #include <set>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -67,47 +70,77 @@ std::string NameFromJson(const json& j) {
 }
 
 json AttrJson(Ino ino, const Attr& a) {
-  return {{"ino", ino},       {"mode", a.mode},         {"uid", a.uid},
-          {"gid", a.gid},     {"nlink", a.nlink},       {"size", a.size},
-          {"rdev", a.rdev},   {"atime_ns", a.atime_ns}, {"mtime_ns", a.mtime_ns},
-          {"ctime_ns", a.ctime_ns}, {"parent", a.parent}};
+  return {{"ino", ino},
+          {"mode", a.mode},
+          {"uid", a.uid},
+          {"gid", a.gid},
+          {"nlink", a.nlink},
+          {"size", a.size},
+          {"rdev", a.rdev},
+          {"atime_ns", a.atime_ns},
+          {"mtime_ns", a.mtime_ns},
+          {"ctime_ns", a.ctime_ns},
+          {"parent", a.parent}};
 }
 
 }  // namespace
 
-Result<std::vector<std::string>> KvMeta::Check(const CheckOptions& options) {
+// One fsck pass: what the steps of Check learned so far (every inode's
+// attributes first, then link counts from the entries), and the steps.
+struct KvMeta::CheckRun {
+  CheckRun(KvMeta& meta, const CheckOptions& opts) : m(meta), options(opts) {}
+  KvMeta& m;
+  const CheckOptions& options;
   std::vector<std::string> problems;
   std::map<Ino, Attr> attrs;
-  STRATA_RETURN_IF_ERROR(kv_->ScanAll("A", [&](const std::string& k, const std::string& v) {
-    if (k.size() != 9) return true;
-    Attr a;
-    if (!DecodeAttr(v, &a)) {
-      problems.push_back("inode " + std::to_string(GetBE64(k, 1)) + ": corrupt attributes");
-      return true;
-    }
-    attrs[GetBE64(k, 1)] = a;
-    return true;
-  }));
-  auto fix = [&](const std::function<void(KvTxn&)>& fn) {
-    return kv_->Txn(
+  std::map<Ino, uint32_t> links, subdirs;
+  std::set<Ino> sustained;
+  std::set<Ino> freed;  // by repair
+
+  Status Fix(const std::function<void(KvTxn&)>& fn) {
+    return m.kv_->Txn(
         [&](KvTxn& t) {
           fn(t);
           return Status::Ok();
         },
         false);
-  };
-  if (!attrs.count(kRootIno)) problems.push_back("root directory (inode 1) is missing");
+  }
+  Status LoadAttrs();
+  Status CheckEntries();
+  Status CheckLinks();
+  Status CheckCounters();
+  Status CheckChunks();
+  Status CheckSymlinks();
+};
 
-  std::map<Ino, uint32_t> links, subdirs;
+Status KvMeta::CheckRun::LoadAttrs() {
+  return m.kv_->ScanAll("A", [&](const std::string& k, const std::string& v) {
+    if (k.size() != 9) return true;
+    Attr a;
+    if (!DecodeAttr(v, &a)) {
+      problems.push_back("inode " + std::to_string(DecodeBigEndian64(k.data() + 1)) +
+                         ": corrupt attributes");
+      return true;
+    }
+    attrs[DecodeBigEndian64(k.data() + 1)] = a;
+    return true;
+  });
+}
+
+// Directory entries: dangling ones (removed on repair), types, directory
+// parents; counts the links of every inode and the subdirectories of each
+// directory.
+Status KvMeta::CheckRun::CheckEntries() {
   std::vector<std::string> dangling;
-  STRATA_RETURN_IF_ERROR(kv_->ScanAll("D", [&](const std::string& k, const std::string& v) {
+  STRATA_RETURN_IF_ERROR(m.kv_->ScanAll("D", [&](const std::string& k, const std::string& v) {
     if (k.size() < 10) return true;
-    Ino parent = GetBE64(k, 1);
+    Ino parent = DecodeBigEndian64(k.data() + 1);
     std::string name = k.substr(9);
     uint32_t type;
     Ino ino;
     if (!DecodeDent(v, &type, &ino)) {
-      problems.push_back("entry \"" + name + "\" in directory " + std::to_string(parent) + ": corrupt");
+      problems.push_back("entry \"" + name + "\" in directory " + std::to_string(parent) +
+                         ": corrupt");
       dangling.push_back(k);
       return true;
     }
@@ -134,27 +167,31 @@ Result<std::vector<std::string>> KvMeta::Check(const CheckOptions& options) {
       subdirs[parent]++;
       if (it->second.parent != parent) {
         problems.push_back("directory " + std::to_string(ino) + ": parent is " +
-                           std::to_string(it->second.parent) + ", entry is in " + std::to_string(parent));
+                           std::to_string(it->second.parent) + ", entry is in " +
+                           std::to_string(parent));
         if (options.repair) {
           it->second.parent = parent;
           Attr a = it->second;
-          (void)fix([&](KvTxn& t) { t.Set(AttrKey(ino), EncodeAttr(a)); });
+          (void)Fix([&](KvTxn& t) { t.Set(AttrKey(ino), EncodeAttr(a)); });
         }
       }
     }
     return true;
   }));
   if (options.repair) {
-    for (const auto& k : dangling) STRATA_RETURN_IF_ERROR(fix([&](KvTxn& t) { t.Delete(k); }));
+    for (const auto& k : dangling) STRATA_RETURN_IF_ERROR(Fix([&](KvTxn& t) { t.Delete(k); }));
   }
+  return Status::Ok();
+}
 
-  std::set<Ino> sustained;
-  STRATA_RETURN_IF_ERROR(kv_->ScanAll("U", [&](const std::string& k, const std::string&) {
-    if (k.size() == 17) sustained.insert(GetBE64(k, 9));
+// Link counts against the entries found; inodes no entry links (orphans),
+// unless unlinked while open (sustained).
+Status KvMeta::CheckRun::CheckLinks() {
+  STRATA_RETURN_IF_ERROR(m.kv_->ScanAll("U", [&](const std::string& k, const std::string&) {
+    if (k.size() == 17) sustained.insert(DecodeBigEndian64(k.data() + 9));
     return true;
   }));
 
-  std::set<Ino> freed;  // by repair
   for (auto& [ino, a] : attrs) {
     uint32_t expect;
     if (S_ISDIR(a.mode)) {
@@ -163,7 +200,7 @@ Result<std::vector<std::string>> KvMeta::Check(const CheckOptions& options) {
         problems.push_back("directory " + std::to_string(ino) + ": not linked from any directory");
         if (options.repair) {
           Attr copy = a;
-          STRATA_RETURN_IF_ERROR(fix([&](KvTxn& t) { FreeInode(t, ino, copy); }));
+          STRATA_RETURN_IF_ERROR(Fix([&](KvTxn& t) { m.FreeInode(t, ino, copy); }));
           freed.insert(ino);
         }
         continue;
@@ -172,10 +209,11 @@ Result<std::vector<std::string>> KvMeta::Check(const CheckOptions& options) {
       expect = links[ino];
       if (expect == 0) {
         if (sustained.count(ino) && a.nlink == 0) continue;  // unlinked while open
-        problems.push_back("inode " + std::to_string(ino) + ": not linked from any directory (orphan)");
+        problems.push_back("inode " + std::to_string(ino) +
+                           ": not linked from any directory (orphan)");
         if (options.repair) {
           Attr copy = a;
-          STRATA_RETURN_IF_ERROR(fix([&](KvTxn& t) { FreeInode(t, ino, copy); }));
+          STRATA_RETURN_IF_ERROR(Fix([&](KvTxn& t) { m.FreeInode(t, ino, copy); }));
           freed.insert(ino);
         }
         continue;
@@ -187,47 +225,55 @@ Result<std::vector<std::string>> KvMeta::Check(const CheckOptions& options) {
       if (options.repair) {
         a.nlink = expect;
         Attr copy = a;
-        STRATA_RETURN_IF_ERROR(fix([&](KvTxn& t) { t.Set(AttrKey(ino), EncodeAttr(copy)); }));
+        STRATA_RETURN_IF_ERROR(Fix([&](KvTxn& t) { t.Set(AttrKey(ino), EncodeAttr(copy)); }));
       }
     }
   }
+  return Status::Ok();
+}
 
-  // Counters behind StatFS.
-  {
-    int64_t inodes = 0, space = 0;
-    for (const auto& [ino, a] : attrs) {
-      if (ino == kTrashIno || freed.count(ino)) continue;
-      ++inodes;
-      if (S_ISDIR(a.mode)) space += 4096;
-      else if (S_ISREG(a.mode)) space += static_cast<int64_t>((a.size + 4095) / 4096 * 4096);
-    }
-    std::optional<std::string> ci, cs;
-    STRATA_RETURN_IF_ERROR(kv_->Txn(
-        [&](KvTxn& t) {
-          ci = t.Get(kInodes);
-          cs = t.Get(kUsedSpace);
-          return Status::Ok();
-        },
-        true));
-    int64_t have_i = ci ? std::stoll(*ci) : 0, have_s = cs ? std::stoll(*cs) : 0;
-    if (have_i != inodes || have_s != space) {
-      problems.push_back("counters: " + std::to_string(have_i) + " inodes / " + std::to_string(have_s) +
-                         " bytes recorded, " + std::to_string(inodes) + " / " + std::to_string(space) +
-                         " found");
-      if (options.repair) {
-        STRATA_RETURN_IF_ERROR(fix([&](KvTxn& t) {
-          t.Set(kInodes, std::to_string(inodes));
-          t.Set(kUsedSpace, std::to_string(space));
-        }));
-      }
+// The counters behind StatFS against the inodes found.
+Status KvMeta::CheckRun::CheckCounters() {
+  int64_t inodes = 0, space = 0;
+  for (const auto& [ino, a] : attrs) {
+    if (ino == kTrashIno || freed.count(ino)) continue;
+    ++inodes;
+    if (S_ISDIR(a.mode))
+      space += 4096;
+    else if (S_ISREG(a.mode))
+      space += static_cast<int64_t>((a.size + 4095) / 4096 * 4096);
+  }
+  std::optional<std::string> ci, cs;
+  STRATA_RETURN_IF_ERROR(m.kv_->Txn(
+      [&](KvTxn& t) {
+        ci = t.Get(kInodes);
+        cs = t.Get(kUsedSpace);
+        return Status::Ok();
+      },
+      true));
+  int64_t have_i = ci ? std::stoll(*ci) : 0, have_s = cs ? std::stoll(*cs) : 0;
+  if (have_i != inodes || have_s != space) {
+    problems.push_back("counters: " + std::to_string(have_i) + " inodes / " +
+                       std::to_string(have_s) + " bytes recorded, " + std::to_string(inodes) +
+                       " / " + std::to_string(space) + " found");
+    if (options.repair) {
+      STRATA_RETURN_IF_ERROR(Fix([&](KvTxn& t) {
+        t.Set(kInodes, std::to_string(inodes));
+        t.Set(kUsedSpace, std::to_string(space));
+      }));
     }
   }
+  return Status::Ok();
+}
 
+// Chunks: of a regular file, within its length, slices in range. Bad
+// chunks are dropped on repair (their slices queued for deletion).
+Status KvMeta::CheckRun::CheckChunks() {
   std::vector<std::pair<std::string, std::string>> bad_chunks;
-  STRATA_RETURN_IF_ERROR(kv_->ScanAll("C", [&](const std::string& k, const std::string& v) {
+  STRATA_RETURN_IF_ERROR(m.kv_->ScanAll("C", [&](const std::string& k, const std::string& v) {
     if (k.size() != 13) return true;
-    Ino ino = GetBE64(k, 1);
-    uint32_t idx = GetBE32(k, 9);
+    Ino ino = DecodeBigEndian64(k.data() + 1);
+    uint32_t idx = DecodeBigEndian32(k.data() + 9);
     std::string where = "inode " + std::to_string(ino) + " chunk " + std::to_string(idx);
     auto it = attrs.find(ino);
     if (it == attrs.end() || !S_ISREG(it->second.mode)) {
@@ -241,7 +287,8 @@ Result<std::vector<std::string>> KvMeta::Check(const CheckOptions& options) {
       return true;
     }
     if (static_cast<uint64_t>(idx) * kChunkSize >= it->second.size && !slices.empty()) {
-      problems.push_back(where + ": lies past the end of the file (" + std::to_string(it->second.size) + ")");
+      problems.push_back(where + ": lies past the end of the file (" +
+                         std::to_string(it->second.size) + ")");
       bad_chunks.emplace_back(k, v);
       return true;
     }
@@ -255,23 +302,28 @@ Result<std::vector<std::string>> KvMeta::Check(const CheckOptions& options) {
   }));
   if (options.repair) {
     for (auto& [k, v] : bad_chunks) {
-      STRATA_RETURN_IF_ERROR(fix([&](KvTxn& t) {
-        QueueSlices(t, v);
+      STRATA_RETURN_IF_ERROR(Fix([&](KvTxn& t) {
+        m.QueueSlices(t, v);
         t.Delete(k);
       }));
     }
   }
+  return Status::Ok();
+}
 
-  STRATA_RETURN_IF_ERROR(kv_->ScanAll("S", [&](const std::string& k, const std::string&) {
-    if (k.size() == 9 && !attrs.count(GetBE64(k, 1))) {
-      problems.push_back("symlink target of missing inode " + std::to_string(GetBE64(k, 1)));
+// Symlink targets: none without its inode, none missing.
+Status KvMeta::CheckRun::CheckSymlinks() {
+  STRATA_RETURN_IF_ERROR(m.kv_->ScanAll("S", [&](const std::string& k, const std::string&) {
+    if (k.size() == 9 && !attrs.count(DecodeBigEndian64(k.data() + 1))) {
+      problems.push_back("symlink target of missing inode " +
+                         std::to_string(DecodeBigEndian64(k.data() + 1)));
     }
     return true;
   }));
   for (const auto& [ino, a] : attrs) {
     if (!S_ISLNK(a.mode)) continue;
     bool has = false;
-    STRATA_RETURN_IF_ERROR(kv_->Txn(
+    STRATA_RETURN_IF_ERROR(m.kv_->Txn(
         [&](KvTxn& t) {
           has = t.Get(SymKey(ino)).has_value();
           return Status::Ok();
@@ -279,14 +331,32 @@ Result<std::vector<std::string>> KvMeta::Check(const CheckOptions& options) {
         true));
     if (!has) problems.push_back("symlink " + std::to_string(ino) + ": no target");
   }
-  return problems;
+  return Status::Ok();
+}
+
+Result<std::vector<std::string>> KvMeta::Check(const CheckOptions& options) {
+  CheckRun run(*this, options);
+  STRATA_RETURN_IF_ERROR(run.LoadAttrs());
+  if (!run.attrs.count(kRootIno)) run.problems.push_back("root directory (inode 1) is missing");
+  STRATA_RETURN_IF_ERROR(run.CheckEntries());
+  STRATA_RETURN_IF_ERROR(run.CheckLinks());
+  STRATA_RETURN_IF_ERROR(run.CheckCounters());
+  STRATA_RETURN_IF_ERROR(run.CheckChunks());
+  STRATA_RETURN_IF_ERROR(run.CheckSymlinks());
+  return std::move(run.problems);
 }
 
 Status KvMeta::Dump(std::ostream& out) {
   STRATA_ASSIGN_OR_RETURN(Format f, LoadFormat());
-  json fj = {{"name", f.name},         {"uuid", f.uuid},         {"storage", f.storage},
-             {"block_size", f.block_size}, {"compress", f.compress}, {"trash_days", f.trash_days},
-             {"capacity", f.capacity}, {"inodes", f.inodes},     {"meta_version", f.meta_version}};
+  json fj = {{"name", f.name},
+             {"uuid", f.uuid},
+             {"storage", f.storage},
+             {"block_size", f.block_size},
+             {"compress", f.compress},
+             {"trash_days", f.trash_days},
+             {"capacity", f.capacity},
+             {"inodes", f.inodes},
+             {"meta_version", f.meta_version}};
   json counters = json::object();
   STRATA_RETURN_IF_ERROR(kv_->ScanAll("K", [&](const std::string& k, const std::string& v) {
     counters[k.substr(1)] = std::stoll(v);
@@ -298,7 +368,7 @@ Status KvMeta::Dump(std::ostream& out) {
   STRATA_RETURN_IF_ERROR(kv_->ScanAll("A", [&](const std::string& k, const std::string& v) {
     Attr a;
     if (k.size() != 9 || !DecodeAttr(v, &a)) return true;
-    Ino ino = GetBE64(k, 1);
+    Ino ino = DecodeBigEndian64(k.data() + 1);
     json j = AttrJson(ino, a);
     inner = kv_->Txn(
         [&](KvTxn& t) {
@@ -327,7 +397,7 @@ Status KvMeta::Dump(std::ostream& out) {
     uint32_t type;
     Ino ino;
     if (k.size() < 10 || !DecodeDent(v, &type, &ino)) return true;
-    json j = json::array({GetBE64(k, 1), NameJson(k.substr(9)), ino, type >> 12});
+    json j = json::array({DecodeBigEndian64(k.data() + 1), NameJson(k.substr(9)), ino, type >> 12});
     out << (first ? "\n" : ",\n") << j.dump();
     first = false;
     return true;
@@ -339,7 +409,7 @@ Status KvMeta::Dump(std::ostream& out) {
     if (k.size() != 13 || !DecodeSlices(v, &slices)) return true;
     json s = json::array();
     for (const auto& x : slices) s.push_back({x.id, x.size, x.off, x.len, x.pos});
-    json j = json::array({GetBE64(k, 1), GetBE32(k, 9), s});
+    json j = json::array({DecodeBigEndian64(k.data() + 1), DecodeBigEndian32(k.data() + 9), s});
     out << (first ? "\n" : ",\n") << j.dump();
     first = false;
     return true;
@@ -348,7 +418,8 @@ Status KvMeta::Dump(std::ostream& out) {
   first = true;
   STRATA_RETURN_IF_ERROR(kv_->ScanAll("U", [&](const std::string& k, const std::string&) {
     if (k.size() != 17) return true;
-    out << (first ? "" : ",") << json::array({GetBE64(k, 1), GetBE64(k, 9)}).dump();
+    out << (first ? "" : ",")
+        << json::array({DecodeBigEndian64(k.data() + 1), DecodeBigEndian64(k.data() + 9)}).dump();
     first = false;
     return true;
   }));
@@ -356,7 +427,8 @@ Status KvMeta::Dump(std::ostream& out) {
   first = true;
   STRATA_RETURN_IF_ERROR(kv_->ScanAll("Q", [&](const std::string& k, const std::string& v) {
     if (k.size() != 17 || v.size() != 4) return true;
-    out << (first ? "" : ",") << json::array({GetBE64(k, 9), GetBE32(v, 0)}).dump();
+    out << (first ? "" : ",")
+        << json::array({DecodeBigEndian64(k.data() + 9), DecodeBigEndian32(v.data())}).dump();
     first = false;
     return true;
   }));
@@ -382,7 +454,8 @@ Status KvMeta::Load(std::istream& in) {
       },
       true));
   if (formatted) {
-    return Status::AlreadyExists("the metadata store already holds a volume; destroy it before load");
+    return Status::AlreadyExists(
+        "the metadata store already holds a volume; destroy it before load");
   }
   std::vector<std::pair<std::string, std::string>> kvs;
   Status st;
@@ -424,7 +497,8 @@ Status KvMeta::Load(std::istream& in) {
       a.ctime_ns = j.value("ctime_ns", int64_t{0});
       a.parent = j.value("parent", Ino{0});
       STRATA_RETURN_IF_ERROR(add(AttrKey(ino), EncodeAttr(a)));
-      if (j.contains("symlink")) STRATA_RETURN_IF_ERROR(add(SymKey(ino), NameFromJson(j["symlink"])));
+      if (j.contains("symlink"))
+        STRATA_RETURN_IF_ERROR(add(SymKey(ino), NameFromJson(j["symlink"])));
       if (j.contains("xattrs")) {
         for (auto& [hk, hv] : j["xattrs"].items()) {
           std::string name, value;
@@ -448,7 +522,8 @@ Status KvMeta::Load(std::istream& in) {
         slices.push_back({s.at(0).get<uint64_t>(), s.at(1).get<uint32_t>(), s.at(2).get<uint32_t>(),
                           s.at(3).get<uint32_t>(), s.at(4).get<uint32_t>()});
       }
-      STRATA_RETURN_IF_ERROR(add(ChunkKey(j.at(0).get<Ino>(), j.at(1).get<uint32_t>()), EncodeSlices(slices)));
+      STRATA_RETURN_IF_ERROR(
+          add(ChunkKey(j.at(0).get<Ino>(), j.at(1).get<uint32_t>()), EncodeSlices(slices)));
     }
     if (doc.contains("sustained")) {
       for (const auto& j : doc["sustained"]) {
@@ -458,7 +533,7 @@ Status KvMeta::Load(std::istream& in) {
     if (doc.contains("delslices")) {
       for (const auto& j : doc["delslices"]) {
         std::string v;
-        PutBE32(&v, j.at(1).get<uint32_t>());
+        PutBigEndian32(&v, j.at(1).get<uint32_t>());
         STRATA_RETURN_IF_ERROR(add(DelSliceKey(j.at(0).get<uint64_t>()), v));
       }
     }

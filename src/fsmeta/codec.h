@@ -24,30 +24,14 @@
 #include <string_view>
 #include <vector>
 
+#include <strata/core/coding.h>
 #include <strata/fsmeta/meta_engine.h>
 
 namespace strata::fsmeta::codec {
 
-inline void PutBE64(std::string* s, uint64_t v) {
-  for (int i = 7; i >= 0; --i) s->push_back(static_cast<char>((v >> (i * 8)) & 0xff));
-}
-inline void PutBE32(std::string* s, uint32_t v) {
-  for (int i = 3; i >= 0; --i) s->push_back(static_cast<char>((v >> (i * 8)) & 0xff));
-}
-inline uint64_t GetBE64(std::string_view s, size_t pos) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < 8; ++i) v = (v << 8) | static_cast<unsigned char>(s[pos + i]);
-  return v;
-}
-inline uint32_t GetBE32(std::string_view s, size_t pos) {
-  uint32_t v = 0;
-  for (size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(s[pos + i]);
-  return v;
-}
-
 inline std::string Key1(char type, uint64_t a) {
   std::string k(1, type);
-  PutBE64(&k, a);
+  PutBigEndian64(&k, a);
   return k;
 }
 inline std::string AttrKey(Ino ino) { return Key1('A', ino); }
@@ -60,7 +44,7 @@ inline std::string DentKey(Ino parent, std::string_view name) {
 inline std::string ChunkPrefix(Ino ino) { return Key1('C', ino); }
 inline std::string ChunkKey(Ino ino, uint32_t idx) {
   std::string k = Key1('C', ino);
-  PutBE32(&k, idx);
+  PutBigEndian32(&k, idx);
   return k;
 }
 inline std::string SymKey(Ino ino) { return Key1('S', ino); }
@@ -72,14 +56,14 @@ inline std::string XattrKey(Ino ino, std::string_view name) {
 }
 inline std::string LockKey(char type, Ino ino, uint64_t sid, uint64_t owner) {
   std::string k = Key1(type, ino);
-  PutBE64(&k, sid);
-  PutBE64(&k, owner);
+  PutBigEndian64(&k, sid);
+  PutBigEndian64(&k, owner);
   return k;
 }
 inline std::string SustainPrefix(uint64_t sid) { return Key1('U', sid); }
 inline std::string SustainKey(uint64_t sid, Ino ino) {
   std::string k = Key1('U', sid);
-  PutBE64(&k, ino);
+  PutBigEndian64(&k, ino);
   return k;
 }
 // Sessions and the slice deletion queue are one group each (group id 0), so
@@ -87,13 +71,13 @@ inline std::string SustainKey(uint64_t sid, Ino ino) {
 inline std::string SessionPrefix() { return Key1('E', 0); }
 inline std::string SessionKey(uint64_t sid) {
   std::string k = SessionPrefix();
-  PutBE64(&k, sid);
+  PutBigEndian64(&k, sid);
   return k;
 }
 inline std::string DelSlicePrefix() { return Key1('Q', 0); }
 inline std::string DelSliceKey(uint64_t id) {
   std::string k = DelSlicePrefix();
-  PutBE64(&k, id);
+  PutBigEndian64(&k, id);
   return k;
 }
 // H<sid><lock key>: the locks a session holds, for cleanup without a scan.
@@ -117,13 +101,13 @@ bool DecodeSlices(std::string_view s, std::vector<Slice>* out);
 
 inline std::string EncodeDent(uint32_t mode, Ino ino) {
   std::string v(1, static_cast<char>((mode >> 12) & 0xf));
-  PutBE64(&v, ino);
+  PutBigEndian64(&v, ino);
   return v;
 }
 inline bool DecodeDent(std::string_view v, uint32_t* type_mode, Ino* ino) {
   if (v.size() != 9) return false;
   *type_mode = static_cast<uint32_t>(static_cast<unsigned char>(v[0])) << 12;
-  *ino = GetBE64(v, 1);
+  *ino = DecodeBigEndian64(v.data() + 1);
   return true;
 }
 

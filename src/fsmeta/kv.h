@@ -1,6 +1,6 @@
 // TxnKV: the small transactional key-value layer under the metadata engine.
 //
-// Keys are binary strings ordered by bytes. The engine (meta_engine.cc) holds
+// Keys are binary strings ordered by bytes. The engine (KvMeta, kv_meta*.cc) holds
 // all filesystem logic; a backend only provides transactions:
 //   - SQLite: one `kv` table, BEGIN IMMEDIATE, WAL; writes apply at once and
 //     are rolled back when the transaction body fails.

@@ -1,15 +1,36 @@
-// KvMeta: MetaEngine over a TxnKV (private; see include/strata/fsmeta/meta_engine.h).
+// KvMeta: MetaEngine over a TxnKV (private; see include/strata/fsmeta/meta_engine.h),
+// and what its operation files share: small attribute helpers and AttrCache,
+// the attributes one transaction loads, changes and writes back.
+//
+// KvMeta is split by operation, as 3FS keeps one file per metadata operation:
+//   kv_meta.cc          the core: transactions, id batches, quotas, permission
+//                       checks, the volume format (Init, LoadFormat, Destroy)
+//   kv_meta_inode.cc    attributes (GetAttr, SetAttr, StatFS), links, freeing
+//                       inodes, the trash
+//   kv_meta_dir.cc      names: Lookup, Mknod/Mkdir/Symlink, Unlink, Rmdir,
+//                       Rename, ReadDir, GetSummary
+//   kv_meta_file.cc     file contents: Create/Open/Close, slices and chunks,
+//                       Write, Truncate, Fallocate, the slice deletion queue
+//   kv_meta_xattr.cc    extended attributes
+//   kv_meta_session.cc  sessions, their clean-up, BSD and POSIX locks
+//   check_dump.cc       fsck, dump and load
 #pragma once
 
+#include <sys/stat.h>
+
 #include <atomic>
+#include <cerrno>
 #include <map>
-#include <set>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <string>
+#include <string_view>
 
 #include <strata/fsmeta/meta_engine.h>
 
+#include "fsmeta/codec.h"
 #include "fsmeta/kv.h"
 
 namespace strata::fsmeta {
@@ -47,22 +68,25 @@ class KvMeta final : public MetaEngine {
   Result<Entry> Symlink(const Context& ctx, Ino parent, std::string_view name,
                         std::string_view target) override;
   Result<std::string> ReadLink(Ino ino) override;
-  Result<Entry> Link(const Context& ctx, Ino ino, Ino new_parent, std::string_view new_name) override;
+  Result<Entry> Link(const Context& ctx, Ino ino, Ino new_parent,
+                     std::string_view new_name) override;
   Status Unlink(const Context& ctx, Ino parent, std::string_view name) override;
   Status Rmdir(const Context& ctx, Ino parent, std::string_view name) override;
   Status Rename(const Context& ctx, Ino parent, std::string_view name, Ino new_parent,
                 std::string_view new_name, uint32_t flags) override;
 
   Status OpenDir(const Context& ctx, Ino ino) override;
-  Result<std::vector<Entry>> ReadDir(const Context& ctx, Ino ino, std::string_view after, size_t limit,
-                                     bool plus) override;
+  Result<std::vector<Entry>> ReadDir(const Context& ctx, Ino ino, std::string_view after,
+                                     size_t limit, bool plus) override;
 
   Result<Attr> Open(const Context& ctx, Ino ino, int flags) override;
   Status Close(Ino ino) override;
   Result<std::vector<Slice>> Read(Ino ino, uint32_t chunk_index) override;
-  Status Write(Ino ino, uint32_t chunk_index, uint32_t pos, const Slice& slice, int64_t mtime_ns) override;
+  Status Write(Ino ino, uint32_t chunk_index, uint32_t pos, const Slice& slice,
+               int64_t mtime_ns) override;
   Status Truncate(const Context& ctx, Ino ino, uint64_t length) override;
-  Status Fallocate(const Context& ctx, Ino ino, int mode, uint64_t offset, uint64_t length) override;
+  Status Fallocate(const Context& ctx, Ino ino, int mode, uint64_t offset,
+                   uint64_t length) override;
   Result<uint64_t> NewSliceId() override;
   Status ReplaceSlices(Ino ino, uint32_t chunk_index, const std::vector<Slice>& expected,
                        const std::vector<Slice>& replacement) override;
@@ -80,7 +104,8 @@ class KvMeta final : public MetaEngine {
 
   Status Flock(const Context& ctx, Ino ino, uint64_t owner, uint32_t type, bool block) override;
   Status Getlk(const Context& ctx, Ino ino, uint64_t owner, LockRange* range) override;
-  Status Setlk(const Context& ctx, Ino ino, uint64_t owner, bool block, const LockRange& range) override;
+  Status Setlk(const Context& ctx, Ino ino, uint64_t owner, bool block,
+               const LockRange& range) override;
 
   Status Sync() override;
   Result<std::vector<std::string>> Check(const CheckOptions& options) override;
@@ -100,7 +125,8 @@ class KvMeta final : public MetaEngine {
   bool MarkSustainedIfOpen(Ino ino);  // IsOpen, and remembers it for Close
   Status CleanSession(uint64_t sid);
   Result<Entry> MakeNode(const Context& ctx, Ino parent, std::string_view name, uint32_t mode,
-                         uint32_t umask, uint64_t rdev, std::string_view symlink_target, bool open_after);
+                         uint32_t umask, uint64_t rdev, std::string_view symlink_target,
+                         bool open_after);
   void TruncateInTxn(KvTxn& t, Ino ino, Attr* a, uint64_t length, int64_t now);
   void QueueSlices(KvTxn& t, std::string_view chunk_value);
   void FreeInode(KvTxn& t, Ino ino, const Attr& a);
@@ -119,6 +145,7 @@ class KvMeta final : public MetaEngine {
   };
   Result<EntryToRemove> FindEntryToRemove(const Context& ctx, AttrCache& as, Ino parent,
                                           std::string_view name) const;
+  struct CheckRun;  // one fsck pass (check_dump.cc)
 
   std::unique_ptr<TxnKV> kv_;
 
@@ -126,7 +153,7 @@ class KvMeta final : public MetaEngine {
   std::optional<Format> format_;  // guarded by fmt_mu_
 
   std::mutex id_mu_;
-  Ino next_ino_ = 0, ino_end_ = 0;            // guarded by id_mu_
+  Ino next_ino_ = 0, ino_end_ = 0;           // guarded by id_mu_
   uint64_t next_slice_ = 0, slice_end_ = 0;  // guarded by id_mu_
 
   std::mutex quota_mu_;
@@ -142,5 +169,91 @@ class KvMeta final : public MetaEngine {
   std::mutex session_mu_;
   SessionInfo session_;  // guarded by session_mu_
 };
+
+inline constexpr uint64_t kMaxFileSize = 1ull << 50;  // 1 PiB
+
+inline bool IsDir(const Attr& a) { return S_ISDIR(a.mode); }
+inline bool IsReg(const Attr& a) { return S_ISREG(a.mode); }
+
+inline uint64_t SpaceOf(const Attr& a) {
+  if (IsDir(a)) return 4096;
+  if (!IsReg(a)) return 0;
+  return (a.size + 4095) / 4096 * 4096;
+}
+
+inline Status CheckName(std::string_view name) {
+  if (name.empty()) return FsError(ENOENT, "empty file name");
+  if (name.size() > 255) return FsError(ENAMETOOLONG, "file name longer than 255 bytes");
+  if (name.find('/') != std::string_view::npos || name.find('\0') != std::string_view::npos) {
+    return FsError(EINVAL, "file name contains '/' or NUL");
+  }
+  return Status::Ok();
+}
+
+inline std::string Quote(std::string_view name) { return "\"" + std::string(name) + "\""; }
+
+// Attributes loaded in one transaction: each inode is read once, modified in
+// place (so an operation touching the same directory twice sees one copy) and
+// written back by Flush.
+class AttrCache {
+ public:
+  explicit AttrCache(KvTxn& t) : t_(t) {}
+  Attr* Get(Ino ino) {
+    auto it = m_.find(ino);
+    if (it != m_.end()) return it->second ? &*it->second : nullptr;
+    return Store(ino, t_.Get(codec::AttrKey(ino)));
+  }
+  // Loads inode `ino` and another key in one round trip; returns the other value.
+  std::optional<std::string> GetWith(Ino ino, const std::string& other_key) {
+    auto v = t_.MultiGet({codec::AttrKey(ino), other_key});
+    if (!m_.count(ino)) Store(ino, v[0]);
+    return v[1];
+  }
+  Attr* Store(Ino ino, const std::optional<std::string>& v) {
+    std::optional<Attr> a;
+    if (v) {
+      Attr x;
+      if (!codec::DecodeAttr(*v, &x)) {
+        throw KvError(Status::Corruption("attributes of inode " + std::to_string(ino) +
+                                         " are corrupt (" + std::to_string(v->size()) +
+                                         " bytes); run fsck"));
+      }
+      a = x;
+    }
+    auto& slot = m_[ino];
+    slot = a;
+    return slot ? &*slot : nullptr;
+  }
+  void Put(Ino ino, const Attr& a) {
+    m_[ino] = a;
+    dirty_.insert(ino);
+  }
+  void Dirty(Ino ino) { dirty_.insert(ino); }
+  void Drop(Ino ino) {
+    m_[ino].reset();
+    dirty_.erase(ino);
+  }
+  void Flush() {
+    for (Ino ino : dirty_) {
+      auto& a = m_[ino];
+      if (a) t_.Set(codec::AttrKey(ino), codec::EncodeAttr(*a));
+    }
+    dirty_.clear();
+  }
+
+ private:
+  KvTxn& t_;
+  std::map<Ino, std::optional<Attr>> m_;
+  std::set<Ino> dirty_;
+};
+
+// The directory `dir`, read through `as`: ENOENT if it does not exist,
+// ENOTDIR if it is not a directory.
+inline Result<Attr*> ExistingDir(AttrCache& as, Ino dir) {
+  Attr* p = as.Get(dir);
+  if (!p) return FsError(ENOENT, "directory inode " + std::to_string(dir) + " does not exist");
+  if (!IsDir(*p)) return FsError(ENOTDIR, "inode " + std::to_string(dir) + " is not a directory");
+  return p;
+}
 
 }  // namespace strata::fsmeta

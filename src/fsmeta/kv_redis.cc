@@ -1,4 +1,5 @@
-// Redis backend of TxnKV (hiredis), for volumes mounted by many clients.
+// Redis backend of TxnKV, for volumes mounted by many clients, over core's
+// Redis client (core/redis.h: redis::Connection, redis::Pool).
 //
 // Values are plain string keys. Keys of the grouped types (kv.h) are also
 // members of one sorted set per group ("Z" + first 9 bytes of the key, all
@@ -11,27 +12,28 @@
 // something we read, and the body is run again. Read-only bodies read without
 // WATCH (each read is atomic on its own). A transaction holds one connection
 // of the pool for its duration, since WATCH state belongs to a connection.
-#include <hiredis/hiredis.h>
-
+//
+// Inside a transaction body a failure is thrown as a KvError (kv.h) and
+// caught by Txn; the calls outside transactions return a Status.
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <mutex>
+#include <memory>
 #include <random>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
+
+#include <strata/core/redis.h>
 
 #include "fsmeta/kv.h"
 
 namespace strata::fsmeta {
 namespace {
 
-struct ReplyDeleter {
-  void operator()(redisReply* r) const {
-    if (r) freeReplyObject(r);
-  }
-};
-using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+using redis::Reply;
+using Cmd = std::vector<std::string>;
 
 std::string PrefixEnd(const std::string& prefix) {
   std::string end = prefix;
@@ -43,68 +45,34 @@ std::string PrefixEnd(const std::string& prefix) {
 bool Grouped(const std::string& key) { return key.size() > kGroupLen && IsGroupedType(key[0]); }
 std::string IndexKey(const std::string& key) { return "Z" + key.substr(0, kGroupLen); }
 
-class Conn {
- public:
-  explicit Conn(redisContext* c) : c_(c) {}
-  ~Conn() {
-    if (c_) redisFree(c_);
-  }
-  // Queues one command (pipelined); replies are read with Next.
-  void Append(const std::vector<std::string>& args) {
-    std::vector<const char*> argv;
-    std::vector<size_t> lens;
-    for (const auto& a : args) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    if (redisAppendCommandArgv(c_, static_cast<int>(argv.size()), argv.data(), lens.data()) != REDIS_OK) {
-      Broken();
-    }
-    ++pending_;
-  }
-  Reply Next() {
-    void* r = nullptr;
-    if (redisGetReply(c_, &r) != REDIS_OK || r == nullptr) Broken();
-    --pending_;
-    return Reply(static_cast<redisReply*>(r));
-  }
-  // One command, one reply; a Redis error reply becomes a KvError.
-  Reply Call(const std::vector<std::string>& args) {
-    Append(args);
-    Reply r = Next();
-    Check(r, args[0]);
-    return r;
-  }
-  static void Check(const Reply& r, const std::string& what) {
-    if (r->type == REDIS_REPLY_ERROR) {
-      throw KvError(Status::IOError("redis " + what + ": " + std::string(r->str, r->len)));
-    }
-  }
-  [[noreturn]] void Broken() {
-    broken_ = true;
-    throw KvError(Status::Unavailable(std::string("redis connection failed: ") +
-                                      (c_->errstr[0] ? c_->errstr : "no reply")));
-  }
-  bool broken() const { return broken_ || c_->err != 0; }
+// One command, one reply; a Redis error reply becomes an IOError.
+Result<Reply> Call(redis::Connection& c, const Cmd& args) {
+  STRATA_ASSIGN_OR_RETURN(Reply r, c.Command(args));
+  if (r.is_error()) return Status::IOError("redis " + args[0] + ": " + r.str);
+  return r;
+}
 
- private:
-  redisContext* c_;
-  int pending_ = 0;
-  bool broken_ = false;
-};
+// Inside a transaction body: the reply, or its failure thrown as a KvError.
+Reply OrThrow(Result<Reply> r) {
+  if (!r.has_value()) throw KvError(r.error());
+  return std::move(*r);
+}
+void ThrowIfError(const Reply& r, const std::string& what) {
+  if (r.is_error()) throw KvError(Status::IOError("redis " + what + ": " + r.str));
+}
 
 class RedisKV;
 
 class RedisTxn final : public KvTxn {
  public:
-  RedisTxn(Conn* c, bool read_only) : c_(c), ro_(read_only) {}
+  RedisTxn(redis::Connection* c, bool read_only) : c_(c), ro_(read_only) {}
 
   std::optional<std::string> Get(const std::string& key) override {
     auto w = writes_.find(key);
     if (w != writes_.end()) return w->second;
     Reply r = WatchedCall({key}, {"GET", key});
-    if (r->type == REDIS_REPLY_NIL) return std::nullopt;
-    return std::string(r->str, r->len);
+    if (r.is_nil()) return std::nullopt;
+    return std::move(r.str);
   }
 
   std::vector<std::optional<std::string>> MultiGet(const std::vector<std::string>& keys) override {
@@ -113,12 +81,12 @@ class RedisTxn final : public KvTxn {
     std::vector<std::string> args{"MGET"};
     args.insert(args.end(), keys.begin(), keys.end());
     Reply r = WatchedCall(keys, args);
-    for (size_t i = 0; i < keys.size() && i < r->elements; ++i) {
+    for (size_t i = 0; i < keys.size() && i < r.elements.size(); ++i) {
       auto w = writes_.find(keys[i]);
       if (w != writes_.end()) {
         out[i] = w->second;
-      } else if (r->element[i]->type == REDIS_REPLY_STRING) {
-        out[i] = std::string(r->element[i]->str, r->element[i]->len);
+      } else if (r.elements[i].type == Reply::kString) {
+        out[i] = std::move(r.elements[i].str);
       }
     }
     return out;
@@ -139,8 +107,8 @@ class RedisTxn final : public KvTxn {
     std::string group = prefix.substr(0, kGroupLen);
     std::string zkey = "Z" + group;
     std::string mp = prefix.substr(kGroupLen);
-    std::string min = !after.empty() && after.size() >= kGroupLen && after.compare(0, kGroupLen, group) == 0 &&
-                              after > prefix
+    std::string min = !after.empty() && after.size() >= kGroupLen &&
+                              after.compare(0, kGroupLen, group) == 0 && after > prefix
                           ? "(" + after.substr(kGroupLen)
                           : (mp.empty() ? "-" : "[" + mp);
     std::string hi = PrefixEnd(mp);
@@ -157,12 +125,11 @@ class RedisTxn final : public KvTxn {
     Reply r = WatchedCall({zkey}, args);
     std::map<std::string, std::optional<std::string>> rows;
     std::vector<std::string> keys;
-    for (size_t i = 0; i < r->elements; ++i) {
-      keys.push_back(group + std::string(r->element[i]->str, r->element[i]->len));
-    }
+    for (const Reply& member : r.elements) keys.push_back(group + member.str);
     if (!keys_only && !keys.empty()) {
       for (size_t i = 0; i < keys.size(); i += 1000) {
-        std::vector<std::string> batch(keys.begin() + i, keys.begin() + std::min(keys.size(), i + 1000));
+        std::vector<std::string> batch(keys.begin() + i,
+                                       keys.begin() + std::min(keys.size(), i + 1000));
         auto vals = MultiGet(batch);
         for (size_t j = 0; j < batch.size(); ++j) {
           if (vals[j]) rows[batch[j]] = vals[j];
@@ -175,8 +142,10 @@ class RedisTxn final : public KvTxn {
     for (const auto& [k, v] : writes_) {
       if (k.compare(0, prefix.size(), prefix) != 0) continue;
       if (after.empty() ? k < lo : k <= lo) continue;
-      if (v) rows[k] = keys_only ? std::string() : *v;
-      else rows.erase(k);
+      if (v)
+        rows[k] = keys_only ? std::string() : *v;
+      else
+        rows.erase(k);
     }
     size_t n = 0;
     for (const auto& [k, v] : rows) {
@@ -228,33 +197,32 @@ class RedisTxn final : public KvTxn {
       cmds.push_back(std::move(cmd));
     }
     for (const auto& [k, d] : incrs_) cmds.push_back({"INCRBY", k, std::to_string(d)});
-    c_->Append({"MULTI"});
+    c_->Append(Cmd{"MULTI"});
     for (const auto& c : cmds) c_->Append(c);
-    c_->Append({"EXEC"});
-    Reply multi = c_->Next();
-    Conn::Check(multi, "MULTI");
+    c_->Append(Cmd{"EXEC"});
+    Reply multi = OrThrow(c_->GetReply());
+    ThrowIfError(multi, "MULTI");
     std::string queue_error;
     for (size_t i = 0; i < cmds.size(); ++i) {
-      Reply q = c_->Next();
-      if (q->type == REDIS_REPLY_ERROR && queue_error.empty()) queue_error = std::string(q->str, q->len);
+      Reply q = OrThrow(c_->GetReply());
+      if (q.is_error() && queue_error.empty()) queue_error = q.str;
     }
-    Reply exec = c_->Next();
+    Reply exec = OrThrow(c_->GetReply());
     watched_.clear();
-    if (!queue_error.empty()) throw KvError(Status::IOError("redis transaction rejected: " + queue_error));
-    Conn::Check(exec, "EXEC");
-    if (exec->type == REDIS_REPLY_NIL) return false;
-    for (size_t i = 0; i < exec->elements; ++i) {
-      if (exec->element[i]->type == REDIS_REPLY_ERROR) {
-        throw KvError(Status::IOError("redis transaction command failed: " +
-                                      std::string(exec->element[i]->str, exec->element[i]->len)));
-      }
+    if (!queue_error.empty())
+      throw KvError(Status::IOError("redis transaction rejected: " + queue_error));
+    ThrowIfError(exec, "EXEC");
+    if (exec.is_nil()) return false;
+    for (const Reply& e : exec.elements) {
+      if (e.is_error())
+        throw KvError(Status::IOError("redis transaction command failed: " + e.str));
     }
     return true;
   }
 
   void Unwatch() {
     if (!watched_.empty()) {
-      c_->Call({"UNWATCH"});
+      OrThrow(Call(*c_, Cmd{"UNWATCH"}));
       watched_.clear();
     }
   }
@@ -265,9 +233,9 @@ class RedisTxn final : public KvTxn {
   Reply WatchedCall(const std::vector<std::string>& watch, const std::vector<std::string>& args) {
     bool watching = QueueWatch(watch);
     c_->Append(args);
-    if (watching) Conn::Check(c_->Next(), "WATCH");
-    Reply r = c_->Next();
-    Conn::Check(r, args[0]);
+    if (watching) ThrowIfError(OrThrow(c_->GetReply()), "WATCH");
+    Reply r = OrThrow(c_->GetReply());
+    ThrowIfError(r, args[0]);
     return r;
   }
   bool QueueWatch(const std::vector<std::string>& keys) {
@@ -282,7 +250,7 @@ class RedisTxn final : public KvTxn {
     return true;
   }
 
-  Conn* c_;
+  redis::Connection* c_;
   bool ro_;
   std::set<std::string> watched_;
   std::map<std::string, std::optional<std::string>> writes_;
@@ -294,40 +262,39 @@ class RedisKV final : public TxnKV {
  public:
   Status Open(std::string_view url) {
     // redis://[:password@]host[:port][/db]
+    redis::Endpoint ep;
     std::string rest(url.substr(8));
     size_t at = rest.rfind('@');
     if (at != std::string::npos) {
       std::string auth = rest.substr(0, at);
       rest = rest.substr(at + 1);
       size_t colon = auth.find(':');
-      password_ = colon == std::string::npos ? auth : auth.substr(colon + 1);
+      ep.password = colon == std::string::npos ? auth : auth.substr(colon + 1);
     }
     size_t slash = rest.find('/');
     std::string hostport = rest.substr(0, slash);
     if (slash != std::string::npos && slash + 1 < rest.size()) {
       try {
-        db_ = std::stoi(rest.substr(slash + 1));
+        ep.db = std::stoi(rest.substr(slash + 1));
       } catch (const std::exception&) {
-        return Status::InvalidArgument("bad database number in redis URL \"" + std::string(url) + "\"");
+        return Status::InvalidArgument("bad database number in redis URL \"" + std::string(url) +
+                                       "\"");
       }
     }
     size_t colon = hostport.rfind(':');
-    host_ = hostport.substr(0, colon);
+    ep.host = hostport.substr(0, colon);
     if (colon != std::string::npos) {
       try {
-        port_ = std::stoi(hostport.substr(colon + 1));
+        ep.port = std::stoi(hostport.substr(colon + 1));
       } catch (const std::exception&) {
         return Status::InvalidArgument("bad port in redis URL \"" + std::string(url) + "\"");
       }
     }
-    if (host_.empty()) host_ = "127.0.0.1";
-    try {
-      auto c = Connect();
-      c->Call({"PING"});
-      Release(std::move(c));
-    } catch (const KvError& e) {
-      return e.status;
-    }
+    if (ep.host.empty()) ep.host = "127.0.0.1";
+    pool_ = std::make_unique<redis::Pool>(std::move(ep));
+    STRATA_ASSIGN_OR_RETURN(auto c, pool_->Acquire());
+    STRATA_RETURN_IF_ERROR(Call(*c, Cmd{"PING"}).status());
+    pool_->Release(std::move(c));
     return Status::Ok();
   }
 
@@ -337,10 +304,10 @@ class RedisKV final : public TxnKV {
     std::mt19937 rng(std::random_device{}());
     int reconnects = 0;
     for (int attempt = 0; attempt < 2000; ++attempt) {
-      std::unique_ptr<Conn> c;
+      std::unique_ptr<redis::Connection> c;
       bool exec_sent = false;
       try {
-        c = Acquire();
+        c = AcquireOrThrow();
         RedisTxn txn(c.get(), read_only);
         Status st;
         try {
@@ -352,12 +319,12 @@ class RedisKV final : public TxnKV {
         }
         if (!st.ok() || read_only || !txn.HasWrites()) {
           txn.Unwatch();
-          Release(std::move(c));
+          pool_->Release(std::move(c));
           return st;
         }
         exec_sent = true;
         bool ok = txn.Commit();
-        Release(std::move(c));
+        pool_->Release(std::move(c));
         if (ok) return Status::Ok();
       } catch (const KvError& e) {
         // The connection may hold WATCH state or a half-read pipeline: drop it.
@@ -376,118 +343,71 @@ class RedisKV final : public TxnKV {
     return Status::Conflict("metadata transaction kept conflicting with other clients; retry");
   }
 
+  // The calls below cannot simply be rerun when a dead pooled connection
+  // fails them: they validate it first (Pool::Acquire(true) PINGs it).
   Result<int64_t> Incr(const std::string& key, int64_t delta) override {
-    try {
-      auto c = Acquire(true);
-      Reply r = c->Call({"INCRBY", key, std::to_string(delta)});
-      Release(std::move(c));
-      return static_cast<int64_t>(r->integer);
-    } catch (const KvError& e) {
-      return e.status;
-    }
+    STRATA_ASSIGN_OR_RETURN(auto c, pool_->Acquire(true));
+    STRATA_ASSIGN_OR_RETURN(Reply r, Call(*c, Cmd{"INCRBY", key, std::to_string(delta)}));
+    pool_->Release(std::move(c));
+    return r.integer;
   }
 
   Status ScanAll(const std::string& prefix, const KvTxn::ScanFn& fn) override {
-    try {
-      auto c = Acquire(true);
-      std::string pattern;
-      for (char ch : prefix) {
-        if (ch == '*' || ch == '?' || ch == '[' || ch == ']' || ch == '\\') pattern.push_back('\\');
-        pattern.push_back(ch);
-      }
-      pattern.push_back('*');
-      std::vector<std::string> keys;
-      std::string cursor = "0";
-      do {
-        Reply r = c->Call({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
-        cursor.assign(r->element[0]->str, r->element[0]->len);
-        redisReply* arr = r->element[1];
-        for (size_t i = 0; i < arr->elements; ++i) {
-          std::string k(arr->element[i]->str, arr->element[i]->len);
-          if (k.compare(0, prefix.size(), prefix) == 0) keys.push_back(std::move(k));
-        }
-      } while (cursor != "0");
-      std::sort(keys.begin(), keys.end());
-      keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-      for (size_t i = 0; i < keys.size(); i += 500) {
-        std::vector<std::string> args{"MGET"};
-        size_t end = std::min(keys.size(), i + 500);
-        args.insert(args.end(), keys.begin() + i, keys.begin() + end);
-        Reply r = c->Call(args);
-        for (size_t j = 0; j < r->elements; ++j) {
-          if (r->element[j]->type != REDIS_REPLY_STRING) continue;  // deleted meanwhile
-          if (!fn(keys[i + j], std::string(r->element[j]->str, r->element[j]->len))) {
-            Release(std::move(c));
-            return Status::Ok();
-          }
-        }
-      }
-      Release(std::move(c));
-      return Status::Ok();
-    } catch (const KvError& e) {
-      return e.status;
+    STRATA_ASSIGN_OR_RETURN(auto c, pool_->Acquire(true));
+    std::string pattern;
+    for (char ch : prefix) {
+      if (ch == '*' || ch == '?' || ch == '[' || ch == ']' || ch == '\\') pattern.push_back('\\');
+      pattern.push_back(ch);
     }
+    pattern.push_back('*');
+    std::vector<std::string> keys;
+    std::string cursor = "0";
+    do {
+      STRATA_ASSIGN_OR_RETURN(Reply r,
+                              Call(*c, Cmd{"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}));
+      if (r.elements.size() != 2) return Status::IOError("redis SCAN: unexpected reply");
+      cursor = std::move(r.elements[0].str);
+      for (Reply& member : r.elements[1].elements) {
+        if (member.str.compare(0, prefix.size(), prefix) == 0)
+          keys.push_back(std::move(member.str));
+      }
+    } while (cursor != "0");
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    for (size_t i = 0; i < keys.size(); i += 500) {
+      Cmd args{"MGET"};
+      size_t end = std::min(keys.size(), i + 500);
+      args.insert(args.end(), keys.begin() + i, keys.begin() + end);
+      STRATA_ASSIGN_OR_RETURN(Reply r, Call(*c, args));
+      for (size_t j = 0; j < r.elements.size(); ++j) {
+        if (r.elements[j].type != Reply::kString) continue;  // deleted meanwhile
+        if (!fn(keys[i + j], r.elements[j].str)) {
+          pool_->Release(std::move(c));
+          return Status::Ok();
+        }
+      }
+    }
+    pool_->Release(std::move(c));
+    return Status::Ok();
   }
 
   Status DeleteAll() override {
-    try {
-      auto c = Acquire(true);
-      c->Call({"FLUSHDB"});
-      Release(std::move(c));
-      return Status::Ok();
-    } catch (const KvError& e) {
-      return e.status;
-    }
+    STRATA_ASSIGN_OR_RETURN(auto c, pool_->Acquire(true));
+    STRATA_RETURN_IF_ERROR(Call(*c, Cmd{"FLUSHDB"}).status());
+    pool_->Release(std::move(c));
+    return Status::Ok();
   }
 
  private:
-  std::unique_ptr<Conn> Connect() {
-    struct timeval tv = {10, 0};
-    redisContext* rc = redisConnectWithTimeout(host_.c_str(), port_, tv);
-    if (rc == nullptr || rc->err) {
-      std::string err = rc ? rc->errstr : "out of memory";
-      if (rc) redisFree(rc);
-      throw KvError(Status::Unavailable("cannot connect to redis at " + host_ + ":" +
-                                        std::to_string(port_) + ": " + err));
-    }
-    auto c = std::make_unique<Conn>(rc);
-    if (!password_.empty()) c->Call({"AUTH", password_});
-    if (db_ != 0) c->Call({"SELECT", std::to_string(db_)});
-    return c;
+  // A pooled connection (not validated: a transaction that finds it dead
+  // before EXEC runs again on a new one), or a new one.
+  std::unique_ptr<redis::Connection> AcquireOrThrow() {
+    auto c = pool_->Acquire();
+    if (!c.has_value()) throw KvError(c.error());
+    return std::move(*c);
   }
 
-  // A pooled connection, or a new one. validate: PING a pooled one first (for
-  // calls that cannot simply be rerun when a dead connection fails them).
-  std::unique_ptr<Conn> Acquire(bool validate = false) {
-    for (;;) {
-      std::unique_ptr<Conn> c;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (pool_.empty()) break;
-        c = std::move(pool_.back());
-        pool_.pop_back();
-      }
-      if (!validate) return c;
-      try {
-        c->Call({"PING"});
-        return c;
-      } catch (const KvError&) {
-        // dead (server restarted or idle timeout): try the next one
-      }
-    }
-    return Connect();
-  }
-
-  void Release(std::unique_ptr<Conn> c) {
-    if (!c || c->broken()) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    if (pool_.size() < 64) pool_.push_back(std::move(c));
-  }
-
-  std::string host_ = "127.0.0.1", password_;
-  int port_ = 6379, db_ = 0;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<Conn>> pool_;  // idle connections, guarded by mu_
+  std::unique_ptr<redis::Pool> pool_;  // idle connections (thread-safe)
 };
 
 }  // namespace

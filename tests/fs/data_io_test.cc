@@ -1,7 +1,7 @@
 // DataIO and ChunkStore over an in-memory object store and an in-memory slice
 // list (the metadata engine's chunk/slice part), checked against a plain
 // byte-array model of the file.
-#include <strata/fs/data_io.h>
+#include "fs/data_io.h"
 
 #include <chrono>
 #include <map>
@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <strata/cache/cached_object_store.h>
-#include <strata/fs/chunk_store.h>
+#include "fs/chunk_store.h"
 #include <strata/objstore/fault_injection.h>
 #include <strata/objstore/object_store.h>
 

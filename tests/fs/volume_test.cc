@@ -12,6 +12,7 @@
 
 #include <strata/objstore/object_store.h>
 
+#include "fs/data_io.h"
 #include "testutil/testutil.h"
 
 namespace strata::fs {

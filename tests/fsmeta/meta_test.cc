@@ -1,9 +1,7 @@
 // MetaEngine tests, each run against SQLite and against a real Redis server
 // (started by the test on a free loopback port, killed at the end).
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,57 +36,20 @@ using strata::testing::ToStatus;
 
 // ---- a Redis server for the whole test binary -------------------------------
 
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  int port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
-
+// Started on first use (testutil's RedisServer), killed when the binary exits.
 class RedisServer {
  public:
   static RedisServer& Get() {
     static RedisServer server;
     return server;
   }
-  int port() const { return port_; }
+  int port() const { return server_.port(); }
   bool ok() const { return ok_; }
-  ~RedisServer() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
 
  private:
-  RedisServer() {
-    port_ = FreePort();
-    pid_ = fork();
-    if (pid_ == 0) {
-      std::string port = std::to_string(port_);
-      int devnull = open("/dev/null", O_WRONLY);
-      dup2(devnull, 1);
-      dup2(devnull, 2);
-      execlp("redis-server", "redis-server", "--port", port.c_str(), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--databases", "16", static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    for (int i = 0; i < 200 && !ok_; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(25));
-      auto kv = OpenRedisKV("redis://127.0.0.1:" + std::to_string(port_) + "/0");
-      ok_ = kv.has_value();
-    }
-  }
-  int port_ = 0;
-  pid_t pid_ = -1;
-  bool ok_ = false;
+  RedisServer() : ok_(server_.Start().ok()) {}
+  strata::testing::RedisServer server_;
+  bool ok_;
 };
 
 // ---- fixture ------------------------------------------------------------------

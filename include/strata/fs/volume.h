@@ -3,6 +3,10 @@
 // object store named by the format, the block cache in front of it, the chunk
 // store and the data path.
 //
+// The chunk store and the data path are the fs library's own (src/fs/); to
+// its users the Volume offers what they need of them: the names of the block
+// objects (gc, fsck) and the pending deletes.
+//
 // Thread-safety: the parts are thread-safe; Open and Close are not.
 #pragma once
 
@@ -12,8 +16,6 @@
 #include <string_view>
 
 #include <strata/core/result.h>
-#include <strata/fs/chunk_store.h>
-#include <strata/fs/data_io.h>
 #include <strata/fsmeta/meta_engine.h>
 #include <strata/objstore/object_store.h>
 
@@ -22,6 +24,10 @@ class CachedObjectStore;
 }
 
 namespace strata::fs {
+
+class ChunkStore;  // src/fs/chunk_store.h
+class DataIO;      // src/fs/data_io.h
+class SliceMeta;   // src/fs/data_io.h
 
 struct VolumeOptions {
   std::string cache_dir;                  // disk tier directory ("" = RAM only)
@@ -46,12 +52,22 @@ class Volume {
   cache::CachedObjectStore* cache() const { return cache_.get(); }
   const VolumeOptions& options() const { return options_; }
 
+  // The block objects of the volume, named as ChunkStore names them: the
+  // prefix under which they all live ("<volume>/chunks/"), the key of block
+  // `index` (of length `len`) of slice `id`, the length of block `index` of a
+  // slice of `slice_size` bytes, and the inverse of BlockKey (false for a key
+  // that is not a block of this volume).
+  std::string ChunksPrefix() const;
+  std::string BlockKey(uint64_t id, uint32_t index, uint32_t len) const;
+  uint32_t BlockLen(uint32_t slice_size, uint32_t index) const;
+  bool ParseBlockKey(std::string_view key, uint64_t* id, uint32_t* index, uint32_t* len) const;
+
   // Deletes the objects of up to `limit` slices the metadata engine queued
   // (freed files, compacted chunks) and confirms them; returns how many.
   Result<size_t> ProcessPendingDeletes(size_t limit = 1000);
 
  private:
-  Volume() = default;
+  Volume();
   VolumeOptions options_;
   std::unique_ptr<fsmeta::MetaEngine> meta_;
   fsmeta::Format format_;

@@ -1,4 +1,4 @@
-// ChunkStore: the object-storage side of Strata FS. A file's bytes live in
+// ChunkStore (private to fs): the object-storage side of Strata FS. A file's bytes live in
 // slices (one write session's contiguous bytes, identified by a 64-bit id that
 // the metadata engine hands out and never reuses); a slice is stored as blocks
 // of at most `block_size` bytes, one object each, named as JuiceFS names them:
@@ -30,6 +30,7 @@
 
 #include <strata/core/result.h>
 #include <strata/core/thread_pool.h>
+#include <strata/fs/compression.h>
 #include <strata/objstore/object_store.h>
 
 namespace strata::cache {
@@ -37,11 +38,6 @@ class CachedObjectStore;
 }
 
 namespace strata::fs {
-
-enum class Compression { kNone, kLz4, kZstd };
-// "none" | "lz4" | "zstd" (case-insensitive); false if unknown.
-bool ParseCompression(std::string_view name, Compression* out);
-std::string_view CompressionName(Compression c);
 
 struct ChunkStoreOptions {
   std::string volume;                 // key prefix (the volume name)
@@ -119,9 +115,5 @@ class ChunkStore {
   std::mutex prefetch_mu_;
   std::unordered_set<std::string> prefetching_;  // guarded by prefetch_mu_
 };
-
-// Compress/decompress one block (exposed for tests).
-Result<std::string> CompressBlock(Compression c, std::string_view data);
-Status DecompressBlock(Compression c, std::string_view data, char* out, size_t out_len);
 
 }  // namespace strata::fs

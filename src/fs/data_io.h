@@ -1,4 +1,4 @@
-// DataIO: the file data path of Strata FS, between the FUSE adapter and the
+// DataIO (private to fs): the file data path of Strata FS, between the FUSE adapter and the
 // object store.
 //
 // Writes are buffered per inode as in-memory slices, one open slice per chunk:
@@ -35,8 +35,9 @@
 #include <vector>
 
 #include <strata/core/result.h>
-#include <strata/fs/chunk_store.h>
 #include <strata/fsmeta/meta_engine.h>
+
+#include "fs/chunk_store.h"
 
 namespace strata::fs {
 
