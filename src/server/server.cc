@@ -19,9 +19,8 @@
 #include <strata/features/feature_server.h>
 #include <strata/features/online.h>
 #include <strata/features/repo.h>
+#include <strata/qdrant/handler.h>
 #include <strata/vector/collection.h>
-
-#include "server/vector_rest.h"
 
 namespace strata::server {
 namespace {
@@ -153,7 +152,7 @@ struct StrataServer::Impl {
   std::unique_ptr<http::Server> s3_http;
   std::unique_ptr<http::Server> admin_http;
   std::unique_ptr<vector::CollectionManager> collections;
-  std::unique_ptr<VectorRest> vector_rest;
+  std::unique_ptr<qdrant::Handler> qdrant_handler;
   std::unique_ptr<http::Server> vector_http;
   std::unique_ptr<features::FeatureServer> feature_server;
   std::string features_repo;
@@ -290,16 +289,16 @@ Status StrataServer::Start() {
     vector::CollectionOptions vo;
     vo.sync = im.opts.sync;
     STRATA_ASSIGN_OR_RETURN(im.collections, vector::CollectionManager::Open(im.opts.data_dir + "/vector", vo));
-    VectorRestOptions ro;
+    qdrant::HandlerOptions ro;
     ro.api_key = im.opts.vector_api_key;
-    im.vector_rest = std::make_unique<VectorRest>(im.collections.get(), ro);
+    im.qdrant_handler = std::make_unique<qdrant::Handler>(im.collections.get(), ro);
     Status st;
     int unused = 0;
     http::ServerOptions h = im.HttpOptions("vector", im.opts.vector_address, unused, st);
     STRATA_RETURN_IF_ERROR(st);
     h.tls_cert_file.clear();  // TLS is the S3 frontend's option
     h.tls_key_file.clear();
-    VectorRest* vr = im.vector_rest.get();
+    qdrant::Handler* vr = im.qdrant_handler.get();
     h.error_handler = [vr](int status, std::string_view msg, http::ResponseWriter& w) {
       vr->HandleTransportError(status, msg, w);
     };
@@ -341,7 +340,7 @@ void StrataServer::Stop() {
   impl_->vector_http.reset();
   if (impl_->feature_server) impl_->feature_server->Stop();
   impl_->feature_server.reset();
-  impl_->vector_rest.reset();
+  impl_->qdrant_handler.reset();
   impl_->collections.reset();
   impl_->s3.reset();
   impl_->engine.reset();
