@@ -1,9 +1,5 @@
 #include <strata/server/server.h>
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -11,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <strata/core/file_util.h>
 #include <strata/core/http_server.h>
 #include <strata/core/log.h>
 #include <strata/core/md5_mb.h>
@@ -39,19 +36,6 @@ std::string RandomString(size_t n, std::string_view alphabet) {
 constexpr std::string_view kKeyAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 constexpr std::string_view kSecretAlphabet =
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-
-Status WritePrivateFile(const std::string& path, const std::string& content) {
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::FromErrno(errno, "create " + tmp);
-  ::fchmod(fd, 0600);
-  ssize_t w = ::write(fd, content.data(), content.size());
-  bool ok = w == static_cast<ssize_t>(content.size()) && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok) return Status::IOError("cannot write " + tmp);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Status::FromErrno(errno, "rename " + tmp);
-  return Status::Ok();
-}
 
 // Lines of "name access_key secret_key".
 Result<std::vector<s3::User>> ReadUsers(const std::string& path) {
@@ -98,9 +82,12 @@ Result<Credentials> LoadOrCreateCredentials(const std::string& data_dir) {
     } else {
       root.access_key = "STRATA" + RandomString(14, kKeyAlphabet);
       root.secret_key = RandomString(40, kSecretAlphabet);
-      STRATA_RETURN_IF_ERROR(WritePrivateFile(
-          path, fmt::format("# root credentials of this Strata data directory\nroot {} {}\n",
-                            root.access_key, root.secret_key)));
+      // Readable by the owner alone.
+      STRATA_RETURN_IF_ERROR(WriteFileAtomic(
+          path,
+          fmt::format("# root credentials of this Strata data directory\nroot {} {}\n",
+                      root.access_key, root.secret_key),
+          {.mode = 0600}));
       creds.generated = true;
     }
   }
@@ -129,7 +116,7 @@ Result<s3::User> AddUser(const std::string& data_dir, const std::string& name) {
   for (const auto& x : users) content += fmt::format("{} {} {}\n", x.name, x.access_key, x.secret_key);
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
-  STRATA_RETURN_IF_ERROR(WritePrivateFile(path, content));
+  STRATA_RETURN_IF_ERROR(WriteFileAtomic(path, content, {.mode = 0600}));
   return u;
 }
 
