@@ -24,9 +24,11 @@
 #include <thread>
 
 #include <strata/core/http_client.h>
-#include <strata/features/feature_server.h>
+#include <strata/core/http_server.h>
+#include <strata/feast/handler.h>
 #include <strata/features/historical.h>
 #include <strata/features/online.h>
+#include <strata/features/online_service.h>
 #include <strata/features/parquet.h>
 
 #include "features/resp.h"
@@ -256,10 +258,13 @@ int Online(const std::string& dir, const std::string& redis, int64_t entities, d
       fmt::print(stderr, "{}\n", st.ToString());
       return 1;
     }
-    FeatureServerOptions so;
-    so.port = 0;
-    FeatureServer server(*reg, std::move(*store), so);
-    if (!server.Start().ok()) return 1;
+    // The feature server as `strata features serve` hosts it.
+    OnlineService service(*reg, std::move(*store), OnlineServiceOptions{});
+    strata::feast::Handler handler(&service, {});
+    http::ServerOptions so;
+    so.name = "features";
+    http::Server server(so, [&handler](http::Request& q, http::ResponseWriter& w) { handler.Handle(q, w); });
+    if (!service.Open().ok() || !server.Start().ok()) return 1;
     std::string features = "[";
     for (int v = 0; v < kViews; ++v) {
       for (int f = 0; f < kFeaturesPerView; ++f) features += fmt::format("{}\"v{}:v{}_f{}\"", v + f ? "," : "", v, v, f);

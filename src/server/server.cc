@@ -1,9 +1,5 @@
 #include <strata/server/server.h>
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -11,17 +7,18 @@
 
 #include <fmt/format.h>
 
+#include <strata/core/file_util.h>
 #include <strata/core/http_server.h>
 #include <strata/core/log.h>
 #include <strata/core/md5_mb.h>
 #include <strata/core/metrics.h>
 #include <strata/core/strings.h>
-#include <strata/features/feature_server.h>
+#include <strata/feast/handler.h>
 #include <strata/features/online.h>
+#include <strata/features/online_service.h>
 #include <strata/features/repo.h>
+#include <strata/qdrant/handler.h>
 #include <strata/vector/collection.h>
-
-#include "server/vector_rest.h"
 
 namespace strata::server {
 namespace {
@@ -39,19 +36,6 @@ std::string RandomString(size_t n, std::string_view alphabet) {
 constexpr std::string_view kKeyAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 constexpr std::string_view kSecretAlphabet =
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-
-Status WritePrivateFile(const std::string& path, const std::string& content) {
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::FromErrno(errno, "create " + tmp);
-  ::fchmod(fd, 0600);
-  ssize_t w = ::write(fd, content.data(), content.size());
-  bool ok = w == static_cast<ssize_t>(content.size()) && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok) return Status::IOError("cannot write " + tmp);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Status::FromErrno(errno, "rename " + tmp);
-  return Status::Ok();
-}
 
 // Lines of "name access_key secret_key".
 Result<std::vector<s3::User>> ReadUsers(const std::string& path) {
@@ -98,9 +82,12 @@ Result<Credentials> LoadOrCreateCredentials(const std::string& data_dir) {
     } else {
       root.access_key = "STRATA" + RandomString(14, kKeyAlphabet);
       root.secret_key = RandomString(40, kSecretAlphabet);
-      STRATA_RETURN_IF_ERROR(WritePrivateFile(
-          path, fmt::format("# root credentials of this Strata data directory\nroot {} {}\n",
-                            root.access_key, root.secret_key)));
+      // Readable by the owner alone.
+      STRATA_RETURN_IF_ERROR(WriteFileAtomic(
+          path,
+          fmt::format("# root credentials of this Strata data directory\nroot {} {}\n",
+                      root.access_key, root.secret_key),
+          {.mode = 0600}));
       creds.generated = true;
     }
   }
@@ -129,7 +116,7 @@ Result<s3::User> AddUser(const std::string& data_dir, const std::string& name) {
   for (const auto& x : users) content += fmt::format("{} {} {}\n", x.name, x.access_key, x.secret_key);
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
-  STRATA_RETURN_IF_ERROR(WritePrivateFile(path, content));
+  STRATA_RETURN_IF_ERROR(WriteFileAtomic(path, content, {.mode = 0600}));
   return u;
 }
 
@@ -153,11 +140,12 @@ struct StrataServer::Impl {
   std::unique_ptr<http::Server> s3_http;
   std::unique_ptr<http::Server> admin_http;
   std::unique_ptr<vector::CollectionManager> collections;
-  std::unique_ptr<VectorRest> vector_rest;
+  std::unique_ptr<qdrant::Handler> qdrant_handler;
   std::unique_ptr<http::Server> vector_http;
-  std::unique_ptr<features::FeatureServer> feature_server;
+  std::unique_ptr<features::OnlineService> online;
+  std::unique_ptr<feast::Handler> feast_handler;
+  std::unique_ptr<http::Server> features_http;
   std::string features_repo;
-  std::string features_host;
 
   Status StartFeatures() {
     features_repo = opts.features_repo.empty() ? opts.data_dir + "/features" : opts.features_repo;
@@ -178,25 +166,53 @@ struct StrataServer::Impl {
     if (!repo.ok()) return repo.error().WithContext("feature repository " + features_repo);
     auto store = features::OpenOnlineStore(repo->config);
     if (!store.ok()) return store.error().WithContext("feature repository " + features_repo);
-    features::FeatureServerOptions fo;
-    int port = 0;
-    STRATA_RETURN_IF_ERROR(ParseHostPort(opts.features_address, fo.host, port));
-    fo.port = port;
-    fo.threads = opts.threads;
+    features::OnlineServiceOptions so;
+    so.logging = features::LoggingOptionsFromConfig(repo->config);
+    if (opts.features_log_sample_rate >= 0) so.logging.sample_rate = opts.features_log_sample_rate;
+    if (!opts.features_log_dir.empty()) so.logging.path = opts.features_log_dir;
+    Status st;
+    int unused = 0;
+    http::ServerOptions h = HttpOptions("features", opts.features_address, unused, st);
+    STRATA_RETURN_IF_ERROR(st);
+    h.tls_cert_file.clear();  // TLS is the S3 frontend's option
+    h.tls_key_file.clear();
+    online = std::make_unique<features::OnlineService>(std::move(*repo), std::move(*store), so);
+    feast::HandlerOptions fo;
     fo.api_key = opts.features_api_key;
-    fo.logging = features::LoggingOptionsFromConfig(repo->config);
-    if (opts.features_log_sample_rate >= 0) fo.logging.sample_rate = opts.features_log_sample_rate;
-    if (!opts.features_log_dir.empty()) fo.logging.path = opts.features_log_dir;
-    features_host = fo.host;
-    feature_server = std::make_unique<features::FeatureServer>(std::move(*repo), std::move(*store), fo);
-    Status st = feature_server->Start();
+    feast_handler = std::make_unique<feast::Handler>(online.get(), fo);
+    feast::Handler* fe = feast_handler.get();
+    h.error_handler = [fe](int status, std::string_view msg, http::ResponseWriter& w) {
+      fe->HandleTransportError(status, msg, w);
+    };
+    features_http = std::make_unique<http::Server>(
+        h, [fe](http::Request& r, http::ResponseWriter& w) { fe->Handle(r, w); });
+    st = online->Open();
+    if (st.ok()) st = features_http->Start();
     if (!st.ok()) {
-      feature_server.reset();
+      StopFeatures();
       if (opts.features_bind_required || st.code() == StatusCode::kInvalidArgument) return st;
       kLog.Warn("feature server not started on {}: {} (pass --features-port to choose another)",
                 opts.features_address, st.ToString());
+      return Status::Ok();
+    }
+    kLog.Info("feature server listening on {}:{}", h.bind_address, features_http->port());
+    if (online->logger()) {
+      kLog.Info("feature server: logging {:.3g} of served vectors to {}", so.logging.sample_rate,
+                so.logging.path);
     }
     return Status::Ok();
+  }
+
+  // The feature server's HTTP side first, then the log files it wrote.
+  void StopFeatures() {
+    if (features_http) features_http->Stop();
+    features_http.reset();
+    feast_handler.reset();
+    if (online) {
+      Status st = online->Close();
+      if (!st.ok()) kLog.Warn("feature server: served-vector log: {}", st.ToString());
+    }
+    online.reset();
   }
 
   http::ServerOptions HttpOptions(const std::string& name, const std::string& address, int& port_out,
@@ -290,16 +306,16 @@ Status StrataServer::Start() {
     vector::CollectionOptions vo;
     vo.sync = im.opts.sync;
     STRATA_ASSIGN_OR_RETURN(im.collections, vector::CollectionManager::Open(im.opts.data_dir + "/vector", vo));
-    VectorRestOptions ro;
+    qdrant::HandlerOptions ro;
     ro.api_key = im.opts.vector_api_key;
-    im.vector_rest = std::make_unique<VectorRest>(im.collections.get(), ro);
+    im.qdrant_handler = std::make_unique<qdrant::Handler>(im.collections.get(), ro);
     Status st;
     int unused = 0;
     http::ServerOptions h = im.HttpOptions("vector", im.opts.vector_address, unused, st);
     STRATA_RETURN_IF_ERROR(st);
     h.tls_cert_file.clear();  // TLS is the S3 frontend's option
     h.tls_key_file.clear();
-    VectorRest* vr = im.vector_rest.get();
+    qdrant::Handler* vr = im.qdrant_handler.get();
     h.error_handler = [vr](int status, std::string_view msg, http::ResponseWriter& w) {
       vr->HandleTransportError(status, msg, w);
     };
@@ -339,9 +355,8 @@ void StrataServer::Stop() {
   impl_->s3_http.reset();
   impl_->admin_http.reset();
   impl_->vector_http.reset();
-  if (impl_->feature_server) impl_->feature_server->Stop();
-  impl_->feature_server.reset();
-  impl_->vector_rest.reset();
+  impl_->StopFeatures();
+  impl_->qdrant_handler.reset();
   impl_->collections.reset();
   impl_->s3.reset();
   impl_->engine.reset();
@@ -350,7 +365,9 @@ void StrataServer::Stop() {
 int StrataServer::s3_port() const { return impl_->s3_http ? impl_->s3_http->port() : 0; }
 int StrataServer::admin_port() const { return impl_->admin_http ? impl_->admin_http->port() : 0; }
 int StrataServer::vector_port() const { return impl_->vector_http ? impl_->vector_http->port() : 0; }
-int StrataServer::features_port() const { return impl_->feature_server ? impl_->feature_server->port() : 0; }
+int StrataServer::features_port() const {
+  return impl_->features_http ? impl_->features_http->port() : 0;
+}
 const Credentials& StrataServer::credentials() const { return impl_->creds; }
 std::string StrataServer::features_repo() const { return impl_->features_repo; }
 
@@ -370,11 +387,7 @@ std::string StrataServer::s3_endpoint() const {
 std::string StrataServer::admin_endpoint() const { return Endpoint(impl_->admin_http.get(), false); }
 std::string StrataServer::vector_endpoint() const { return Endpoint(impl_->vector_http.get(), false); }
 std::string StrataServer::features_endpoint() const {
-  if (!impl_->feature_server) return "";
-  std::string host = impl_->features_host;
-  if (host == "0.0.0.0" || host == "::") host = "127.0.0.1";
-  if (host.find(':') != std::string::npos) host = "[" + host + "]";
-  return fmt::format("http://{}:{}", host, impl_->feature_server->port());
+  return Endpoint(impl_->features_http.get(), false);
 }
 
 }  // namespace strata::server

@@ -8,44 +8,43 @@
 // parameters and declares typed payload fields; a filter may be a Milvus-style
 // expression string wherever Qdrant takes a filter object (docs/vector.md).
 //
+// The handler binds no port: a host (server/, or a test through
+// http::ServeInMemory) calls Handle() for each request and passes
+// HandleTransportError() as the HTTP server's error_handler. The manager is
+// borrowed and must outlive the handler.
+//
 // Thread-safety: Handle() runs concurrently on the HTTP server's workers.
 #pragma once
 
-#include <strata/core/http_server.h>
-#include <strata/vector/collection.h>
-
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
 
-namespace strata::server {
+#include <strata/core/http_server.h>
+#include <strata/vector/collection.h>
 
-struct VectorRestOptions {
+namespace strata::qdrant {
+
+struct HandlerOptions {
   std::string api_key;                // non-empty: required in `api-key` or `Authorization: Bearer`
   size_t max_body_bytes = 256 << 20;  // larger request bodies get 413
 };
 
-class VectorRest {
+class Handler {
  public:
-  VectorRest(vector::CollectionManager* manager, VectorRestOptions options);
-  ~VectorRest();
+  Handler(vector::CollectionManager* manager, HandlerOptions options);
+  ~Handler();
+  Handler(const Handler&) = delete;
+  Handler& operator=(const Handler&) = delete;
 
   void Handle(http::Request& req, http::ResponseWriter& w);
   // For http::ServerOptions::error_handler: errors the HTTP layer finds itself.
   void HandleTransportError(int status, std::string_view message, http::ResponseWriter& w);
-
-  // The routing core without a socket: one request in, status and JSON out.
-  struct Reply {
-    int status = 200;
-    std::string body;
-    std::string content_type = "application/json";
-  };
-  Reply Dispatch(std::string_view method, std::string_view path, std::string_view query,
-                 std::string_view body, std::string_view api_key);
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace strata::server
+}  // namespace strata::qdrant

@@ -1,0 +1,437 @@
+// Collections: create (Qdrant's config plus the "strata" extension: index
+// type and parameters, segment and planner options, typed payload fields),
+// the collection info JSON, payload indexes and snapshot descriptions.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <string>
+
+#include <fmt/format.h>
+
+#include <strata/core/log.h>
+#include <strata/core/strings.h>
+
+#include "qdrant/json_convert.h"
+#include "qdrant/operations.h"
+
+namespace strata::qdrant {
+
+using vector::Collection;
+using vector::CollectionManager;
+
+namespace {
+
+constexpr log::Logger kLog("vector-rest");
+
+std::string_view DistanceName(vector::Metric m) {
+  switch (m) {
+    case vector::Metric::kL2:
+      return "Euclid";
+    case vector::Metric::kInnerProduct:
+      return "Dot";
+    case vector::Metric::kCosine:
+      return "Cosine";
+  }
+  return "Euclid";
+}
+
+Result<vector::Metric> DistanceFromJson(const json* v) {
+  if (v == nullptr || !v->is_string()) {
+    return Status::InvalidArgument(
+        "vectors.distance is required: \"Cosine\", \"Euclid\" or \"Dot\"");
+  }
+  std::string d = ToLower(v->get<std::string>());
+  if (d == "cosine") return vector::Metric::kCosine;
+  if (d == "euclid" || d == "l2" || d == "euclidean") return vector::Metric::kL2;
+  if (d == "dot" || d == "ip") return vector::Metric::kInnerProduct;
+  if (d == "manhattan")
+    return Status::InvalidArgument(
+        "distance \"Manhattan\" is not supported (use Cosine, Euclid or Dot)");
+  return Status::InvalidArgument(
+      fmt::format("unknown distance \"{}\" (use Cosine, Euclid or Dot)", v->get<std::string>()));
+}
+
+// The "strata" extension's index part, applied onto params.
+Status ApplyStrataIndex(const json& s, vector::IndexParams* p) {
+  if (!s.is_object()) return Status::InvalidArgument("\"strata\" must be an object");
+  if (const json* t = Field(s, "index")) {
+    if (!t->is_string())
+      return Status::InvalidArgument(
+          "strata.index must be a string (FLAT, IVF_FLAT, IVF_PQ, HNSW, DISKANN)");
+    auto type = vector::ParseIndexType(t->get<std::string>());
+    if (!type) return type.error().WithContext("strata.index");
+    p->type = *type;
+  }
+  const json* params = Field(s, "params");
+  if (params == nullptr) return Status::Ok();
+  if (!params->is_object()) return Status::InvalidArgument("strata.params must be an object");
+  try {
+    for (auto it = params->begin(); it != params->end(); ++it) {
+      const std::string& k = it.key();
+      const json& v = it.value();
+      if (k == "m") {
+        p->hnsw_m = v.get<uint32_t>();
+      } else if (k == "ef_construction" || k == "ef_construct") {
+        p->hnsw_ef_construction = v.get<uint32_t>();
+      } else if (k == "sq8") {
+        p->hnsw_sq8 = v.get<bool>();
+      } else if (k == "nlist") {
+        p->ivf_nlist = v.get<uint32_t>();
+      } else if (k == "pq_m") {
+        p->pq_m = v.get<uint32_t>();
+      } else if (k == "pq_nbits") {
+        p->pq_nbits = v.get<uint32_t>();
+      } else if (k == "rerank") {
+        std::string r = v.get<std::string>();
+        if (r == "none") {
+          p->ivfpq_rerank = vector::RerankStorage::kNone;
+        } else if (r == "memory") {
+          p->ivfpq_rerank = vector::RerankStorage::kMemory;
+        } else if (r == "disk") {
+          p->ivfpq_rerank = vector::RerankStorage::kDisk;
+        } else {
+          return Status::InvalidArgument("strata.params.rerank is none, memory or disk");
+        }
+      } else if (k == "diskann_r" || k == "r") {
+        p->diskann_r = v.get<uint32_t>();
+      } else if (k == "diskann_l" || k == "l") {
+        p->diskann_l = v.get<uint32_t>();
+      } else if (k == "diskann_alpha" || k == "alpha") {
+        p->diskann_alpha = v.get<float>();
+      } else if (k == "seed") {
+        p->seed = v.get<uint64_t>();
+      } else {
+        return Status::InvalidArgument(
+            fmt::format("unknown strata.params key \"{}\" (m, ef_construction, sq8, nlist, pq_m, "
+                        "pq_nbits, rerank, diskann_r, "
+                        "diskann_l, diskann_alpha, seed)",
+                        k));
+      }
+    }
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(std::string("strata.params: ") + e.what());
+  }
+  return Status::Ok();
+}
+
+Status ApplyHnswConfig(const json* h, vector::IndexParams* p) {
+  if (h == nullptr) return Status::Ok();
+  if (!h->is_object()) return Status::InvalidArgument("hnsw_config must be an object");
+  try {
+    if (const json* m = Field(*h, "m")) p->hnsw_m = m->get<uint32_t>();
+    if (const json* e = Field(*h, "ef_construct")) p->hnsw_ef_construction = e->get<uint32_t>();
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(std::string("hnsw_config: ") + e.what());
+  }
+  return Status::Ok();
+}
+
+Status ApplyQuantization(const json* q, vector::IndexParams* p) {
+  if (q == nullptr || !q->is_object()) return Status::Ok();
+  try {
+    if (const json* s = Field(*q, "scalar")) {
+      if (s->is_object() && s->value("type", "") == "int8") p->hnsw_sq8 = true;
+    }
+  } catch (const json::exception& e) {  // "type" is not a string
+    return Status::InvalidArgument(std::string("bad request body: ") + e.what());
+  }
+  return Status::Ok();
+}
+
+// The "strata" extension may sit at the top level or inside the vector
+// config: the official JS client drops unknown top-level keys but passes
+// `vectors` on as it is. Collection-level keys are merged from all of them.
+Result<json> MergeStrataExtension(const json& b, const json& vectors) {
+  json strata_all = json::object();
+  auto merge = [&](const json* s) -> Status {
+    if (s == nullptr) return Status::Ok();
+    if (!s->is_object()) return Status::InvalidArgument("\"strata\" must be an object");
+    for (auto it = s->begin(); it != s->end(); ++it) strata_all[it.key()] = it.value();
+    return Status::Ok();
+  };
+  if (Status st = merge(Field(b, "strata")); !st.ok()) return st;
+  if (vectors.contains("size")) {
+    if (Status st = merge(Field(vectors, "strata")); !st.ok()) return st;
+  } else {
+    for (auto it = vectors.begin(); it != vectors.end(); ++it) {
+      if (Status st = merge(Field(it.value(), "strata")); !st.ok()) return st;
+    }
+  }
+  return strata_all;
+}
+
+// One vector field from its config `v` (and the body's collection-wide keys).
+Result<vector::VectorFieldSchema> MakeVectorField(const json& b, const std::string& fname,
+                                                  const json& v) {
+  const json* strata = Field(b, "strata");
+  vector::VectorFieldSchema f;
+  f.name = fname;
+  f.index.type = vector::IndexType::kHnsw;
+  f.index.hnsw_m = 16;
+  f.index.hnsw_ef_construction = 100;  // Qdrant's defaults
+  const json* size = Field(v, "size");
+  if (size == nullptr || !size->is_number_unsigned() || size->get<uint64_t>() == 0 ||
+      size->get<uint64_t>() > 65536) {
+    return Status::InvalidArgument(fmt::format("vector{} size must be an integer in 1..65536",
+                                               fname.empty() ? "" : " \"" + fname + "\""));
+  }
+  f.index.dim = size->get<uint32_t>();
+  STRATA_ASSIGN_OR_RETURN(f.index.metric, DistanceFromJson(Field(v, "distance")));
+  STRATA_RETURN_IF_ERROR(ApplyHnswConfig(Field(b, "hnsw_config"), &f.index));
+  STRATA_RETURN_IF_ERROR(ApplyHnswConfig(Field(v, "hnsw_config"), &f.index));
+  STRATA_RETURN_IF_ERROR(ApplyQuantization(Field(b, "quantization_config"), &f.index));
+  STRATA_RETURN_IF_ERROR(ApplyQuantization(Field(v, "quantization_config"), &f.index));
+  if (strata) STRATA_RETURN_IF_ERROR(ApplyStrataIndex(*strata, &f.index));
+  if (const json* vs = Field(v, "strata")) STRATA_RETURN_IF_ERROR(ApplyStrataIndex(*vs, &f.index));
+  return f;
+}
+
+// "vectors": {"size", "distance", ...} (one unnamed vector) or {name: {...}, ...}.
+Status VectorFieldsFromJson(const json& b, const json& vectors, vector::CollectionSchema* schema) {
+  if (vectors.contains("size")) {
+    auto f = MakeVectorField(b, "", vectors);
+    if (!f) return f.error();
+    schema->vectors.push_back(std::move(*f));
+    return Status::Ok();
+  }
+  for (auto it = vectors.begin(); it != vectors.end(); ++it) {
+    if (!it.value().is_object())
+      return Status::InvalidArgument(
+          fmt::format("vector \"{}\" needs size and distance", it.key()));
+    auto f = MakeVectorField(b, it.key(), it.value());
+    if (!f) return f.error();
+    schema->vectors.push_back(std::move(*f));
+  }
+  if (schema->vectors.empty())
+    return Status::InvalidArgument("the collection needs at least one vector");
+  return Status::Ok();
+}
+
+Status CheckStrataKeys(const json& strata_all) {
+  for (auto it = strata_all.begin(); it != strata_all.end(); ++it) {
+    static const char* kKeys[] = {"index",
+                                  "params",
+                                  "segment_rows",
+                                  "exact_selectivity",
+                                  "exact_max_rows",
+                                  "compact_deleted_ratio",
+                                  "merge_small_rows",
+                                  "merge_max_rows",
+                                  "payload_schema"};
+    if (std::none_of(std::begin(kKeys), std::end(kKeys),
+                     [&](const char* k) { return it.key() == k; })) {
+      return Status::InvalidArgument(
+          fmt::format("unknown key \"{}\" in \"strata\" (index, params, segment_rows, "
+                      "payload_schema, exact_selectivity, "
+                      "exact_max_rows, compact_deleted_ratio, merge_small_rows, merge_max_rows)",
+                      it.key()));
+    }
+  }
+  return Status::Ok();
+}
+
+// The extension's collection-level keys: segment and planner options, and
+// the typed payload fields.
+Status ApplyStrataOptions(const json* strata, vector::CollectionOptions* opts,
+                          vector::CollectionSchema* schema) {
+  try {
+    if (const json* x = Field(*strata, "segment_rows"))
+      opts->segment_rows = std::max<size_t>(1, x->get<size_t>());
+    if (const json* x = Field(*strata, "exact_selectivity"))
+      opts->exact_selectivity = x->get<double>();
+    if (const json* x = Field(*strata, "exact_max_rows")) opts->exact_max_rows = x->get<size_t>();
+    if (const json* x = Field(*strata, "compact_deleted_ratio"))
+      opts->compact_deleted_ratio = x->get<double>();
+    if (const json* x = Field(*strata, "merge_small_rows"))
+      opts->merge_small_rows = x->get<size_t>();
+    if (const json* x = Field(*strata, "merge_max_rows")) opts->merge_max_rows = x->get<size_t>();
+    if (const json* ps = Field(*strata, "payload_schema")) {
+      if (!ps->is_object())
+        return Status::InvalidArgument("strata.payload_schema maps field names to types");
+      for (auto it = ps->begin(); it != ps->end(); ++it) {
+        if (!it.value().is_string())
+          return Status::InvalidArgument(
+              "strata.payload_schema types are strings, as \"keyword[]\"");
+        std::string t = it.value().get<std::string>();
+        vector::PayloadFieldSchema f;
+        f.name = it.key();
+        if (t.size() > 2 && t.substr(t.size() - 2) == "[]") {
+          f.is_list = true;
+          t.resize(t.size() - 2);
+        }
+        auto pt = vector::ParsePayloadType(t);
+        if (!pt) return pt.error();
+        f.type = *pt;
+        schema->payload.push_back(std::move(f));
+      }
+    }
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(std::string("strata: ") + e.what());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<json> CreateCollection(CollectionManager& mgr, const std::string& name, const json& b) {
+  vector::CollectionSchema schema;
+  vector::CollectionOptions opts = mgr.defaults();
+  const json* vectors = Field(b, "vectors");
+  if (vectors == nullptr || !vectors->is_object()) {
+    return Status::InvalidArgument(
+        "the body needs \"vectors\": {\"size\": N, \"distance\": \"Cosine\"} or named vectors");
+  }
+  STRATA_ASSIGN_OR_RETURN(json strata_all, MergeStrataExtension(b, *vectors));
+  STRATA_RETURN_IF_ERROR(VectorFieldsFromJson(b, *vectors, &schema));
+  if (const json* sv = Field(b, "sparse_vectors"); sv != nullptr && !sv->empty()) {
+    return Status::InvalidArgument("sparse vectors are not supported");
+  }
+  STRATA_RETURN_IF_ERROR(CheckStrataKeys(strata_all));
+  if (!strata_all.empty()) STRATA_RETURN_IF_ERROR(ApplyStrataOptions(&strata_all, &opts, &schema));
+  if (const json* oc = Field(b, "optimizers_config")) {
+    // Qdrant's indexing_threshold is in kilobytes of vectors; as rows:
+    if (const json* t = Field(*oc, "indexing_threshold");
+        t != nullptr && t->is_number_unsigned() && Field(strata_all, "segment_rows") == nullptr) {
+      const size_t kb = t->get<size_t>();
+      if (kb > 0)
+        opts.segment_rows = std::max<size_t>(1000, kb * 1024 / (4 * schema.vectors[0].index.dim));
+    }
+  }
+  auto c = mgr.Create(name, schema, opts);
+  if (!c) {
+    if (c.error().code() == StatusCode::kAlreadyExists) {
+      return Status::AlreadyExists(fmt::format("Collection `{}` already exists!", name));
+    }
+    return c.error();
+  }
+  kLog.Info("created collection {} ({} vector field(s), {} index, dim {})", name,
+            schema.vectors.size(), vector::IndexTypeName(schema.vectors[0].index.type),
+            schema.vectors[0].index.dim);
+  return json(true);
+}
+
+json CollectionInfoJson(const Collection& c) {
+  auto info = c.Info();
+  json vectors;
+  const auto& s = info.schema;
+  auto vec_json = [&](const vector::VectorFieldSchema& f) {
+    json v{{"size", f.index.dim}, {"distance", DistanceName(f.index.metric)}};
+    if (f.index.type == vector::IndexType::kHnsw) {
+      v["hnsw_config"] = {{"m", f.index.hnsw_m}, {"ef_construct", f.index.hnsw_ef_construction}};
+    }
+    return v;
+  };
+  if (s.vectors.size() == 1 && s.vectors[0].name.empty()) {
+    vectors = vec_json(s.vectors[0]);
+  } else {
+    vectors = json::object();
+    for (const auto& f : s.vectors) vectors[f.name] = vec_json(f);
+  }
+  const auto& idx0 = s.vectors[0].index;
+  json strata_cfg = json::array();
+  for (const auto& f : s.vectors) {
+    strata_cfg.push_back({{"vector", f.name},
+                          {"index", vector::IndexTypeName(f.index.type)},
+                          {"params",
+                           {{"m", f.index.hnsw_m},
+                            {"ef_construction", f.index.hnsw_ef_construction},
+                            {"sq8", f.index.hnsw_sq8},
+                            {"nlist", f.index.ivf_nlist},
+                            {"pq_m", f.index.pq_m},
+                            {"diskann_r", f.index.diskann_r},
+                            {"diskann_l", f.index.diskann_l},
+                            {"diskann_alpha", f.index.diskann_alpha}}}});
+  }
+  json payload_schema = json::object();
+  for (const auto& [f, n] : info.payload_indexes) {
+    std::string t(vector::PayloadTypeName(f.type));
+    if (t == "timestamp") t = "datetime";
+    payload_schema[f.name] = {{"data_type", t}, {"points", n}};
+  }
+  // Green once no seal, index build or compaction is pending (the growing
+  // segment is searched exactly and needs no index, as Qdrant's small ones).
+  const bool busy = info.pending_tasks > 0;
+  return json{{"status", busy ? "yellow" : "green"},
+              {"optimizer_status", "ok"},
+              {"vectors_count", info.points * s.vectors.size()},
+              {"indexed_vectors_count", info.indexed_points},
+              {"points_count", info.points},
+              {"segments_count", info.segments},
+              {"config",
+               {{"params",
+                 {{"vectors", vectors},
+                  {"shard_number", 1},
+                  {"replication_factor", 1},
+                  {"write_consistency_factor", 1},
+                  {"on_disk_payload", false}}},
+                {"hnsw_config",
+                 {{"m", idx0.hnsw_m},
+                  {"ef_construct", idx0.hnsw_ef_construction},
+                  {"full_scan_threshold", info.options.exact_max_rows},
+                  {"max_indexing_threads", info.options.index_threads},
+                  {"on_disk", false}}},
+                {"optimizer_config",
+                 {{"deleted_threshold", info.options.compact_deleted_ratio},
+                  {"vacuum_min_vector_number", 0},
+                  {"default_segment_number", 0},
+                  {"max_segment_size", info.options.merge_max_rows},
+                  {"memmap_threshold", nullptr},
+                  {"indexing_threshold", info.options.segment_rows},
+                  {"flush_interval_sec", 0},
+                  {"max_optimization_threads", 1}}},
+                {"wal_config", {{"wal_capacity_mb", 0}, {"wal_segments_ahead", 0}}},
+                {"quantization_config",
+                 idx0.hnsw_sq8 ? json{{"scalar", {{"type", "int8"}}}} : json(nullptr)},
+                {"strata",
+                 {{"vectors", strata_cfg},
+                  {"segment_rows", info.options.segment_rows},
+                  {"exact_selectivity", info.options.exact_selectivity},
+                  {"exact_max_rows", info.options.exact_max_rows},
+                  {"memory_bytes", info.memory_bytes},
+                  {"disk_bytes", info.disk_bytes},
+                  {"pending_tasks", info.pending_tasks}}}}},
+              {"payload_schema", payload_schema}};
+}
+
+Result<json> CreateIndex(Collection& c, const json& b) {
+  const json* name = Field(b, "field_name");
+  if (name == nullptr || !name->is_string() || name->get<std::string>().empty()) {
+    return Status::InvalidArgument("create index needs \"field_name\"");
+  }
+  const json* schema = Field(b, "field_schema");
+  if (schema == nullptr) schema = Field(b, "field_type");
+  std::string type;
+  if (schema != nullptr && schema->is_string()) {
+    type = schema->get<std::string>();
+  } else if (schema != nullptr && schema->is_object() && schema->contains("type") &&
+             (*schema)["type"].is_string()) {
+    type = (*schema)["type"].get<std::string>();
+  } else {
+    return Status::InvalidArgument(
+        "create index needs \"field_schema\": \"keyword\" | \"integer\" | \"float\" | \"bool\" | "
+        "\"datetime\"");
+  }
+  if (type == "geo") return Status::InvalidArgument("geo payload indexes are not supported");
+  auto pt = vector::ParsePayloadType(type);
+  if (!pt) return pt.error();
+  Status st = c.CreatePayloadIndex(name->get<std::string>(), *pt);
+  if (!st.ok()) return st;
+  return UpdateResult(c.Info().last_operation, true);
+}
+
+json SnapshotJson(const CollectionManager& mgr, const std::string& coll, const std::string& snap) {
+  std::error_code ec;
+  const std::string dir = mgr.root() + "/.snapshots/" + coll + "/" + snap;
+  uint64_t size = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir, ec)) {
+    if (e.is_regular_file(ec)) size += e.file_size(ec);
+  }
+  auto t = std::filesystem::last_write_time(dir, ec);
+  auto sys = std::chrono::time_point_cast<std::chrono::nanoseconds>(
+      t - std::filesystem::file_time_type::clock::now() + std::chrono::system_clock::now());
+  std::string when = FormatIso8601(sys.time_since_epoch().count());
+  if (!when.empty() && when.back() == 'Z') when.pop_back();
+  return json{{"name", snap}, {"creation_time", when}, {"size", size}};
+}
+
+}  // namespace strata::qdrant

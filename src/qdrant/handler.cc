@@ -1,0 +1,336 @@
+// The Qdrant API's door and routing: API key, body limits, the route table
+// over /collections/..., per-operation metrics, and the one place a Status
+// becomes an HTTP reply (through errors.h). The operations live in
+// collections.cc, points.cc and search.cc.
+#include <chrono>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include <strata/core/log.h>
+#include <strata/core/metrics.h>
+#include <strata/core/strings.h>
+#include <strata/qdrant/handler.h>
+
+#include "qdrant/errors.h"
+#include "qdrant/json_convert.h"
+#include "qdrant/operations.h"
+
+namespace strata::qdrant {
+
+using vector::Collection;
+using vector::CollectionManager;
+
+namespace {
+
+constexpr log::Logger kLog("vector-rest");
+// The Qdrant version we answer GET / with: @qdrant/js-client-rest warns (only)
+// when its major differs or its minor is more than one away.
+constexpr std::string_view kQdrantVersion = "1.18.0";
+
+// A reply before it is written: status, body, content type.
+struct Reply {
+  int status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+};
+
+struct Clock {
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  double Elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+};
+
+Reply OkReply(const Clock& clock, json result) {
+  return Reply{200, OkBody(std::move(result), clock.Elapsed())};
+}
+
+Reply ErrorReplyOf(const Clock& clock, const Status& st) {
+  ErrorReply e = ToErrorReply(st);
+  return Reply{e.status, ErrorBody(e, clock.Elapsed())};
+}
+
+void Write(const Reply& r, http::ResponseWriter& w) {
+  w.SetStatus(r.status);
+  w.AddHeader("Content-Type", r.content_type);
+  (void)w.Send(r.body);
+}
+
+Status MethodNotAllowed() { return ProtocolError(405, "Method not allowed"); }
+
+Status NoRoute(std::string_view method, const std::vector<std::string>& seg) {
+  return Status::NotFound(fmt::format("no route for {} /{}", method, fmt::join(seg, "/")));
+}
+
+Result<json> ParseBody(std::string_view body, bool required) {
+  if (Trim(body).empty()) {
+    if (required) return Status::InvalidArgument("the request needs a JSON body");
+    return json::object();
+  }
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded())
+    return ProtocolError(400, "Format error in JSON body: the body is not valid JSON");
+  if (!j.is_object())
+    return ProtocolError(400, "Format error in JSON body: expected a JSON object");
+  return j;
+}
+
+metrics::Histogram& LatencyFor(const std::string& op) {
+  return metrics::Registry::Global().GetHistogram("strata_vector_http_request_seconds",
+                                                  "Vector REST request latency by operation",
+                                                  fmt::format("op=\"{}\"", op));
+}
+
+}  // namespace
+
+struct Handler::Impl {
+  CollectionManager* mgr;
+  HandlerOptions opts;
+
+  Result<std::shared_ptr<Collection>> Coll(const std::string& name) const {
+    auto c = mgr->Get(name);
+    if (!c) return Status::NotFound(fmt::format("Collection `{}` doesn't exist!", name));
+    return *c;
+  }
+
+  // /collections/{name}
+  Result<json> RouteCollection(std::string_view method, const std::string& name,
+                               std::string_view body, std::string* op) {
+    if (method == "GET") {
+      *op = "get_collection";
+      STRATA_ASSIGN_OR_RETURN(auto c, Coll(name));
+      return CollectionInfoJson(*c);
+    }
+    if (method == "PUT") {
+      *op = "create_collection";
+      STRATA_ASSIGN_OR_RETURN(json b, ParseBody(body, true));
+      return CreateCollection(*mgr, name, b);
+    }
+    if (method == "PATCH") {
+      *op = "update_collection";
+      if (auto c = Coll(name); !c) return c.error();
+      return json(true);  // accepted; tuning knobs of Qdrant's optimizer have no equivalent
+    }
+    if (method == "DELETE") {
+      *op = "delete_collection";
+      Status st = mgr->Drop(name);
+      if (st.code() == StatusCode::kNotFound) return json(false);
+      if (!st.ok()) return st;
+      return json(true);
+    }
+    return MethodNotAllowed();
+  }
+
+  // /collections/{name}/points[/...]
+  Result<json> RoutePoints(std::string_view method, const std::vector<std::string>& seg,
+                           std::string_view body, bool wait, Collection& c, std::string* op) {
+    if (seg.size() == 3) {
+      if (method == "PUT") {
+        *op = "upsert";
+        STRATA_ASSIGN_OR_RETURN(json b, ParseBody(body, true));
+        return Upsert(c, b, wait);
+      }
+      if (method == "POST") {
+        *op = "retrieve";
+        STRATA_ASSIGN_OR_RETURN(json b, ParseBody(body, true));
+        return Retrieve(c, b);
+      }
+      return MethodNotAllowed();
+    }
+    const std::string& s3 = seg[3];
+    if (method == "GET" && seg.size() == 4) {
+      *op = "get_point";
+      return GetPoint(c, s3);
+    }
+    if (method != "POST") return MethodNotAllowed();
+    STRATA_ASSIGN_OR_RETURN(json bj, ParseBody(body, s3 != "count" && s3 != "scroll"));
+    if (seg.size() == 4) {
+      if (s3 == "delete") {
+        *op = "delete";
+        return Delete(c, bj, wait);
+      }
+      if (s3 == "search" || s3 == "query") {
+        *op = s3;
+        STRATA_ASSIGN_OR_RETURN(json r, SearchBatch(c, {&bj}, s3 == "query"));
+        return std::move(r[0]);
+      }
+      if (s3 == "scroll") {
+        *op = "scroll";
+        return Scroll(c, bj);
+      }
+      if (s3 == "count") {
+        *op = "count";
+        return Count(c, bj);
+      }
+    }
+    if (seg.size() == 5 && (s3 == "search" || s3 == "query") && seg[4] == "batch") {
+      *op = s3 + "_batch";
+      const json* searches = Field(bj, "searches");
+      if (searches == nullptr || !searches->is_array())
+        return Status::InvalidArgument("batch needs \"searches\": [...]");
+      std::vector<const json*> bodies;
+      for (const auto& s : *searches) bodies.push_back(&s);
+      return SearchBatch(c, bodies, s3 == "query");
+    }
+    return NoRoute(method, seg);
+  }
+
+  // /collections/{name}/{index|snapshots|points}...
+  Result<json> RouteInCollection(std::string_view method, const std::vector<std::string>& seg,
+                                 std::string_view query, std::string_view body, std::string* op) {
+    const std::string& name = seg[1];
+    *op = "points";
+    STRATA_ASSIGN_OR_RETURN(std::shared_ptr<Collection> cp, Coll(name));
+    Collection& c = *cp;
+    const std::string& s2 = seg[2];
+    const bool wait = QueryBool(query, "wait", false);
+    if (s2 == "index") {
+      if (seg.size() == 3 && (method == "PUT" || method == "POST")) {
+        *op = "create_index";
+        STRATA_ASSIGN_OR_RETURN(json b, ParseBody(body, true));
+        return CreateIndex(c, b);
+      }
+      if (seg.size() == 4 && method == "DELETE") {
+        *op = "delete_index";
+        Status st = c.DropPayloadIndex(seg[3]);
+        if (!st.ok()) return st;
+        return UpdateResult(c.Info().last_operation, true);
+      }
+    }
+    if (s2 == "snapshots" && seg.size() == 3) {
+      if (method == "POST") {
+        *op = "create_snapshot";
+        STRATA_ASSIGN_OR_RETURN(std::string snap, mgr->CreateSnapshot(name));
+        return SnapshotJson(*mgr, name, snap);
+      }
+      if (method == "GET") {
+        *op = "list_snapshots";
+        STRATA_ASSIGN_OR_RETURN(auto list, mgr->ListSnapshots(name));
+        json out = json::array();
+        for (const auto& s : list) out.push_back(SnapshotJson(*mgr, name, s));
+        return out;
+      }
+    }
+    if (s2 == "points") return RoutePoints(method, seg, body, wait, c, op);
+    return NoRoute(method, seg);
+  }
+
+  Result<json> Route(std::string_view method, const std::vector<std::string>& seg,
+                     std::string_view query, std::string_view body, std::string* op) {
+    if (seg.size() >= 2 && seg[0] == "collections") {
+      if (seg.size() == 2) return RouteCollection(method, seg[1], body, op);
+      if (seg.size() == 3 && seg[2] == "exists" && method == "GET") {
+        *op = "collection_exists";
+        return json{{"exists", mgr->Exists(seg[1])}};
+      }
+      return RouteInCollection(method, seg, query, body, op);
+    }
+    if (seg.size() == 1 && seg[0] == "collections" && method == "GET") {
+      *op = "list_collections";
+      json list = json::array();
+      for (const auto& n : mgr->List()) list.push_back({{"name", n}});
+      return json{{"collections", list}};
+    }
+    return NoRoute(method, seg);
+  }
+
+  // The routing core without a socket: one request in, status and body out.
+  Reply Dispatch(std::string_view method, std::string_view path, std::string_view query,
+                 std::string_view body, std::string_view api_key) {
+    Clock clock;
+    std::vector<std::string> seg;
+    for (auto part : Split(path, '/')) {
+      if (part.empty()) continue;
+      auto dec = UriDecode(part);
+      if (!dec)
+        return ErrorReplyOf(clock,
+                            Status::InvalidArgument("the path is not validly percent-encoded"));
+      seg.push_back(*dec);
+    }
+    std::string op = "other";
+    Reply reply;
+    if (seg.size() == 1 && (seg[0] == "healthz" || seg[0] == "livez" || seg[0] == "readyz") &&
+        method == "GET") {
+      reply = Reply{200, "healthz check passed", "text/plain"};
+      op = "health";
+    } else if (!opts.api_key.empty() && api_key != opts.api_key) {
+      reply = ErrorReplyOf(
+          clock, ProtocolError(401, api_key.empty()
+                                        ? "Must provide an API key or an Authorization bearer token"
+                                        : "Invalid API key or JWT"));
+      op = "unauthorized";
+    } else if (seg.empty() && method == "GET") {
+      json j{{"title", "strata vector (qdrant-compatible API)"},
+             {"version", kQdrantVersion},
+             {"commit", "strata-0.1.0"}};
+      reply = Reply{200, j.dump()};
+      op = "root";
+    } else if (seg.size() == 1 && seg[0] == "metrics" && method == "GET") {
+      reply =
+          Reply{200, metrics::Registry::Global().ExportPrometheus(), "text/plain; version=0.0.4"};
+      op = "metrics";
+    } else {
+      Result<json> r = Status::Internal("unreachable");
+      try {
+        r = Route(method, seg, query, body, &op);
+      } catch (const std::exception& e) {
+        // The operations catch what nlohmann throws where they parse; this is
+        // the net for anything else, so no exception leaves the adapter.
+        kLog.Warn("{} {}: {}", method, path, e.what());
+        r = Status::InvalidArgument(std::string("bad request body: ") + e.what());
+      }
+      reply = r ? OkReply(clock, std::move(*r)) : ErrorReplyOf(clock, r.error());
+    }
+    metrics::Registry::Global()
+        .GetCounter("strata_vector_http_requests_total",
+                    "Vector REST requests by operation and HTTP status",
+                    fmt::format("op=\"{}\",code=\"{}\"", op, reply.status))
+        .Inc();
+    LatencyFor(op).Observe(clock.Elapsed());
+    return reply;
+  }
+};
+
+Handler::Handler(CollectionManager* manager, HandlerOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->mgr = manager;
+  impl_->opts = std::move(options);
+}
+
+Handler::~Handler() = default;
+
+void Handler::Handle(http::Request& req, http::ResponseWriter& w) {
+  std::string_view key;
+  if (auto k = req.Header("api-key")) {
+    key = *k;
+  } else if (auto a = req.Header("authorization")) {
+    std::string_view v = *a;
+    if (v.size() > 7 && IEquals(v.substr(0, 7), "bearer ")) key = Trim(v.substr(7));
+  }
+  std::string body;
+  if (req.content_length.value_or(0) > 0 || req.chunked) {
+    auto b = req.ReadAllBody(impl_->opts.max_body_bytes);
+    if (!b) {
+      Status st =
+          b.error().code() == StatusCode::kResourceExhausted
+              ? ProtocolError(413,
+                              fmt::format("Payload error: the request body is larger than {} bytes",
+                                          impl_->opts.max_body_bytes))
+              : ProtocolError(400, "cannot read the request body: " + b.error().message());
+      w.CloseAfter();
+      Write(ErrorReplyOf(Clock(), st), w);
+      return;
+    }
+    body = std::move(*b);
+  }
+  Write(impl_->Dispatch(req.method, req.path, req.query, body, key), w);
+}
+
+void Handler::HandleTransportError(int status, std::string_view message, http::ResponseWriter& w) {
+  Write(ErrorReplyOf(Clock(), ProtocolError(status, message)), w);
+}
+
+}  // namespace strata::qdrant

@@ -1,0 +1,41 @@
+// The operations behind the Qdrant routes, one function each: a parsed JSON
+// body in, the "result" JSON or a Status out (errors.h turns a Status into
+// HTTP). collections.cc, points.cc and search.cc hold them; handler.cc routes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <strata/core/result.h>
+#include <strata/vector/collection.h>
+
+namespace strata::qdrant {
+
+using json = nlohmann::json;
+
+// collections.cc
+json CollectionInfoJson(const vector::Collection& c);
+Result<json> CreateCollection(vector::CollectionManager& mgr, const std::string& name,
+                              const json& b);
+Result<json> CreateIndex(vector::Collection& c, const json& b);
+json SnapshotJson(const vector::CollectionManager& mgr, const std::string& coll,
+                  const std::string& snap);
+
+// points.cc
+// {"operation_id": op, "status": "completed" | "acknowledged"}
+json UpdateResult(uint64_t op, bool wait);
+Result<json> Upsert(vector::Collection& c, const json& b, bool wait);
+Result<json> Delete(vector::Collection& c, const json& b, bool wait);
+Result<json> Retrieve(vector::Collection& c, const json& b);
+Result<json> GetPoint(vector::Collection& c, const std::string& id_text);
+Result<json> Scroll(vector::Collection& c, const json& b);
+Result<json> Count(vector::Collection& c, const json& b);
+
+// search.cc: one result list per body (query_shape: each as {"points": [...]}).
+Result<json> SearchBatch(vector::Collection& c, const std::vector<const json*>& bodies,
+                         bool query_shape);
+
+}  // namespace strata::qdrant

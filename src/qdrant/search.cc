@@ -1,0 +1,192 @@
+// Search and query: /points/search, /points/query and their /batch forms. A
+// search body carries a vector; a query body a vector, {nearest: ...}, a
+// point id (search with that point's vector, the point excluded) or nothing
+// (points in id order, as a scroll).
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include <strata/core/strings.h>
+
+#include "qdrant/json_convert.h"
+#include "qdrant/operations.h"
+
+namespace strata::qdrant {
+namespace {
+
+using vector::Collection;
+using vector::PointId;
+
+Result<vector::FilterStrategy> StrategyFromString(const std::string& s) {
+  std::string v = ToLower(s);
+  if (v == "auto") return vector::FilterStrategy::kAuto;
+  if (v == "graph") return vector::FilterStrategy::kGraph;
+  if (v == "acorn") return vector::FilterStrategy::kAcorn;
+  if (v == "exact") return vector::FilterStrategy::kExact;
+  return Status::InvalidArgument(
+      fmt::format("unknown filter strategy \"{}\" (auto, graph, acorn, exact)", s));
+}
+
+// Common search parameters: filter, limit, offset, selectors, params.
+Status ParseSearchCommon(const json& b, vector::SearchRequest* r, PayloadSelector* ps,
+                         VectorSelector* vs, bool payload_default) {
+  STRATA_ASSIGN_OR_RETURN(r->filter, FilterFromJson(Field(b, "filter")));
+  try {
+    if (const json* l = Field(b, "limit")) r->limit = l->get<size_t>();
+    if (const json* l = Field(b, "top")) r->limit = l->get<size_t>();
+    if (const json* o = Field(b, "offset")) r->offset = o->get<size_t>();
+    if (const json* t = Field(b, "score_threshold")) r->score_threshold = t->get<float>();
+    if (const json* p = Field(b, "params")) {
+      if (const json* ef = Field(*p, "hnsw_ef")) r->ef = ef->get<uint32_t>();
+      if (const json* ex = Field(*p, "exact")) r->exact = ex->get<bool>();
+    }
+    if (const json* s = Field(b, "strata")) {
+      if (const json* n = Field(*s, "nprobe")) r->nprobe = n->get<uint32_t>();
+      if (const json* ef = Field(*s, "ef")) r->ef = ef->get<uint32_t>();
+      if (const json* st = Field(*s, "filter_strategy")) {
+        STRATA_ASSIGN_OR_RETURN(r->filter_strategy, StrategyFromString(st->get<std::string>()));
+      }
+    }
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(std::string("bad search parameter: ") + e.what());
+  }
+  if (r->limit > 100000) return Status::InvalidArgument("limit is at most 100000");
+  STRATA_RETURN_IF_ERROR(SelectorsFromBody(b, payload_default, ps, vs));
+  r->with_payload = ps->enabled;
+  r->with_vectors = vs->enabled;
+  return Status::Ok();
+}
+
+// A search body ("vector" is an array or {name, vector}).
+Status ParseSearch(const json& b, vector::SearchRequest* r, PayloadSelector* ps,
+                   VectorSelector* vs) {
+  if (!b.is_object()) return Status::InvalidArgument("the search body must be a JSON object");
+  const json* v = Field(b, "vector");
+  if (v == nullptr) return Status::InvalidArgument("search needs a \"vector\"");
+  if (v->is_object()) {
+    const json* name = Field(*v, "name");
+    const json* vals = Field(*v, "vector");
+    if (name == nullptr || !name->is_string() || vals == nullptr) {
+      return Status::InvalidArgument("a named search vector is {\"name\": ..., \"vector\": [...]}");
+    }
+    if (vals->is_object()) return Status::InvalidArgument("sparse vectors are not supported");
+    r->vector_name = name->get<std::string>();
+    STRATA_ASSIGN_OR_RETURN(r->vector, FloatsFromJson(*vals, "vector"));
+  } else {
+    STRATA_ASSIGN_OR_RETURN(r->vector, FloatsFromJson(*v, "vector"));
+  }
+  if (const json* u = Field(b, "using")) {
+    if (!u->is_string()) return Status::InvalidArgument("using must be a vector name");
+    r->vector_name = u->get<std::string>();
+  }
+  return ParseSearchCommon(b, r, ps, vs, /*payload_default=*/false);
+}
+
+// /points/query: query is a vector, {nearest: vector|id}, or a point id.
+Status ParseQuery(Collection& c, const json& b, vector::SearchRequest* r, PayloadSelector* ps,
+                  VectorSelector* vs, bool* scroll_like) {
+  if (!b.is_object()) return Status::InvalidArgument("the query body must be a JSON object");
+  if (const json* pf = Field(b, "prefetch"); pf != nullptr && !(pf->is_array() && pf->empty())) {
+    return Status::InvalidArgument("prefetch (hybrid queries) is not supported");
+  }
+  if (const json* u = Field(b, "using")) {
+    if (!u->is_string()) return Status::InvalidArgument("using must be a vector name");
+    r->vector_name = u->get<std::string>();
+  }
+  STRATA_RETURN_IF_ERROR(ParseSearchCommon(b, r, ps, vs, /*payload_default=*/false));
+  const json* q = Field(b, "query");
+  if (q == nullptr) {
+    *scroll_like = true;
+    return Status::Ok();
+  }
+  if (q->is_object()) {
+    if (const json* n = Field(*q, "nearest")) {
+      q = n;
+    } else {
+      return Status::InvalidArgument(
+          fmt::format("query kind {} is not supported (use a vector, a point id or nearest)",
+                      q->begin() == q->end() ? "{}" : q->begin().key()));
+    }
+  }
+  if (q->is_array()) {
+    if (!q->empty() && q->front().is_array())
+      return Status::InvalidArgument("multivector queries are not supported");
+    STRATA_ASSIGN_OR_RETURN(r->vector, FloatsFromJson(*q, "query"));
+    return Status::Ok();
+  }
+  if (q->is_object()) return Status::InvalidArgument("sparse query vectors are not supported");
+  // A point id: search with that point's vector, excluding the point.
+  STRATA_ASSIGN_OR_RETURN(PointId id, IdFromJson(*q));
+  std::vector<PointId> ids = {id};
+  STRATA_ASSIGN_OR_RETURN(auto recs, c.Get(ids, false, true));
+  if (recs.empty())
+    return Status::NotFound(fmt::format("No point with id {} found", id.ToString()));
+  const auto& schema = c.schema();
+  std::string want = r->vector_name;
+  if (want.empty() && schema.vectors.size() == 1) want = schema.vectors[0].name;
+  for (const auto& nv : recs[0].vectors) {
+    if (nv.name == want) r->vector = nv.values;
+  }
+  if (r->vector.empty()) {
+    return Status::InvalidArgument(
+        fmt::format("point {} has no vector \"{}\"", id.ToString(), want));
+  }
+  r->exclude.push_back(id);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<json> SearchBatch(Collection& c, const std::vector<const json*>& bodies, bool query_shape) {
+  std::vector<vector::SearchRequest> reqs(bodies.size());
+  std::vector<PayloadSelector> pss(bodies.size());
+  std::vector<VectorSelector> vss(bodies.size());
+  std::vector<char> scroll_like(bodies.size(), 0);
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    bool no_vector = false;
+    Status st = query_shape ? ParseQuery(c, *bodies[i], &reqs[i], &pss[i], &vss[i], &no_vector)
+                            : ParseSearch(*bodies[i], &reqs[i], &pss[i], &vss[i]);
+    if (!st.ok()) return st;
+    scroll_like[i] = no_vector;
+  }
+  std::vector<vector::SearchRequest> real;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    if (!scroll_like[i]) {
+      real.push_back(reqs[i]);
+      where.push_back(i);
+    }
+  }
+  std::vector<json> rows(reqs.size(), json::array());
+  if (!real.empty()) {
+    auto res = c.SearchBatch(real);
+    if (!res) return res.error();
+    for (size_t j = 0; j < real.size(); ++j) {
+      const size_t i = where[j];
+      for (const auto& p : (*res)[j]) rows[i].push_back(ScoredJson(p, c, pss[i], vss[i]));
+    }
+  }
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    if (!scroll_like[i]) continue;
+    // A query without a vector lists points in id order (as Qdrant's).
+    vector::ScrollRequest sr;
+    sr.filter = reqs[i].filter;
+    sr.limit = reqs[i].offset + reqs[i].limit;
+    sr.with_payload = reqs[i].with_payload;
+    sr.with_vectors = reqs[i].with_vectors;
+    auto page = c.Scroll(sr);
+    if (!page) return page.error();
+    for (size_t k = reqs[i].offset; k < page->points.size(); ++k) {
+      vector::ScoredPoint sp;
+      sp.record = page->points[k];
+      sp.score = 0;
+      rows[i].push_back(ScoredJson(sp, c, pss[i], vss[i]));
+    }
+  }
+  json out = json::array();
+  for (auto& r : rows) out.push_back(query_shape ? json{{"points", std::move(r)}} : std::move(r));
+  return out;
+}
+
+}  // namespace strata::qdrant

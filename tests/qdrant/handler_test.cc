@@ -1,0 +1,279 @@
+// The Qdrant REST adapter without a socket: requests go through the real HTTP
+// parser (http::ServeInMemory) into qdrant::Handler over a CollectionManager
+// in a temporary directory. Each expectation is Qdrant's documented REST
+// behaviour: the {"result", "status": "ok", "time"} envelope, the
+// {"status": {"error"}} error shape, and the status codes of its API.
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <strata/core/http_server.h>
+#include <strata/qdrant/handler.h>
+#include <strata/vector/collection.h>
+
+#include "testutil/testutil.h"
+
+namespace strata::qdrant {
+namespace {
+
+using nlohmann::json;
+
+struct Answer {
+  int status = 0;
+  json body;
+  std::string text;
+  std::string content_type;
+};
+
+class QdrantHandlerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Open({}); }
+
+  void Open(HandlerOptions options) {
+    handler_.reset();
+    if (!manager_) {
+      auto m = vector::CollectionManager::Open(dir_.path() + "/vector");
+      ASSERT_OK(m);
+      manager_ = std::move(*m);
+    }
+    handler_ = std::make_unique<Handler>(manager_.get(), std::move(options));
+  }
+
+  Answer Call(const std::string& method, const std::string& target, const std::string& body = {},
+              std::vector<std::pair<std::string, std::string>> headers = {},
+              const http::ServerOptions& so = {}) {
+    if (!body.empty()) headers.emplace_back("Content-Type", "application/json");
+    Handler* h = handler_.get();
+    http::ServerOptions options = so;
+    options.error_handler = [h](int status, std::string_view m, http::ResponseWriter& w) {
+      h->HandleTransportError(status, m, w);
+    };
+    http::RecordedResponse r =
+        http::ServeInMemory([h](http::Request& req, http::ResponseWriter& w) { h->Handle(req, w); },
+                            http::FormatRequest(method, target, headers, body), options);
+    Answer a;
+    a.status = r.status;
+    a.text = r.body;
+    a.content_type = std::string(r.Header("Content-Type").value_or(""));
+    a.body = json::parse(r.body, nullptr, false);
+    return a;
+  }
+
+  // A Qdrant error: the status, {"status": {"error": "..."}, "time": s}.
+  static void ExpectError(const Answer& a, int status, const std::string& fragment) {
+    EXPECT_EQ(a.status, status) << a.text;
+    ASSERT_TRUE(a.body.is_object()) << a.text;
+    ASSERT_TRUE(a.body.contains("status") && a.body["status"].is_object()) << a.text;
+    ASSERT_TRUE(a.body["status"].contains("error")) << a.text;
+    EXPECT_TRUE(a.body.contains("time")) << a.text;
+    EXPECT_NE(a.body["status"]["error"].get<std::string>().find(fragment), std::string::npos)
+        << a.text;
+  }
+
+  // A success: 200 and {"result": ..., "status": "ok", "time": s}.
+  static json ExpectOk(const Answer& a) {
+    EXPECT_EQ(a.status, 200) << a.text;
+    EXPECT_EQ(a.content_type, "application/json");
+    if (!a.body.is_object()) {
+      ADD_FAILURE() << "not JSON: " << a.text;
+      return json();
+    }
+    EXPECT_EQ(a.body.value("status", json()), "ok") << a.text;
+    EXPECT_TRUE(a.body.contains("time") && a.body["time"].is_number()) << a.text;
+    return a.body.value("result", json());
+  }
+
+  // A 4-dimensional Dot collection with points 1..4 (payload city, n).
+  void MakeCities() {
+    ExpectOk(Call("PUT", "/collections/cities", R"({"vectors": {"size": 4, "distance": "Dot"}})"));
+    json r = ExpectOk(Call("PUT", "/collections/cities/points?wait=true", R"({"points": [
+        {"id": 1, "vector": [0.05, 0.61, 0.76, 0.74], "payload": {"city": "Berlin", "n": 1}},
+        {"id": 2, "vector": [0.19, 0.81, 0.75, 0.11], "payload": {"city": "London", "n": 2}},
+        {"id": 3, "vector": [0.36, 0.55, 0.47, 0.94], "payload": {"city": "Moscow", "n": 3}},
+        {"id": 4, "vector": [0.18, 0.01, 0.85, 0.80], "payload": {"city": "London", "n": 4}}]})"));
+    EXPECT_EQ(r["status"], "completed");  // wait=true: applied before the answer
+    EXPECT_TRUE(r["operation_id"].is_number_unsigned());
+  }
+
+  ::strata::testing::TempDir dir_{"strata-qdrant"};
+  std::unique_ptr<vector::CollectionManager> manager_;
+  std::unique_ptr<Handler> handler_;
+};
+
+TEST_F(QdrantHandlerTest, CreateAndDescribeCollection) {
+  json created = ExpectOk(
+      Call("PUT", "/collections/docs", R"({"vectors": {"size": 4, "distance": "Cosine"}})"));
+  EXPECT_EQ(created, true);
+  json exists = ExpectOk(Call("GET", "/collections/docs/exists"));
+  EXPECT_EQ(exists["exists"], true);
+  json info = ExpectOk(Call("GET", "/collections/docs"));
+  // green, or yellow while a background task (seal, index build) is pending.
+  EXPECT_TRUE(info["status"] == "green" || info["status"] == "yellow") << info.dump();
+  EXPECT_EQ(info["points_count"], 0);
+  EXPECT_EQ(info["config"]["params"]["vectors"]["size"], 4);
+  EXPECT_EQ(info["config"]["params"]["vectors"]["distance"], "Cosine");
+  json list = ExpectOk(Call("GET", "/collections"));
+  ASSERT_EQ(list["collections"].size(), 1u);
+  EXPECT_EQ(list["collections"][0]["name"], "docs");
+  // Creating it again is refused with Qdrant's text.
+  Answer again =
+      Call("PUT", "/collections/docs", R"({"vectors": {"size": 4, "distance": "Cosine"}})");
+  ExpectError(again, 409, "Collection `docs` already exists!");
+  // Deleting answers true; then the collection is gone.
+  EXPECT_EQ(ExpectOk(Call("DELETE", "/collections/docs")), true);
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/docs/exists"))["exists"], false);
+}
+
+TEST_F(QdrantHandlerTest, UpsertAndSearch) {
+  MakeCities();
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/cities"))["points_count"], 4);
+  // Search without a filter: best Dot score first; no payload unless asked.
+  json hits = ExpectOk(Call("POST", "/collections/cities/points/search",
+                            R"({"vector": [0.2, 0.1, 0.9, 0.7], "limit": 3})"));
+  ASSERT_EQ(hits.size(), 3u);
+  EXPECT_EQ(hits[0]["id"], 4);
+  EXPECT_EQ(hits[1]["id"], 1);
+  EXPECT_EQ(hits[2]["id"], 3);
+  EXPECT_NEAR(hits[0]["score"].get<double>(), 0.2 * 0.18 + 0.1 * 0.01 + 0.9 * 0.85 + 0.7 * 0.80,
+              1e-5);
+  EXPECT_GE(hits[0]["score"].get<double>(), hits[1]["score"].get<double>());
+  EXPECT_TRUE(hits[0].contains("version"));
+  EXPECT_FALSE(hits[0].contains("payload"));
+  // With a filter and the payload.
+  hits = ExpectOk(Call("POST", "/collections/cities/points/search", R"({
+      "vector": [0.2, 0.1, 0.9, 0.7], "limit": 3, "with_payload": true,
+      "filter": {"must": [{"key": "city", "match": {"value": "London"}}]}})"));
+  ASSERT_EQ(hits.size(), 2u);
+  EXPECT_EQ(hits[0]["id"], 4);
+  EXPECT_EQ(hits[1]["id"], 2);
+  EXPECT_EQ(hits[0]["payload"], json({{"city", "London"}, {"n", 4}}));
+  // The query API answers {"points": [...]}.
+  json q = ExpectOk(Call("POST", "/collections/cities/points/query",
+                         R"({"query": [0.2, 0.1, 0.9, 0.7], "limit": 1})"));
+  ASSERT_EQ(q["points"].size(), 1u);
+  EXPECT_EQ(q["points"][0]["id"], 4);
+  // Batch search: one result list per search.
+  json batch = ExpectOk(Call("POST", "/collections/cities/points/search/batch", R"({"searches": [
+      {"vector": [0.2, 0.1, 0.9, 0.7], "limit": 1},
+      {"vector": [0.2, 0.1, 0.9, 0.7], "limit": 2}]})"));
+  ASSERT_EQ(batch.size(), 2u);
+  EXPECT_EQ(batch[0].size(), 1u);
+  EXPECT_EQ(batch[1].size(), 2u);
+}
+
+TEST_F(QdrantHandlerTest, GetScrollCount) {
+  MakeCities();
+  // One point by id: payload and vector.
+  json p = ExpectOk(Call("GET", "/collections/cities/points/2"));
+  EXPECT_EQ(p["id"], 2);
+  EXPECT_EQ(p["payload"]["city"], "London");
+  ASSERT_EQ(p["vector"].size(), 4u);
+  EXPECT_NEAR(p["vector"][1].get<double>(), 0.81, 1e-6);
+  // Retrieve several: payload by default, no vector.
+  json many = ExpectOk(Call("POST", "/collections/cities/points", R"({"ids": [1, 3]})"));
+  ASSERT_EQ(many.size(), 2u);
+  EXPECT_EQ(many[0]["payload"]["city"], "Berlin");
+  EXPECT_FALSE(many[0].contains("vector"));
+  // Scroll pages in id order with next_page_offset; null at the end.
+  json page = ExpectOk(Call("POST", "/collections/cities/points/scroll", R"({"limit": 3})"));
+  ASSERT_EQ(page["points"].size(), 3u);
+  EXPECT_EQ(page["points"][0]["id"], 1);
+  EXPECT_EQ(page["points"][2]["id"], 3);
+  EXPECT_EQ(page["next_page_offset"], 4);
+  page =
+      ExpectOk(Call("POST", "/collections/cities/points/scroll", R"({"limit": 3, "offset": 4})"));
+  ASSERT_EQ(page["points"].size(), 1u);
+  EXPECT_TRUE(page["next_page_offset"].is_null());
+  // Count, with and without a filter (an empty body counts everything).
+  EXPECT_EQ(ExpectOk(Call("POST", "/collections/cities/points/count"))["count"], 4);
+  json n =
+      ExpectOk(Call("POST", "/collections/cities/points/count",
+                    R"({"filter": {"must": [{"key": "city", "match": {"value": "London"}}]}})"));
+  EXPECT_EQ(n["count"], 2);
+}
+
+TEST_F(QdrantHandlerTest, DeletePoints) {
+  MakeCities();
+  json r =
+      ExpectOk(Call("POST", "/collections/cities/points/delete?wait=true", R"({"points": [1]})"));
+  EXPECT_EQ(r["status"], "completed");
+  EXPECT_EQ(ExpectOk(Call("POST", "/collections/cities/points/count", "{}"))["count"], 3);
+  ExpectError(Call("GET", "/collections/cities/points/1"), 404, "No point with id 1 found");
+  // By filter.
+  ExpectOk(Call("POST", "/collections/cities/points/delete?wait=true",
+                R"({"filter": {"must": [{"key": "city", "match": {"value": "London"}}]}})"));
+  json left = ExpectOk(Call("POST", "/collections/cities/points/scroll", "{}"));
+  ASSERT_EQ(left["points"].size(), 1u);
+  EXPECT_EQ(left["points"][0]["id"], 3);
+}
+
+TEST_F(QdrantHandlerTest, Errors) {
+  // A missing collection: 404 with Qdrant's text.
+  ExpectError(Call("GET", "/collections/nope"), 404, "Not found: Collection `nope` doesn't exist!");
+  ExpectError(Call("POST", "/collections/nope/points/count", "{}"), 404, "nope");
+  // A body that is not JSON, or not an object: 400.
+  ExpectError(Call("PUT", "/collections/raw", "{not json"), 400, "Format error in JSON body");
+  ExpectError(Call("PUT", "/collections/raw", "[1,2,3]"), 400, "Format error in JSON body");
+  // Bad input the API checks: 400 "Wrong input".
+  ExpectError(Call("PUT", "/collections/raw", R"({"vectors": {"size": 4}})"), 400, "distance");
+  MakeCities();
+  ExpectError(Call("POST", "/collections/cities/points/search", R"({"limit": 3})"), 400,
+              "Wrong input");
+  ExpectError(
+      Call("PUT", "/collections/cities/points", R"({"points": [{"id": -1, "vector": [1,2,3,4]}]})"),
+      400, "negative");
+  // A field of the wrong JSON type is a 400, not a crash.
+  ExpectError(Call("PUT", "/collections/q", R"({"vectors": {"size": 4, "distance": "Dot"},
+      "quantization_config": {"scalar": {"type": 8}}})"),
+              400, "bad request body");
+  // No such route; a method the path does not take.
+  ExpectError(Call("GET", "/no/such/route"), 404, "no route");
+  ExpectError(Call("POST", "/collections/cities"), 405, "Method not allowed");
+  // The server keeps serving.
+  EXPECT_EQ(ExpectOk(Call("POST", "/collections/cities/points/count", "{}"))["count"], 4);
+}
+
+TEST_F(QdrantHandlerTest, BodyTooLarge) {
+  HandlerOptions o;
+  o.max_body_bytes = 64;
+  Open(o);
+  Answer a = Call(
+      "PUT", "/collections/big",
+      R"({"vectors": {"size": 4, "distance": "Dot"}, "pad": ")" + std::string(200, 'x') + "\"}");
+  ExpectError(a, 413, "Payload error");
+  EXPECT_FALSE(manager_->Exists("big"));
+}
+
+TEST_F(QdrantHandlerTest, ApiKey) {
+  HandlerOptions o;
+  o.api_key = "s3cret";
+  Open(o);
+  ExpectError(Call("GET", "/collections"), 401, "Must provide an API key");
+  ExpectError(Call("GET", "/collections", "", {{"api-key", "wrong"}}), 401, "Invalid API key");
+  ExpectOk(Call("GET", "/collections", "", {{"api-key", "s3cret"}}));
+  ExpectOk(Call("GET", "/collections", "", {{"Authorization", "Bearer s3cret"}}));
+  // Health checks need no key (Kubernetes probes).
+  Answer h = Call("GET", "/healthz");
+  EXPECT_EQ(h.status, 200);
+  EXPECT_EQ(h.text, "healthz check passed");
+}
+
+TEST_F(QdrantHandlerTest, RootAndTransportErrors) {
+  json root = json::parse(Call("GET", "/").text, nullptr, false);
+  EXPECT_TRUE(root.contains("version")) << root.dump();
+  EXPECT_TRUE(root.contains("title")) << root.dump();
+  // Errors the HTTP layer finds answer in Qdrant's error shape too.
+  http::ServerOptions small;
+  small.max_header_bytes = 128;
+  Answer big = Call("GET", "/collections", "", {{"X-Pad", std::string(400, 'p')}}, small);
+  EXPECT_EQ(big.status, 431) << big.text;
+  ASSERT_TRUE(big.body.is_object()) << big.text;
+  EXPECT_TRUE(big.body["status"].contains("error")) << big.text;
+}
+
+}  // namespace
+}  // namespace strata::qdrant
