@@ -23,6 +23,19 @@ std::string_view CachedDate() {
 
 }  // namespace
 
+Status ProtocolError(int http_status, std::string_view message) {
+  StatusCode code = StatusCode::kInvalidArgument;
+  if (http_status == 401) code = StatusCode::kPermissionDenied;
+  if (http_status == 413) code = StatusCode::kResourceExhausted;
+  if (http_status >= 500) code = StatusCode::kInternal;
+  return Status(code, std::string(message)).WithDetail(http_status);
+}
+
+int ProtocolErrorStatus(const Status& st) {
+  const int d = st.detail();
+  return d >= 100 && d <= 599 ? d : 0;
+}
+
 std::string_view ReasonPhrase(int status) {
   switch (status) {
     case 100: return "Continue";

@@ -47,7 +47,9 @@ Status Status::WithContext(std::string_view context) const {
   std::string m(context);
   m += ": ";
   m += message_;
-  return Status(code_, std::move(m));
+  Status out(code_, std::move(m));
+  out.detail_ = detail_;
+  return out;
 }
 
 }  // namespace strata

@@ -1,33 +1,12 @@
 // The one Status -> HTTP mapping of the Feast API.
 #include "feast/errors.h"
 
-#include <cstdlib>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace strata::feast {
-namespace {
-
-// A protocol error's message starts with this byte and three digits of HTTP
-// status; no domain message starts with a control character.
-constexpr char kProtocolTag = '\x1e';
-
-}  // namespace
-
-Status ProtocolError(int http_status, std::string_view detail) {
-  StatusCode code = StatusCode::kInvalidArgument;
-  if (http_status == 401) code = StatusCode::kPermissionDenied;
-  if (http_status == 413) code = StatusCode::kResourceExhausted;
-  if (http_status >= 500) code = StatusCode::kInternal;
-  return Status(code, fmt::format("{}{:03d}{}", kProtocolTag, http_status, detail));
-}
-
 ErrorReply ToErrorReply(const Status& st) {
   const std::string& m = st.message();
-  if (m.size() >= 4 && m[0] == kProtocolTag) {
-    return ErrorReply{std::atoi(m.substr(1, 3).c_str()), m.substr(4)};
-  }
+  if (const int status = http::ProtocolErrorStatus(st); status != 0) return ErrorReply{status, m};
   int code = 500;
   switch (st.code()) {
     case StatusCode::kInvalidArgument:

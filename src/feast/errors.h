@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include <strata/core/http_server.h>
 #include <strata/core/status.h>
 
 namespace strata::feast {
@@ -20,9 +21,8 @@ struct ErrorReply {
 // message. A Status made by ProtocolError keeps the status it was given.
 ErrorReply ToErrorReply(const Status& st);
 
-// An error of the protocol itself (401 without the API key, 405, 413, the
-// errors the HTTP layer finds): answered with exactly this status and detail.
-Status ProtocolError(int http_status, std::string_view detail);
+// Errors of the protocol itself are http::ProtocolError (core/http_server.h).
+using http::ProtocolError;
 
 // {"detail": "..."}
 std::string DetailJson(std::string_view detail);

@@ -1,18 +1,11 @@
 // The one Status -> HTTP mapping of the Qdrant API, and its envelope.
 #include "qdrant/errors.h"
 
-#include <cstdlib>
-
-#include <fmt/format.h>
 
 namespace strata::qdrant {
 namespace {
 
 using json = nlohmann::json;
-
-// A protocol error's message starts with this byte and three digits of HTTP
-// status; no domain message starts with a control character.
-constexpr char kProtocolTag = '\x1e';
 
 int HttpStatusOf(const Status& st) {
   switch (st.code()) {
@@ -39,19 +32,9 @@ int HttpStatusOf(const Status& st) {
 
 }  // namespace
 
-Status ProtocolError(int http_status, std::string_view message) {
-  StatusCode code = StatusCode::kInvalidArgument;
-  if (http_status == 401) code = StatusCode::kPermissionDenied;
-  if (http_status == 413) code = StatusCode::kResourceExhausted;
-  if (http_status >= 500) code = StatusCode::kInternal;
-  return Status(code, fmt::format("{}{:03d}{}", kProtocolTag, http_status, message));
-}
-
 ErrorReply ToErrorReply(const Status& st) {
   const std::string& m = st.message();
-  if (m.size() >= 4 && m[0] == kProtocolTag) {
-    return ErrorReply{std::atoi(m.substr(1, 3).c_str()), m.substr(4)};
-  }
+  if (const int status = http::ProtocolErrorStatus(st); status != 0) return ErrorReply{status, m};
   std::string prefix;
   switch (st.code()) {
     case StatusCode::kInvalidArgument:

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <strata/core/http_server.h>
 #include <strata/core/status.h>
 
 namespace strata::qdrant {
@@ -25,10 +26,8 @@ struct ErrorReply {
 // the HTTP status and text it was given.
 ErrorReply ToErrorReply(const Status& st);
 
-// An error of the protocol itself rather than of the domain (401 at the door,
-// 405 on a known path, 400 for a body that is not JSON, 413, and the errors
-// the HTTP layer finds): answered with exactly this status and text.
-Status ProtocolError(int http_status, std::string_view message);
+// Errors of the protocol itself are http::ProtocolError (core/http_server.h).
+using http::ProtocolError;
 
 // {"result": ..., "status": "ok", "time": seconds}
 std::string OkBody(nlohmann::json result, double seconds);

@@ -154,6 +154,15 @@ class Server {
 // "Not Found" for 404 etc.
 std::string_view ReasonPhrase(int status);
 
+// An error of an HTTP protocol itself rather than of the domain under it (401
+// at the door, 405 on a known path, 413, a body that is not JSON): a Status
+// whose frontend answers with exactly this HTTP status and message. Its code
+// follows the status (401 PermissionDenied, 413 ResourceExhausted, 5xx
+// Internal, else InvalidArgument); the HTTP status is its detail().
+Status ProtocolError(int http_status, std::string_view message);
+// The HTTP status a ProtocolError carries; 0 for any other Status.
+int ProtocolErrorStatus(const Status& st);
+
 // A response as a client receives it (ServeInMemory).
 struct RecordedResponse {
   int status = 0;

@@ -5,6 +5,7 @@
 // value type; copies are cheap and thread-compatible (no shared mutable state).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -68,11 +69,23 @@ class [[nodiscard]] Status {
   // "NotFound: bucket \"x\" does not exist"
   std::string ToString() const;
 
-  // Prefixes the message with context, keeping the code.
+  // Prefixes the message with context, keeping the code (and the detail).
   Status WithContext(std::string_view context) const;
+
+  // A small integer an edge of the system attaches for itself, 0 by default;
+  // the HTTP frontends keep the exact HTTP status of a protocol error here
+  // (http::ProtocolError). It lives in the padding after the code: a Status
+  // stays the same size.
+  Status WithDetail(int32_t detail) const {
+    Status s = *this;
+    s.detail_ = detail;
+    return s;
+  }
+  int32_t detail() const { return detail_; }
 
  private:
   StatusCode code_ = StatusCode::kOk;
+  int32_t detail_ = 0;
   std::string message_;
 };
 
