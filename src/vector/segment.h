@@ -18,8 +18,10 @@
 #pragma once
 
 #include <strata/core/result.h>
-#include <strata/vector/collection.h>
+#include <strata/core/status.h>
+#include <strata/vector/filter.h>
 #include <strata/vector/index.h>
+#include <strata/vector/schema.h>
 
 #include <cstddef>
 #include <cstdint>
