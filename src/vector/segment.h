@@ -108,9 +108,4 @@ class Segment {
 Status WriteSegmentFile(const std::string& path, const Segment& seg, const CollectionSchema& schema,
                         const std::function<bool(size_t, uint32_t, float*)>& vec);
 
-// fsync of a directory (after creating, renaming or removing entries).
-Status SyncDirectory(const std::string& dir);
-// Writes a small file atomically (temp, fsync, rename, fsync dir).
-Status WriteFileAtomic(const std::string& path, std::string_view data);
-
 }  // namespace strata::vector::internal
