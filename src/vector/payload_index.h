@@ -8,9 +8,10 @@
 // (the collection's reader/writer lock) guards them.
 #pragma once
 
-#include <strata/vector/collection.h>
+#include <strata/core/status.h>
 #include <strata/vector/filter.h>
 #include <strata/vector/index.h>
+#include <strata/vector/schema.h>
 
 #include <bit>
 #include <cstddef>

@@ -3,13 +3,14 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <strata/core/checksum.h>
+#include <strata/core/coding.h>
+#include <strata/core/file_util.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 
 namespace strata::vector::internal {
 namespace {
@@ -17,9 +18,6 @@ namespace {
 constexpr char kMagic[8] = {'S', 'T', 'R', 'S', 'E', 'G', '0', '1'};
 constexpr uint32_t kVersion = 1;
 constexpr size_t kHeaderSize = 64;
-
-void Put32(std::string* s, uint32_t v) { s->append(reinterpret_cast<const char*>(&v), 4); }
-void Put64(std::string* s, uint64_t v) { s->append(reinterpret_cast<const char*>(&v), 8); }
 
 struct Reader {
   const char* p;
@@ -31,12 +29,12 @@ struct Reader {
   }
   uint32_t U32() {
     uint32_t v = 0;
-    if (Need(4)) std::memcpy(&v, p, 4), p += 4;
+    if (Need(4)) v = DecodeFixed32(p), p += 4;
     return v;
   }
   uint64_t U64() {
     uint64_t v = 0;
-    if (Need(8)) std::memcpy(&v, p, 8), p += 8;
+    if (Need(8)) v = DecodeFixed64(p), p += 8;
     return v;
   }
   uint8_t U8() {
@@ -82,16 +80,7 @@ class FileWriter {
 
  private:
   void Raw(const char* p, size_t n) {
-    while (n > 0 && st_.ok()) {
-      ssize_t w = ::write(fd_, p, n);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        st_ = Status::FromErrno(errno, "write " + path_);
-        return;
-      }
-      p += w;
-      n -= size_t(w);
-    }
+    if (st_.ok()) st_ = WriteAll(fd_, p, n, path_);
   }
   int fd_;
   std::string path_;
@@ -101,47 +90,6 @@ class FileWriter {
 };
 
 }  // namespace
-
-Status SyncDirectory(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(errno, "open " + dir);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) return Status::FromErrno(err, "fsync " + dir);
-  return Status::Ok();
-}
-
-Status WriteFileAtomic(const std::string& path, std::string_view data) {
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::FromErrno(errno, "create " + tmp);
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t w = ::write(fd, data.data() + off, data.size() - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) {
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Status::FromErrno(err, "write " + tmp);
-    }
-    off += size_t(w);
-  }
-  if (::fsync(fd) != 0) {
-    int err = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return Status::FromErrno(err, "fsync " + tmp);
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return Status::FromErrno(err, "rename " + tmp);
-  }
-  return SyncDirectory(std::filesystem::path(path).parent_path().string());
-}
 
 // ---------------------------------------------------------------------------
 // SegmentFile
@@ -321,20 +269,20 @@ Status WriteSegmentFile(const std::string& path, const Segment& seg, const Colle
   std::string meta;
   for (size_t f = 0; f < schema.vectors.size(); ++f) {
     const auto& name = schema.vectors[f].name;
-    Put32(&meta, uint32_t(name.size()));
+    PutFixed32(&meta, uint32_t(name.size()));
     meta += name;
-    Put32(&meta, schema.vectors[f].index.dim);
-    Put64(&meta, pos[f].bitmap_off);
-    Put64(&meta, pos[f].vec_off);
-    Put32(&meta, pos[f].crc);
+    PutFixed32(&meta, schema.vectors[f].index.dim);
+    PutFixed64(&meta, pos[f].bitmap_off);
+    PutFixed64(&meta, pos[f].vec_off);
+    PutFixed32(&meta, pos[f].crc);
   }
   for (const auto& id : seg.ids) {
     meta.push_back(id.is_uuid ? 1 : 0);
-    Put64(&meta, id.hi);
-    Put64(&meta, id.lo);
+    PutFixed64(&meta, id.hi);
+    PutFixed64(&meta, id.lo);
   }
-  for (uint64_t v : seg.versions) Put64(&meta, v);
-  for (const auto& p : seg.payloads) Put32(&meta, uint32_t(p.size()));
+  for (uint64_t v : seg.versions) PutFixed64(&meta, v);
+  for (const auto& p : seg.payloads) PutFixed32(&meta, uint32_t(p.size()));
   for (const auto& p : seg.payloads) meta += p;
   w.PadTo(64);
   const uint64_t meta_off = w.offset();
@@ -343,15 +291,14 @@ Status WriteSegmentFile(const std::string& path, const Segment& seg, const Colle
   Status st = w.status();
   if (st.ok()) {
     std::string h(kMagic, 8);
-    Put32(&h, kVersion);
-    Put32(&h, uint32_t(schema.vectors.size()));
-    Put64(&h, rows);
-    Put64(&h, meta_off);
-    Put64(&h, meta.size());
-    Put32(&h, Crc32c(0, meta.data(), meta.size()));
+    PutFixed32(&h, kVersion);
+    PutFixed32(&h, uint32_t(schema.vectors.size()));
+    PutFixed64(&h, rows);
+    PutFixed64(&h, meta_off);
+    PutFixed64(&h, meta.size());
+    PutFixed32(&h, Crc32c(0, meta.data(), meta.size()));
     h.resize(kHeaderSize, '\0');
-    if (::pwrite(fd, h.data(), h.size(), 0) != ssize_t(h.size()))
-      st = Status::FromErrno(errno, "write " + tmp);
+    st = PwriteAll(fd, h.data(), h.size(), 0, tmp);
   }
   if (st.ok() && ::fsync(fd) != 0) st = Status::FromErrno(errno, "fsync " + tmp);
   ::close(fd);
@@ -361,7 +308,7 @@ Status WriteSegmentFile(const std::string& path, const Segment& seg, const Colle
     ::unlink(tmp.c_str());
     return st;
   }
-  return SyncDirectory(std::filesystem::path(path).parent_path().string());
+  return FsyncParentDir(path);
 }
 
 }  // namespace strata::vector::internal

@@ -18,8 +18,10 @@
 #pragma once
 
 #include <strata/core/result.h>
-#include <strata/vector/collection.h>
+#include <strata/core/status.h>
+#include <strata/vector/filter.h>
 #include <strata/vector/index.h>
+#include <strata/vector/schema.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -105,10 +107,5 @@ class Segment {
 // fsynced and renamed. vec(field, row, out) fills dim floats or returns false.
 Status WriteSegmentFile(const std::string& path, const Segment& seg, const CollectionSchema& schema,
                         const std::function<bool(size_t, uint32_t, float*)>& vec);
-
-// fsync of a directory (after creating, renaming or removing entries).
-Status SyncDirectory(const std::string& dir);
-// Writes a small file atomically (temp, fsync, rename, fsync dir).
-Status WriteFileAtomic(const std::string& path, std::string_view data);
 
 }  // namespace strata::vector::internal

@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <strata/core/checksum.h>
+#include <strata/core/coding.h>
+#include <strata/core/file_util.h>
 #include <strata/core/log.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,67 +24,6 @@ constexpr size_t kHeader = 24;
 constexpr size_t kRecordHead = 4 + 4 + 8 + 1;
 constexpr uint32_t kMaxBody = 1u << 30;
 
-void Put32(std::string* s, uint32_t v) { s->append(reinterpret_cast<const char*>(&v), 4); }
-void Put64(std::string* s, uint64_t v) { s->append(reinterpret_cast<const char*>(&v), 8); }
-uint32_t Get32(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-uint64_t Get64(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-
-Status WriteAll(int fd, const char* p, size_t n, const std::string& what) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "write " + what);
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return Status::Ok();
-}
-
-Status SyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(errno, "open " + dir);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) return Status::FromErrno(err, "fsync " + dir);
-  return Status::Ok();
-}
-
-Result<std::string> ReadWhole(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(errno, "open " + path);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return Status::FromErrno(err, "stat " + path);
-  }
-  std::string data(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < data.size()) {
-    ssize_t r = ::pread(fd, data.data() + got, data.size() - got, static_cast<off_t>(got));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      int err = errno;
-      ::close(fd);
-      return Status::FromErrno(r == 0 ? EIO : err, "read " + path);
-    }
-    got += static_cast<size_t>(r);
-  }
-  ::close(fd);
-  return data;
-}
-
 }  // namespace
 
 std::string Wal::PathOf(uint64_t seq) const { return fmt::format("{}/{:016d}.log", dir_, seq); }
@@ -92,11 +33,11 @@ Status Wal::CreateFile(uint64_t seq, uint64_t first_lsn) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::FromErrno(errno, "create " + path);
   std::string h(kMagic, 8);
-  Put64(&h, seq);
-  Put64(&h, first_lsn);
+  PutFixed64(&h, seq);
+  PutFixed64(&h, first_lsn);
   Status st = WriteAll(fd, h.data(), h.size(), path);
   if (st.ok() && ::fsync(fd) != 0) st = Status::FromErrno(errno, "fsync " + path);
-  if (st.ok()) st = SyncDir(dir_);
+  if (st.ok()) st = FsyncDir(dir_);
   if (!st.ok()) {
     ::close(fd);
     return st;
@@ -144,9 +85,9 @@ Result<std::unique_ptr<Wal>> Wal::Open(const std::string& dir, uint64_t start_se
   for (size_t fi = 0; fi < seqs.size(); ++fi) {
     const bool last = fi + 1 == seqs.size();
     std::string path = w->PathOf(seqs[fi]);
-    STRATA_ASSIGN_OR_RETURN(std::string data, ReadWhole(path));
+    STRATA_ASSIGN_OR_RETURN(std::string data, ReadFileToString(path));
     if (data.size() < kHeader || std::memcmp(data.data(), kMagic, 8) != 0 ||
-        Get64(data.data() + 8) != seqs[fi]) {
+        DecodeFixed64(data.data() + 8) != seqs[fi]) {
       if (last) {
         // Created but its header never made it: start it again.
         kLog.Warn("WAL file {} has no valid header; recreating it", path);
@@ -158,7 +99,7 @@ Result<std::unique_ptr<Wal>> Wal::Open(const std::string& dir, uint64_t start_se
     }
     // Within a file lsns run first_lsn, first_lsn + 1, ...; anything else is
     // a torn write or stale bytes.
-    uint64_t expect = Get64(data.data() + 16);
+    uint64_t expect = DecodeFixed64(data.data() + 16);
     next_lsn = std::max(next_lsn, expect);
     size_t off = kHeader;
     while (off < data.size()) {
@@ -167,15 +108,15 @@ Result<std::unique_ptr<Wal>> Wal::Open(const std::string& dir, uint64_t start_se
       if (data.size() - off < kRecordHead) {
         bad = true;
       } else {
-        len = Get32(data.data() + off);
+        len = DecodeFixed32(data.data() + off);
         if (len > kMaxBody || data.size() - off - kRecordHead < len) bad = true;
       }
       if (!bad) {
-        uint32_t crc = Get32(data.data() + off + 4);
+        uint32_t crc = DecodeFixed32(data.data() + off + 4);
         const char* body = data.data() + off + 8;
         if (Crc32c(0, body, 8 + 1 + len) != crc) bad = true;
       }
-      uint64_t lsn = bad ? 0 : Get64(data.data() + off + 8);
+      uint64_t lsn = bad ? 0 : DecodeFixed64(data.data() + off + 8);
       if (!bad && lsn != expect) bad = true;
       if (bad) {
         if (!last) {
@@ -263,13 +204,13 @@ Result<uint64_t> Wal::Append(uint8_t type, std::string_view body) {
   uint64_t lsn = next_lsn_;
   std::string rec;
   rec.reserve(kRecordHead + body.size());
-  Put32(&rec, static_cast<uint32_t>(body.size()));
-  Put32(&rec, 0);
-  Put64(&rec, lsn);
+  PutFixed32(&rec, static_cast<uint32_t>(body.size()));
+  PutFixed32(&rec, 0);
+  PutFixed64(&rec, lsn);
   rec.push_back(static_cast<char>(type));
   rec.append(body);
   uint32_t crc = Crc32c(0, rec.data() + 8, rec.size() - 8);
-  std::memcpy(rec.data() + 4, &crc, 4);
+  EncodeFixed32(rec.data() + 4, crc);
   Status st = WriteAll(fd_, rec.data(), rec.size(), PathOf(seq_));
   if (!st.ok()) {
     // Leave no partial record behind for later appends to follow.

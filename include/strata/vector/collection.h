@@ -24,12 +24,15 @@
 // swaps), which hold it only to apply in-memory changes; fsync, index builds
 // and segment rewrites run outside it. CollectionManager is thread-safe; the
 // shared_ptr it hands out keeps a dropped collection usable until released.
+//
+// The schema, options, point and record types are in schema.h.
 #pragma once
 
 #include <strata/core/result.h>
 #include <strata/core/status.h>
 #include <strata/vector/filter.h>
 #include <strata/vector/index.h>
+#include <strata/vector/schema.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -43,86 +46,6 @@
 #include <vector>
 
 namespace strata::vector {
-
-// Typed payload fields are validated on upsert and get a payload index.
-enum class PayloadType : uint8_t {
-  kKeyword = 0,
-  kInteger = 1,
-  kFloat = 2,
-  kBool = 3,
-  kTimestamp = 4
-};
-std::string_view PayloadTypeName(
-    PayloadType t);  // "keyword", "integer", "float", "bool", "timestamp"
-// Also accepts Qdrant's names: "datetime", "uuid" (keyword), "text" (keyword).
-Result<PayloadType> ParsePayloadType(std::string_view name);
-
-struct PayloadFieldSchema {
-  std::string name;  // a payload key path ("source", "meta.lang")
-  PayloadType type = PayloadType::kKeyword;
-  bool is_list = false;  // values are arrays of `type` (a single value is accepted too)
-};
-
-struct VectorFieldSchema {
-  std::string name;   // "" for the default (unnamed) vector, as Qdrant's single-vector config
-  IndexParams index;  // dim, metric, type and parameters of the sealed segments' index
-};
-
-struct CollectionSchema {
-  std::vector<VectorFieldSchema> vectors;   // at least one; names unique
-  std::vector<PayloadFieldSchema> payload;  // typed fields (the rest of a payload is kept as is)
-};
-
-struct CollectionOptions {
-  // Rows in the growing segment that trigger sealing and index building. The
-  // growing segment is searched exactly, so this bounds that scan.
-  size_t segment_rows = 20'000;
-  // fsync the WAL before wait=true writes return (false: write() only).
-  bool sync = true;
-  // A sealed segment whose deleted fraction exceeds this is compacted in the
-  // background (0 disables automatic compaction).
-  double compact_deleted_ratio = 0.2;
-  // Sealed segments smaller than this many live rows are merged together in
-  // the background, up to merge_max_rows per merged segment (0 disables).
-  size_t merge_small_rows = 5'000;
-  size_t merge_max_rows = 200'000;
-  // Filtered search: a segment whose filter matches at most this fraction of
-  // its live rows (or at most exact_max_rows rows) is searched exactly over the
-  // matching rows; otherwise the index walks its graph with the filter.
-  double exact_selectivity = 0.03;
-  size_t exact_max_rows = 2'000;
-  // Threads for index builds (0 = all cores) and for searching one batch.
-  uint32_t index_threads = 0;
-  uint32_t search_threads = 1;
-  // false: no background thread; sealing, index builds and compaction run
-  // inline in the call that triggers them (deterministic tests, tools).
-  bool background = true;
-};
-
-struct NamedVector {
-  std::string name;  // "" = the default vector
-  std::vector<float> values;
-};
-
-struct Point {
-  PointId id;
-  std::vector<NamedVector> vectors;
-  std::string payload;  // a JSON object as text; "" = no payload
-};
-
-struct Record {
-  PointId id;
-  uint64_t version = 0;              // the operation (WAL sequence number) that wrote it
-  std::string payload;               // JSON object text ("{}" when none); empty unless asked for
-  std::vector<NamedVector> vectors;  // empty unless asked for
-};
-
-struct ScoredPoint {
-  Record record;
-  // Qdrant's score: Euclidean distance for L2 (smaller is closer), the dot
-  // product / cosine similarity for IP and COSINE (larger is closer).
-  float score = 0;
-};
 
 struct WriteOptions {
   bool wait = true;  // return after the WAL is fsynced (when CollectionOptions::sync)

@@ -46,6 +46,42 @@ class SpinLock {
   std::atomic<uint8_t> flag_{0};
 };
 
+// Medoid: the point of x (n x d) nearest the mean, where every search starts.
+uint32_t Medoid(const float* x, size_t n, size_t d, const DistanceKernels& K) {
+  std::vector<double> mean(d, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t t = 0; t < d; ++t) mean[t] += x[i * d + t];
+  }
+  std::vector<float> meanf(d);
+  for (size_t t = 0; t < d; ++t) meanf[t] = float(mean[t] / double(n));
+  uint32_t medoid = 0;
+  float best = std::numeric_limits<float>::infinity();
+  for (size_t i = 0; i < n; ++i) {
+    float dd = K.l2(meanf.data(), x + i * d, d);
+    if (dd < best) {
+      best = dd;
+      medoid = uint32_t(i);
+    }
+  }
+  return medoid;
+}
+
+// Random initial graph (a few edges per node) so early searches can move.
+// Node i's adjacency [degree | ids] starts at G + i * stride.
+void RandomInitialEdges(size_t n, size_t R, std::mt19937_64* rng, uint32_t* G, size_t stride) {
+  const size_t init_deg = std::min<size_t>(n - 1, std::max<size_t>(2, R / 4));
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t* a = G + i * stride;
+    while (a[0] < init_deg) {
+      uint32_t j = uint32_t((*rng)() % n);
+      if (j == i) continue;
+      bool dup = false;
+      for (uint32_t t = 1; t <= a[0]; ++t) dup |= a[t] == j;
+      if (!dup) a[1 + a[0]++] = j;
+    }
+  }
+}
+
 class DiskAnnIndex final : public IndexBase {
  public:
   explicit DiskAnnIndex(const IndexParams& p) : IndexBase(p) {
@@ -123,39 +159,13 @@ class DiskAnnIndex final : public IndexBase {
     uint32_t* G = build.data();
     auto adj = [&](size_t i) { return G + i * (1 + Rs); };
 
-    // Medoid: the point nearest the mean.
-    std::vector<double> mean(d, 0.0);
-    for (size_t i = 0; i < n; ++i) {
-      for (size_t t = 0; t < d; ++t) mean[t] += x[i * d + t];
-    }
-    std::vector<float> meanf(d);
-    for (size_t t = 0; t < d; ++t) meanf[t] = float(mean[t] / double(n));
-    uint32_t medoid = 0;
-    float best = std::numeric_limits<float>::infinity();
-    for (size_t i = 0; i < n; ++i) {
-      float dd = K.l2(meanf.data(), x + i * d, d);
-      if (dd < best) {
-        best = dd;
-        medoid = uint32_t(i);
-      }
-    }
+    const uint32_t medoid = Medoid(x, n, d, K);
     *medoid_out = medoid;
     graph->assign(n * (1 + R), 0);
     if (n == 1) return;
 
-    // Random initial graph (a few edges per node) so early searches can move.
     std::mt19937_64 rng(params_.seed);
-    const size_t init_deg = std::min<size_t>(n - 1, std::max<size_t>(2, R / 4));
-    for (size_t i = 0; i < n; ++i) {
-      uint32_t* a = adj(i);
-      while (a[0] < init_deg) {
-        uint32_t j = uint32_t(rng() % n);
-        if (j == i) continue;
-        bool dup = false;
-        for (uint32_t t = 1; t <= a[0]; ++t) dup |= a[t] == j;
-        if (!dup) a[1 + a[0]++] = j;
-      }
-    }
+    RandomInitialEdges(n, R, &rng, G, 1 + Rs);
 
     std::vector<uint32_t> order(n);
     std::iota(order.begin(), order.end(), 0u);

@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include <strata/core/checksum.h>
+#include <strata/core/file_util.h>
 #include <strata/core/log.h>
 #include <strata/core/strings.h>
 
@@ -203,54 +204,19 @@ Result<std::unique_ptr<DiskFile>> DiskFile::OpenRange(const std::string& path, u
 
 Status DiskFile::Read(uint64_t off, void* buf, size_t n) const {
   if (off + n > size_) return Status::Internal("disk read past the end of the index's disk part");
-  char* p = static_cast<char*>(buf);
-  while (n > 0) {
-    ssize_t r = ::pread(fd_, p, n, static_cast<off_t>(base_ + off));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "pread index disk part");
-    }
-    if (r == 0) return Status::Corruption("index disk part ended early");
-    p += r;
-    n -= size_t(r);
-    off += uint64_t(r);
-  }
-  return Status::Ok();
+  return PreadFull(fd_, buf, n, base_ + off, "index disk part");
 }
 
 Status DiskFile::Write(uint64_t off, const void* buf, size_t n) {
   if (!writable_) return Status::Internal("write to a read-only index disk part");
-  const char* p = static_cast<const char*>(buf);
-  uint64_t end = off + n;
-  while (n > 0) {
-    ssize_t r = ::pwrite(fd_, p, n, static_cast<off_t>(base_ + off));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "pwrite index disk part");
-    }
-    p += r;
-    n -= size_t(r);
-    off += uint64_t(r);
-  }
+  const uint64_t end = off + n;
+  STRATA_RETURN_IF_ERROR(PwriteAll(fd_, buf, n, base_ + off, "index disk part"));
   size_ = std::max(size_, end);
   return Status::Ok();
 }
 
 namespace {
 constexpr size_t kCopyChunk = 1 << 20;
-
-Status WriteAll(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t r = ::write(fd, p, n);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "write index file");
-    }
-    p += r;
-    n -= size_t(r);
-  }
-  return Status::Ok();
-}
 }  // namespace
 
 Status DiskFile::AppendTo(std::string* out) const {
@@ -264,7 +230,7 @@ Status DiskFile::CopyToFd(int fd) const {
   for (uint64_t off = 0; off < size_; off += buf.size()) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), size_ - off));
     STRATA_RETURN_IF_ERROR(Read(off, buf.data(), n));
-    STRATA_RETURN_IF_ERROR(WriteAll(fd, buf.data(), n));
+    STRATA_RETURN_IF_ERROR(WriteAll(fd, buf.data(), n, "index file"));
   }
   return Status::Ok();
 }
@@ -764,7 +730,7 @@ Status IndexBase::Save(const std::string& path) const {
   std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::FromErrno(errno, "create " + tmp);
-  Status s = WriteAll(fd, ram.data(), ram.size());
+  Status s = WriteAll(fd, ram.data(), ram.size(), tmp);
   if (s.ok() && disk_size) s = disk_->CopyToFd(fd);
   if (s.ok() && ::fsync(fd) != 0) s = Status::FromErrno(errno, "fsync " + tmp);
   ::close(fd);
@@ -775,13 +741,7 @@ Status IndexBase::Save(const std::string& path) const {
     ::unlink(tmp.c_str());
     return s;
   }
-  std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
-  if (dir.empty()) dir = "/";
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  (void)FsyncParentDir(path);  // best effort, as before: the file itself is durable
   return Status::Ok();
 }
 
@@ -900,17 +860,10 @@ Result<std::unique_ptr<Index>> Index::Deserialize(std::string_view bytes,
 Result<std::unique_ptr<Index>> Index::Load(const std::string& path, const LoadOptions& options) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(errno, "open " + path);
+  const std::string what = "vector index file " + path;
   auto read_at = [&](uint64_t off, size_t n, std::string* buf) -> Status {
     buf->resize(n);
-    size_t got = 0;
-    while (got < n) {
-      ssize_t r = ::pread(fd, buf->data() + got, n - got, static_cast<off_t>(off + got));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return Status::FromErrno(errno, "read " + path);
-      if (r == 0) return Status::Corruption("vector index file " + path + " is truncated");
-      got += size_t(r);
-    }
-    return Status::Ok();
+    return PreadFull(fd, buf->data(), n, off, what);
   };
   std::string head;
   Status s = read_at(0, internal::kHeaderSize, &head);
