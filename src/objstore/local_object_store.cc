@@ -13,7 +13,7 @@
 #include <strata/core/strings.h>
 #include <strata/objstore/object_store.h>
 
-#include "objstore/s3_object_store.h"
+#include "objstore/store_common.h"
 
 namespace strata::objstore {
 namespace {

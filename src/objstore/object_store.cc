@@ -10,7 +10,7 @@
 #include <strata/core/file_util.h>
 #include <strata/core/strings.h>
 
-#include "objstore/s3_object_store.h"
+#include "objstore/store_common.h"
 
 namespace strata::objstore {
 
