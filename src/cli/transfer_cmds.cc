@@ -2,11 +2,8 @@
 // endpoint, on the parallel engine of objstore/transfer.h.
 #include "cli/transfer_cmds.h"
 
-#include <fcntl.h>
 #include <pthread.h>
-#include <glob.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,7 +14,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -31,17 +27,26 @@
 #include <strata/objstore/object_store.h>
 #include <strata/objstore/s3_client.h>
 #include <strata/objstore/transfer.h>
+#include <strata/objstore/transfer_plan.h>
 
 #include "cli/transfer_util.h"
 
 namespace strata::cli {
 namespace {
 
+using objstore::HasWildcard;
+using objstore::IsLocalDir;
+using objstore::LiteralPrefix;
+using objstore::LocalFile;
 using objstore::ObjectInfo;
 using objstore::ObjectStore;
+using objstore::PathFilter;
 using objstore::S3Client;
+using objstore::S3Url;
+using objstore::TransferJob;
 using objstore::TransferManager;
 using objstore::TransferOptions;
+using objstore::WildcardMatch;
 using Clock = std::chrono::steady_clock;
 
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -117,8 +122,8 @@ void AddFilterOptions(CLI::App* sub, Common& c) {
 
 // awscli applies --exclude/--include in command-line order; CLI11 keeps the
 // values per option, and the order of occurrences in parse_order().
-Filters BuildFilters(const Common& c, const CLI::App* sub) {
-  Filters f;
+PathFilter BuildFilters(const Common& c, const CLI::App* sub) {
+  PathFilter f;
   size_t ei = 0, ii = 0;
   for (const CLI::Option* o : sub->parse_order()) {
     if (o->check_lname("exclude") && ei < c.exclude.size()) {
@@ -284,47 +289,6 @@ int Usage(std::string_view cmd, const std::string& msg) {
   return kExitUsage;
 }
 
-std::string JoinKey(const std::string& prefix, const std::string& rel) {
-  if (prefix.empty()) return rel;
-  if (prefix.back() == '/') return prefix + rel;
-  return prefix + "/" + rel;
-}
-
-std::string JoinPath(const std::string& dir, const std::string& rel) {
-  if (dir.empty()) return rel;
-  if (dir.back() == '/') return dir + rel;
-  return dir + "/" + rel;
-}
-
-std::string DirPrefix(const std::string& key) {
-  if (key.empty() || key.back() == '/') return key;
-  return key + "/";
-}
-
-std::string BaseName(const std::string& p) {
-  std::string s = p;
-  while (s.size() > 1 && s.back() == '/') s.pop_back();
-  const size_t slash = s.find_last_of('/');
-  return slash == std::string::npos ? s : s.substr(slash + 1);
-}
-
-bool IsDir(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-// A relative path from an object key that stays inside the destination
-// directory; nullopt for keys that cannot be files ("a/", "../x", "a//b").
-std::optional<std::string> SafeRel(const std::string& rel) {
-  if (rel.empty() || rel.back() == '/' || rel.front() == '/') return std::nullopt;
-  for (std::string_view part : Split(rel, '/')) {
-    if (part.empty() || part == "." || part == "..") return std::nullopt;
-  }
-  return rel;
-}
-
-std::string S3Url(const std::string& bucket, const std::string& key) { return "s3://" + bucket + "/" + key; }
-
 std::string FormatLocalTime(int64_t ns) {
   const time_t t = static_cast<time_t>(ns / 1'000'000'000);
   struct tm tm;
@@ -334,124 +298,41 @@ std::string FormatLocalTime(int64_t ns) {
   return buf;
 }
 
-// Lists every object under prefix, page by page, calling fn for each.
-Status ListObjects(ObjectStore& store, const std::string& prefix,
-                   const std::function<Status(const ObjectInfo&)>& fn) {
-  return store.ListAll(prefix, fn);
-}
-
 // ---------------------------------------------------------------------------
-// Content comparison for sync --checksum.
+// Jobs: what the planners (objstore/transfer_plan.h) decide, run on the
+// engine's pool and reported when done.
 
-Result<std::string> HashFile(const std::string& path, ChecksumAlgorithm alg) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(errno, "open " + path);
-  auto h = Hasher::Create(alg);
-  std::vector<char> buf(1 << 20);
-  for (;;) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int e = errno;
-      ::close(fd);
-      return Status::FromErrno(e, "read " + path);
-    }
-    if (n == 0) break;
-    h->Update(buf.data(), static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return h->Digest();
-}
-
-// The multipart ETag the file would have with this part size.
-Result<std::string> MultipartEtagOf(const std::string& path, uint64_t size, uint64_t part) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(errno, "open " + path);
-  std::string md5s;
-  std::vector<char> buf(1 << 20);
-  uint64_t off = 0, n = 0;
-  while (off < size) {
-    const uint64_t len = std::min(part, size - off);
-    auto h = Hasher::Create(ChecksumAlgorithm::kMd5);
-    uint64_t done = 0;
-    while (done < len) {
-      ssize_t r = ::pread(fd, buf.data(), std::min<uint64_t>(buf.size(), len - done),
-                          static_cast<off_t>(off + done));
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) {
-        ::close(fd);
-        return Status::IOError("read " + path + " failed or the file shrank");
-      }
-      h->Update(buf.data(), static_cast<size_t>(r));
-      done += static_cast<uint64_t>(r);
-    }
-    md5s += h->Digest();
-    off += len;
-    ++n;
-  }
-  ::close(fd);
-  return HexEncode(Md5(md5s)) + "-" + std::to_string(n);
-}
-
-bool IsMd5Etag(const std::string& etag) {
-  if (etag.size() != 32) return false;
-  return std::all_of(etag.begin(), etag.end(), [](char ch) { return std::isxdigit(static_cast<unsigned char>(ch)); });
-}
-
-// Whether the local file holds the object's bytes: MD5 against a single-part
-// ETag, else the stored full-object CRC, else the multipart ETag recomputed
-// with the likely part sizes. Unknown counts as different.
-Result<bool> SameContent(const LocalFile& f, const ObjectInfo& listed, ObjectStore& store,
-                         const std::string& key, uint64_t part_size) {
-  if (f.size != listed.size) return false;
-  if (IsMd5Etag(listed.etag)) {
-    STRATA_ASSIGN_OR_RETURN(std::string d, HashFile(f.path, ChecksumAlgorithm::kMd5));
-    return HexEncode(d) == ToLower(listed.etag);
-  }
-  STRATA_ASSIGN_OR_RETURN(ObjectInfo h, store.Head(key));
-  const ChecksumAlgorithm a = h.checksum_algorithm;
-  if ((a == ChecksumAlgorithm::kCrc32 || a == ChecksumAlgorithm::kCrc32c || a == ChecksumAlgorithm::kCrc64Nvme ||
-       a == ChecksumAlgorithm::kSha1 || a == ChecksumAlgorithm::kSha256) &&
-      !h.checksum.empty() && h.checksum.find('-') == std::string::npos) {
-    STRATA_ASSIGN_OR_RETURN(std::string d, HashFile(f.path, a));
-    return Base64Encode(d) == h.checksum;
-  }
-  const size_t dash = h.etag.rfind('-');
-  if (dash == std::string::npos) return false;
-  auto nparts = ParseUint64(std::string_view(h.etag).substr(dash + 1));
-  if (!nparts || *nparts == 0) return false;
-  std::set<uint64_t> candidates = {objstore::EffectivePartSize(f.size, part_size), 8ull << 20, 16ull << 20,
-                                   5ull << 20};
-  const uint64_t even = (f.size + *nparts - 1) / *nparts;
-  candidates.insert((even + (1 << 20) - 1) / (1 << 20) * (1 << 20));
-  for (uint64_t p : candidates) {
-    if (p == 0 || (f.size + p - 1) / p != *nparts) continue;
-    STRATA_ASSIGN_OR_RETURN(std::string e, MultipartEtagOf(f.path, f.size, p));
-    if (e == ToLower(h.etag)) return true;
-  }
-  return false;
-}
-
-// ---------------------------------------------------------------------------
-// Jobs: one object to move, run on the engine's pool, reported when done.
-
-struct Job {
-  enum Kind { kUpload, kDownload, kCopy };
-  Kind kind = kUpload;
-  std::string local;           // upload source / download destination
-  std::string bucket, key;     // the S3 side (copy: source)
-  std::string dst_bucket, dst_key;  // copy destination
-  uint64_t size = 0;
-  std::optional<ObjectInfo> info;  // from a listing
-  std::optional<LocalFile> compare_local;  // sync --checksum: transfer only if different
-  const ObjectInfo* compare_remote = nullptr;
-};
-
-class Runner {
+class Runner final : public objstore::TransferPlanSink {
  public:
   Runner(Session& s, Reporter& r, bool dryrun) : s_(s), r_(r), dryrun_(dryrun) {}
 
-  void Submit(Job j) {
+  void Transfer(TransferJob j) override { Submit(std::move(j)); }
+
+  void Reject(const TransferJob& j, const Status& why) override {
+    Describe(j, [&](std::string_view op, const std::string& src, const std::string& dst) {
+      r_.Object(op, src, dst, j.size, s_.Explain(why), 0);
+    });
+  }
+
+  void Error(const Status& st) override { r_.Error(st); }
+
+  void DeleteObjects(const std::string& bucket, std::vector<std::string> keys) override {
+    Wait();
+    SubmitDeletes(bucket, std::move(keys));
+  }
+
+  void DeleteFile(const LocalFile& f) override {
+    Wait();
+    if (dryrun_) {
+      r_.Note("delete", f.path, "", f.size);
+      return;
+    }
+    Status st;
+    if (::unlink(f.path.c_str()) != 0) st = Status::FromErrno(errno, "delete " + f.path);
+    r_.Object("delete", f.path, "", f.size, st, 0);
+  }
+
+  void Submit(TransferJob j) {
     if (dryrun_ && !j.compare_local) {
       Describe(j, [&](std::string_view op, const std::string& src, const std::string& dst) {
         r_.Note(op, src, dst, j.size);
@@ -489,15 +370,15 @@ class Runner {
 
  private:
   template <class F>
-  void Describe(const Job& j, F&& f) {
+  void Describe(const TransferJob& j, F&& f) {
     switch (j.kind) {
-      case Job::kUpload: f("upload", j.local, S3Url(j.bucket, j.key)); break;
-      case Job::kDownload: f("download", S3Url(j.bucket, j.key), j.local); break;
-      case Job::kCopy: f("copy", S3Url(j.bucket, j.key), S3Url(j.dst_bucket, j.dst_key)); break;
+      case TransferJob::kUpload: f("upload", j.local, S3Url(j.bucket, j.key)); break;
+      case TransferJob::kDownload: f("download", S3Url(j.bucket, j.key), j.local); break;
+      case TransferJob::kCopy: f("copy", S3Url(j.bucket, j.key), S3Url(j.dst_bucket, j.dst_key)); break;
     }
   }
 
-  void Execute(const Job& j) {
+  void Execute(const TransferJob& j) {
     const auto t0 = Clock::now();
     Status st;
     bool skipped = false;
@@ -507,7 +388,8 @@ class Runner {
       if (!store.ok()) {
         st = store.error();
       } else {
-        auto same = SameContent(*j.compare_local, *j.compare_remote, **store, j.key, s_.topts().part_size);
+        auto same = objstore::SameContent(*j.compare_local, *j.compare_remote, **store, j.key,
+                                          s_.topts().part_size);
         if (!same.ok()) {
           st = same.error();
         } else if (*same) {
@@ -522,7 +404,7 @@ class Runner {
       if (skipped) return;
       s_.mgr().AddTotal(j.size, 1);
     }
-    if (st.ok()) st = Transfer(j);
+    if (st.ok()) st = RunJob(j, s_);
     st = s_.Explain(st);
     if (!st.ok()) s_.mgr().CountFailure();
     Describe(j, [&](std::string_view op, const std::string& src, const std::string& dst) {
@@ -530,19 +412,19 @@ class Runner {
     });
   }
 
-  Status Transfer(const Job& j) {
+  static Status RunJob(const TransferJob& j, Session& s) {
     switch (j.kind) {
-      case Job::kUpload: {
-        STRATA_ASSIGN_OR_RETURN(ObjectStore * store, s_.Bucket(j.bucket));
-        return s_.mgr().UploadFile(j.local, *store, j.key).error();
+      case TransferJob::kUpload: {
+        STRATA_ASSIGN_OR_RETURN(ObjectStore * store, s.Bucket(j.bucket));
+        return s.mgr().UploadFile(j.local, *store, j.key).error();
       }
-      case Job::kDownload: {
-        STRATA_ASSIGN_OR_RETURN(ObjectStore * store, s_.Bucket(j.bucket));
-        return s_.mgr().DownloadFile(*store, j.key, j.local, j.info ? &*j.info : nullptr).error();
+      case TransferJob::kDownload: {
+        STRATA_ASSIGN_OR_RETURN(ObjectStore * store, s.Bucket(j.bucket));
+        return s.mgr().DownloadFile(*store, j.key, j.local, j.info ? &*j.info : nullptr).error();
       }
-      case Job::kCopy: {
-        STRATA_ASSIGN_OR_RETURN(S3Client * c, s_.Client());
-        return s_.mgr().CopyS3Object(*c, j.bucket, j.key, j.dst_bucket, j.dst_key, j.info ? &*j.info : nullptr).error();
+      case TransferJob::kCopy: {
+        STRATA_ASSIGN_OR_RETURN(S3Client * c, s.Client());
+        return s.mgr().CopyS3Object(*c, j.bucket, j.key, j.dst_bucket, j.dst_key, j.info ? &*j.info : nullptr).error();
       }
     }
     return Status::Internal("unknown job");
@@ -693,7 +575,7 @@ int CmdCp(Common& c, CpArgs& a, const CLI::App* sub) {
   }
   Session s(c);
   if (Status st = s.Init(true, &w); !st.ok()) return Usage("cp", st.message());
-  Filters filters = BuildFilters(c, sub);
+  const PathFilter filters = BuildFilters(c, sub);
   std::vector<std::string> srcs(a.paths.begin(), a.paths.end() - 1);
   auto dst_r = ParseLocation(a.paths.back());
   if (!dst_r.ok()) return Usage("cp", dst_r.error().message());
@@ -734,160 +616,25 @@ int CmdCp(Common& c, CpArgs& a, const CLI::App* sub) {
 
   Reporter rep(ReporterOptions(c), s.mgr_ptr());
   Runner run(s, rep, c.dryrun);
-
-  // Where an object or file named `name` (relative `rel` for tree copies) goes.
-  auto dst_for = [&](const std::string& rel, bool tree) -> std::string {
-    const bool into = tree || many || dst.key.empty() || dst.key.back() == '/' || (!dst.s3 && IsDir(dst.key));
-    if (!into) return dst.key;
-    return dst.s3 ? JoinKey(dst.key, tree ? rel : BaseName(rel)) : JoinPath(dst.key, tree ? rel : BaseName(rel));
-  };
-
-  auto add_local_file = [&](const LocalFile& f, const std::string& dst_key) {
-    Job j;
-    j.kind = Job::kUpload;
-    j.local = f.path;
-    j.bucket = dst.bucket;
-    j.key = dst_key;
-    j.size = f.size;
-    run.Submit(std::move(j));
-  };
-
-  auto add_object = [&](const Location& src, const ObjectInfo& o, const std::string& to) {
-    Job j;
-    j.kind = dst.s3 ? Job::kCopy : Job::kDownload;
-    j.bucket = src.bucket;
-    j.key = o.key;
-    j.size = o.size;
-    j.info = o;
-    if (dst.s3) {
-      j.dst_bucket = dst.bucket;
-      j.dst_key = to;
-    } else {
-      j.local = to;
-    }
-    run.Submit(std::move(j));
-  };
-
+  objstore::CopyTarget target;
+  target.s3 = dst.s3;
+  target.bucket = dst.bucket;
+  target.key = dst.key;
+  target.many = many;
   for (const Location& src : src_locs) {
     if (!src.s3) {
       // Local source: a file, a directory (--recursive) or a glob.
-      std::vector<std::string> paths;
-      struct stat st;
-      if (::stat(src.key.c_str(), &st) == 0) {
-        paths.push_back(src.key);
-      } else if (HasWildcard(src.key)) {
-        glob_t g{};
-        if (::glob(src.key.c_str(), 0, nullptr, &g) == 0) {
-          for (size_t i = 0; i < g.gl_pathc; ++i) paths.emplace_back(g.gl_pathv[i]);
-        }
-        ::globfree(&g);
-        if (paths.empty()) {
-          rep.Error(Status::NotFound("no local file matches \"" + src.key + "\""));
-          continue;
-        }
-      } else {
-        rep.Error(Status::NotFound("\"" + src.key + "\" does not exist"));
-        continue;
-      }
-      const bool expanded = paths.size() > 1 || paths[0] != src.key;
-      for (const std::string& p : paths) {
-        if (IsDir(p)) {
-          if (!a.recursive) {
-            rep.Error(Status::InvalidArgument("\"" + p + "\" is a directory (use --recursive)"));
-            continue;
-          }
-          std::vector<LocalFile> files;
-          if (Status w = WalkLocal(p, &files); !w.ok()) {
-            rep.Error(w);
-            continue;
-          }
-          // A globbed directory keeps its own name under DST; SRC given as is copies its contents.
-          const std::string base = expanded ? BaseName(p) + "/" : "";
-          for (const LocalFile& f : files) {
-            if (!filters.Included(f.rel)) continue;
-            add_local_file(f, dst_for(base + f.rel, true));
-          }
-        } else {
-          auto f = StatLocal(p);
-          if (!f.ok()) {
-            rep.Error(f.error());
-            continue;
-          }
-          if (expanded && !filters.Included(BaseName(p))) continue;
-          add_local_file(*f, expanded ? JoinKey(dst.key, BaseName(p)) : dst_for(p, false));
-        }
-      }
+      objstore::PlanCopyFromLocal(src.key, a.recursive, target, filters, run);
       continue;
     }
-
-    // S3 source.
     auto store = s.Bucket(src.bucket);
     if (!store.ok()) {
       rep.Error(store.error());
       continue;
     }
-    bool pattern = HasWildcard(src.key);
-    if (pattern) {
-      // A key that really contains * ? [ is taken literally.
-      auto h = (*store)->Head(src.key);
-      if (h.ok()) pattern = false;
-    }
-    if (pattern || a.recursive) {
-      std::string list_prefix, base;
-      if (pattern) {
-        list_prefix = std::string(LiteralPrefix(src.key));
-        const size_t slash = list_prefix.find_last_of('/');
-        base = slash == std::string::npos ? "" : list_prefix.substr(0, slash + 1);
-      } else {
-        list_prefix = base = DirPrefix(src.key);
-      }
-      uint64_t matched = 0;
-      Status ls = ListObjects(**store, list_prefix, [&](const ObjectInfo& o) {
-        if (pattern && !WildcardMatch(src.key, o.key)) return Status::Ok();
-        std::string rel = o.key.substr(base.size());
-        if (!filters.Included(rel)) return Status::Ok();
-        if (!dst.s3) {
-          auto safe = SafeRel(rel);
-          if (!safe) {
-            if (rel.empty() || rel.back() == '/') return Status::Ok();  // a "directory" marker
-            rep.Object("download", S3Url(src.bucket, o.key), "", o.size,
-                       Status::InvalidArgument("the key cannot be a local path (empty, '.' or '..' parts)"), 0);
-            return Status::Ok();
-          }
-        }
-        ++matched;
-        add_object(src, o, dst_for(rel, true));
-        return Status::Ok();
-      });
-      if (!ls.ok()) rep.Error(s.Explain(ls), "listing " + src.str());
-      else if (matched == 0 && pattern) rep.Error(Status::NotFound("no object matches " + src.str()));
-      else if (matched == 0 && !src.key.empty()) rep.Error(Status::NotFound("no object under " + src.str()));
-      continue;
-    }
-    if (src.key.empty() || src.key.back() == '/') {
-      rep.Error(Status::InvalidArgument(src.str() + " names a prefix (use --recursive)"));
-      continue;
-    }
-    // One object: the engine HEADs it (for its size) when it runs.
-    Job j;
-    j.kind = dst.s3 ? Job::kCopy : Job::kDownload;
-    j.bucket = src.bucket;
-    j.key = src.key;
-    const std::string to = dst_for(src.key, false);
-    if (dst.s3) {
-      j.dst_bucket = dst.bucket;
-      j.dst_key = to;
-    } else {
-      j.local = to;
-    }
-    auto h = (*store)->Head(src.key);
-    if (!h.ok()) {
-      rep.Object(dst.s3 ? "copy" : "download", src.str(), dst.s3 ? S3Url(dst.bucket, to) : to, 0, s.Explain(h.error()), 0);
-      continue;
-    }
-    j.size = h->size;
-    j.info = *h;
-    run.Submit(std::move(j));
+    Status ls = objstore::PlanCopyFromStore(**store, src.bucket, src.key, a.recursive, target,
+                                            filters, run);
+    if (!ls.ok()) rep.Error(s.Explain(ls), "listing " + src.str());
   }
   run.Wait();
   return rep.Finish("cp");
@@ -903,8 +650,6 @@ struct SyncArgs {
   bool size_only = false;
 };
 
-int64_t Secs(int64_t ns) { return ns >= 0 ? ns / 1'000'000'000 : -((-ns + 999'999'999) / 1'000'000'000); }
-
 int CmdSync(Common& c, SyncArgs& a, const CLI::App* sub) {
   Session s(c);
   if (Status st = s.Init(true); !st.ok()) return Usage("sync", st.message());
@@ -915,165 +660,50 @@ int CmdSync(Common& c, SyncArgs& a, const CLI::App* sub) {
   if (!src.s3 && !dst.s3) return Usage("sync", "one of SRC and DST must be an s3:// location");
   if (HasWildcard(src.s3 ? src.key : "") ) return Usage("sync", "sync takes a directory or prefix, not a pattern (use --exclude/--include)");
   if (a.checksum && a.size_only) return Usage("sync", "--checksum and --size-only exclude each other");
-  Filters filters = BuildFilters(c, sub);
+  const PathFilter filters = BuildFilters(c, sub);
   Reporter rep(ReporterOptions(c), s.mgr_ptr());
   Runner run(s, rep, c.dryrun);
+  objstore::SyncOptions opts;
+  opts.compare = a.checksum ? objstore::SyncCompare::kChecksum
+                 : a.size_only ? objstore::SyncCompare::kSizeOnly
+                               : objstore::SyncCompare::kSizeAndMtime;
+  opts.delete_extra = a.del;
 
-  // The destination's current state, by relative path.
-  std::map<std::string, ObjectInfo> remote;      // when dst (or src, for downloads) is S3
-  std::map<std::string, LocalFile> local;
+  // Each side's current state, by relative path.
   auto list_s3 = [&](const Location& l, std::map<std::string, ObjectInfo>* out) -> Status {
     STRATA_ASSIGN_OR_RETURN(ObjectStore * store, s.Bucket(l.bucket));
-    const std::string prefix = DirPrefix(l.key);
-    return ListObjects(*store, prefix, [&](const ObjectInfo& o) {
-      std::string rel = o.key.substr(prefix.size());
-      if (rel.empty() || rel.back() == '/') return Status::Ok();
-      if (!filters.Included(rel)) return Status::Ok();
-      (*out)[rel] = o;
-      return Status::Ok();
-    });
+    return objstore::ListForSync(*store, objstore::DirPrefix(l.key), filters, out);
+  };
+  auto walk = [&](const std::string& dir, std::vector<LocalFile>* out) {
+    Status w = objstore::WalkLocal(dir, out);
+    if (!w.ok()) rep.Error(w);
+    return w.ok();
+  };
+  auto listed = [&](const Location& l, std::map<std::string, ObjectInfo>* out) {
+    Status st = list_s3(l, out);
+    if (!st.ok()) rep.Error(s.Explain(st), "listing " + l.str());
+    return st.ok();
   };
 
+  std::map<std::string, ObjectInfo> remote;  // dst (uploads) or src (downloads, copies)
   if (!src.s3) {
     // local -> S3
     std::vector<LocalFile> files;
-    if (Status w = WalkLocal(src.key, &files); !w.ok()) {
-      rep.Error(w);
-      return rep.Finish("sync");
-    }
-    if (Status l = list_s3(dst, &remote); !l.ok()) {
-      rep.Error(s.Explain(l), "listing " + dst.str());
-      return rep.Finish("sync");
-    }
-    const std::string prefix = DirPrefix(dst.key);
-    std::set<std::string> seen;
-    for (const LocalFile& f : files) {
-      if (!filters.Included(f.rel)) continue;
-      seen.insert(f.rel);
-      auto it = remote.find(f.rel);
-      Job j;
-    j.kind = Job::kUpload;
-      j.local = f.path;
-      j.bucket = dst.bucket;
-      j.key = prefix + f.rel;
-      j.size = f.size;
-      if (it != remote.end()) {
-        const ObjectInfo& o = it->second;
-        if (a.checksum) {
-          if (o.size == f.size) {
-            j.compare_local = f;
-            j.compare_remote = &o;
-          }
-        } else if (o.size == f.size && (a.size_only || Secs(f.mtime_ns) <= Secs(o.mtime_ns))) {
-          continue;
-        }
-      }
-      run.Submit(std::move(j));
-    }
-    if (a.del) {
-      std::vector<std::string> gone;
-      for (const auto& [rel, o] : remote) {
-        if (!seen.count(rel)) gone.push_back(prefix + rel);
-      }
-      run.Wait();
-      run.SubmitDeletes(dst.bucket, std::move(gone));
-    }
+    if (!walk(src.key, &files) || !listed(dst, &remote)) return rep.Finish("sync");
+    objstore::PlanSyncUpload(files, remote, dst.bucket, objstore::DirPrefix(dst.key), filters,
+                             opts, run);
   } else if (!dst.s3) {
     // S3 -> local
-    if (Status l = list_s3(src, &remote); !l.ok()) {
-      rep.Error(s.Explain(l), "listing " + src.str());
-      return rep.Finish("sync");
-    }
+    if (!listed(src, &remote)) return rep.Finish("sync");
     std::vector<LocalFile> files;
-    if (IsDir(dst.key)) {
-      if (Status w = WalkLocal(dst.key, &files); !w.ok()) {
-        rep.Error(w);
-        return rep.Finish("sync");
-      }
-    }
-    for (LocalFile& f : files) local[f.rel] = std::move(f);
-    const std::string prefix = DirPrefix(src.key);
-    for (const auto& [rel, o] : remote) {
-      auto safe = SafeRel(rel);
-      if (!safe) {
-        rep.Object("download", S3Url(src.bucket, o.key), "", o.size,
-                   Status::InvalidArgument("the key cannot be a local path (empty, '.' or '..' parts)"), 0);
-        continue;
-      }
-      Job j;
-    j.kind = Job::kDownload;
-      j.bucket = src.bucket;
-      j.key = o.key;
-      j.local = JoinPath(dst.key, rel);
-      j.size = o.size;
-      j.info = o;
-      auto it = local.find(rel);
-      if (it != local.end()) {
-        const LocalFile& f = it->second;
-        if (a.checksum) {
-          if (o.size == f.size) {
-            j.compare_local = f;
-            j.compare_remote = &o;
-          }
-        } else if (o.size == f.size && (a.size_only || Secs(f.mtime_ns) == Secs(o.mtime_ns))) {
-          continue;
-        }
-      }
-      run.Submit(std::move(j));
-    }
-    (void)prefix;
-    if (a.del) {
-      run.Wait();
-      for (const auto& [rel, f] : local) {
-        if (remote.count(rel) || !filters.Included(rel)) continue;
-        if (c.dryrun) {
-          rep.Note("delete", f.path, "", f.size);
-          continue;
-        }
-        Status st;
-        if (::unlink(f.path.c_str()) != 0) st = Status::FromErrno(errno, "delete " + f.path);
-        rep.Object("delete", f.path, "", f.size, st, 0);
-      }
-    }
+    if (IsLocalDir(dst.key) && !walk(dst.key, &files)) return rep.Finish("sync");
+    objstore::PlanSyncDownload(remote, src.bucket, std::move(files), dst.key, filters, opts, run);
   } else {
     // S3 -> S3, server-side.
     std::map<std::string, ObjectInfo> dst_objs;
-    if (Status l = list_s3(src, &remote); !l.ok()) {
-      rep.Error(s.Explain(l), "listing " + src.str());
-      return rep.Finish("sync");
-    }
-    if (Status l = list_s3(dst, &dst_objs); !l.ok()) {
-      rep.Error(s.Explain(l), "listing " + dst.str());
-      return rep.Finish("sync");
-    }
-    const std::string dprefix = DirPrefix(dst.key);
-    for (const auto& [rel, o] : remote) {
-      auto it = dst_objs.find(rel);
-      if (it != dst_objs.end()) {
-        const ObjectInfo& d = it->second;
-        bool same;
-        if (a.checksum) same = d.size == o.size && d.etag == o.etag;
-        else same = d.size == o.size && (a.size_only || Secs(o.mtime_ns) <= Secs(d.mtime_ns));
-        if (same) continue;
-      }
-      Job j;
-    j.kind = Job::kCopy;
-      j.bucket = src.bucket;
-      j.key = o.key;
-      j.dst_bucket = dst.bucket;
-      j.dst_key = dprefix + rel;
-      j.size = o.size;
-      j.info = o;
-      run.Submit(std::move(j));
-    }
-    if (a.del) {
-      std::vector<std::string> gone;
-      for (const auto& [rel, d] : dst_objs) {
-        if (!remote.count(rel)) gone.push_back(dprefix + rel);
-      }
-      run.Wait();
-      run.SubmitDeletes(dst.bucket, std::move(gone));
-    }
+    if (!listed(src, &remote) || !listed(dst, &dst_objs)) return rep.Finish("sync");
+    objstore::PlanSyncCopy(remote, src.bucket, dst_objs, dst.bucket, objstore::DirPrefix(dst.key),
+                           opts, run);
   }
   run.Wait();
   return rep.Finish("sync");
@@ -1090,7 +720,7 @@ struct RmArgs {
 int CmdRm(Common& c, RmArgs& a, const CLI::App* sub) {
   Session s(c);
   if (Status st = s.Init(true); !st.ok()) return Usage("rm", st.message());
-  Filters filters = BuildFilters(c, sub);
+  const PathFilter filters = BuildFilters(c, sub);
   Reporter rep(ReporterOptions(c), s.mgr_ptr());
   Runner run(s, rep, c.dryrun);
   for (const std::string& t : a.targets) {
@@ -1118,7 +748,7 @@ int CmdRm(Common& c, RmArgs& a, const CLI::App* sub) {
                                                                   : list_prefix.find_last_of('/') + 1)
                                      : list_prefix;
     std::vector<std::string> keys;
-    Status ls = ListObjects(**store, list_prefix, [&](const ObjectInfo& o) {
+    Status ls = (*store)->ListAll(list_prefix, [&](const ObjectInfo& o) {
       if (pattern && !WildcardMatch(loc->key, o.key)) return Status::Ok();
       if (!filters.Included(o.key.substr(base.size()))) return Status::Ok();
       keys.push_back(o.key);
@@ -1189,7 +819,7 @@ int CmdRb(Common& c, std::vector<std::string>& targets, bool force) {
       auto store = s.Bucket(loc->bucket);
       if (!store.ok()) return Fail(store.error(), "rb", c.json);
       std::vector<std::string> keys;
-      Status ls = ListObjects(**store, "", [&](const ObjectInfo& o) {
+      Status ls = (*store)->ListAll("", [&](const ObjectInfo& o) {
         keys.push_back(o.key);
         if (keys.size() == 1000) run.SubmitDeletes(loc->bucket, std::exchange(keys, {}));
         return Status::Ok();
@@ -1230,7 +860,7 @@ int CmdDu(Common& c, std::vector<std::string>& targets, bool human) {
     auto store = s.Bucket(loc->bucket);
     if (!store.ok()) return Fail(store.error(), "du", c.json);
     uint64_t n = 0, bytes = 0;
-    Status ls = ListObjects(**store, loc->key, [&](const ObjectInfo& o) {
+    Status ls = (*store)->ListAll(loc->key, [&](const ObjectInfo& o) {
       ++n;
       bytes += o.size;
       return Status::Ok();
@@ -1262,26 +892,25 @@ struct State {
   bool du_human = false;
 };
 
-}  // namespace
-
-void RegisterTransferCommands(CLI::App& app, int* exit_code) {
-  auto st = std::make_shared<State>();
-  Common& c = st->common;
-
-  auto wrap = [st, exit_code](std::function<int()> fn) {
-    return [st, exit_code, fn = std::move(fn)] {
-      ::signal(SIGPIPE, SIG_IGN);
-      InstallInterruptHandler();
-      try {
-        *exit_code = fn();
-      } catch (const std::exception& e) {
-        fmt::print(stderr, "strata: internal error: {}\n", e.what());
-        *exit_code = kExitSomeFailed;
-      }
-    };
+// A command's CLI11 callback: runs fn and stores its exit code.
+std::function<void()> Wrap(const std::shared_ptr<State>& st, int* exit_code,
+                           std::function<int()> fn) {
+  return [st, exit_code, fn = std::move(fn)] {
+    ::signal(SIGPIPE, SIG_IGN);
+    InstallInterruptHandler();
+    try {
+      *exit_code = fn();
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "strata: internal error: {}\n", e.what());
+      *exit_code = kExitSomeFailed;
+    }
   };
-  auto footer = [](std::string examples) { return "\nExamples:\n" + examples + "\n\n" + kExitCodesHelp; };
+}
 
+std::string Footer(std::string examples) { return "\nExamples:\n" + examples + "\n\n" + kExitCodesHelp; }
+
+void RegisterLs(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code) {
+  Common& c = st->common;
   auto* ls = app.add_subcommand("ls", "List buckets, or the objects and prefixes under s3://BUCKET[/PREFIX]");
   ls->add_option("target", st->ls.target, "s3://BUCKET[/PREFIX] (nothing: list buckets)");
   ls->add_flag("-r,--recursive", st->ls.recursive, "List every object under the prefix, not one level");
@@ -1289,11 +918,14 @@ void RegisterTransferCommands(CLI::App& app, int* exit_code) {
   ls->add_flag("--summarize", st->ls.summarize, "Print the number of objects and their total size");
   AddConnectionOptions(ls, c);
   AddOutputOptions(ls, c);
-  ls->footer(footer("  strata ls --endpoint-url http://127.0.0.1:9000\n"
+  ls->footer(Footer("  strata ls --endpoint-url http://127.0.0.1:9000\n"
                     "  strata ls s3://data/shards/\n"
                     "  strata ls --recursive --summarize --human-readable s3://data"));
-  ls->callback(wrap([st] { return CmdLs(st->common, st->ls); }));
+  ls->callback(Wrap(st, exit_code, [st] { return CmdLs(st->common, st->ls); }));
+}
 
+void RegisterCp(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code) {
+  Common& c = st->common;
   auto* cp = app.add_subcommand("cp", "Copy files to, from and between S3 locations (parallel, multipart, resumable)");
   cp->add_option("paths", st->cp.paths,
                  "SRC... DST: local paths (- for stdin/stdout, globs) and s3://BUCKET/KEY (wildcards * ? [ ] "
@@ -1312,14 +944,17 @@ void RegisterTransferCommands(CLI::App& app, int* exit_code) {
   AddTransferOptions(cp, c);
   AddConnectionOptions(cp, c);
   AddOutputOptions(cp, c);
-  cp->footer(footer("  strata cp model.bin s3://ckpt/run1/                 upload (key run1/model.bin)\n"
+  cp->footer(Footer("  strata cp model.bin s3://ckpt/run1/                 upload (key run1/model.bin)\n"
                     "  strata cp --recursive ./dataset s3://data/ds1       a directory\n"
                     "  strata cp 's3://data/shards/*.tar' ./shards/        objects matching a pattern\n"
                     "  strata cp s3://data/a.bin s3://backup/a.bin         server-side copy\n"
                     "  tar c dir | strata cp - s3://data/dir.tar           from stdin\n"
                     "An interrupted multipart upload resumes when the same command is run again."));
-  cp->callback(wrap([st, cp] { return CmdCp(st->common, st->cp, cp); }));
+  cp->callback(Wrap(st, exit_code, [st, cp] { return CmdCp(st->common, st->cp, cp); }));
+}
 
+void RegisterSync(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code) {
+  Common& c = st->common;
   auto* sync = app.add_subcommand("sync", "Make DST hold what SRC holds: copy new and changed files (size and mtime, or --checksum)");
   sync->add_option("src", st->sync.src, "Local directory or s3://BUCKET[/PREFIX]")->required();
   sync->add_option("dst", st->sync.dst, "Local directory or s3://BUCKET[/PREFIX]")->required();
@@ -1333,14 +968,17 @@ void RegisterTransferCommands(CLI::App& app, int* exit_code) {
   AddTransferOptions(sync, c);
   AddConnectionOptions(sync, c);
   AddOutputOptions(sync, c);
-  sync->footer(footer("  strata sync ./dataset s3://data/ds1\n"
+  sync->footer(Footer("  strata sync ./dataset s3://data/ds1\n"
                       "  strata sync --delete s3://data/ds1 ./dataset\n"
                       "  strata sync --checksum --exclude '*.tmp' ./out s3://results/out\n"
                       "A file is copied when it is missing or its size differs, or (upload) the local file\n"
                       "is newer than the object, or (download) the mtimes differ; downloads get the object's\n"
                       "LastModified as mtime, so a second run copies nothing."));
-  sync->callback(wrap([st, sync] { return CmdSync(st->common, st->sync, sync); }));
+  sync->callback(Wrap(st, exit_code, [st, sync] { return CmdSync(st->common, st->sync, sync); }));
+}
 
+void RegisterRm(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code) {
+  Common& c = st->common;
   auto* rm = app.add_subcommand("rm", "Delete objects (batched DeleteObjects with --recursive or wildcards)");
   rm->add_option("targets", st->rm.targets, "s3://BUCKET/KEY (wildcards allowed) or, with --recursive, a prefix")
       ->required();
@@ -1350,23 +988,26 @@ void RegisterTransferCommands(CLI::App& app, int* exit_code) {
   AddTransferOptions(rm, c);
   AddConnectionOptions(rm, c);
   AddOutputOptions(rm, c);
-  rm->footer(footer("  strata rm s3://data/old.bin\n"
+  rm->footer(Footer("  strata rm s3://data/old.bin\n"
                     "  strata rm --recursive s3://data/tmp/\n"
                     "  strata rm 's3://data/logs/*.gz'"));
-  rm->callback(wrap([st, rm] { return CmdRm(st->common, st->rm, rm); }));
+  rm->callback(Wrap(st, exit_code, [st, rm] { return CmdRm(st->common, st->rm, rm); }));
+}
 
+void RegisterBucketCommands(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code) {
+  Common& c = st->common;
   auto* cat = app.add_subcommand("cat", "Write objects to stdout");
   cat->add_option("targets", st->cat, "s3://BUCKET/KEY...")->required();
   AddConnectionOptions(cat, c);
-  cat->footer(footer("  strata cat s3://data/config.json | jq ."));
-  cat->callback(wrap([st] { return CmdCat(st->common, st->cat); }));
+  cat->footer(Footer("  strata cat s3://data/config.json | jq ."));
+  cat->callback(Wrap(st, exit_code, [st] { return CmdCat(st->common, st->cat); }));
 
   auto* mb = app.add_subcommand("mb", "Create buckets");
   mb->add_option("buckets", st->mb, "s3://BUCKET...")->required();
   AddConnectionOptions(mb, c);
   AddOutputOptions(mb, c);
-  mb->footer(footer("  strata mb s3://data"));
-  mb->callback(wrap([st] { return CmdMb(st->common, st->mb); }));
+  mb->footer(Footer("  strata mb s3://data"));
+  mb->callback(Wrap(st, exit_code, [st] { return CmdMb(st->common, st->mb); }));
 
   auto* rb = app.add_subcommand("rb", "Delete buckets (empty ones, or everything in them with --force)");
   rb->add_option("buckets", st->rb, "s3://BUCKET...")->required();
@@ -1374,17 +1015,31 @@ void RegisterTransferCommands(CLI::App& app, int* exit_code) {
   AddTransferOptions(rb, c);
   AddConnectionOptions(rb, c);
   AddOutputOptions(rb, c);
-  rb->footer(footer("  strata rb --force s3://scratch"));
-  rb->callback(wrap([st] { return CmdRb(st->common, st->rb, st->rb_force); }));
+  rb->footer(Footer("  strata rb --force s3://scratch"));
+  rb->callback(Wrap(st, exit_code, [st] { return CmdRb(st->common, st->rb, st->rb_force); }));
+}
 
+void RegisterDu(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code) {
+  Common& c = st->common;
   auto* du = app.add_subcommand("du", "Total size and object count under s3://BUCKET[/PREFIX]");
   du->add_option("targets", st->du, "s3://BUCKET[/PREFIX]...")->required();
   du->add_flag("-H,--human-readable", st->du_human, "Sizes in KiB/MiB/GiB");
   AddConnectionOptions(du, c);
   AddOutputOptions(du, c);
-  du->footer(footer("  strata du -H s3://data/shards/"));
-  du->callback(wrap([st] { return CmdDu(st->common, st->du, st->du_human); }));
+  du->footer(Footer("  strata du -H s3://data/shards/"));
+  du->callback(Wrap(st, exit_code, [st] { return CmdDu(st->common, st->du, st->du_human); }));
+}
 
+}  // namespace
+
+void RegisterTransferCommands(CLI::App& app, int* exit_code) {
+  auto st = std::make_shared<State>();
+  RegisterLs(app, st, exit_code);
+  RegisterCp(app, st, exit_code);
+  RegisterSync(app, st, exit_code);
+  RegisterRm(app, st, exit_code);
+  RegisterBucketCommands(app, st, exit_code);
+  RegisterDu(app, st, exit_code);
 }
 
 }  // namespace strata::cli

@@ -1,21 +1,18 @@
 #include "cli/transfer_util.h"
 
-#include <dirent.h>
-#include <fnmatch.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <deque>
-#include <set>
 #include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <strata/core/strings.h>
+#include <strata/objstore/transfer_plan.h>
 
 namespace strata::cli {
 
@@ -30,7 +27,7 @@ Result<Location> ParseLocation(std::string_view arg) {
     if (l.bucket.empty()) {
       return Status::InvalidArgument("\"" + std::string(arg) + "\" names no bucket (expected s3://BUCKET[/KEY])");
     }
-    if (HasWildcard(l.bucket)) {
+    if (objstore::HasWildcard(l.bucket)) {
       return Status::InvalidArgument("wildcards are not allowed in bucket names (\"" + std::string(arg) + "\")");
     }
     return l;
@@ -80,93 +77,6 @@ std::string HumanBytes(uint64_t n) {
     ++u;
   }
   return fmt::format("{:.1f} {}", v, kUnits[u]);
-}
-
-bool HasWildcard(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
-
-std::string_view LiteralPrefix(std::string_view pattern) {
-  const size_t w = pattern.find_first_of("*?[");
-  return w == std::string_view::npos ? pattern : pattern.substr(0, w);
-}
-
-bool WildcardMatch(const std::string& pattern, const std::string& s) {
-  return ::fnmatch(pattern.c_str(), s.c_str(), 0) == 0;
-}
-
-bool Filters::Included(const std::string& rel) const {
-  bool in = true;
-  for (const Rule& r : rules_) {
-    if (WildcardMatch(r.pattern, rel)) in = r.include;
-  }
-  return in;
-}
-
-Result<LocalFile> StatLocal(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return Status::NotFound("\"" + path + "\" does not exist");
-    return Status::FromErrno(errno, "stat " + path);
-  }
-  LocalFile f;
-  f.path = path;
-  f.size = static_cast<uint64_t>(st.st_size);
-  f.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
-  if (S_ISDIR(st.st_mode)) return Status::InvalidArgument("\"" + path + "\" is a directory");
-  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument("\"" + path + "\" is not a regular file");
-  return f;
-}
-
-namespace {
-Status WalkDir(const std::string& dir, const std::string& rel, std::set<std::pair<dev_t, ino_t>>& seen,
-               std::vector<LocalFile>* out) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return Status::FromErrno(errno, "open directory " + dir);
-  std::vector<std::string> names;
-  while (struct dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n == "." || n == "..") continue;
-    names.push_back(std::move(n));
-  }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
-  for (const std::string& n : names) {
-    const std::string p = dir == "/" ? "/" + n : dir + "/" + n;
-    const std::string r = rel.empty() ? n : rel + "/" + n;
-    struct stat st;
-    if (::stat(p.c_str(), &st) != 0) continue;  // a broken symlink, or gone meanwhile
-    if (S_ISDIR(st.st_mode)) {
-      if (!seen.insert({st.st_dev, st.st_ino}).second) continue;  // a symlink loop
-      STRATA_RETURN_IF_ERROR(WalkDir(p, r, seen, out));
-    } else if (S_ISREG(st.st_mode)) {
-      // Our own temporary download files are never sources.
-      if (n.find(".strata-tmp-") != std::string::npos) continue;
-      LocalFile f;
-      f.path = p;
-      f.rel = r;
-      f.size = static_cast<uint64_t>(st.st_size);
-      f.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
-      out->push_back(std::move(f));
-    }
-  }
-  return Status::Ok();
-}
-}  // namespace
-
-Status WalkLocal(const std::string& root, std::vector<LocalFile>* out) {
-  struct stat st;
-  if (::stat(root.c_str(), &st) != 0) {
-    if (errno == ENOENT) return Status::NotFound("\"" + root + "\" does not exist");
-    return Status::FromErrno(errno, "stat " + root);
-  }
-  if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument("\"" + root + "\" is not a directory");
-  std::set<std::pair<dev_t, ino_t>> seen{{st.st_dev, st.st_ino}};
-  std::string r = root;
-  while (r.size() > 1 && r.back() == '/') r.pop_back();
-  const size_t before = out->size();
-  STRATA_RETURN_IF_ERROR(WalkDir(r, "", seen, out));
-  std::sort(out->begin() + static_cast<std::ptrdiff_t>(before), out->end(),
-            [](const LocalFile& a, const LocalFile& b) { return a.rel < b.rel; });
-  return Status::Ok();
 }
 
 // ---------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 // Helpers of the transfer subcommands (ls, cp, sync, rm, cat, mb, rb, du):
-// locations, sizes, local directory walks, wildcards, include/exclude filters,
-// exit codes, and the reporter (per-object lines, --json, the progress bar).
-// Private to the CLI.
+// locations, sizes, exit codes, and the reporter (per-object lines, --json,
+// the progress bar). Paths, wildcards, filters and local walks are planning,
+// in objstore/transfer_plan.h. Private to the CLI.
 #pragma once
 
 #include <atomic>
@@ -23,7 +23,6 @@
 
 namespace strata::cli {
 
-
 // "s3://bucket/key" or a local path ("-" = stdin/stdout).
 struct Location {
   bool s3 = false;
@@ -37,39 +36,6 @@ Result<Location> ParseLocation(std::string_view arg);
 std::optional<uint64_t> ParseSize(std::string_view s);
 // 1536 -> "1.5 KiB"
 std::string HumanBytes(uint64_t n);
-
-bool HasWildcard(std::string_view s);
-// The part of a pattern before its first wildcard.
-std::string_view LiteralPrefix(std::string_view pattern);
-// '*' also matches '/', as s5cmd.
-bool WildcardMatch(const std::string& pattern, const std::string& s);
-
-// One regular file under a local directory.
-struct LocalFile {
-  std::string path;  // as opened
-  std::string rel;   // relative to the walked root, '/'-separated
-  uint64_t size = 0;
-  int64_t mtime_ns = 0;
-};
-// Every regular file under root (symlinks followed, loops skipped), sorted by rel.
-Status WalkLocal(const std::string& root, std::vector<LocalFile>* out);
-Result<LocalFile> StatLocal(const std::string& path);
-
-// awscli's --exclude/--include: every path is included, then each filter in
-// command-line order decides for the paths it matches (the last match wins).
-class Filters {
- public:
-  void Add(bool include, std::string pattern) { rules_.push_back({include, std::move(pattern)}); }
-  bool empty() const { return rules_.empty(); }
-  bool Included(const std::string& rel) const;
-
- private:
-  struct Rule {
-    bool include;
-    std::string pattern;
-  };
-  std::vector<Rule> rules_;
-};
 
 // Per-object lines, JSON lines, the progress bar and the summary.
 //   text (default): "upload: SRC to DST" per object on stdout, errors on stderr;

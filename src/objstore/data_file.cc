@@ -11,26 +11,11 @@
 #include <optional>
 
 #include <strata/core/checksum.h>
+#include <strata/core/coding.h>
+#include <strata/core/file_util.h>
 
 namespace strata::objstore {
 namespace {
-
-void PutU32(char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-void PutU64(char* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-uint32_t GetU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(static_cast<uint8_t>(p[i])) << (8 * i);
-  return v;
-}
-uint64_t GetU64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(p[i])) << (8 * i);
-  return v;
-}
 
 struct ScratchCache {
   std::unique_ptr<char[]> buf[2];
@@ -70,23 +55,6 @@ ScratchBuffer::~ScratchBuffer() {
   tl_scratch.size[slot] = size_;
 }
 
-Status PreadFull(int fd, char* buf, size_t n, uint64_t offset) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t r = ::pread(fd, buf + done, n - done, static_cast<off_t>(offset + done));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "pread");
-    }
-    if (r == 0) {
-      return Status::Corruption("file is shorter than expected (" +
-                                std::to_string(offset + done) + " bytes)");
-    }
-    done += static_cast<size_t>(r);
-  }
-  return Status::Ok();
-}
-
 // ---- DataFileWriter ---------------------------------------------------------
 
 DataFileWriter::~DataFileWriter() {
@@ -101,19 +69,6 @@ Status DataFileWriter::Open(std::string path, uint32_t block_size) {
   block_size_ = block_size;
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd_ < 0) return Status::FromErrno(errno, "create " + path_);
-  return Status::Ok();
-}
-
-Status DataFileWriter::WriteAll(const char* data, size_t n) {
-  while (n > 0) {
-    ssize_t w = ::write(fd_, data, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "write " + path_);
-    }
-    data += w;
-    n -= static_cast<size_t>(w);
-  }
   return Status::Ok();
 }
 
@@ -133,7 +88,7 @@ Status DataFileWriter::Append(const char* data, size_t n) {
     }
   }
   length_ += n;
-  return WriteAll(data, n);
+  return WriteAll(fd_, data, n, path_);
 }
 
 Status DataFileWriter::Finish(bool sync) {
@@ -145,16 +100,16 @@ Status DataFileWriter::Finish(bool sync) {
   std::string footer(crcs_.size() * 4 + kTrailerSize, '\0');
   char* p = footer.data();
   for (uint32_t c : crcs_) {
-    PutU32(p, c);
+    EncodeFixed32(p, c);
     p += 4;
   }
-  PutU64(p, kDataFileMagic);
-  PutU64(p + 8, length_);
-  PutU32(p + 16, block_size_);
-  PutU32(p + 20, static_cast<uint32_t>(crcs_.size()));
-  PutU32(p + 24, kDataFileVersion);
-  PutU32(p + 28, Crc32c(0, footer.data(), footer.size() - 4));
-  STRATA_RETURN_IF_ERROR(WriteAll(footer.data(), footer.size()));
+  EncodeFixed64(p, kDataFileMagic);
+  EncodeFixed64(p + 8, length_);
+  EncodeFixed32(p + 16, block_size_);
+  EncodeFixed32(p + 20, static_cast<uint32_t>(crcs_.size()));
+  EncodeFixed32(p + 24, kDataFileVersion);
+  EncodeFixed32(p + 28, Crc32c(0, footer.data(), footer.size() - 4));
+  STRATA_RETURN_IF_ERROR(WriteAll(fd_, footer.data(), footer.size(), path_));
   if (sync && ::fdatasync(fd_) != 0) return Status::FromErrno(errno, "fdatasync " + path_);
   int fd = fd_;
   fd_ = -1;
@@ -176,7 +131,7 @@ Status VerifiedFile::LoadFooter() {
   std::call_once(footer_once_, [this] {
     uint64_t blocks = BlockCount(length_, block_size_);
     std::string footer(FooterSize(length_, block_size_), '\0');
-    Status st = PreadFull(fd_, footer.data(), footer.size(), length_);
+    Status st = PreadFull(fd_, footer.data(), footer.size(), length_, "data file");
     if (!st.ok()) {
       footer_status_ = st.code() == StatusCode::kCorruption
                            ? Status::Corruption("footer is missing: " + st.message())
@@ -184,18 +139,18 @@ Status VerifiedFile::LoadFooter() {
       return;
     }
     const char* t = footer.data() + blocks * 4;
-    if (GetU64(t) != kDataFileMagic) {
+    if (DecodeFixed64(t) != kDataFileMagic) {
       footer_status_ = Status::Corruption("footer magic is wrong");
-    } else if (GetU64(t + 8) != length_ || GetU32(t + 16) != block_size_ ||
-               GetU32(t + 20) != blocks) {
+    } else if (DecodeFixed64(t + 8) != length_ || DecodeFixed32(t + 16) != block_size_ ||
+               DecodeFixed32(t + 20) != blocks) {
       footer_status_ = Status::Corruption("footer does not match the metadata (length " +
-                                          std::to_string(GetU64(t + 8)) + ", expected " +
+                                          std::to_string(DecodeFixed64(t + 8)) + ", expected " +
                                           std::to_string(length_) + ")");
-    } else if (GetU32(t + 28) != Crc32c(0, footer.data(), footer.size() - 4)) {
+    } else if (DecodeFixed32(t + 28) != Crc32c(0, footer.data(), footer.size() - 4)) {
       footer_status_ = Status::Corruption("footer checksum mismatch");
     } else {
       crcs_.resize(blocks);
-      for (uint64_t i = 0; i < blocks; ++i) crcs_[i] = GetU32(footer.data() + 4 * i);
+      for (uint64_t i = 0; i < blocks; ++i) crcs_[i] = DecodeFixed32(footer.data() + 4 * i);
       verified_.reset(new std::atomic<uint8_t>[blocks]);
       for (uint64_t i = 0; i < blocks; ++i) verified_[i].store(0, std::memory_order_relaxed);
       if (length_ > 0 && g_use_mmap.load(std::memory_order_relaxed)) {
@@ -225,7 +180,7 @@ Status VerifiedFile::Verify(uint64_t offset, uint64_t n) {
       bytes = map_ + start;
     } else {
       if (!buf) buf.emplace(block_size_);
-      Status st = PreadFull(fd_, buf->data(), len, start);
+      Status st = PreadFull(fd_, buf->data(), len, start, "data file");
       if (!st.ok()) return Status(st.code(), "block " + std::to_string(b) + ": " + st.message());
       bytes = buf->data();
     }
@@ -247,7 +202,7 @@ Status VerifiedFile::Read(uint64_t offset, char* dst, uint64_t n) {
     std::memcpy(dst, map_ + offset, n);
     return Status::Ok();
   }
-  return PreadFull(fd_, dst, n, offset);
+  return PreadFull(fd_, dst, n, offset, "data file");
 }
 
 }  // namespace strata::objstore

@@ -47,8 +47,6 @@ class DataFileWriter {
   uint64_t length() const { return length_; }
 
  private:
-  Status WriteAll(const char* data, size_t n);
-
   std::string path_;
   int fd_ = -1;
   uint32_t block_size_ = 0;
@@ -99,9 +97,6 @@ class VerifiedFile {
 
 // Tests switch block verification between mmap (default) and pread.
 void SetDataFileMmapForTest(bool enabled);
-
-// pread of exactly n bytes (short file -> kCorruption).
-Status PreadFull(int fd, char* buf, size_t n, uint64_t offset);
 
 // A per-thread reusable buffer of at least `size` bytes. Each thread caches two,
 // so one nested use (a copy that reads while it writes) does not allocate.

@@ -5,20 +5,16 @@
 #include <cstring>
 #include <thread>
 
+#include <strata/core/clock.h>
+
 namespace strata::objstore {
 namespace {
 
 constexpr size_t kPiece = 64 * 1024;  // pacing granularity
 constexpr uint64_t kUnknownBody = 1 << 20;
 
-int64_t MonoNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 void SleepUntil(int64_t t_ns) {
-  const int64_t now = MonoNs();
+  const int64_t now = MonotonicNanos();
   if (t_ns > now) std::this_thread::sleep_for(std::chrono::nanoseconds(t_ns - now));
 }
 
@@ -44,7 +40,7 @@ class CutSource : public ByteSource {
     }
     if (cut_) n = static_cast<size_t>(std::min<uint64_t>(n, *cut_ - read_));
     n = std::min(n, kPiece);
-    if (start_ns_ == 0) start_ns_ = MonoNs();
+    if (start_ns_ == 0) start_ns_ = MonotonicNanos();
     STRATA_ASSIGN_OR_RETURN(size_t r, inner_.Read(buf, n));
     pace_(start_ns_, read_, r);
     read_ += r;
@@ -149,7 +145,7 @@ void FaultInjectionObjectStore::Pace(int64_t stream_start_ns, uint64_t stream_by
     stream_bw = options_.stream_bytes_per_sec;
     total_bw = options_.total_bytes_per_sec;
     if (total_bw > 0) {
-      const int64_t start = std::max(MonoNs(), link_free_ns_);
+      const int64_t start = std::max(MonotonicNanos(), link_free_ns_);
       link_free_ns_ = start + static_cast<int64_t>(static_cast<double>(n) * 1e9 / total_bw);
       until = link_free_ns_;
     }
@@ -211,7 +207,7 @@ Status FaultInjectionObjectStore::Get(std::string_view key, const ReadOptions& o
       [&](const char* data, size_t n) -> Status {
         if (!started) {
           started = true;
-          start_ns = MonoNs();
+          start_ns = MonotonicNanos();
           if (info != nullptr) *info = local;
           if (plan.kind == Plan::kErrorMidway || plan.kind == Plan::kDrop) {
             uint64_t len = local.size > options.offset ? local.size - options.offset : 0;

@@ -8,19 +8,15 @@
 #include <mutex>
 
 #include <strata/core/checksum.h>
+#include <strata/core/etag.h>
+#include <strata/core/file_util.h>
 #include <strata/core/strings.h>
 #include <strata/objstore/object_store.h>
 
-#include "objstore/s3_object_store.h"
+#include "objstore/store_common.h"
 
 namespace strata::objstore {
 namespace {
-
-std::string Unquote(std::string_view s) {
-  s = Trim(s);
-  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
-  return std::string(s);
-}
 
 // Hands engine chunks to a ByteSink; file pieces are read with pread.
 class SinkAdapter final : public ChunkSink {
@@ -30,13 +26,11 @@ class SinkAdapter final : public ChunkSink {
   Status WriteFile(int fd, uint64_t offset, uint64_t n) override {
     if (!buf_) buf_.reset(new char[kBuf]);
     while (n > 0) {
-      ssize_t r = ::pread(fd, buf_.get(), std::min<uint64_t>(n, kBuf), static_cast<off_t>(offset));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return Status::FromErrno(errno, "pread of an object data file");
-      if (r == 0) return Status::Corruption("object data file is shorter than its metadata says");
-      STRATA_RETURN_IF_ERROR(sink_(buf_.get(), static_cast<size_t>(r)));
-      offset += static_cast<uint64_t>(r);
-      n -= static_cast<uint64_t>(r);
+      const size_t m = static_cast<size_t>(std::min<uint64_t>(n, kBuf));
+      STRATA_RETURN_IF_ERROR(PreadFull(fd, buf_.get(), m, offset, "object data file"));
+      STRATA_RETURN_IF_ERROR(sink_(buf_.get(), m));
+      offset += m;
+      n -= m;
     }
     return Status::Ok();
   }
@@ -72,7 +66,7 @@ class LocalObjectStore final : public ObjectStore {
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ObjectReader> reader,
                             engine_->OpenObject(bucket_, Full(key)));
     const ObjectMeta& m = reader->meta();
-    if (options.if_match && *options.if_match != "*" && Unquote(*options.if_match) != m.etag) {
+    if (options.if_match && *options.if_match != "*" && UnquoteETag(*options.if_match) != m.etag) {
       return Status::PreconditionFailed("PreconditionFailed: \"" + std::string(key) +
                                         "\" changed: its ETag is " + m.etag + ", not " +
                                         *options.if_match);
@@ -134,7 +128,7 @@ class LocalObjectStore final : public ObjectStore {
                                        const std::vector<UploadedPart>& parts) override {
     std::vector<CompletePart> cps;
     cps.reserve(parts.size());
-    for (const UploadedPart& p : parts) cps.push_back({p.number, Unquote(p.etag), p.checksum});
+    for (const UploadedPart& p : parts) cps.push_back({p.number, UnquoteETag(p.etag), p.checksum});
     CompleteOptions co;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -211,7 +205,7 @@ class LocalObjectStore final : public ObjectStore {
     for (const auto& [k, v] : o.user_meta) po.meta.user_meta[ToLower(k)] = v;
     po.checksum_algorithm = o.checksum;
     po.if_none_match_star = o.if_none_match_star;
-    if (o.if_match) po.if_match = Unquote(*o.if_match);
+    if (o.if_match) po.if_match = UnquoteETag(*o.if_match);
     return po;
   }
 

@@ -7,10 +7,11 @@
 #include <shared_mutex>
 
 #include <strata/core/checksum.h>
+#include <strata/core/etag.h>
 #include <strata/core/strings.h>
 #include <strata/objstore/object_store.h>
 
-#include "objstore/s3_object_store.h"
+#include "objstore/store_common.h"
 
 namespace strata::objstore {
 namespace {
@@ -41,12 +42,6 @@ struct MemState {
   std::map<std::string, MemUpload> uploads;  // guarded by mu
   uint64_t next_upload = 1;                  // guarded by mu
 };
-
-std::string Unquote(std::string_view s) {
-  s = Trim(s);
-  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
-  return std::string(s);
-}
 
 Result<std::string> ReadAllSource(ByteSource& body, std::optional<uint64_t> size) {
   std::string data;
@@ -113,7 +108,7 @@ class MemObjectStore final : public ObjectStore {
       if (it == state_->objects.end()) return NoKey(key);
       obj = it->second;
     }
-    if (options.if_match && *options.if_match != "*" && Unquote(*options.if_match) != obj.info.etag) {
+    if (options.if_match && *options.if_match != "*" && UnquoteETag(*options.if_match) != obj.info.etag) {
       return Status::PreconditionFailed("PreconditionFailed: \"" + std::string(key) +
                                         "\" changed: its ETag is " + obj.info.etag + ", not " +
                                         *options.if_match);
@@ -240,7 +235,7 @@ class MemObjectStore final : public ObjectStore {
       }
       prev = cp.number;
       auto p = u.parts.find(cp.number);
-      if (p == u.parts.end() || Unquote(cp.etag) != p->second.etag) {
+      if (p == u.parts.end() || UnquoteETag(cp.etag) != p->second.etag) {
         return Status::InvalidArgument("InvalidPart: part " + std::to_string(cp.number) +
                                        " was not uploaded or its ETag differs");
       }
@@ -358,7 +353,7 @@ class MemObjectStore final : public ObjectStore {
                                         "\" already exists");
     }
     if (options.if_match) {
-      const std::string want = Unquote(*options.if_match);
+      const std::string want = UnquoteETag(*options.if_match);
       if (!exists || (want != "*" && it->second.info.etag != want)) {
         return Status::PreconditionFailed("PreconditionFailed: \"" + full.substr(prefix_.size()) +
                                           "\" does not have ETag " + want);

@@ -7,9 +7,10 @@
 #include <cstring>
 
 #include <strata/core/checksum.h>
+#include <strata/core/file_util.h>
 #include <strata/core/strings.h>
 
-#include "objstore/s3_object_store.h"
+#include "objstore/store_common.h"
 
 namespace strata::objstore {
 
@@ -27,17 +28,14 @@ Result<size_t> StringSource::Read(char* buf, size_t n) {
 Result<size_t> FileSource::Read(char* buf, size_t n) {
   const uint64_t want = std::min<uint64_t>(n, length_ - pos_);
   if (want == 0) return size_t{0};
-  for (;;) {
-    ssize_t r = ::pread(fd_, buf, want, static_cast<off_t>(offset_ + pos_));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return Status::FromErrno(errno, "pread of an upload source");
-    if (r == 0) {
-      return Status::IOError("file ended " + std::to_string(length_ - pos_) +
-                             " bytes before the range being uploaded (was it truncated?)");
-    }
-    pos_ += static_cast<uint64_t>(r);
-    return static_cast<size_t>(r);
+  STRATA_ASSIGN_OR_RETURN(size_t r, PreadUpTo(fd_, buf, static_cast<size_t>(want),
+                                              offset_ + pos_, "upload source"));
+  if (r == 0) {
+    return Status::IOError("file ended " + std::to_string(length_ - pos_) +
+                           " bytes before the range being uploaded (was it truncated?)");
   }
+  pos_ += r;
+  return r;
 }
 
 Result<ObjectInfo> ObjectStore::PutBytes(std::string_view key, std::string_view data,

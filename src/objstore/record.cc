@@ -3,6 +3,9 @@
 #include <cstring>
 #include <random>
 
+#include <strata/core/coding.h>
+#include <strata/core/strings.h>
+
 namespace strata::objstore {
 namespace {
 
@@ -16,16 +19,7 @@ class Encoder {
  public:
   explicit Encoder(std::string* out) : out_(out) {}
   void U8(uint8_t v) { out_->push_back(static_cast<char>(v)); }
-  void Varint(uint64_t v) {
-    char buf[10];
-    int n = 0;
-    while (v >= 0x80) {
-      buf[n++] = static_cast<char>(v | 0x80);
-      v >>= 7;
-    }
-    buf[n++] = static_cast<char>(v);
-    out_->append(buf, n);
-  }
+  void Varint(uint64_t v) { PutVarint64(out_, v); }
   void Bytes(std::string_view s) {
     Varint(s.size());
     out_->append(s.data(), s.size());
@@ -53,13 +47,10 @@ class Decoder {
   }
   uint64_t Varint() {
     uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (p_ == end_) return Fail(), 0;
-      uint8_t b = static_cast<uint8_t>(*p_++);
-      v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (!(b & 0x80)) return v;
-    }
-    return Fail(), 0;
+    const char* next = DecodeVarint64(p_, end_, &v);
+    if (next == nullptr) return Fail(), 0;
+    p_ = next;
+    return v;
   }
   std::string_view Bytes() {
     uint64_t n = Varint();
@@ -205,18 +196,7 @@ FileId FileId::Random() {
   return id;
 }
 
-std::string HexLower(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(bytes.size() * 2, '\0');
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    uint8_t b = static_cast<uint8_t>(bytes[i]);
-    out[2 * i] = kDigits[b >> 4];
-    out[2 * i + 1] = kDigits[b & 15];
-  }
-  return out;
-}
-
-std::string FileId::Hex() const { return HexLower(Raw()); }
+std::string FileId::Hex() const { return HexEncode(Raw()); }
 
 bool FileId::FromHex(std::string_view hex, FileId* out) {
   if (hex.size() != 32) return false;
@@ -288,10 +268,7 @@ std::string PartKeyPrefix(std::string_view upload_id) {
 
 std::string PartKey(std::string_view upload_id, int part_number) {
   std::string k = PartKeyPrefix(upload_id);
-  uint32_t n = static_cast<uint32_t>(part_number);
-  char be[4] = {static_cast<char>(n >> 24), static_cast<char>(n >> 16), static_cast<char>(n >> 8),
-                static_cast<char>(n)};
-  k.append(be, 4);
+  PutBigEndian32(&k, static_cast<uint32_t>(part_number));
   return k;
 }
 

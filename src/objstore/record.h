@@ -107,6 +107,4 @@ struct PartRecord {
 void EncodePart(const PartRecord& r, std::string* out);
 Status DecodePart(std::string_view in, PartRecord* r);
 
-std::string HexLower(std::string_view bytes);
-
 }  // namespace strata::objstore

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <strata/core/checksum.h>
+#include <strata/core/file_util.h>
 #include <strata/core/log.h>
 #include <strata/core/strings.h>
 #include <strata/objstore/s3_client.h>
@@ -104,18 +105,6 @@ class Fd {
  private:
   int fd_ = -1;
 };
-
-Status PwriteAll(int fd, const char* data, size_t n, uint64_t off, const std::string& what) {
-  while (n > 0) {
-    ssize_t w = ::pwrite(fd, data, n, static_cast<off_t>(off));
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return Status::FromErrno(errno, "write " + what);
-    data += w;
-    n -= static_cast<size_t>(w);
-    off += static_cast<uint64_t>(w);
-  }
-  return Status::Ok();
-}
 
 Status MakeDirs(const std::string& dir) {
   if (dir.empty()) return Status::Ok();

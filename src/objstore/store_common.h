@@ -1,6 +1,6 @@
-// Private declarations of the objstore component: the S3 store factory, and
-// small helpers the store implementations share (URL parsing, multipart CRC
-// combination, in-memory multipart ETags).
+// What the ObjectStore implementations share, private to objstore (defined in
+// object_store.cc, except OpenS3Url in s3_url.cc): store URL parsing, and the
+// multipart CRC combination and ETag of stores that compute them themselves.
 #pragma once
 
 #include <map>
@@ -21,9 +21,9 @@ Result<std::unique_ptr<ObjectStore>> OpenS3Url(std::string_view url);
 
 // A store URL split up: SCHEME://HOST/PATH?k=v&... (values percent-decoded).
 struct StoreUrl {
-  std::string scheme;   // lower-case
-  std::string host;     // bucket, mem name ("" for file://)
-  std::string path;     // prefix, or the directory for file:// (decoded)
+  std::string scheme;  // lower-case
+  std::string host;    // bucket, mem name ("" for file://)
+  std::string path;    // prefix, or the directory for file:// (decoded)
   std::map<std::string, std::string> params;
 };
 Result<StoreUrl> ParseStoreUrl(std::string_view url);
@@ -36,8 +36,8 @@ std::optional<bool> ParseBool(std::string_view s);
 
 // The full-object CRC of a multipart object from its parts' CRCs (base64) and
 // sizes; nullopt when alg is not a CRC or a part lacks its checksum.
-std::optional<std::string> CombinePartCrcs(ChecksumAlgorithm alg,
-                                           const std::vector<std::pair<std::string, uint64_t>>& parts);
+std::optional<std::string> CombinePartCrcs(
+    ChecksumAlgorithm alg, const std::vector<std::pair<std::string, uint64_t>>& parts);
 
 // S3's multipart ETag: hex MD5 of the concatenated raw part MD5s, "-N".
 std::optional<std::string> MultipartEtag(const std::vector<std::string>& part_etags);
