@@ -43,8 +43,11 @@ class Frontend {
   // (malformed request, oversized head) as S3 XML with a request id.
   void HandleTransportError(int status, std::string_view message, http::ResponseWriter& w);
 
- private:
+  // Defined in src/s3/frontend_internal.h; named here so the routing table
+  // (src/s3/router.h) can point at its handlers.
   struct Impl;
+
+ private:
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,0 +1,173 @@
+// Private to the S3 frontend: the per-request context (Ctx), Frontend::Impl
+// with every operation handler, and the helpers the handler files share. The
+// files: frontend.cc (entry points, error replies, metrics), router.cc (the
+// routing table: request -> handler), auth.cc (SigV4 authentication and
+// bucket authorization), request.cc (request bodies, checksums, ranges, copy
+// sources, object headers in), bucket_handlers.cc, object_handlers.cc and
+// multipart_handlers.cc (the operations).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include <strata/core/checksum.h>
+#include <strata/core/http_server.h>
+#include <strata/core/log.h>
+#include <strata/core/metrics.h>
+#include <strata/core/result.h>
+#include <strata/objstore/local_engine.h>
+#include <strata/s3/frontend.h>
+
+#include "s3/aws_chunked.h"
+#include "s3/sigv4.h"
+
+namespace strata::s3 {
+
+inline constexpr log::Logger kLog("s3");
+inline constexpr uint64_t kMaxKeyBytes = 1024;
+
+// Per-request state.
+struct Ctx {
+  Ctx(http::Request& r, http::ResponseWriter& wr, std::string id)
+      : req(r), w(wr), request_id(std::move(id)) {}
+  http::Request& req;
+  http::ResponseWriter& w;
+  std::string request_id;
+  std::string bucket;
+  std::string key;
+  bool has_key = false;
+  std::multimap<std::string, std::string> query;  // decoded
+  AuthResult auth;
+  const User* user = nullptr;  // nullptr: anonymous
+  std::string op = "Unknown";
+
+  bool Has(std::string_view name) const { return query.find(std::string(name)) != query.end(); }
+  std::string Q(std::string_view name) const {
+    auto it = query.find(std::string(name));
+    return it == query.end() ? std::string() : it->second;
+  }
+  std::optional<std::string_view> H(std::string_view name) const { return req.Header(name); }
+  std::string Resource() const { return has_key ? "/" + bucket + "/" + key : "/" + bucket; }
+};
+
+// The request body as the engine's ByteSource, decoding aws-chunked framing and
+// checking x-amz-content-sha256 when the payload is signed.
+class BodySource final : public objstore::ByteSource {
+ public:
+  BodySource(http::Request& req, const AuthResult& auth, bool aws_chunked);
+
+  Result<size_t> Read(char* buf, size_t n) override;
+
+  uint64_t total() const { return total_; }
+  // Trailer value by lower-case name, after the body ended.
+  std::optional<std::string> Trailer(std::string_view name) const;
+
+ private:
+  http::Request& req_;
+  const AuthResult& auth_;
+  std::unique_ptr<AwsChunkedDecoder> chunked_;
+  std::unique_ptr<Hasher> sha_;
+  bool done_ = false;
+  uint64_t total_ = 0;
+};
+
+struct ByteRange {
+  uint64_t start = 0;
+  uint64_t length = 0;
+};
+
+// Parses a single "bytes=" range against size. nullopt: header absent or ignorable
+// (multiple ranges -> whole object, as S3). Error: unsatisfiable.
+Result<std::optional<ByteRange>> ParseRange(std::string_view h, uint64_t size);
+
+// True when the body is aws-chunked framed (a streaming payload mode).
+bool IsAwsChunked(const Ctx& c);
+// The decoded body length the client promised, for the engine's size check.
+Result<std::optional<uint64_t>> ExpectedSize(const Ctx& c, uint64_t max);
+// x-amz-copy-source: "/bucket/key" or "bucket/key", URL-encoded, maybe "?versionId=".
+Status ParseCopySource(std::string_view h, std::string& bucket, std::string& key);
+// x-amz-copy-source-if-* conditions against the source.
+Status CheckCopySourceConditions(const Ctx& c, const objstore::ObjectMeta& src);
+
+struct Frontend::Impl {
+  objstore::LocalEngine* engine;
+  FrontendOptions opts;
+  std::unordered_map<std::string, const User*> users_by_key;
+  std::atomic<uint64_t> request_seq{0};
+  uint64_t id_prefix = 0;
+  metrics::Histogram* latency = nullptr;
+  metrics::Counter* bytes_in = nullptr;
+  metrics::Counter* bytes_out = nullptr;
+  std::mutex counters_mu;
+  std::map<std::string, metrics::Counter*, std::less<>> counters;  // guarded by counters_mu
+
+  // frontend.cc
+  void Handle(http::Request& req, http::ResponseWriter& w);
+  void SendError(Ctx& c, const Status& st, std::string_view fallback_not_found);
+  void SendXml(Ctx& c, int status, const std::string& xml);
+  metrics::Counter& RequestCounter(std::string_view op, int status);
+  metrics::Counter& RequestCounterSlow(std::string_view op, int status);
+
+  // router.cc: parses the target, authenticates, runs the matching handler.
+  Status Route(Ctx& c);
+  Status ParseTarget(Ctx& c);
+  Status MethodNotAllowed(Ctx& c);
+
+  // auth.cc
+  Status Authenticate(Ctx& c);
+  Status Authorize(Ctx& c, bool write);
+  Status CheckBucket(Ctx& c);
+
+  // bucket_handlers.cc
+  Status ListBuckets(Ctx& c);
+  Status CreateBucket(Ctx& c);
+  Status DeleteBucket(Ctx& c);
+  Status HeadBucket(Ctx& c);
+  Status GetBucketLocation(Ctx& c);
+  Status GetBucketVersioning(Ctx& c);
+  Status GetBucketAcl(Ctx& c);
+  Status PutBucketAcl(Ctx& c);
+  Status BucketAcl(Ctx& c, bool put);
+  Status GetAbsentBucketConfig(Ctx& c);
+  Status BucketConfigNotImplemented(Ctx& c);
+  Status DeleteBucketConfig(Ctx& c);
+  Status ListObjectsV1(Ctx& c);
+  Status ListObjectsV2(Ctx& c);
+  Status ListObjects(Ctx& c, bool v2);
+  Status DeleteObjects(Ctx& c);
+
+  // object_handlers.cc
+  Status PutObject(Ctx& c);
+  Status CopyObject(Ctx& c);
+  Status RenameObject(Ctx& c);
+  Status GetObject(Ctx& c);
+  Status HeadObject(Ctx& c);
+  Status ServeObject(Ctx& c, bool head);
+  Status DeleteObject(Ctx& c);
+  Status Tagging(Ctx& c);
+  Status GetObjectAcl(Ctx& c);
+  Status PutObjectAcl(Ctx& c);
+  void AddObjectHeaders(Ctx& c, const objstore::ObjectMeta& m, bool with_checksum);
+
+  // multipart_handlers.cc
+  Status CreateUpload(Ctx& c);
+  Status UploadPart(Ctx& c);
+  Status CompleteUpload(Ctx& c);
+  Status AbortUpload(Ctx& c);
+  Status ListParts(Ctx& c);
+  Status ListUploads(Ctx& c);
+
+  // request.cc
+  Result<objstore::PutOptions> PutOptionsFromHeaders(Ctx& c);
+  Status SetupChecksum(Ctx& c, objstore::PutOptions& o, BodySource& body, bool single_part);
+  Result<std::string> ReadXmlBody(Ctx& c);
+};
+
+}  // namespace strata::s3

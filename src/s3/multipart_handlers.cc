@@ -1,0 +1,306 @@
+// Multipart uploads: Create, UploadPart and UploadPartCopy, Complete (with
+// the FULL_OBJECT CRC combined from the part CRCs), Abort, ListParts and
+// ListMultipartUploads.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include <strata/core/checksum.h>
+#include <strata/core/etag.h>
+#include <strata/core/strings.h>
+
+#include "s3/errors.h"
+#include "s3/frontend_internal.h"
+#include "s3/xml.h"
+
+namespace strata::s3 {
+
+using objstore::ObjectMeta;
+using objstore::PutOptions;
+
+namespace {
+
+// A source reading a range of a stored object (UploadPartCopy, CopyObject).
+class ObjectRangeSource final : public objstore::ByteSource {
+ public:
+  ObjectRangeSource(objstore::ObjectReader* reader, uint64_t offset, uint64_t length)
+      : reader_(reader), pos_(offset), end_(offset + length) {}
+  Result<size_t> Read(char* buf, size_t n) override {
+    if (pos_ >= end_) return size_t{0};
+    uint64_t want = std::min<uint64_t>(n, end_ - pos_);
+    STRATA_ASSIGN_OR_RETURN(std::string data, reader_->ReadRange(pos_, want));
+    if (data.empty()) return Status::Corruption("object shorter than its metadata says");
+    std::memcpy(buf, data.data(), data.size());
+    pos_ += data.size();
+    return data.size();
+  }
+
+ private:
+  objstore::ObjectReader* reader_;
+  uint64_t pos_;
+  uint64_t end_;
+};
+
+}  // namespace
+
+Status Frontend::Impl::CreateUpload(Ctx& c) {
+  STRATA_RETURN_IF_ERROR(CheckBucket(c));
+  STRATA_ASSIGN_OR_RETURN(PutOptions o, PutOptionsFromHeaders(c));
+  if (auto ca = c.H("x-amz-checksum-algorithm")) {
+    o.checksum_algorithm = ParseChecksumAlgorithm(Trim(*ca));
+    if (o.checksum_algorithm == ChecksumAlgorithm::kNone)
+      return MakeError("InvalidRequest",
+                       "unknown x-amz-checksum-algorithm \"" + std::string(*ca) + "\"");
+  }
+  // FULL_OBJECT (CRC only) is stored in meta so Complete can combine part CRCs.
+  if (auto ct = c.H("x-amz-checksum-type"); ct && IEquals(Trim(*ct), "FULL_OBJECT"))
+    o.meta.checksum_composite = false;
+  else
+    o.meta.checksum_composite = o.checksum_algorithm != ChecksumAlgorithm::kNone;
+  ChecksumAlgorithm alg = o.checksum_algorithm;
+  bool composite = o.meta.checksum_composite;
+  STRATA_ASSIGN_OR_RETURN(std::string id,
+                          engine->CreateMultipartUpload(c.bucket, c.key, std::move(o)));
+  if (alg != ChecksumAlgorithm::kNone) {
+    c.w.AddHeader("x-amz-checksum-algorithm", ChecksumAlgorithmName(alg));
+    c.w.AddHeader("x-amz-checksum-type", composite ? "COMPOSITE" : "FULL_OBJECT");
+  }
+  XmlWriter x("InitiateMultipartUploadResult");
+  x.Elem("Bucket", c.bucket).Elem("Key", c.key).Elem("UploadId", id);
+  SendXml(c, 200, x.Finish());
+  return Status::Ok();
+}
+
+Status Frontend::Impl::UploadPart(Ctx& c) {
+  std::string upload_id = c.Q("uploadId");
+  auto pn = ParseUint64(c.Q("partNumber"));
+  if (!pn || *pn < 1 || *pn > 10000)
+    return MakeError("InvalidArgument",
+                     "Part number must be an integer between 1 and 10000, inclusive");
+  STRATA_RETURN_IF_ERROR(CheckBucket(c));
+  STRATA_ASSIGN_OR_RETURN(PutOptions upload, engine->GetUpload(c.bucket, c.key, upload_id));
+  PutOptions o;
+  o.checksum_algorithm = upload.checksum_algorithm;
+  if (auto src = c.H("x-amz-copy-source")) {
+    std::string sb, sk;
+    STRATA_RETURN_IF_ERROR(ParseCopySource(*src, sb, sk));
+    Ctx src_ctx(c.req, c.w, c.request_id);
+    src_ctx.bucket = sb;
+    src_ctx.key = sk;
+    src_ctx.has_key = true;
+    src_ctx.user = c.user;
+    STRATA_RETURN_IF_ERROR(Authorize(src_ctx, false));
+    STRATA_ASSIGN_OR_RETURN(auto reader, engine->OpenObject(sb, sk));
+    const ObjectMeta& sm = reader->meta();
+    STRATA_RETURN_IF_ERROR(CheckCopySourceConditions(c, sm));
+    uint64_t start = 0, length = sm.size;
+    if (auto rh = c.H("x-amz-copy-source-range")) {
+      auto r = ParseRange(*rh, sm.size);
+      if (!r.ok() || !*r)
+        return MakeError(
+            "InvalidRange",
+            "The x-amz-copy-source-range value must be of the form bytes=first-last where first "
+            "and last are the zero-based offsets of the first and last bytes to copy");
+      start = (*r)->start;
+      length = (*r)->length;
+    }
+    if (length > opts.max_put_size)
+      return MakeError("EntityTooLarge", "a copied part can be at most 5 GiB");
+    ObjectRangeSource body(reader.get(), start, length);
+    o.expected_size = length;
+    STRATA_ASSIGN_OR_RETURN(
+        objstore::PartInfo p,
+        engine->UploadPart(c.bucket, c.key, upload_id, static_cast<int>(*pn), body, std::move(o)));
+    XmlWriter x("CopyPartResult");
+    x.Elem("LastModified", FormatIso8601(p.mtime_ns)).Elem("ETag", QuoteETag(p.etag));
+    if (!p.checksum.empty())
+      x.Elem(fmt::format("Checksum{}", ChecksumAlgorithmName(upload.checksum_algorithm)),
+             p.checksum);
+    SendXml(c, 200, x.Finish());
+    return Status::Ok();
+  }
+  STRATA_ASSIGN_OR_RETURN(o.expected_size, ExpectedSize(c, opts.max_put_size));
+  BodySource body(c.req, c.auth, IsAwsChunked(c));
+  STRATA_RETURN_IF_ERROR(SetupChecksum(c, o, body, false));
+  STRATA_ASSIGN_OR_RETURN(
+      objstore::PartInfo p,
+      engine->UploadPart(c.bucket, c.key, upload_id, static_cast<int>(*pn), body, std::move(o)));
+  bytes_in->Inc(p.size);
+  c.w.AddHeader("ETag", QuoteETag(p.etag));
+  if (!p.checksum.empty()) c.w.AddHeader(ChecksumHeaderName(upload.checksum_algorithm), p.checksum);
+  c.w.SetStatus(200);
+  return c.w.Send("");
+}
+
+Status Frontend::Impl::CompleteUpload(Ctx& c) {
+  std::string upload_id = c.Q("uploadId");
+  STRATA_RETURN_IF_ERROR(CheckBucket(c));
+  STRATA_ASSIGN_OR_RETURN(PutOptions upload, engine->GetUpload(c.bucket, c.key, upload_id));
+  STRATA_ASSIGN_OR_RETURN(std::string body, ReadXmlBody(c));
+  STRATA_ASSIGN_OR_RETURN(std::vector<objstore::CompletePart> parts, ParseCompleteMultipart(body));
+  objstore::CompleteOptions co;
+  if (auto inm = c.H("if-none-match")) {
+    if (Trim(*inm) != "*")
+      return MakeError("NotImplemented", "If-None-Match on writes only takes \"*\"");
+    co.if_none_match_star = true;
+  }
+  if (auto im = c.H("if-match")) co.if_match = UnquoteETag(*im);
+  // A FULL_OBJECT CRC over the whole object is the CRC-combine of the part CRCs.
+  ChecksumAlgorithm alg = upload.checksum_algorithm;
+  bool full_object = alg != ChecksumAlgorithm::kNone && !upload.meta.checksum_composite;
+  if (full_object && alg != ChecksumAlgorithm::kCrc32 && alg != ChecksumAlgorithm::kCrc32c &&
+      alg != ChecksumAlgorithm::kCrc64Nvme)
+    full_object = false;
+  if (full_object) {
+    co.before_commit = [alg](ObjectMeta& meta) -> Status {
+      uint64_t crc = 0;
+      bool first = true;
+      for (const auto& p : meta.parts) {
+        auto raw = Base64Decode(p.checksum);
+        if (!raw) return MakeError("InvalidPart", "a part has no stored checksum to combine");
+        uint64_t v = 0;
+        for (unsigned char ch : *raw) v = (v << 8) | ch;
+        if (first) {
+          crc = v;
+          first = false;
+        } else if (alg == ChecksumAlgorithm::kCrc32) {
+          crc = Crc32Combine(static_cast<uint32_t>(crc), static_cast<uint32_t>(v), p.size);
+        } else if (alg == ChecksumAlgorithm::kCrc32c) {
+          crc = Crc32cCombine(static_cast<uint32_t>(crc), static_cast<uint32_t>(v), p.size);
+        } else {
+          crc = Crc64NvmeCombine(crc, v, p.size);
+        }
+      }
+      int bytes = alg == ChecksumAlgorithm::kCrc64Nvme ? 8 : 4;
+      std::string out(bytes, '\0');
+      for (int i = bytes - 1; i >= 0; --i) {
+        out[i] = static_cast<char>(crc & 0xff);
+        crc >>= 8;
+      }
+      meta.checksum_algorithm = alg;
+      meta.checksum = Base64Encode(out);
+      meta.checksum_composite = false;
+      return Status::Ok();
+    };
+  }
+  STRATA_ASSIGN_OR_RETURN(ObjectMeta m,
+                          engine->CompleteMultipartUpload(c.bucket, c.key, upload_id, parts, co));
+  if (auto wanted = c.H(ChecksumHeaderName(alg));
+      wanted && full_object && !m.checksum.empty() && Trim(*wanted) != m.checksum) {
+    kLog.Warn("CompleteMultipartUpload {}: client's full-object {} {} differs from ours {}",
+              c.Resource(), ChecksumAlgorithmName(alg), *wanted, m.checksum);
+  }
+  XmlWriter x("CompleteMultipartUploadResult");
+  x.Elem("Location", "/" + c.bucket + "/" + c.key)
+      .Elem("Bucket", c.bucket)
+      .Elem("Key", c.key)
+      .Elem("ETag", QuoteETag(m.etag));
+  if (m.checksum_algorithm != ChecksumAlgorithm::kNone && !m.checksum.empty()) {
+    std::string v = m.checksum;
+    if (m.checksum_composite) v += "-" + std::to_string(m.parts.size());
+    x.Elem(fmt::format("Checksum{}", ChecksumAlgorithmName(m.checksum_algorithm)), v);
+    x.Elem("ChecksumType", m.checksum_composite ? "COMPOSITE" : "FULL_OBJECT");
+  }
+  SendXml(c, 200, x.Finish());
+  return Status::Ok();
+}
+
+Status Frontend::Impl::AbortUpload(Ctx& c) {
+  STRATA_RETURN_IF_ERROR(CheckBucket(c));
+  STRATA_RETURN_IF_ERROR(engine->AbortMultipartUpload(c.bucket, c.key, c.Q("uploadId")));
+  c.w.SetStatus(204);
+  return Status::Ok();
+}
+
+Status Frontend::Impl::ListParts(Ctx& c) {
+  STRATA_RETURN_IF_ERROR(CheckBucket(c));
+  std::string upload_id = c.Q("uploadId");
+  STRATA_ASSIGN_OR_RETURN(PutOptions upload, engine->GetUpload(c.bucket, c.key, upload_id));
+  STRATA_ASSIGN_OR_RETURN(std::vector<objstore::PartInfo> parts,
+                          engine->ListParts(c.bucket, c.key, upload_id));
+  int marker = 0;
+  if (auto pm = ParseUint64(c.Q("part-number-marker"))) marker = static_cast<int>(*pm);
+  int max_parts = 1000;
+  if (auto mp = ParseUint64(c.Q("max-parts")); mp && *mp < 1000) max_parts = static_cast<int>(*mp);
+  XmlWriter x("ListPartsResult");
+  x.Elem("Bucket", c.bucket).Elem("Key", c.key).Elem("UploadId", upload_id);
+  x.Open("Initiator")
+      .Elem("ID", upload.meta.owner)
+      .Elem("DisplayName", upload.meta.owner)
+      .Close("Initiator");
+  x.Open("Owner")
+      .Elem("ID", upload.meta.owner)
+      .Elem("DisplayName", upload.meta.owner)
+      .Close("Owner");
+  x.Elem("StorageClass", "STANDARD").Elem("PartNumberMarker", static_cast<uint64_t>(marker));
+  if (upload.checksum_algorithm != ChecksumAlgorithm::kNone)
+    x.Elem("ChecksumAlgorithm", ChecksumAlgorithmName(upload.checksum_algorithm));
+  int n = 0;
+  int last = marker;
+  bool truncated = false;
+  for (const auto& p : parts) {
+    if (p.number <= marker) continue;
+    if (n == max_parts) {
+      truncated = true;
+      break;
+    }
+    ++n;
+    last = p.number;
+    x.Open("Part")
+        .Elem("PartNumber", static_cast<uint64_t>(p.number))
+        .Elem("LastModified", FormatIso8601(p.mtime_ns));
+    x.Elem("ETag", QuoteETag(p.etag)).Elem("Size", p.size);
+    if (!p.checksum.empty())
+      x.Elem(fmt::format("Checksum{}", ChecksumAlgorithmName(upload.checksum_algorithm)),
+             p.checksum);
+    x.Close("Part");
+  }
+  x.Elem("NextPartNumberMarker", static_cast<uint64_t>(last))
+      .Elem("MaxParts", static_cast<uint64_t>(max_parts));
+  x.Elem("IsTruncated", truncated);
+  SendXml(c, 200, x.Finish());
+  return Status::Ok();
+}
+
+Status Frontend::Impl::ListUploads(Ctx& c) {
+  STRATA_RETURN_IF_ERROR(CheckBucket(c));
+  std::string prefix = c.Q("prefix");
+  STRATA_ASSIGN_OR_RETURN(auto uploads, engine->ListMultipartUploads(c.bucket, prefix));
+  std::string key_marker = c.Q("key-marker");
+  int max_uploads = 1000;
+  if (auto mu = ParseInt64(c.Q("max-uploads")); mu && *mu >= 0 && *mu < 1000)
+    max_uploads = static_cast<int>(*mu);
+  XmlWriter x("ListMultipartUploadsResult");
+  x.Elem("Bucket", c.bucket)
+      .Elem("KeyMarker", key_marker)
+      .Elem("UploadIdMarker", c.Q("upload-id-marker"));
+  x.Elem("Prefix", prefix).Elem("MaxUploads", static_cast<uint64_t>(max_uploads));
+  int n = 0;
+  bool truncated = false;
+  std::string next_key, next_id;
+  for (const auto& u : uploads) {
+    if (!key_marker.empty() && u.key <= key_marker) continue;
+    if (n == max_uploads) {
+      truncated = true;
+      break;
+    }
+    ++n;
+    next_key = u.key;
+    next_id = u.upload_id;
+    x.Open("Upload").Elem("Key", u.key).Elem("UploadId", u.upload_id);
+    x.Open("Initiator").Elem("ID", u.owner).Elem("DisplayName", u.owner).Close("Initiator");
+    x.Open("Owner").Elem("ID", u.owner).Elem("DisplayName", u.owner).Close("Owner");
+    x.Elem("StorageClass", "STANDARD")
+        .Elem("Initiated", FormatIso8601(u.initiated_ns))
+        .Close("Upload");
+  }
+  if (truncated) x.Elem("NextKeyMarker", next_key).Elem("NextUploadIdMarker", next_id);
+  x.Elem("IsTruncated", truncated);
+  SendXml(c, 200, x.Finish());
+  return Status::Ok();
+}
+
+}  // namespace strata::s3

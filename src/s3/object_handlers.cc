@@ -1,0 +1,343 @@
+// Object operations: PutObject (and the append extension,
+// x-amz-write-offset-bytes), CopyObject, RenameObject (extension), GetObject
+// and HeadObject (conditional, ranged, by part, checksums), DeleteObject,
+// tagging and ACLs.
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include <strata/core/checksum.h>
+#include <strata/core/etag.h>
+#include <strata/core/strings.h>
+
+#include "s3/errors.h"
+#include "s3/frontend_internal.h"
+#include "s3/xml.h"
+
+namespace strata::s3 {
+
+using objstore::ObjectMeta;
+using objstore::PutOptions;
+
+namespace {
+
+// Streams engine chunks to the HTTP response.
+class ResponseSink final : public objstore::ChunkSink {
+ public:
+  explicit ResponseSink(http::ResponseWriter& w) : w_(w) {}
+  Status WriteMemory(const char* data, size_t n) override { return w_.Write(data, n); }
+  Status WriteFile(int fd, uint64_t offset, uint64_t n) override {
+    return w_.SendFile(fd, offset, n);
+  }
+
+ private:
+  http::ResponseWriter& w_;
+};
+
+}  // namespace
+
+Status Frontend::Impl::PutObject(Ctx& c) {
+  STRATA_ASSIGN_OR_RETURN(PutOptions o, PutOptionsFromHeaders(c));
+  STRATA_ASSIGN_OR_RETURN(o.expected_size, ExpectedSize(c, opts.max_put_size));
+  BodySource body(c.req, c.auth, IsAwsChunked(c));
+  STRATA_RETURN_IF_ERROR(SetupChecksum(c, o, body, true));
+  Result<ObjectMeta> r = Status::Internal("unset");
+  if (auto off = c.H("x-amz-write-offset-bytes")) {
+    auto v = ParseUint64(Trim(*off));
+    if (!v)
+      return MakeError("InvalidArgument",
+                       "x-amz-write-offset-bytes must be a non-negative integer");
+    r = engine->AppendObject(c.bucket, c.key, *v, body, std::move(o));
+    if (!r.ok() && r.error().code() == StatusCode::kPreconditionFailed &&
+        r.error().message().find("offset") != std::string::npos)
+      return MakeError("InvalidWriteOffset", r.error().message());
+  } else {
+    r = engine->PutObject(c.bucket, c.key, body, std::move(o));
+  }
+  if (!r.ok()) return r.error();
+  bytes_in->Inc(r->size);
+  c.w.AddHeader("ETag", QuoteETag(r->etag));
+  if (r->checksum_algorithm != ChecksumAlgorithm::kNone && !r->checksum.empty()) {
+    c.w.AddHeader(ChecksumHeaderName(r->checksum_algorithm), r->checksum);
+    c.w.AddHeader("x-amz-checksum-type", "FULL_OBJECT");
+  }
+  if (c.H("x-amz-write-offset-bytes")) c.w.AddHeader("x-amz-object-size", std::to_string(r->size));
+  c.w.SetStatus(200);
+  return c.w.Send("");
+}
+
+Status Frontend::Impl::CopyObject(Ctx& c) {
+  std::string sb, sk;
+  STRATA_RETURN_IF_ERROR(ParseCopySource(*c.H("x-amz-copy-source"), sb, sk));
+  {
+    // The caller must be able to read the source bucket.
+    Ctx src_ctx(c.req, c.w, c.request_id);
+    src_ctx.bucket = sb;
+    src_ctx.key = sk;
+    src_ctx.has_key = true;
+    src_ctx.user = c.user;
+    STRATA_RETURN_IF_ERROR(Authorize(src_ctx, false));
+  }
+  STRATA_RETURN_IF_ERROR(CheckBucket(c));
+  auto src_meta = engine->HeadObject(sb, sk);
+  if (!src_meta.ok()) {
+    if (src_meta.error().IsNotFound()) {
+      if (!engine->GetBucket(sb).ok())
+        return MakeError("NoSuchBucket", "The specified source bucket does not exist");
+      return MakeError("NoSuchKey", "The specified source key does not exist");
+    }
+    return src_meta.error();
+  }
+  STRATA_RETURN_IF_ERROR(CheckCopySourceConditions(c, *src_meta));
+  std::string directive(c.H("x-amz-metadata-directive").value_or("COPY"));
+  if (directive != "COPY" && directive != "REPLACE")
+    return MakeError("InvalidArgument", "Unknown metadata directive.");
+  STRATA_ASSIGN_OR_RETURN(PutOptions o, PutOptionsFromHeaders(c));
+  std::optional<ObjectMeta> replace;
+  if (directive == "REPLACE") {
+    replace = o.meta;
+  } else if (sb == c.bucket && sk == c.key) {
+    return MakeError(
+        "InvalidRequest",
+        "This copy request is illegal because it is trying to copy an object to itself "
+        "without changing the object's metadata, storage class, website redirect "
+        "location or encryption attributes.");
+  }
+  std::string tagging_directive(c.H("x-amz-tagging-directive").value_or("COPY"));
+  if (replace && tagging_directive == "COPY") replace->tags = src_meta->tags;
+  if (!replace && tagging_directive == "REPLACE") {
+    replace = *src_meta;
+    replace->tags = o.meta.tags;
+  }
+  if (auto ca = c.H("x-amz-checksum-algorithm"))
+    o.checksum_algorithm = ParseChecksumAlgorithm(Trim(*ca));
+  else
+    o.checksum_algorithm = src_meta->checksum_algorithm;
+  ChecksumAlgorithm alg = o.checksum_algorithm;
+  o.before_commit = [alg](const objstore::WriteDigest& d, ObjectMeta& meta) {
+    if (alg != ChecksumAlgorithm::kNone && !d.checksum.empty()) {
+      meta.checksum_algorithm = alg;
+      meta.checksum = Base64Encode(d.checksum);
+      meta.checksum_composite = false;
+    } else {
+      meta.checksum_algorithm = ChecksumAlgorithm::kNone;
+      meta.checksum.clear();
+    }
+    meta.parts.clear();
+    return Status::Ok();
+  };
+  STRATA_ASSIGN_OR_RETURN(ObjectMeta m,
+                          engine->CopyObject(sb, sk, c.bucket, c.key, replace, std::move(o)));
+  XmlWriter x("CopyObjectResult");
+  x.Elem("LastModified", FormatIso8601(m.mtime_ns)).Elem("ETag", QuoteETag(m.etag));
+  if (m.checksum_algorithm != ChecksumAlgorithm::kNone && !m.checksum.empty())
+    x.Elem(fmt::format("Checksum{}", ChecksumAlgorithmName(m.checksum_algorithm)), m.checksum);
+  SendXml(c, 200, x.Finish());
+  return Status::Ok();
+}
+
+Status Frontend::Impl::RenameObject(Ctx& c) {
+  auto src = c.H("x-amz-rename-source");
+  if (!src) return MakeError("InvalidRequest", "RenameObject needs the x-amz-rename-source header");
+  std::string sb, sk;
+  std::string with_bucket = std::string(*src);
+  // Accept "/bucket/key", "bucket/key" and a bare key (same bucket).
+  Status parsed = ParseCopySource(with_bucket, sb, sk);
+  if (!parsed.ok() || sb != c.bucket) {
+    auto decoded = UriDecode(*src, false);
+    if (!decoded) return MakeError("InvalidArgument", "Invalid rename source encoding");
+    sb = c.bucket;
+    sk = StartsWith(*decoded, "/") ? decoded->substr(1) : *decoded;
+    if (StartsWith(sk, c.bucket + "/")) sk = sk.substr(c.bucket.size() + 1);
+  }
+  STRATA_RETURN_IF_ERROR(CheckBucket(c));
+  STRATA_ASSIGN_OR_RETURN(PutOptions o, PutOptionsFromHeaders(c));
+  // Source conditions.
+  STRATA_ASSIGN_OR_RETURN(ObjectMeta sm, engine->HeadObject(c.bucket, sk));
+  if (auto im = c.H("x-amz-rename-source-if-match"); im && !ETagListMatches(*im, sm.etag))
+    return MakeError("PreconditionFailed", "x-amz-rename-source-if-match did not hold");
+  if (auto inm = c.H("x-amz-rename-source-if-none-match"); inm && ETagListMatches(*inm, sm.etag))
+    return MakeError("PreconditionFailed", "x-amz-rename-source-if-none-match did not hold");
+  STRATA_ASSIGN_OR_RETURN(ObjectMeta m, engine->RenameObject(c.bucket, sk, c.key, std::move(o)));
+  (void)m;
+  c.w.SetStatus(200);
+  return c.w.Send("");
+}
+
+void Frontend::Impl::AddObjectHeaders(Ctx& c, const ObjectMeta& m, bool with_checksum) {
+  http::ResponseWriter& w = c.w;
+  w.AddHeader("ETag", QuoteETag(m.etag));
+  w.AddHeader("Last-Modified", FormatHttpDate(m.mtime_ns));
+  w.AddHeader("Accept-Ranges", "bytes");
+  auto override_or = [&](const char* param, const char* header, std::string_view stored) {
+    std::string v = c.Q(param);
+    if (!v.empty())
+      w.AddHeader(header, v);
+    else if (!stored.empty())
+      w.AddHeader(header, stored);
+  };
+  override_or("response-content-type", "Content-Type",
+              m.content_type.empty() ? std::string_view("binary/octet-stream")
+                                     : std::string_view(m.content_type));
+  auto stored = [&](const char* name) -> std::string_view {
+    auto it = m.headers.find(name);
+    return it == m.headers.end() ? std::string_view() : std::string_view(it->second);
+  };
+  override_or("response-content-encoding", "Content-Encoding", stored("content-encoding"));
+  override_or("response-content-disposition", "Content-Disposition", stored("content-disposition"));
+  override_or("response-cache-control", "Cache-Control", stored("cache-control"));
+  override_or("response-expires", "Expires", stored("expires"));
+  override_or("response-content-language", "Content-Language", stored("content-language"));
+  for (const auto& [k, v] : m.user_meta) w.AddHeader("x-amz-meta-" + k, v);
+  if (!m.tags.empty()) w.AddHeader("x-amz-tagging-count", std::to_string(m.tags.size()));
+  if (!m.parts.empty()) w.AddHeader("x-amz-mp-parts-count", std::to_string(m.parts.size()));
+  if (with_checksum && m.checksum_algorithm != ChecksumAlgorithm::kNone && !m.checksum.empty()) {
+    std::string v = m.checksum;
+    if (m.checksum_composite) v += "-" + std::to_string(m.parts.size());
+    w.AddHeader(ChecksumHeaderName(m.checksum_algorithm), v);
+    w.AddHeader("x-amz-checksum-type", m.checksum_composite ? "COMPOSITE" : "FULL_OBJECT");
+  }
+}
+
+Status Frontend::Impl::GetObject(Ctx& c) { return ServeObject(c, false); }
+
+Status Frontend::Impl::HeadObject(Ctx& c) { return ServeObject(c, true); }
+
+Status Frontend::Impl::ServeObject(Ctx& c, bool head) {
+  // Open first so metadata and bytes come from the same version.
+  auto opened = engine->OpenObject(c.bucket, c.key);
+  if (!opened.ok()) {
+    if (opened.error().IsNotFound()) STRATA_RETURN_IF_ERROR(CheckBucket(c));
+    return opened.error();
+  }
+  std::unique_ptr<objstore::ObjectReader> reader = std::move(*opened);
+  const ObjectMeta& m = reader->meta();
+
+  // Conditional reads (RFC 9110 13.2.2 order).
+  int64_t mtime_s = m.mtime_ns / 1'000'000'000;
+  auto im = c.H("if-match");
+  auto inm = c.H("if-none-match");
+  auto ims = c.H("if-modified-since");
+  auto ius = c.H("if-unmodified-since");
+  if (im && !ETagListMatches(*im, m.etag))
+    return MakeError("PreconditionFailed",
+                     "At least one of the pre-conditions you specified did not hold");
+  if (!im && ius) {
+    if (auto t = ParseHttpDate(*ius); t && mtime_s > *t / 1'000'000'000)
+      return MakeError("PreconditionFailed",
+                       "At least one of the pre-conditions you specified did not hold");
+  }
+  bool not_modified = false;
+  if (inm) {
+    not_modified = ETagListMatches(*inm, m.etag);
+  } else if (ims) {
+    if (auto t = ParseHttpDate(*ims); t && mtime_s <= *t / 1'000'000'000) not_modified = true;
+  }
+  if (not_modified) {
+    c.w.SetStatus(304);
+    c.w.AddHeader("ETag", QuoteETag(m.etag));
+    c.w.AddHeader("Last-Modified", FormatHttpDate(m.mtime_ns));
+    return c.w.Send("");
+  }
+
+  // Which bytes: a part, a range, or all.
+  uint64_t start = 0, length = m.size;
+  bool partial = false;
+  std::string part_s = c.Q("partNumber");
+  auto range_h = c.H("range");
+  if (!part_s.empty()) {
+    auto pn = ParseUint64(part_s);
+    if (!pn || *pn < 1 || *pn > 10000)
+      return MakeError("InvalidArgument",
+                       "Part number must be an integer between 1 and 10000, inclusive");
+    if (range_h)
+      return MakeError("InvalidRequest",
+                       "Cannot specify both Range header and partNumber query parameter");
+    if (m.parts.empty()) {
+      if (*pn != 1)
+        return MakeError("InvalidPartNumber", "The requested partnumber is not satisfiable");
+    } else {
+      if (*pn > m.parts.size())
+        return MakeError("InvalidPartNumber", "The requested partnumber is not satisfiable");
+      for (size_t i = 0; i + 1 < *pn; ++i) start += m.parts[i].size;
+      length = m.parts[*pn - 1].size;
+    }
+    partial = true;
+  } else if (range_h) {
+    auto r = ParseRange(*range_h, m.size);
+    if (!r.ok()) {
+      c.w.AddHeader("Content-Range", "bytes */" + std::to_string(m.size));
+      return r.error();
+    }
+    if (*r) {
+      start = (*r)->start;
+      length = (*r)->length;
+      partial = true;
+    }
+  }
+  bool checksum_mode = IEquals(c.H("x-amz-checksum-mode").value_or(""), "ENABLED");
+  AddObjectHeaders(c, m, checksum_mode && (!partial || (!part_s.empty() && m.parts.empty())));
+  if (partial) {
+    c.w.SetStatus(206);
+    c.w.AddHeader("Content-Range",
+                  length == 0 ? "bytes */0"
+                              : fmt::format("bytes {}-{}/{}", start, start + length - 1, m.size));
+  }
+  STRATA_RETURN_IF_ERROR(c.w.BeginBody(length));
+  if (head || length == 0) return Status::Ok();
+  ResponseSink sink(c.w);
+  return reader->Stream(start, length, sink);
+}
+
+Status Frontend::Impl::DeleteObject(Ctx& c) {
+  STRATA_RETURN_IF_ERROR(CheckBucket(c));
+  if (auto im = c.H("if-match")) {
+    auto m = engine->HeadObject(c.bucket, c.key);
+    if (!m.ok() || !ETagListMatches(*im, m->etag))
+      return MakeError("PreconditionFailed",
+                       "At least one of the pre-conditions you specified did not hold");
+  }
+  STRATA_RETURN_IF_ERROR(engine->DeleteObject(c.bucket, c.key));
+  c.w.SetStatus(204);
+  return Status::Ok();
+}
+
+// The bucket's ACL, once the object is known to exist.
+Status Frontend::Impl::GetObjectAcl(Ctx& c) {
+  STRATA_ASSIGN_OR_RETURN(ObjectMeta meta, engine->HeadObject(c.bucket, c.key));
+  (void)meta;
+  return BucketAcl(c, false);
+}
+
+// Accepted and ignored: access is decided per bucket.
+Status Frontend::Impl::PutObjectAcl(Ctx& c) {
+  STRATA_RETURN_IF_ERROR(engine->HeadObject(c.bucket, c.key).status());
+  SendXml(c, 200, "");
+  return Status::Ok();
+}
+
+Status Frontend::Impl::Tagging(Ctx& c) {
+  std::string_view m = c.req.method;
+  if (m == "GET") {
+    STRATA_ASSIGN_OR_RETURN(ObjectMeta meta, engine->HeadObject(c.bucket, c.key));
+    XmlWriter x("Tagging");
+    x.Open("TagSet");
+    for (const auto& [k, v] : meta.tags) x.Open("Tag").Elem("Key", k).Elem("Value", v).Close("Tag");
+    x.Close("TagSet");
+    SendXml(c, 200, x.Finish());
+    return Status::Ok();
+  }
+  std::map<std::string, std::string> tags;
+  if (m == "PUT") {
+    STRATA_ASSIGN_OR_RETURN(std::string body, ReadXmlBody(c));
+    STRATA_ASSIGN_OR_RETURN(tags, ParseTagging(body));
+  }
+  STRATA_RETURN_IF_ERROR(engine->SetObjectTags(c.bucket, c.key, std::move(tags)));
+  c.w.SetStatus(m == "PUT" ? 200 : 204);
+  return Status::Ok();
+}
+
+}  // namespace strata::s3
