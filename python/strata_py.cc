@@ -16,6 +16,7 @@
 // Python may drop the store object first.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <strata/core/strings.h>
 #include <strata/cache/cached_object_store.h>
 #include <strata/cache/checkpoint.h>
 #include <strata/cache/warmer.h>
@@ -89,7 +90,7 @@ uint64_t ByteSize(const py::handle& v, const char* what) {
     return static_cast<uint64_t>(n);
   }
   if (py::isinstance<py::str>(v)) {
-    auto r = cache::ParseByteSize(v.cast<std::string>());
+    auto r = ParseByteSize(v.cast<std::string>());
     if (!r.ok()) throw py::value_error(std::string(what) + ": " + r.error().message());
     return *r;
   }

@@ -23,18 +23,6 @@ constexpr char kMagic[8] = {'S', 'T', 'R', 'B', 'L', 'K', '0', '1'};
 constexpr uint32_t kMaxKeyLen = 64 * 1024;
 constexpr uint32_t kMaxEtagLen = 1024;
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 Status ReadCacheBlock(int fd, char* buf, size_t n, uint64_t off, const std::string& path) {
   return PreadFull(fd, buf, n, off, "cache block " + path);
 }
@@ -200,7 +188,7 @@ Result<uint64_t> WriteBlockFile(const std::string& dir, const BlockHeader& h, st
   if (data.size() >= kDirectMin) {
     int raw = -1;
     Result<bool> direct = WriteDirect(tmp, &raw, header, data);
-    Fd dfd(raw);
+    UniqueFd dfd(raw);
     if (!direct) return fail(direct.error());
     if (*direct) {
       if (fsync && ::fdatasync(dfd.get()) != 0) return fail(Status::FromErrno(errno, "fsync cache block " + tmp));
@@ -213,7 +201,7 @@ Result<uint64_t> WriteBlockFile(const std::string& dir, const BlockHeader& h, st
     }
     if (raw >= 0) ::unlink(tmp.c_str());  // created, then O_DIRECT writes refused
   }
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   if (fd.get() < 0) return Status::FromErrno(errno, "create cache block " + tmp);
   struct iovec iov[2] = {{const_cast<char*>(header.data()), header.size()},
                          {const_cast<char*>(data.data()), data.size()}};
@@ -253,7 +241,7 @@ Result<uint64_t> WriteBlockFile(const std::string& dir, const BlockHeader& h, st
 }
 
 Result<BlockHeader> ReadBlockFileHeader(const std::string& path, uint64_t* file_size) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
     if (errno == ENOENT) return Status::NotFound("cache block " + path + " is gone");
     return Status::FromErrno(errno, "open " + path);
@@ -274,7 +262,7 @@ Result<BlockHeader> ReadBlockFileHeader(const std::string& path, uint64_t* file_
 
 Result<std::string> ReadBlockFile(const std::string& path, const BlockId& id, std::string_view key,
                                   std::string_view etag, uint64_t index) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
     if (errno == ENOENT) return Status::NotFound("cache block " + path + " is gone");
     return Status::FromErrno(errno, "open " + path);

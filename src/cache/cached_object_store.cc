@@ -574,31 +574,6 @@ std::string_view EvictionPolicyName(EvictionPolicy p) {
   }
 }
 
-Result<uint64_t> ParseByteSize(std::string_view s) {
-  const std::string t = ToLower(Trim(s));
-  size_t i = 0;
-  while (i < t.size() && (std::isdigit(static_cast<unsigned char>(t[i])) || t[i] == '.')) ++i;
-  const Status bad = Status::InvalidArgument(fmt::format("\"{}\" is not a size (try 100G, 512MiB)", s));
-  if (i == 0) return bad;
-  double v = 0;
-  try {
-    v = std::stod(t.substr(0, i));
-  } catch (...) {
-    return bad;
-  }
-  std::string unit(Trim(std::string_view(t).substr(i)));
-  if (!unit.empty() && unit.back() == 'b') unit.pop_back();
-  if (unit.size() == 2 && unit[1] == 'i') unit.pop_back();
-  double mult = 1;
-  if (unit.empty()) mult = 1;
-  else if (unit == "k") mult = 1024.0;
-  else if (unit == "m") mult = 1024.0 * 1024;
-  else if (unit == "g") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "t") mult = 1024.0 * 1024 * 1024 * 1024;
-  else return Status::InvalidArgument(fmt::format("\"{}\": unknown unit (use K, M, G or T)", s));
-  return static_cast<uint64_t>(v * mult);
-}
-
 // ---------------------------------------------------------------------------
 // CachedReader
 

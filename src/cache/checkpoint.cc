@@ -45,20 +45,6 @@ constexpr uint64_t kChunk = 64ull << 20;  // unit of parallel local writes and c
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 // A source file that ends early changed under us: an I/O error, not damage.
 Status PreadAll(int fd, char* p, size_t n, uint64_t off, const std::string& path) {
   STRATA_ASSIGN_OR_RETURN(size_t got, PreadUpTo(fd, p, n, off, path));
@@ -67,7 +53,7 @@ Status PreadAll(int fd, char* p, size_t n, uint64_t off, const std::string& path
 }
 
 Status WriteSmallFile(const std::string& path, std::string_view data, bool fsync) {
-  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (fd.get() < 0) return Status::FromErrno(errno, "create " + path);
   STRATA_RETURN_IF_ERROR(WriteAll(fd.get(), data.data(), data.size(), path));
   if (fsync && ::fsync(fd.get()) != 0) return Status::FromErrno(errno, "fsync " + path);
@@ -207,7 +193,7 @@ struct CheckpointManager::Impl {
   Result<CheckpointFile> WriteItem(const CheckpointItem& item, const std::string& path) {
     CheckpointFile f;
     f.name = item.name;
-    Fd src(item.is_file ? ::open(item.path.c_str(), O_RDONLY | O_CLOEXEC) : -1);
+    UniqueFd src(item.is_file ? ::open(item.path.c_str(), O_RDONLY | O_CLOEXEC) : -1);
     if (item.is_file) {
       if (src.get() < 0) return Status::FromErrno(errno, "open checkpoint input " + item.path);
       struct stat st;
@@ -221,7 +207,7 @@ struct CheckpointManager::Impl {
     std::error_code ec;
     std::filesystem::create_directories(parent, ec);
     if (ec) return Status::IOError("create " + parent + ": " + ec.message());
-    Fd dst(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    UniqueFd dst(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (dst.get() < 0) return Status::FromErrno(errno, "create " + path);
     const uint64_t nchunks = std::max<uint64_t>(1, (f.size + kChunk - 1) / kChunk);
     std::vector<uint32_t> crcs(nchunks, 0);
@@ -255,7 +241,7 @@ struct CheckpointManager::Impl {
 
   // CRC32C of a local file, in kChunk pieces on the io pool.
   Result<uint32_t> FileCrc(const std::string& path, uint64_t size) {
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0) return Status::FromErrno(errno, "open " + path);
     struct stat st;
     if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
@@ -444,7 +430,7 @@ struct CheckpointManager::Impl {
         // SHA-256 is CPU work; it overlaps the (I/O-bound) part uploads.
         uploader->Run([&, i] {
           auto h = Hasher::Create(ChecksumAlgorithm::kSha256);
-          Fd fd(::open((dir + "/" + files[i].name).c_str(), O_RDONLY | O_CLOEXEC));
+          UniqueFd fd(::open((dir + "/" + files[i].name).c_str(), O_RDONLY | O_CLOEXEC));
           if (fd.get() < 0) return;
           std::string buf(8 << 20, '\0');
           for (;;) {

@@ -87,9 +87,9 @@ int CmdWarm(const WarmArgs& a) {
   auto keys = ReadList(a.list);
   if (!keys.ok()) return Fail("warm", keys.error());
   cache::CacheOptions co;
-  auto cache_size = cache::ParseByteSize(a.cache_size);
-  auto ram_size = cache::ParseByteSize(a.ram_size);
-  auto block_size = cache::ParseByteSize(a.block_size);
+  auto cache_size = ParseByteSize(a.cache_size);
+  auto ram_size = ParseByteSize(a.ram_size);
+  auto block_size = ParseByteSize(a.block_size);
   for (const auto* r : {&cache_size, &ram_size, &block_size}) {
     if (!r->ok()) return Fail("warm", r->error());
   }
@@ -205,7 +205,7 @@ Result<Opened> OpenCkpt(const CkptArgs& a, bool resume) {
   co.upload_concurrency = a.concurrency;
   co.fsync = !a.no_fsync;
   co.resume = resume;
-  STRATA_ASSIGN_OR_RETURN(co.part_size, cache::ParseByteSize(a.part_size));
+  STRATA_ASSIGN_OR_RETURN(co.part_size, ParseByteSize(a.part_size));
   co.multipart_threshold = co.part_size;
   if (!a.store.empty()) {
     STRATA_ASSIGN_OR_RETURN(o.store, objstore::OpenObjectStore(a.store));

@@ -31,6 +31,7 @@
 
 #include <fmt/format.h>
 
+#include <strata/core/strings.h>
 #include <strata/cache/cached_object_store.h>
 #include <strata/core/clock.h>
 #include <strata/core/http_server.h>
@@ -76,7 +77,7 @@ std::string NewUuid() {
 }
 
 Result<uint64_t> Size(std::string_view what, const std::string& s) {
-  auto r = cache::ParseByteSize(s);
+  auto r = ParseByteSize(s);
   if (!r) return Status::InvalidArgument(fmt::format("{}: \"{}\" is not a size (try 4M, 512MiB, 10G)", what, s));
   return *r;
 }

@@ -179,8 +179,8 @@ class Session {
   }
 
   Status Init(bool need_manager, const objstore::WriteOptions* write = nullptr) {
-    auto ps = ParseSize(c_.part_size);
-    auto mt = ParseSize(c_.multipart_threshold);
+    auto ps = ParseByteSize(c_.part_size);
+    auto mt = ParseByteSize(c_.multipart_threshold);
     if (!ps) return Status::InvalidArgument("--part-size \"" + c_.part_size + "\" is not a size (e.g. 8MiB)");
     if (!mt) {
       return Status::InvalidArgument("--multipart-threshold \"" + c_.multipart_threshold +

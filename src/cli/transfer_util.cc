@@ -41,32 +41,6 @@ Result<Location> ParseLocation(std::string_view arg) {
   return l;
 }
 
-std::optional<uint64_t> ParseSize(std::string_view s) {
-  s = Trim(s);
-  size_t i = 0;
-  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
-  if (i == 0) return std::nullopt;
-  double v = 0;
-  try {
-    v = std::stod(std::string(s.substr(0, i)));
-  } catch (...) {
-    return std::nullopt;
-  }
-  std::string unit = ToLower(Trim(s.substr(i)));
-  if (!unit.empty() && unit.back() == 'b') unit.pop_back();
-  if (!unit.empty() && unit.back() == 'i') unit.pop_back();
-  double mult = 1;
-  if (unit.empty()) mult = 1;
-  else if (unit == "k") mult = 1024.0;
-  else if (unit == "m") mult = 1024.0 * 1024;
-  else if (unit == "g") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "t") mult = 1024.0 * 1024 * 1024 * 1024;
-  else return std::nullopt;
-  const double bytes = v * mult;
-  if (bytes < 0 || bytes > 1e18) return std::nullopt;
-  return static_cast<uint64_t>(std::llround(bytes));
-}
-
 std::string HumanBytes(uint64_t n) {
   static const char* kUnits[] = {"Bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
   if (n < 1024) return fmt::format("{} Bytes", n);

@@ -32,8 +32,6 @@ struct Location {
 };
 Result<Location> ParseLocation(std::string_view arg);
 
-// "8MiB", "8M", "8MB", "1.5GiB", "4096" -> bytes (K/M/G/T are powers of 1024, as awscli).
-std::optional<uint64_t> ParseSize(std::string_view s);
 // 1536 -> "1.5 KiB"
 std::string HumanBytes(uint64_t n);
 

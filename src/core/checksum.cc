@@ -418,6 +418,46 @@ std::string ChecksumHeaderName(ChecksumAlgorithm a) {
   return "x-amz-checksum-" + ToLower(ChecksumAlgorithmName(a));
 }
 
+bool IsCrc(ChecksumAlgorithm a) {
+  return a == ChecksumAlgorithm::kCrc32 || a == ChecksumAlgorithm::kCrc32c ||
+         a == ChecksumAlgorithm::kCrc64Nvme;
+}
+
+uint64_t CrcCombine(ChecksumAlgorithm a, uint64_t crc_a, uint64_t crc_b, uint64_t len_b) {
+  switch (a) {
+    case ChecksumAlgorithm::kCrc32:
+      return Crc32Combine(static_cast<uint32_t>(crc_a), static_cast<uint32_t>(crc_b), len_b);
+    case ChecksumAlgorithm::kCrc32c:
+      return Crc32cCombine(static_cast<uint32_t>(crc_a), static_cast<uint32_t>(crc_b), len_b);
+    case ChecksumAlgorithm::kCrc64Nvme:
+      return Crc64NvmeCombine(crc_a, crc_b, len_b);
+    default:
+      return 0;
+  }
+}
+
+std::optional<std::string> CombinePartCrcs(ChecksumAlgorithm a,
+                                           const std::vector<std::pair<std::string, uint64_t>>& parts) {
+  if (!IsCrc(a)) return std::nullopt;
+  const size_t width = a == ChecksumAlgorithm::kCrc64Nvme ? 8 : 4;
+  uint64_t crc = 0;
+  bool first = true;
+  for (const auto& [b64, size] : parts) {
+    auto raw = Base64Decode(b64);
+    if (!raw || raw->empty() || raw->size() > width) return std::nullopt;
+    uint64_t v = 0;
+    for (unsigned char ch : *raw) v = (v << 8) | ch;
+    crc = first ? v : CrcCombine(a, crc, v, size);
+    first = false;
+  }
+  std::string out(width, '\0');
+  for (size_t i = width; i-- > 0;) {
+    out[i] = static_cast<char>(crc & 0xff);
+    crc >>= 8;
+  }
+  return Base64Encode(out);
+}
+
 std::unique_ptr<Hasher> Hasher::Create(ChecksumAlgorithm a) {
   switch (a) {
     case ChecksumAlgorithm::kCrc32: return std::make_unique<Crc32Hasher>();

@@ -26,6 +26,11 @@ void CloseKeepingErrno(int fd) {
 
 }  // namespace
 
+void UniqueFd::Reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
 Status WriteAll(int fd, const void* data, size_t n, std::string_view what) {
   const char* p = static_cast<const char*>(data);
   while (n > 0) {

@@ -2,6 +2,10 @@
 
 #include <time.h>
 
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+
 #include <charconv>
 #include <cstring>
 
@@ -391,6 +395,31 @@ std::optional<int64_t> ParseInt64(std::string_view s) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
   return v;
+}
+
+Result<uint64_t> ParseByteSize(std::string_view s) {
+  const std::string_view t = Trim(s);
+  const Status bad = Status::InvalidArgument("\"" + std::string(s) + "\" is not a size (try 100G, 512MiB)");
+  size_t i = 0;
+  while (i < t.size() && (std::isdigit(static_cast<unsigned char>(t[i])) || t[i] == '.')) ++i;
+  if (i == 0) return bad;
+  const std::string number(t.substr(0, i));
+  char* end = nullptr;
+  const double v = std::strtod(number.c_str(), &end);
+  if (end != number.c_str() + number.size()) return bad;
+  std::string unit = ToLower(Trim(t.substr(i)));
+  if (!unit.empty() && unit.back() == 'b') unit.pop_back();
+  if (!unit.empty() && unit.back() == 'i') unit.pop_back();
+  double mult = 1;
+  if (unit.empty()) mult = 1;
+  else if (unit == "k") mult = 1024.0;
+  else if (unit == "m") mult = 1024.0 * 1024;
+  else if (unit == "g") mult = 1024.0 * 1024 * 1024;
+  else if (unit == "t") mult = 1024.0 * 1024 * 1024 * 1024;
+  else return Status::InvalidArgument("\"" + std::string(s) + "\": unknown unit (use K, M, G or T)");
+  const double bytes = v * mult;
+  if (bytes < 0 || bytes > 1e18) return bad;
+  return static_cast<uint64_t>(std::llround(bytes));
 }
 
 std::string XmlEscape(std::string_view s) {

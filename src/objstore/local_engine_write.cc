@@ -21,34 +21,21 @@
 namespace strata::objstore::engine_detail {
 namespace {
 
-bool IsCrc(ChecksumAlgorithm a) {
-  return a == ChecksumAlgorithm::kCrc32 || a == ChecksumAlgorithm::kCrc32c ||
-         a == ChecksumAlgorithm::kCrc64Nvme;
-}
-
 // crc(A||B) from base64 crc(A), raw crc(B) and len(B); "" if not combinable.
 std::string CombineCrc(ChecksumAlgorithm a, std::string_view b64_a, std::string_view raw_b,
                        uint64_t len_b) {
+  const size_t width = a == ChecksumAlgorithm::kCrc64Nvme ? 8 : 4;
   std::optional<std::string> raw_a = Base64Decode(b64_a);
-  if (!raw_a || raw_a->size() != raw_b.size()) return "";
+  if (!IsCrc(a) || !raw_a || raw_a->size() != width || raw_b.size() != width) return "";
   std::string out;
-  switch (a) {
-    case ChecksumAlgorithm::kCrc32:
-    case ChecksumAlgorithm::kCrc32c: {
-      if (raw_b.size() != 4) return "";
-      const uint32_t ca = DecodeBigEndian32(raw_a->data()), cb = DecodeBigEndian32(raw_b.data());
-      PutBigEndian32(&out, a == ChecksumAlgorithm::kCrc32 ? Crc32Combine(ca, cb, len_b)
-                                                          : Crc32cCombine(ca, cb, len_b));
-      return Base64Encode(out);
-    }
-    case ChecksumAlgorithm::kCrc64Nvme:
-      if (raw_b.size() != 8) return "";
-      PutBigEndian64(&out, Crc64NvmeCombine(DecodeBigEndian64(raw_a->data()),
-                                            DecodeBigEndian64(raw_b.data()), len_b));
-      return Base64Encode(out);
-    default:
-      return "";
+  if (width == 8) {
+    PutBigEndian64(&out, CrcCombine(a, DecodeBigEndian64(raw_a->data()),
+                                    DecodeBigEndian64(raw_b.data()), len_b));
+  } else {
+    PutBigEndian32(&out, static_cast<uint32_t>(CrcCombine(a, DecodeBigEndian32(raw_a->data()),
+                                                          DecodeBigEndian32(raw_b.data()), len_b)));
   }
+  return Base64Encode(out);
 }
 
 // Feeds an object's verified bytes to the write path (CopyObject).

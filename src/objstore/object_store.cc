@@ -149,39 +149,6 @@ std::optional<bool> ParseBool(std::string_view s) {
   return std::nullopt;
 }
 
-std::optional<std::string> CombinePartCrcs(
-    ChecksumAlgorithm alg, const std::vector<std::pair<std::string, uint64_t>>& parts) {
-  if (alg != ChecksumAlgorithm::kCrc32 && alg != ChecksumAlgorithm::kCrc32c &&
-      alg != ChecksumAlgorithm::kCrc64Nvme) {
-    return std::nullopt;
-  }
-  uint64_t crc = 0;
-  bool first = true;
-  for (const auto& [b64, size] : parts) {
-    auto raw = Base64Decode(b64);
-    if (!raw || raw->empty()) return std::nullopt;
-    uint64_t v = 0;
-    for (unsigned char ch : *raw) v = (v << 8) | ch;
-    if (first) {
-      crc = v;
-      first = false;
-    } else if (alg == ChecksumAlgorithm::kCrc32) {
-      crc = Crc32Combine(static_cast<uint32_t>(crc), static_cast<uint32_t>(v), size);
-    } else if (alg == ChecksumAlgorithm::kCrc32c) {
-      crc = Crc32cCombine(static_cast<uint32_t>(crc), static_cast<uint32_t>(v), size);
-    } else {
-      crc = Crc64NvmeCombine(crc, v, size);
-    }
-  }
-  const int bytes = alg == ChecksumAlgorithm::kCrc64Nvme ? 8 : 4;
-  std::string out(static_cast<size_t>(bytes), '\0');
-  for (int i = bytes - 1; i >= 0; --i) {
-    out[static_cast<size_t>(i)] = static_cast<char>(crc & 0xff);
-    crc >>= 8;
-  }
-  return Base64Encode(out);
-}
-
 std::optional<std::string> MultipartEtag(const std::vector<std::string>& part_etags) {
   std::string md5s;
   md5s.reserve(part_etags.size() * 16);

@@ -34,10 +34,6 @@ std::string NormalizePrefix(std::string prefix);
 // Parses "true/false/1/0/yes/no".
 std::optional<bool> ParseBool(std::string_view s);
 
-// The full-object CRC of a multipart object from its parts' CRCs (base64) and
-// sizes; nullopt when alg is not a CRC or a part lacks its checksum.
-std::optional<std::string> CombinePartCrcs(
-    ChecksumAlgorithm alg, const std::vector<std::pair<std::string, uint64_t>>& parts);
 
 // S3's multipart ETag: hex MD5 of the concatenated raw part MD5s, "-N".
 std::optional<std::string> MultipartEtag(const std::vector<std::string>& part_etags);

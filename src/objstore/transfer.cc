@@ -84,28 +84,6 @@ auto WithRetries(int attempts, F&& f, const std::function<void()>& before_retry 
   }
 }
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { Reset(); }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  void Reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  int Release() {
-    int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-
- private:
-  int fd_ = -1;
-};
-
 Status MakeDirs(const std::string& dir) {
   if (dir.empty()) return Status::Ok();
   struct stat st;
@@ -157,17 +135,6 @@ uint64_t CrcUpdate(ChecksumAlgorithm alg, uint64_t crc, const char* data, size_t
     case ChecksumAlgorithm::kCrc32: return Crc32(static_cast<uint32_t>(crc), data, n);
     case ChecksumAlgorithm::kCrc32c: return Crc32c(static_cast<uint32_t>(crc), data, n);
     case ChecksumAlgorithm::kCrc64Nvme: return Crc64Nvme(crc, data, n);
-    default: return 0;
-  }
-}
-
-uint64_t CrcCombine(ChecksumAlgorithm alg, uint64_t a, uint64_t b, uint64_t len_b) {
-  switch (alg) {
-    case ChecksumAlgorithm::kCrc32:
-      return Crc32Combine(static_cast<uint32_t>(a), static_cast<uint32_t>(b), len_b);
-    case ChecksumAlgorithm::kCrc32c:
-      return Crc32cCombine(static_cast<uint32_t>(a), static_cast<uint32_t>(b), len_b);
-    case ChecksumAlgorithm::kCrc64Nvme: return Crc64NvmeCombine(a, b, len_b);
     default: return 0;
   }
 }
@@ -437,7 +404,7 @@ std::string TransferManager::StateFilePath(const std::string& path, const Object
 Result<ObjectInfo> TransferManager::UploadFile(const std::string& path, ObjectStore& store,
                                                std::string_view key) {
   Impl& I = *impl_;
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return Status::FromErrno(errno, "open " + path);
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
@@ -643,7 +610,7 @@ Result<ObjectInfo> TransferManager::DownloadFile(ObjectStore& store, std::string
   const std::string dir = DirName(path);
   if (Status s = MakeDirs(dir); !s.ok()) return fail(s);
   std::string tmpl = path + ".strata-tmp-XXXXXX";
-  Fd fd(::mkostemp(tmpl.data(), O_CLOEXEC));
+  UniqueFd fd(::mkostemp(tmpl.data(), O_CLOEXEC));
   if (fd.get() < 0) return fail(Status::FromErrno(errno, "create a temporary file next to " + path));
   const std::string tmp = tmpl;
   bool keep_tmp = false;

@@ -23,23 +23,8 @@
 namespace strata::objstore {
 namespace {
 
-// Closes a file descriptor when it goes out of scope.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 Result<std::string> HashFile(const std::string& path, ChecksumAlgorithm alg) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return Status::FromErrno(errno, "open " + path);
   auto h = Hasher::Create(alg);
   std::vector<char> buf(1 << 20);
@@ -54,7 +39,7 @@ Result<std::string> HashFile(const std::string& path, ChecksumAlgorithm alg) {
 
 // The multipart ETag the file would have with this part size.
 Result<std::string> MultipartEtagOf(const std::string& path, uint64_t size, uint64_t part) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return Status::FromErrno(errno, "open " + path);
   std::string md5s;
   std::vector<char> buf(1 << 20);

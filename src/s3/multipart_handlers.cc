@@ -150,38 +150,16 @@ Status Frontend::Impl::CompleteUpload(Ctx& c) {
   if (auto im = c.H("if-match")) co.if_match = UnquoteETag(*im);
   // A FULL_OBJECT CRC over the whole object is the CRC-combine of the part CRCs.
   ChecksumAlgorithm alg = upload.checksum_algorithm;
-  bool full_object = alg != ChecksumAlgorithm::kNone && !upload.meta.checksum_composite;
-  if (full_object && alg != ChecksumAlgorithm::kCrc32 && alg != ChecksumAlgorithm::kCrc32c &&
-      alg != ChecksumAlgorithm::kCrc64Nvme)
-    full_object = false;
+  const bool full_object = IsCrc(alg) && !upload.meta.checksum_composite;
   if (full_object) {
     co.before_commit = [alg](ObjectMeta& meta) -> Status {
-      uint64_t crc = 0;
-      bool first = true;
-      for (const auto& p : meta.parts) {
-        auto raw = Base64Decode(p.checksum);
-        if (!raw) return MakeError("InvalidPart", "a part has no stored checksum to combine");
-        uint64_t v = 0;
-        for (unsigned char ch : *raw) v = (v << 8) | ch;
-        if (first) {
-          crc = v;
-          first = false;
-        } else if (alg == ChecksumAlgorithm::kCrc32) {
-          crc = Crc32Combine(static_cast<uint32_t>(crc), static_cast<uint32_t>(v), p.size);
-        } else if (alg == ChecksumAlgorithm::kCrc32c) {
-          crc = Crc32cCombine(static_cast<uint32_t>(crc), static_cast<uint32_t>(v), p.size);
-        } else {
-          crc = Crc64NvmeCombine(crc, v, p.size);
-        }
-      }
-      int bytes = alg == ChecksumAlgorithm::kCrc64Nvme ? 8 : 4;
-      std::string out(bytes, '\0');
-      for (int i = bytes - 1; i >= 0; --i) {
-        out[i] = static_cast<char>(crc & 0xff);
-        crc >>= 8;
-      }
+      std::vector<std::pair<std::string, uint64_t>> crcs;
+      crcs.reserve(meta.parts.size());
+      for (const auto& p : meta.parts) crcs.emplace_back(p.checksum, p.size);
+      std::optional<std::string> combined = CombinePartCrcs(alg, crcs);
+      if (!combined) return MakeError("InvalidPart", "a part has no stored checksum to combine");
       meta.checksum_algorithm = alg;
-      meta.checksum = Base64Encode(out);
+      meta.checksum = std::move(*combined);
       meta.checksum_composite = false;
       return Status::Ok();
     };

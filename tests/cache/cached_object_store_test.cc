@@ -582,17 +582,6 @@ TEST_F(CachedObjectStoreTest, MetricsArePerTier) {
   EXPECT_TRUE(has("strata_cache_backend_gets_total{cache=\"" + name + "\"} 2"));
 }
 
-TEST(ParseByteSizeTest, Units) {
-  EXPECT_EQ(*ParseByteSize("123"), 123u);
-  EXPECT_EQ(*ParseByteSize("4k"), 4096u);
-  EXPECT_EQ(*ParseByteSize("512MiB"), 512ull << 20);
-  EXPECT_EQ(*ParseByteSize("100G"), 100ull << 30);
-  EXPECT_EQ(*ParseByteSize("1.5T"), 3ull << 39);
-  EXPECT_EQ(*ParseByteSize(" 2 GB "), 2ull << 30);
-  EXPECT_STATUS_CODE(ParseByteSize("lots"), StatusCode::kInvalidArgument);
-  EXPECT_STATUS_CODE(ParseByteSize("5X"), StatusCode::kInvalidArgument);
-}
-
 // kill -9 a process in the middle of filling the cache, several times, then
 // check that whatever it left is either a good block or gone.
 TEST(CacheCrashTest, KillDuringFillNeverServesACorruptBlock) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testutil/testutil.h"
+
 #include <random>
 
 namespace strata {
@@ -215,6 +217,20 @@ TEST(StringsTest, NowIsSane) {
   const int64_t now = NowUnixNanos();
   EXPECT_GT(now, 1'600'000'000LL * kSec);  // after 2020
   EXPECT_LT(now, 4'102'444'800LL * kSec);  // before 2100
+}
+
+TEST(ParseByteSizeTest, Units) {
+  EXPECT_EQ(*ParseByteSize("123"), 123u);
+  EXPECT_EQ(*ParseByteSize("4k"), 4096u);
+  EXPECT_EQ(*ParseByteSize("512MiB"), 512ull << 20);
+  EXPECT_EQ(*ParseByteSize("100G"), 100ull << 30);
+  EXPECT_EQ(*ParseByteSize("1.5T"), 3ull << 39);
+  EXPECT_EQ(*ParseByteSize(" 2 GB "), 2ull << 30);
+  EXPECT_STATUS_CODE(ParseByteSize("lots"), StatusCode::kInvalidArgument);
+  EXPECT_STATUS_CODE(ParseByteSize("5X"), StatusCode::kInvalidArgument);
+  EXPECT_EQ(*ParseByteSize("8MB"), 8ull << 20) << "awscli's spelling, from the CLI's former copy";
+  EXPECT_STATUS_CODE(ParseByteSize("1.2.3M"), StatusCode::kInvalidArgument);
+  EXPECT_STATUS_CODE(ParseByteSize("99999999999T"), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

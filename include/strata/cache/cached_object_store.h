@@ -239,7 +239,5 @@ class CachedObjectStore final : public objstore::ObjectStore {
   std::unique_ptr<Impl> impl_;
 };
 
-// Parses "100G", "512MiB", "4k", "1.5T", "123" (bytes). Binary multiples.
-Result<uint64_t> ParseByteSize(std::string_view s);
 
 }  // namespace strata::cache

@@ -11,8 +11,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace strata {
 
@@ -34,6 +37,17 @@ ChecksumAlgorithm ParseChecksumAlgorithm(std::string_view name);
 std::string_view ChecksumAlgorithmName(ChecksumAlgorithm a);
 // The header that carries it: "x-amz-checksum-crc32c".
 std::string ChecksumHeaderName(ChecksumAlgorithm a);
+
+// CRC32, CRC32C or CRC64NVME: the algorithms whose values combine.
+bool IsCrc(ChecksumAlgorithm a);
+// crc(A||B) from crc(A), crc(B) and len(B) for a CRC algorithm; 0 for the others.
+uint64_t CrcCombine(ChecksumAlgorithm a, uint64_t crc_a, uint64_t crc_b, uint64_t len_b);
+// The CRC of an object made of parts, from each part's CRC (base64 of the
+// big-endian value, as S3 writes them) and size, in order: S3's FULL_OBJECT
+// checksum of a multipart upload. nullopt when `a` is not a CRC or a part's
+// value is missing or malformed.
+std::optional<std::string> CombinePartCrcs(ChecksumAlgorithm a,
+                                           const std::vector<std::pair<std::string, uint64_t>>& parts);
 
 // A streaming hasher for any algorithm above. Digest() returns raw bytes
 // (big-endian for CRCs, as S3 encodes them before base64).

@@ -22,6 +22,35 @@
 
 namespace strata {
 
+// Owns a file descriptor: closes it when destroyed or reset. Movable, not copyable.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  ~UniqueFd() { Reset(); }
+  UniqueFd(UniqueFd&& o) noexcept : fd_(o.Release()) {}
+  UniqueFd& operator=(UniqueFd&& o) noexcept {
+    if (this != &o) Reset(o.Release());
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  // Closes the one held (if any) and holds `fd`.
+  void Reset(int fd = -1);
+  // Gives up ownership without closing.
+  int Release() {
+    const int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
 // write(2) until all n bytes are written at the file position.
 Status WriteAll(int fd, const void* data, size_t n, std::string_view what);
 // pwrite(2) until all n bytes are written at offset.

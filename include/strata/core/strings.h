@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <strata/core/clock.h>
+#include <strata/core/result.h>
 
 namespace strata {
 
@@ -29,6 +30,9 @@ bool StartsWith(std::string_view s, std::string_view prefix);
 std::vector<std::string_view> Split(std::string_view s, char sep);
 std::optional<uint64_t> ParseUint64(std::string_view s);
 std::optional<int64_t> ParseInt64(std::string_view s);
+// "100G", "512MiB", "4k", "1.5T", "123" (bytes): binary multiples, case-insensitive,
+// rounded to a byte; InvalidArgument when malformed, of an unknown unit, or beyond 10^18.
+Result<uint64_t> ParseByteSize(std::string_view s);
 // Escapes &, <, >, ", ' for XML text and attributes.
 std::string XmlEscape(std::string_view s);
 bool IsValidUtf8(std::string_view s);
