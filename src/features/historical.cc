@@ -14,6 +14,7 @@
 #include <future>
 #include <limits>
 #include <set>
+#include <system_error>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -576,6 +577,17 @@ Status SpillBatch(const KeptRows& kept, const std::vector<Column>& feats, bool h
   return Status::Ok();
 }
 
+// Decodes the reader's next batch into *t on another thread. std::async
+// throws when no thread can be started: that becomes a Status here.
+Status StartFetch(BatchReader* reader, Table* t, std::future<Result<bool>>* next) {
+  try {
+    *next = std::async(std::launch::async, [reader, t]() -> Result<bool> { return reader->Next(t); });
+  } catch (const std::system_error& e) {
+    return Status::ResourceExhausted(fmt::format("cannot start a thread to decode the source: {}", e.what()));
+  }
+  return Status::Ok();
+}
+
 // Scans the source once: kept rows go to `all` (one partition) or to the
 // spill files. The next row group decodes on another thread while this one is
 // filtered (decoding is most of the work; the join uses both cores).
@@ -587,10 +599,9 @@ Status ScanView(const ViewJoinSpec& v, const std::string& what, const ViewSource
   std::string buf;
   KeptRows kept;
   BatchReader* reader = src.reader.get();
-  auto fetch = [reader](Table* t) -> Result<bool> { return reader->Next(t); };
   Table next_batch;  // declared before the future: its destructor waits for the fetch writing here
   std::future<Result<bool>> next;
-  if (reader) next = std::async(std::launch::async, fetch, &next_batch);
+  if (reader) STRATA_RETURN_IF_ERROR(StartFetch(reader, &next_batch, &next));
   while (true) {
     if (reader) {
       Result<bool> more = next.get();
@@ -598,7 +609,7 @@ Status ScanView(const ViewJoinSpec& v, const std::string& what, const ViewSource
       if (!*more) break;
       batch = std::move(next_batch);
       next_batch = Table();
-      next = std::async(std::launch::async, fetch, &next_batch);
+      STRATA_RETURN_IF_ERROR(StartFetch(reader, &next_batch, &next));
     } else {
       if (!first) break;
       STRATA_ASSIGN_OR_RETURN(batch, v.table->Select(src.unique));
@@ -641,9 +652,10 @@ Status MatchSpilled(const ViewJoinSpec& v, const EntitySide& e, size_t n, uint32
     if (!spill->writers[p] || eparts[p].empty()) continue;
     STRATA_RETURN_IF_ERROR(spill->writers[p]->Close());
     spill->writers[p].reset();
-    st->spilled_bytes += static_cast<int64_t>(fs::file_size(spill->paths[p]));
-    STRATA_ASSIGN_OR_RETURN(Table t, ReadParquetFile(spill->paths[p]));
     std::error_code ec;
+    const uintmax_t spilled = fs::file_size(spill->paths[p], ec);
+    if (!ec) st->spilled_bytes += static_cast<int64_t>(spilled);  // else the read below says why
+    STRATA_ASSIGN_OR_RETURN(Table t, ReadParquetFile(spill->paths[p]));
     fs::remove(spill->paths[p], ec);
     Kept k;
     const auto& cid = t.column(0).values<int64_t>();

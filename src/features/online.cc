@@ -9,6 +9,7 @@
 #include <future>
 #include <mutex>
 #include <string_view>
+#include <system_error>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -347,9 +348,14 @@ Status Materialize(FeatureRepo* registry, OnlineStore* store, const MaterializeO
   for (size_t b = 0; b < views.size(); b += threads) {
     std::vector<std::future<void>> running;
     for (size_t i = b; i < std::min(views.size(), b + threads); ++i) {
-      running.push_back(std::async(std::launch::async, [&, i] {
-        results[i] = MaterializeView(*registry, *views[i], store, opt, &mu, st);
-      }));
+      try {
+        running.push_back(std::async(std::launch::async, [&, i] {
+          results[i] = MaterializeView(*registry, *views[i], store, opt, &mu, st);
+        }));
+      } catch (const std::system_error& e) {  // no thread could be started
+        results[i] = Status::ResourceExhausted(
+            fmt::format("cannot start a thread to materialize feature view \"{}\": {}", views[i]->name, e.what()));
+      }
     }
     for (auto& f : running) f.get();
   }
