@@ -147,9 +147,12 @@ class RedisOnlineStore final : public OnlineStore {
     // Two round trips: every HGET of the stored timestamps, then every HSET of
     // the rows that are not older.
     const std::string ts_field = "_ts:" + view;
+    std::vector<std::string_view> args;  // reused: no allocation per command
+    std::string key;
     for (const auto& [ek, row] : rows) {
-      const std::string key = ek + project_;
-      conn->Append(std::vector<std::string_view>{"HGET", key, ts_field});
+      key.assign(ek).append(project_);
+      args.assign({"HGET", key, ts_field});
+      conn->Append(args);
     }
     std::vector<bool> newer(rows.size(), true);
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -163,9 +166,10 @@ class RedisOnlineStore final : public OnlineStore {
     size_t sent = 0;
     for (size_t i = 0; i < rows.size(); ++i) {
       if (!newer[i]) continue;
-      const std::string key = rows[i].first + project_;
+      key.assign(rows[i].first).append(project_);
       const std::string_view row = rows[i].second;
-      conn->Append(std::vector<std::string_view>{"HSET", key, view, row, ts_field, row.substr(0, 8)});
+      args.assign({"HSET", key, view, row, ts_field, row.substr(0, 8)});
+      conn->Append(args);
       ++sent;
     }
     for (size_t i = 0; i < sent; ++i) {
