@@ -12,8 +12,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -25,13 +28,12 @@
 
 #include <strata/core/http_client.h>
 #include <strata/core/http_server.h>
+#include <strata/core/redis.h>
 #include <strata/feast/handler.h>
 #include <strata/features/historical.h>
 #include <strata/features/online.h>
 #include <strata/features/online_service.h>
 #include <strata/features/parquet.h>
-
-#include "features/resp.h"
 
 using namespace strata::features;  // NOLINT
 using strata::Status;
@@ -296,19 +298,22 @@ int Online(const std::string& dir, const std::string& redis, int64_t entities, d
       Lat bare;
       if (kind == "redis") {
         const size_t colon = redis.rfind(':');
-        std::vector<RespConnection> conns(static_cast<size_t>(threads));
+        strata::redis::Endpoint endpoint;
+        endpoint.host = redis.substr(0, colon);
+        endpoint.port = std::atoi(redis.c_str() + colon + 1);
+        std::vector<std::unique_ptr<strata::redis::Connection>> conns(static_cast<size_t>(threads));
         for (auto& c : conns) {
-          if (!c.Connect(redis.substr(0, colon), redis.substr(colon + 1)).ok()) return 1;
+          auto opened = strata::redis::Connection::Open(endpoint);
+          if (!opened.ok()) return 1;
+          c = std::move(*opened);
         }
         bare = Load(threads, seconds, [&](int t, std::mt19937_64& r) {
-          std::string cmd;
           for (int i = 0; i < batch; ++i) {
             const std::string key = SerializeEntityKey({{"driver_id", OnlineValue::Int(static_cast<int64_t>(r() % static_cast<uint64_t>(entities)))}}) + "bench";
-            RespConnection::Append(&cmd, {"HMGET", key, "v0", "v1", "v2", "v3", "v4"});
+            conns[t]->Append(std::vector<std::string_view>{"HMGET", key, "v0", "v1", "v2", "v3", "v4"});
           }
-          if (!conns[t].SendRaw(cmd).ok()) return false;
           for (int i = 0; i < batch; ++i) {
-            if (!conns[t].ReadReply().ok()) return false;
+            if (!conns[t]->GetReply().ok()) return false;
           }
           return true;
         });

@@ -1,14 +1,17 @@
+// CSV in and out: an RFC 4180 reader that infers column types (or takes them
+// from the options) and a writer that quotes only what needs it.
 #include <strata/features/csv.h>
 
 #include <unistd.h>
 
 #include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <fstream>
-#include <sstream>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
+
+#include <strata/core/file_util.h>
 
 namespace strata::features {
 
@@ -82,13 +85,62 @@ std::string FormatFloat(float v) {
   return s;
 }
 
-}  // namespace
-
-Result<Table> ParseCsv(std::string_view text, const CsvReadOptions& options, std::string_view name) {
-  const char delim = options.delimiter;
+// The fields of a CSV text, row by row, before any typing. Quoted fields whose
+// quotes were doubled are unescaped into `storage`.
+struct CsvRecords {
   std::vector<std::string> storage;  // fields with doubled quotes, unescaped
   std::vector<std::vector<CsvField>> rows;
   std::vector<size_t> line_of;  // source line of each row (1-based)
+};
+
+// Reads the quoted field that starts at text[*pos] (the opening quote),
+// leaving *pos after the closing quote and counting newlines inside it.
+Status ReadQuotedField(std::string_view text, char delim, std::string_view name, size_t row_line, size_t* pos_io,
+                       size_t* line_io, CsvField* f, std::vector<std::string>* storage) {
+  size_t pos = *pos_io, line = *line_io;
+  f->quoted = true;
+  ++pos;
+  const size_t start = pos;
+  bool doubled = false;
+  while (true) {
+    if (pos >= text.size()) {
+      return Status::InvalidArgument(fmt::format("{}:{}: a quoted field is never closed (missing \")", name, row_line));
+    }
+    if (text[pos] == '"') {
+      if (pos + 1 < text.size() && text[pos + 1] == '"') {
+        doubled = true;
+        pos += 2;
+        continue;
+      }
+      break;
+    }
+    if (text[pos] == '\n') ++line;
+    ++pos;
+  }
+  std::string_view raw = text.substr(start, pos - start);
+  ++pos;  // closing quote
+  if (doubled) {
+    std::string u;
+    for (size_t i = 0; i < raw.size(); ++i) {
+      u.push_back(raw[i]);
+      if (raw[i] == '"') ++i;
+    }
+    storage->push_back(std::move(u));
+    f->owned = static_cast<int>(storage->size() - 1);
+  } else {
+    f->text = raw;
+  }
+  *pos_io = pos;
+  *line_io = line;
+  if (pos < text.size() && text[pos] != delim && text[pos] != '\n' && text[pos] != '\r') {
+    return Status::InvalidArgument(fmt::format("{}:{}: unexpected character after a closing quote", name, line));
+  }
+  return Status::Ok();
+}
+
+// Splits the text into rows of fields (RFC 4180 quoting, CRLF or LF, a UTF-8
+// BOM skipped, blank lines dropped).
+Status SplitCsvRecords(std::string_view text, char delim, std::string_view name, CsvRecords* out) {
   size_t pos = 0, line = 1;
   if (text.size() >= 3 && static_cast<uint8_t>(text[0]) == 0xEF && static_cast<uint8_t>(text[1]) == 0xBB &&
       static_cast<uint8_t>(text[2]) == 0xBF) {
@@ -100,43 +152,7 @@ Result<Table> ParseCsv(std::string_view text, const CsvReadOptions& options, std
     while (true) {
       CsvField f;
       if (pos < text.size() && text[pos] == '"') {
-        f.quoted = true;
-        ++pos;
-        const size_t start = pos;
-        bool doubled = false;
-        while (true) {
-          if (pos >= text.size()) {
-            return Status::InvalidArgument(
-                fmt::format("{}:{}: a quoted field is never closed (missing \")", name, row_line));
-          }
-          if (text[pos] == '"') {
-            if (pos + 1 < text.size() && text[pos + 1] == '"') {
-              doubled = true;
-              pos += 2;
-              continue;
-            }
-            break;
-          }
-          if (text[pos] == '\n') ++line;
-          ++pos;
-        }
-        std::string_view raw = text.substr(start, pos - start);
-        ++pos;  // closing quote
-        if (doubled) {
-          std::string u;
-          for (size_t i = 0; i < raw.size(); ++i) {
-            u.push_back(raw[i]);
-            if (raw[i] == '"') ++i;
-          }
-          storage.push_back(std::move(u));
-          f.owned = static_cast<int>(storage.size() - 1);
-        } else {
-          f.text = raw;
-        }
-        if (pos < text.size() && text[pos] != delim && text[pos] != '\n' && text[pos] != '\r') {
-          return Status::InvalidArgument(
-              fmt::format("{}:{}: unexpected character after a closing quote", name, line));
-        }
+        STRATA_RETURN_IF_ERROR(ReadQuotedField(text, delim, name, row_line, &pos, &line, &f, &out->storage));
       } else {
         const size_t start = pos;
         while (pos < text.size() && text[pos] != delim && text[pos] != '\n' && text[pos] != '\r') ++pos;
@@ -155,21 +171,126 @@ Result<Table> ParseCsv(std::string_view text, const CsvReadOptions& options, std
       ++line;
     }
     if (row.size() == 1 && !row[0].quoted && row[0].text.empty()) continue;  // blank line
-    rows.push_back(std::move(row));
-    line_of.push_back(row_line);
+    out->rows.push_back(std::move(row));
+    out->line_of.push_back(row_line);
   }
   // Storage is final now: point owned fields at it.
-  for (auto& row : rows) {
-    for (auto& f : row) {
-      if (f.owned >= 0) f.text = storage[f.owned];
+  for (auto& r : out->rows) {
+    for (auto& f : r) {
+      if (f.owned >= 0) f.text = out->storage[f.owned];
     }
   }
+  return Status::Ok();
+}
+
+// The narrowest type every non-empty value of column c (rows after the
+// header) parses as; quoted values make a column a string.
+DataType InferColumnType(const std::vector<std::vector<CsvField>>& rows, size_t c) {
+  bool all_int = true, all_f64 = true, all_bool = true, all_ts = true, all_date = true, any = false, all_utc = true;
+  for (size_t r = 1; r < rows.size(); ++r) {
+    const CsvField& f = rows[r][c];
+    if (!f.quoted && f.text.empty()) continue;
+    any = true;
+    int64_t iv;
+    double dv;
+    uint8_t bv;
+    if (all_int && !ParseI64(f.text, &iv)) all_int = false;
+    if (all_f64 && !ParseF64(f.text, &dv)) all_f64 = false;
+    if (all_bool && !ParseBool(f.text, &bv)) all_bool = false;
+    if (all_ts) {
+      if (!LooksLikeTimestamp(f.text) || !ParseTimestamp(f.text, TimeUnit::kMicro).ok()) all_ts = false;
+      else if (!HasOffset(f.text)) all_utc = false;
+    }
+    if (all_date && !ParseDate(f.text).ok()) all_date = false;
+    if (f.quoted) all_int = all_f64 = all_bool = all_ts = all_date = false;
+    if (!all_int && !all_f64 && !all_bool && !all_ts && !all_date) break;
+  }
+  if (!any) return DataType::String();
+  if (all_int) return DataType::Int64();
+  if (all_f64) return DataType::Double();
+  if (all_bool) return DataType::Bool();
+  if (all_ts) return DataType::Timestamp(TimeUnit::kMicro, all_utc);
+  if (all_date) return DataType::Date();
+  return DataType::String();
+}
+
+// Converts column c of every row after the header to `type` into *col.
+Status ParseCsvColumn(const CsvRecords& records, size_t c, const std::string& col_name, const DataType& type,
+                      std::string_view name, Column* col) {
+  const std::vector<std::vector<CsvField>>& rows = records.rows;
+  for (size_t r = 1; r < rows.size(); ++r) {
+    const CsvField& f = rows[r][c];
+    const bool is_null = !f.quoted && f.text.empty();
+    if (is_null) {
+      col->AppendNull();
+      continue;
+    }
+    auto bad = [&](std::string_view what) {
+      return Status::InvalidArgument(fmt::format("{}:{}: column \"{}\": \"{}\" is not {}", name, records.line_of[r],
+                                                 col_name, f.text, what));
+    };
+    switch (type.id) {
+      case TypeId::kBool: {
+        uint8_t v;
+        if (!ParseBool(f.text, &v)) return bad("a boolean (true/false)");
+        col->Append<uint8_t>(v);
+        break;
+      }
+      case TypeId::kInt32: {
+        int64_t v;
+        if (!ParseI64(f.text, &v) || v < INT32_MIN || v > INT32_MAX) return bad("a 32-bit integer");
+        col->Append<int32_t>(static_cast<int32_t>(v));
+        break;
+      }
+      case TypeId::kInt64: {
+        int64_t v;
+        if (!ParseI64(f.text, &v)) return bad("a 64-bit integer");
+        col->Append<int64_t>(v);
+        break;
+      }
+      case TypeId::kFloat: {
+        double v;
+        if (!ParseF64(f.text, &v)) return bad("a number");
+        col->Append<float>(static_cast<float>(v));
+        break;
+      }
+      case TypeId::kDouble: {
+        double v;
+        if (!ParseF64(f.text, &v)) return bad("a number");
+        col->Append<double>(v);
+        break;
+      }
+      case TypeId::kString:
+      case TypeId::kBinary: col->AppendString(f.text); break;
+      case TypeId::kDate: {
+        auto d = ParseDate(TrimSpaces(f.text));
+        if (!d.ok()) return bad("a date (YYYY-MM-DD)");
+        col->Append<int32_t>(*d);
+        break;
+      }
+      case TypeId::kTimestamp: {
+        auto t = ParseTimestamp(TrimSpaces(f.text), type.unit);
+        if (!t.ok()) return bad("a timestamp (YYYY-MM-DD HH:MM:SS[.fraction])");
+        col->Append<int64_t>(*t);
+        break;
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Table> ParseCsv(std::string_view text, const CsvReadOptions& options, std::string_view name) {
+  CsvRecords records;
+  STRATA_RETURN_IF_ERROR(SplitCsvRecords(text, options.delimiter, name, &records));
+  const std::vector<std::vector<CsvField>>& rows = records.rows;
   if (rows.empty()) return Status::InvalidArgument(fmt::format("{}: empty CSV (no header row)", name));
   const std::vector<CsvField>& header = rows[0];
   const size_t ncols = header.size();
   for (size_t r = 1; r < rows.size(); ++r) {
     if (rows[r].size() != ncols) {
-      return Status::InvalidArgument(fmt::format("{}:{}: {} fields, the header has {}", name, line_of[r],
+      return Status::InvalidArgument(fmt::format("{}:{}: {} fields, the header has {}", name, records.line_of[r],
                                                  rows[r].size(), ncols));
     }
   }
@@ -184,93 +305,11 @@ Result<Table> ParseCsv(std::string_view text, const CsvReadOptions& options, std
     } else if (!options.infer_types) {
       type = DataType::String();
     } else {
-      bool all_int = true, all_f64 = true, all_bool = true, all_ts = true, all_date = true, any = false, all_utc = true;
-      for (size_t r = 1; r < rows.size(); ++r) {
-        const CsvField& f = rows[r][c];
-        if (!f.quoted && f.text.empty()) continue;
-        any = true;
-        int64_t iv;
-        double dv;
-        uint8_t bv;
-        if (all_int && !ParseI64(f.text, &iv)) all_int = false;
-        if (all_f64 && !ParseF64(f.text, &dv)) all_f64 = false;
-        if (all_bool && !ParseBool(f.text, &bv)) all_bool = false;
-        if (all_ts) {
-          if (!LooksLikeTimestamp(f.text) || !ParseTimestamp(f.text, TimeUnit::kMicro).ok()) all_ts = false;
-          else if (!HasOffset(f.text)) all_utc = false;
-        }
-        if (all_date && !ParseDate(f.text).ok()) all_date = false;
-        if (f.quoted) all_int = all_f64 = all_bool = all_ts = all_date = false;
-        if (!all_int && !all_f64 && !all_bool && !all_ts && !all_date) break;
-      }
-      if (!any) type = DataType::String();
-      else if (all_int) type = DataType::Int64();
-      else if (all_f64) type = DataType::Double();
-      else if (all_bool) type = DataType::Bool();
-      else if (all_ts) type = DataType::Timestamp(TimeUnit::kMicro, all_utc);
-      else if (all_date) type = DataType::Date();
-      else type = DataType::String();
+      type = InferColumnType(rows, c);
     }
     Column col(type);
     col.Reserve(rows.size() - 1);
-    for (size_t r = 1; r < rows.size(); ++r) {
-      const CsvField& f = rows[r][c];
-      const bool is_null = !f.quoted && f.text.empty();
-      if (is_null) {
-        col.AppendNull();
-        continue;
-      }
-      auto bad = [&](std::string_view what) {
-        return Status::InvalidArgument(fmt::format("{}:{}: column \"{}\": \"{}\" is not {}", name, line_of[r],
-                                                   col_name, f.text, what));
-      };
-      switch (type.id) {
-        case TypeId::kBool: {
-          uint8_t v;
-          if (!ParseBool(f.text, &v)) return bad("a boolean (true/false)");
-          col.Append<uint8_t>(v);
-          break;
-        }
-        case TypeId::kInt32: {
-          int64_t v;
-          if (!ParseI64(f.text, &v) || v < INT32_MIN || v > INT32_MAX) return bad("a 32-bit integer");
-          col.Append<int32_t>(static_cast<int32_t>(v));
-          break;
-        }
-        case TypeId::kInt64: {
-          int64_t v;
-          if (!ParseI64(f.text, &v)) return bad("a 64-bit integer");
-          col.Append<int64_t>(v);
-          break;
-        }
-        case TypeId::kFloat: {
-          double v;
-          if (!ParseF64(f.text, &v)) return bad("a number");
-          col.Append<float>(static_cast<float>(v));
-          break;
-        }
-        case TypeId::kDouble: {
-          double v;
-          if (!ParseF64(f.text, &v)) return bad("a number");
-          col.Append<double>(v);
-          break;
-        }
-        case TypeId::kString:
-        case TypeId::kBinary: col.AppendString(f.text); break;
-        case TypeId::kDate: {
-          auto d = ParseDate(TrimSpaces(f.text));
-          if (!d.ok()) return bad("a date (YYYY-MM-DD)");
-          col.Append<int32_t>(*d);
-          break;
-        }
-        case TypeId::kTimestamp: {
-          auto t = ParseTimestamp(TrimSpaces(f.text), type.unit);
-          if (!t.ok()) return bad("a timestamp (YYYY-MM-DD HH:MM:SS[.fraction])");
-          col.Append<int64_t>(*t);
-          break;
-        }
-      }
-    }
+    STRATA_RETURN_IF_ERROR(ParseCsvColumn(records, c, col_name, type, name, &col));
     Status st = table.AddColumn(Field{col_name, type, true}, std::move(col));
     if (!st.ok()) return Status::InvalidArgument(fmt::format("{}: {}", name, st.message()));
   }
@@ -279,11 +318,9 @@ Result<Table> ParseCsv(std::string_view text, const CsvReadOptions& options, std
 }
 
 Result<Table> ReadCsvFile(const std::string& path, const CsvReadOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(fmt::format("cannot open CSV file {}", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseCsv(ss.str(), options, path);
+  Result<std::string> text = ReadFileToString(path);
+  if (!text.has_value()) return Status::NotFound(fmt::format("cannot open CSV file {}", path));
+  return ParseCsv(*text, options, path);
 }
 
 std::string FormatCsv(const Table& table, const CsvWriteOptions& options) {
@@ -327,23 +364,12 @@ std::string FormatCsv(const Table& table, const CsvWriteOptions& options) {
 }
 
 Status WriteCsvFile(const std::string& path, const Table& table, const CsvWriteOptions& options) {
-  const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return Status::IOError(fmt::format("cannot create {}", tmp));
-    const std::string text = FormatCsv(table, options);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return Status::IOError(fmt::format("cannot write {}", tmp));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Status::FromErrno(errno, "rename " + tmp + " to " + path);
-  }
-  return Status::Ok();
+  // Replaced whole (a reader never sees half a file), not synced: CSV output
+  // is an export, not a store.
+  AtomicWriteOptions write;
+  write.sync = false;
+  write.tmp_suffix = fmt::format(".tmp-{}", ::getpid());
+  return WriteFileAtomic(path, FormatCsv(table, options), write);
 }
 
 }  // namespace strata::features

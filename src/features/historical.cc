@@ -1,3 +1,9 @@
+// The point-in-time join (Feast's get_historical_features): for each entity
+// row, the latest feature row of its key at or before its timestamp (within
+// the view's TTL; the created column breaks ties). Keys become dense ids, the
+// source is scanned once (decoding the next row group on another thread) and
+// kept rows are matched in memory, or partitioned through spill files when
+// they would not fit the memory budget.
 #include <strata/features/historical.h>
 
 #include <unistd.h>
@@ -8,10 +14,12 @@
 #include <future>
 #include <limits>
 #include <set>
+#include <system_error>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
+#include <strata/core/coding.h>
 #include <strata/features/parquet.h>
 
 namespace strata::features {
@@ -166,12 +174,11 @@ class KeyIndex {
       if (IntLike(c->type().id)) {
         const int64_t v = c->IntAt(r);
         buf->push_back('i');
-        buf->append(reinterpret_cast<const char*>(&v), 8);
+        PutFixed64(buf, static_cast<uint64_t>(v));
       } else {
         const std::string_view s = c->StringAt(r);
-        const uint32_t len = static_cast<uint32_t>(s.size());
         buf->push_back('s');
-        buf->append(reinterpret_cast<const char*>(&len), 4);
+        PutFixed32(buf, static_cast<uint32_t>(s.size()));
         buf->append(s);
       }
     }
@@ -339,6 +346,340 @@ Result<EntityTime> FindEntityTime(const Table& e, const std::string& wanted) {
   return et;
 }
 
+// The view's source, projected to keys, timestamps and features (in that
+// order): the unique column names read, and where each wanted one sits.
+struct ViewSource {
+  std::vector<std::string> unique;
+  std::vector<int> pos_of;  // per wanted column: its index among `unique`
+  std::unique_ptr<BatchReader> reader;  // null when the source is an in-memory table
+  Schema schema;  // of `unique`
+  size_t nk = 0;  // join keys
+  bool has_created = false;
+  size_t f0 = 0;  // the first feature's index in pos_of
+};
+
+Status OpenViewSource(const ViewJoinSpec& v, const std::string& what, ViewSource* src) {
+  std::vector<std::string> wanted;
+  for (const std::string& k : v.join_keys) wanted.push_back(SourceName(v, k));
+  wanted.push_back(SourceName(v, v.timestamp_field));
+  src->nk = v.join_keys.size();
+  src->has_created = !v.created_timestamp_column.empty();
+  if (src->has_created) wanted.push_back(SourceName(v, v.created_timestamp_column));
+  src->f0 = src->nk + 1 + (src->has_created ? 1 : 0);
+  for (const FeatureDef& f : v.features) wanted.push_back(SourceName(v, f.name));
+  // A column may serve twice (rare: a feature that is also the created column); project unique names.
+  std::vector<std::string>& unique = src->unique;
+  src->pos_of.resize(wanted.size());
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    auto it = std::find(unique.begin(), unique.end(), wanted[i]);
+    src->pos_of[i] = static_cast<int>(it - unique.begin());
+    if (it == unique.end()) unique.push_back(wanted[i]);
+  }
+  if (v.table != nullptr) {
+    for (const std::string& c : unique) {
+      const int ix = v.table->FieldIndex(c);
+      if (ix < 0) return Status::InvalidArgument(fmt::format("{}: the source has no column \"{}\"", what, c));
+      src->schema.push_back(v.table->field(ix));
+    }
+  } else {
+    auto r = BatchReader::Open(v.path, v.format, unique);
+    if (!r.ok()) return r.error().WithContext(what + " source");
+    src->reader = std::move(*r);
+    src->schema = src->reader->schema();
+  }
+  return Status::Ok();
+}
+
+// Join keys comparable with the entity table's, timestamps that are times,
+// features castable to their declared types.
+Status CheckViewSource(const ViewJoinSpec& v, const std::string& what, const std::vector<const Column*>& ekeys,
+                       const ViewSource& src) {
+  const std::vector<int>& pos_of = src.pos_of;
+  const size_t nk = src.nk;
+  for (size_t i = 0; i < nk; ++i) {
+    const DataType& s = src.schema[pos_of[i]].type;
+    const DataType& e = ekeys[i]->type();
+    const bool ok = IntLike(s.id) ? IntLike(e.id) : (s.is_string_like() && e.is_string_like());
+    if (!ok) {
+      return Status::InvalidArgument(fmt::format("join key \"{}\" is {} in the entity table but {} in {}'s source",
+                                                 v.join_keys[i], e.ToString(), s.ToString(), what));
+    }
+  }
+  const DataType& ts_type = src.schema[pos_of[nk]].type;
+  if (!IsTime(ts_type)) {
+    return Status::InvalidArgument(fmt::format("{}: timestamp field \"{}\" is {}, not a timestamp", what,
+                                               v.timestamp_field, ts_type.ToString()));
+  }
+  if (src.has_created && !IsTime(src.schema[pos_of[nk + 1]].type)) {
+    return Status::InvalidArgument(fmt::format("{}: created column \"{}\" is not a timestamp", what,
+                                               v.created_timestamp_column));
+  }
+  for (size_t i = 0; i < v.features.size(); ++i) {
+    const DataType& s = src.schema[pos_of[src.f0 + i]].type;
+    if (!CanCast(s, v.features[i].type)) {
+      return Status::InvalidArgument(fmt::format("{}: feature \"{}\" is declared {} but the source column is {}", what,
+                                                 v.features[i].name, v.features[i].type.ToString(), s.ToString()));
+    }
+  }
+  return Status::Ok();
+}
+
+// Entity rows as the join sees them: dense key ids (-1 for NULL) and
+// timestamps in the join unit (valid = 0 for NULL).
+struct EntitySide {
+  std::vector<int64_t> id;
+  std::vector<int64_t> ts;
+  std::vector<uint8_t> valid;
+};
+
+void BuildEntityTimes(const Column& ets_col, size_t n, TimeUnit unit, EntitySide* e) {
+  e->ts.resize(n);
+  e->valid.resize(n);
+  for (size_t r = 0; r < n; ++r) {
+    e->valid[r] = ets_col.IsValid(r);
+    e->ts[r] = e->valid[r] ? TimeAt(ets_col, r, unit) : 0;
+  }
+}
+
+// The TTL in `unit`, saturating; 0 for none.
+int64_t TtlIn(int64_t ttl_seconds, TimeUnit unit) {
+  return ttl_seconds > 0 ? (ttl_seconds > std::numeric_limits<int64_t>::max() / PerSecond(unit)
+                                ? std::numeric_limits<int64_t>::max()
+                                : ttl_seconds * PerSecond(unit))
+                         : 0;
+}
+
+// Partitions: enough that each one's kept rows fit the budget.
+uint32_t PartitionCount(const ViewSource& src, const ViewJoinSpec& v, const HistoricalOptions& opt, uint32_t nkeys) {
+  int64_t est = 0;
+  if (src.reader) {
+    est = src.reader->estimated_bytes() + src.reader->num_rows() * 32;
+  } else {
+    est = static_cast<int64_t>(v.table->num_rows()) * 64;
+  }
+  const int64_t budget = std::max<int64_t>(opt.memory_budget_bytes, 4096);
+  uint32_t parts = static_cast<uint32_t>(std::min<int64_t>((est + budget - 1) / budget, 4096));
+  parts = std::max<uint32_t>(parts, 1);
+  parts = std::min<uint32_t>(parts, nkeys);
+  return parts;
+}
+
+// Kept rows of one batch, before the features are taken: source row, key id,
+// timestamp and created time (in the join unit).
+struct KeptRows {
+  std::vector<int64_t> take;
+  std::vector<uint32_t> ids;
+  std::vector<int64_t> tss, crs;
+};
+
+// The scan's hot loop: the rows of a batch whose key is an entity's and whose
+// timestamp is not NULL.
+void KeepRows(const Table& batch, const ViewSource& src, const KeyIndex& keys, TimeUnit unit, std::string* buf,
+              KeptRows* kept) {
+  const size_t m = batch.num_rows();
+  const size_t nk = src.nk;
+  std::vector<const Column*> fkeys;
+  for (size_t i = 0; i < nk; ++i) fkeys.push_back(&batch.column(src.pos_of[i]));
+  const Column& fts = batch.column(src.pos_of[nk]);
+  const Column* fcr = src.has_created ? &batch.column(src.pos_of[nk + 1]) : nullptr;
+  std::vector<int64_t>& take = kept->take;
+  std::vector<uint32_t>& ids = kept->ids;
+  std::vector<int64_t>& tss = kept->tss;
+  std::vector<int64_t>& crs = kept->crs;
+  take.clear();
+  ids.clear();
+  tss.clear();
+  crs.clear();
+  for (size_t r = 0; r < m; ++r) {
+    if (fts.IsNull(r)) continue;
+    const int64_t id = keys.Lookup(fkeys, r, buf);
+    if (id < 0) continue;
+    take.push_back(static_cast<int64_t>(r));
+    ids.push_back(static_cast<uint32_t>(id));
+    tss.push_back(TimeAt(fts, r, unit));
+    if (fcr) crs.push_back(fcr->IsNull(r) ? kNoCreated : TimeAt(*fcr, r, unit));
+  }
+}
+
+// The kept rows' features, cast to their declared types.
+Status TakeFeatures(const Table& batch, const ViewSource& src, const ViewJoinSpec& v, const std::string& what,
+                    const std::vector<int64_t>& take, std::vector<Column>* feats) {
+  for (size_t i = 0; i < v.features.size(); ++i) {
+    const Column& col = batch.column(src.pos_of[src.f0 + i]);
+    Column taken = col.Take(take);
+    if (taken.type() == v.features[i].type) {
+      feats->push_back(std::move(taken));
+      continue;
+    }
+    auto cast = CastColumn(taken, v.features[i].type);
+    if (!cast.ok()) {
+      return cast.error().WithContext(fmt::format("{}: feature \"{}\"", what, v.features[i].name));
+    }
+    feats->push_back(std::move(*cast));
+  }
+  return Status::Ok();
+}
+
+// Kept rows partitioned by key id into Parquet files (parts > 1), each read
+// back and joined alone.
+struct Spill {
+  Spill(const Schema& kept_schema, const HistoricalOptions& opt, uint32_t parts)
+      : writers(parts > 1 ? parts : 0), paths(writers.size()) {
+    dir = opt.spill_dir;
+    if (dir.empty()) {
+      const char* t = std::getenv("TMPDIR");
+      dir = t && *t ? t : "/tmp";
+    }
+    schema = {{"__id", DataType::Int64(), false}, {"__ts", DataType::Int64(), false},
+              {"__created", DataType::Int64(), false}};
+    for (const Field& f : kept_schema) schema.push_back({"f_" + f.name, f.type, true});
+    options.codec = ParquetCodec::kLz4Raw;
+    options.dictionary = ParquetWriteOptions::Dictionary::kNever;
+    options.statistics = false;
+    options.row_group_rows = 1 << 16;
+  }
+
+  std::string dir;
+  SpillFiles cleanup;  // declared before the writers: they close first
+  std::vector<std::unique_ptr<ParquetWriter>> writers;
+  std::vector<std::string> paths;
+  Schema schema;
+  ParquetWriteOptions options;
+};
+
+// Routes one batch's kept rows to their partitions' spill files. `tag` makes
+// the file names unique to this join.
+Status SpillBatch(const KeptRows& kept, const std::vector<Column>& feats, bool has_created, const std::string& view,
+                  uintptr_t tag, Spill* spill) {
+  const uint32_t parts = static_cast<uint32_t>(spill->writers.size());
+  const std::vector<uint32_t>& ids = kept.ids;
+  std::vector<std::vector<int64_t>> by_part(parts);
+  for (size_t i = 0; i < ids.size(); ++i) by_part[ids[i] % parts].push_back(static_cast<int64_t>(i));
+  for (uint32_t p = 0; p < parts; ++p) {
+    if (by_part[p].empty()) continue;
+    Table t(spill->schema);
+    Column& cid = t.column(0);
+    Column& cts = t.column(1);
+    Column& ccr = t.column(2);
+    for (int64_t i : by_part[p]) {
+      cid.Append<int64_t>(ids[i]);
+      cts.Append<int64_t>(kept.tss[i]);
+      ccr.Append<int64_t>(has_created ? kept.crs[i] : 0);
+    }
+    for (size_t f = 0; f < feats.size(); ++f) t.column(3 + f) = feats[f].Take(by_part[p]);
+    if (!spill->writers[p]) {
+      spill->paths[p] = fmt::format("{}/strata-pit-{}-{}-{}-{}.parquet", spill->dir, ::getpid(), tag, view, p);
+      spill->cleanup.Add(spill->paths[p]);
+      STRATA_ASSIGN_OR_RETURN(spill->writers[p], ParquetWriter::Open(spill->paths[p], spill->schema, spill->options));
+    }
+    STRATA_RETURN_IF_ERROR(spill->writers[p]->Write(t).WithContext("spilling to " + spill->paths[p]));
+  }
+  return Status::Ok();
+}
+
+// Decodes the reader's next batch into *t on another thread. std::async
+// throws when no thread can be started: that becomes a Status here.
+Status StartFetch(BatchReader* reader, Table* t, std::future<Result<bool>>* next) {
+  try {
+    *next = std::async(std::launch::async, [reader, t]() -> Result<bool> { return reader->Next(t); });
+  } catch (const std::system_error& e) {
+    return Status::ResourceExhausted(fmt::format("cannot start a thread to decode the source: {}", e.what()));
+  }
+  return Status::Ok();
+}
+
+// Scans the source once: kept rows go to `all` (one partition) or to the
+// spill files. The next row group decodes on another thread while this one is
+// filtered (decoding is most of the work; the join uses both cores).
+Status ScanView(const ViewJoinSpec& v, const std::string& what, const ViewSource& src, const KeyIndex& keys,
+                TimeUnit unit, HistoricalStats* st, Kept* all, Spill* spill) {
+  const bool one_part = spill->writers.empty();
+  Table batch;
+  bool first = true;
+  std::string buf;
+  KeptRows kept;
+  BatchReader* reader = src.reader.get();
+  Table next_batch;  // declared before the future: its destructor waits for the fetch writing here
+  std::future<Result<bool>> next;
+  if (reader) STRATA_RETURN_IF_ERROR(StartFetch(reader, &next_batch, &next));
+  while (true) {
+    if (reader) {
+      Result<bool> more = next.get();
+      if (!more.ok()) return more.error().WithContext(what + " source");
+      if (!*more) break;
+      batch = std::move(next_batch);
+      next_batch = Table();
+      STRATA_RETURN_IF_ERROR(StartFetch(reader, &next_batch, &next));
+    } else {
+      if (!first) break;
+      STRATA_ASSIGN_OR_RETURN(batch, v.table->Select(src.unique));
+    }
+    first = false;
+    st->feature_rows_read += static_cast<int64_t>(batch.num_rows());
+    KeepRows(batch, src, keys, unit, &buf, &kept);
+    st->feature_rows_kept += static_cast<int64_t>(kept.take.size());
+    if (kept.take.empty()) continue;
+    std::vector<Column> feats;
+    STRATA_RETURN_IF_ERROR(TakeFeatures(batch, src, v, what, kept.take, &feats));
+    if (one_part) {
+      all->id.insert(all->id.end(), kept.ids.begin(), kept.ids.end());
+      all->ts.insert(all->ts.end(), kept.tss.begin(), kept.tss.end());
+      if (src.has_created) all->created.insert(all->created.end(), kept.crs.begin(), kept.crs.end());
+      for (size_t i = 0; i < feats.size(); ++i) all->features[i].AppendColumn(feats[i]);
+      continue;
+    }
+    STRATA_RETURN_IF_ERROR(SpillBatch(kept, feats, src.has_created, v.name, reinterpret_cast<uintptr_t>(all), spill));
+  }
+  return Status::Ok();
+}
+
+// Joins partition by partition from the spill files: *match gets, per entity
+// row, its index among the matched rows gathered into *result's columns.
+Status MatchSpilled(const ViewJoinSpec& v, const EntitySide& e, size_t n, uint32_t nkeys, int64_t ttl,
+                    bool has_created, HistoricalStats* st, Spill* spill, std::vector<int64_t>* match,
+                    std::vector<Column>* result) {
+  const uint32_t parts = static_cast<uint32_t>(spill->writers.size());
+  // Entity rows by partition.
+  std::vector<std::vector<uint32_t>> eparts(parts);
+  for (size_t r = 0; r < n; ++r) {
+    if (e.id[r] >= 0) eparts[static_cast<size_t>(e.id[r]) % parts].push_back(static_cast<uint32_t>(r));
+  }
+  // Matched rows of every partition, gathered here, then put in entity order.
+  std::vector<int64_t> matched_row;
+  std::vector<Column> matched;
+  for (const FeatureDef& f : v.features) matched.emplace_back(f.type);
+  for (uint32_t p = 0; p < parts; ++p) {
+    if (!spill->writers[p] || eparts[p].empty()) continue;
+    STRATA_RETURN_IF_ERROR(spill->writers[p]->Close());
+    spill->writers[p].reset();
+    std::error_code ec;
+    const uintmax_t spilled = fs::file_size(spill->paths[p], ec);
+    if (!ec) st->spilled_bytes += static_cast<int64_t>(spilled);  // else the read below says why
+    STRATA_ASSIGN_OR_RETURN(Table t, ReadParquetFile(spill->paths[p]));
+    fs::remove(spill->paths[p], ec);
+    Kept k;
+    const auto& cid = t.column(0).values<int64_t>();
+    k.id.assign(cid.begin(), cid.end());
+    k.ts = t.column(1).values<int64_t>();
+    if (has_created) k.created = t.column(2).values<int64_t>();
+    // Local ids: id / parts (ids in partition p are p, p+parts, ...).
+    const uint32_t nlocal = (nkeys + parts - 1) / parts + 1;
+    std::vector<int64_t> pmatch(n, -1);
+    Match(k, nlocal, parts, eparts[p], e.id, e.ts, e.valid, ttl, &pmatch);
+    std::vector<int64_t> hits;
+    for (uint32_t r : eparts[p]) {
+      if (pmatch[r] >= 0) {
+        hits.push_back(pmatch[r]);
+        (*match)[r] = static_cast<int64_t>(matched_row.size());
+        matched_row.push_back(r);
+      }
+    }
+    for (size_t f = 0; f < v.features.size(); ++f) matched[f].AppendColumn(t.column(3 + f).Take(hits));
+  }
+  for (Column& c : matched) result->push_back(c.Take(*match));
+  return Status::Ok();
+}
+
 // Joins one view; appends its output columns.
 Status JoinView(const Table& entities, const EntityTime& et, const ViewJoinSpec& v, const HistoricalOptions& opt,
                 HistoricalStats* st, std::vector<Column>* out) {
@@ -355,265 +696,46 @@ Status JoinView(const Table& entities, const EntityTime& et, const ViewJoinSpec&
     }
     ekeys.push_back(&entities.column(ix));
   }
-
-  // The source, projected to keys, timestamps and features (in that order).
-  std::vector<std::string> wanted;
-  for (const std::string& k : v.join_keys) wanted.push_back(SourceName(v, k));
-  wanted.push_back(SourceName(v, v.timestamp_field));
-  const bool has_created = !v.created_timestamp_column.empty();
-  if (has_created) wanted.push_back(SourceName(v, v.created_timestamp_column));
-  for (const FeatureDef& f : v.features) wanted.push_back(SourceName(v, f.name));
-  // A column may serve twice (rare: a feature that is also the created column); project unique names.
-  std::vector<std::string> unique;
-  std::vector<int> pos_of(wanted.size());
-  for (size_t i = 0; i < wanted.size(); ++i) {
-    auto it = std::find(unique.begin(), unique.end(), wanted[i]);
-    pos_of[i] = static_cast<int>(it - unique.begin());
-    if (it == unique.end()) unique.push_back(wanted[i]);
-  }
-  std::unique_ptr<BatchReader> reader;
-  Schema src_schema;
-  if (v.table != nullptr) {
-    for (const std::string& c : unique) {
-      const int ix = v.table->FieldIndex(c);
-      if (ix < 0) return Status::InvalidArgument(fmt::format("{}: the source has no column \"{}\"", what, c));
-      src_schema.push_back(v.table->field(ix));
-    }
-  } else {
-    auto r = BatchReader::Open(v.path, v.format, unique);
-    if (!r.ok()) return r.error().WithContext(what + " source");
-    reader = std::move(*r);
-    src_schema = reader->schema();
-  }
-  const size_t nk = v.join_keys.size();
-  for (size_t i = 0; i < nk; ++i) {
-    const DataType& s = src_schema[pos_of[i]].type;
-    const DataType& e = ekeys[i]->type();
-    const bool ok = IntLike(s.id) ? IntLike(e.id) : (s.is_string_like() && e.is_string_like());
-    if (!ok) {
-      return Status::InvalidArgument(fmt::format("join key \"{}\" is {} in the entity table but {} in {}'s source",
-                                                 v.join_keys[i], e.ToString(), s.ToString(), what));
-    }
-  }
-  const DataType& ts_type = src_schema[pos_of[nk]].type;
-  if (!IsTime(ts_type)) {
-    return Status::InvalidArgument(fmt::format("{}: timestamp field \"{}\" is {}, not a timestamp", what,
-                                               v.timestamp_field, ts_type.ToString()));
-  }
-  if (has_created && !IsTime(src_schema[pos_of[nk + 1]].type)) {
-    return Status::InvalidArgument(fmt::format("{}: created column \"{}\" is not a timestamp", what,
-                                               v.created_timestamp_column));
-  }
-  const size_t f0 = nk + 1 + (has_created ? 1 : 0);
-  for (size_t i = 0; i < v.features.size(); ++i) {
-    const DataType& s = src_schema[pos_of[f0 + i]].type;
-    if (!CanCast(s, v.features[i].type)) {
-      return Status::InvalidArgument(fmt::format("{}: feature \"{}\" is declared {} but the source column is {}", what,
-                                                 v.features[i].name, v.features[i].type.ToString(), s.ToString()));
-    }
-  }
+  ViewSource src;
+  STRATA_RETURN_IF_ERROR(OpenViewSource(v, what, &src));
+  STRATA_RETURN_IF_ERROR(CheckViewSource(v, what, ekeys, src));
 
   // Entity side.
-  const bool single_int = nk == 1 && IntLike(ekeys[0]->type().id);
+  const bool single_int = src.nk == 1 && IntLike(ekeys[0]->type().id);
   KeyIndex keys(single_int);
-  std::vector<int64_t> e_id;
-  keys.BuildFromEntities(ekeys, n, &e_id);
-  const TimeUnit unit = Finer(et.unit, UnitOf(ts_type));
-  const Column& ets_col = entities.column(et.column);
-  std::vector<int64_t> e_ts(n);
-  std::vector<uint8_t> e_valid(n);
-  for (size_t r = 0; r < n; ++r) {
-    e_valid[r] = ets_col.IsValid(r);
-    e_ts[r] = e_valid[r] ? TimeAt(ets_col, r, unit) : 0;
-  }
-  const int64_t ttl = v.ttl_seconds > 0
-                          ? (v.ttl_seconds > std::numeric_limits<int64_t>::max() / PerSecond(unit)
-                                 ? std::numeric_limits<int64_t>::max()
-                                 : v.ttl_seconds * PerSecond(unit))
-                          : 0;
+  EntitySide e;
+  keys.BuildFromEntities(ekeys, n, &e.id);
+  const TimeUnit unit = Finer(et.unit, UnitOf(src.schema[src.pos_of[src.nk]].type));
+  BuildEntityTimes(entities.column(et.column), n, unit, &e);
+  const int64_t ttl = TtlIn(v.ttl_seconds, unit);
   const uint32_t nkeys = std::max<uint32_t>(keys.count(), 1);
-
-  // Partitions: enough that each one's kept rows fit the budget.
-  int64_t est = 0;
-  if (reader) {
-    est = reader->estimated_bytes() + reader->num_rows() * 32;
-  } else {
-    est = static_cast<int64_t>(v.table->num_rows()) * 64;
-  }
-  const int64_t budget = std::max<int64_t>(opt.memory_budget_bytes, 4096);
-  uint32_t parts = static_cast<uint32_t>(std::min<int64_t>((est + budget - 1) / budget, 4096));
-  parts = std::max<uint32_t>(parts, 1);
-  parts = std::min<uint32_t>(parts, nkeys);
+  const uint32_t parts = PartitionCount(src, v, opt, nkeys);
   st->partitions += parts;
 
   Schema kept_schema;
   for (const FeatureDef& f : v.features) kept_schema.push_back(Field{f.name, f.type, true});
   Kept all;
   for (const FeatureDef& f : v.features) all.features.emplace_back(f.type);
-  if (parts == 1 && reader && reader->num_rows() > 0) {
+  if (parts == 1 && src.reader && src.reader->num_rows() > 0) {
     // Reserving the worst case (every row kept) once beats regrowing 10M-row vectors.
-    const size_t rows = static_cast<size_t>(reader->num_rows());
+    const size_t rows = static_cast<size_t>(src.reader->num_rows());
     all.id.reserve(rows);
     all.ts.reserve(rows);
-    if (has_created) all.created.reserve(rows);
+    if (src.has_created) all.created.reserve(rows);
     for (Column& c : all.features) c.Reserve(rows);
   }
-
-  // Spill state (parts > 1).
-  std::string spill_dir = opt.spill_dir;
-  if (spill_dir.empty()) {
-    const char* t = std::getenv("TMPDIR");
-    spill_dir = t && *t ? t : "/tmp";
-  }
-  SpillFiles cleanup;
-  std::vector<std::unique_ptr<ParquetWriter>> writers(parts > 1 ? parts : 0);
-  std::vector<std::string> spill_paths(writers.size());
-  Schema spill_schema = {{"__id", DataType::Int64(), false}, {"__ts", DataType::Int64(), false},
-                         {"__created", DataType::Int64(), false}};
-  for (const Field& f : kept_schema) spill_schema.push_back({"f_" + f.name, f.type, true});
-  ParquetWriteOptions spill_opt;
-  spill_opt.codec = ParquetCodec::kLz4Raw;
-  spill_opt.dictionary = ParquetWriteOptions::Dictionary::kNever;
-  spill_opt.statistics = false;
-  spill_opt.row_group_rows = 1 << 16;
-
-  // Scan. The next row group decodes on another thread while this one is
-  // filtered (decoding is most of the work; the join uses both cores).
-  Table batch;
-  bool first = true;
-  std::string buf;
-  std::vector<int64_t> take;
-  std::vector<uint32_t> ids;
-  std::vector<int64_t> tss, crs;
-  auto fetch = [&reader](Table* t) -> Result<bool> { return reader->Next(t); };
-  Table next_batch;  // declared before the future: its destructor waits for the fetch writing here
-  std::future<Result<bool>> next;
-  if (reader) next = std::async(std::launch::async, fetch, &next_batch);
-  while (true) {
-    if (reader) {
-      Result<bool> more = next.get();
-      if (!more.ok()) return more.error().WithContext(what + " source");
-      if (!*more) break;
-      batch = std::move(next_batch);
-      next_batch = Table();
-      next = std::async(std::launch::async, fetch, &next_batch);
-    } else {
-      if (!first) break;
-      STRATA_ASSIGN_OR_RETURN(batch, v.table->Select(unique));
-    }
-    first = false;
-    const size_t m = batch.num_rows();
-    st->feature_rows_read += static_cast<int64_t>(m);
-    std::vector<const Column*> fkeys;
-    for (size_t i = 0; i < nk; ++i) fkeys.push_back(&batch.column(pos_of[i]));
-    const Column& fts = batch.column(pos_of[nk]);
-    const Column* fcr = has_created ? &batch.column(pos_of[nk + 1]) : nullptr;
-    take.clear();
-    ids.clear();
-    tss.clear();
-    crs.clear();
-    for (size_t r = 0; r < m; ++r) {
-      if (fts.IsNull(r)) continue;
-      const int64_t id = keys.Lookup(fkeys, r, &buf);
-      if (id < 0) continue;
-      take.push_back(static_cast<int64_t>(r));
-      ids.push_back(static_cast<uint32_t>(id));
-      tss.push_back(TimeAt(fts, r, unit));
-      if (fcr) crs.push_back(fcr->IsNull(r) ? kNoCreated : TimeAt(*fcr, r, unit));
-    }
-    st->feature_rows_kept += static_cast<int64_t>(take.size());
-    if (take.empty()) continue;
-    std::vector<Column> feats;
-    for (size_t i = 0; i < v.features.size(); ++i) {
-      const Column& src = batch.column(pos_of[f0 + i]);
-      Column taken = src.Take(take);
-      if (taken.type() == v.features[i].type) {
-        feats.push_back(std::move(taken));
-        continue;
-      }
-      auto cast = CastColumn(taken, v.features[i].type);
-      if (!cast.ok()) {
-        return cast.error().WithContext(fmt::format("{}: feature \"{}\"", what, v.features[i].name));
-      }
-      feats.push_back(std::move(*cast));
-    }
-    if (parts == 1) {
-      all.id.insert(all.id.end(), ids.begin(), ids.end());
-      all.ts.insert(all.ts.end(), tss.begin(), tss.end());
-      if (has_created) all.created.insert(all.created.end(), crs.begin(), crs.end());
-      for (size_t i = 0; i < feats.size(); ++i) all.features[i].AppendColumn(feats[i]);
-      continue;
-    }
-    // Route rows to their partitions.
-    std::vector<std::vector<int64_t>> by_part(parts);
-    for (size_t i = 0; i < ids.size(); ++i) by_part[ids[i] % parts].push_back(static_cast<int64_t>(i));
-    for (uint32_t p = 0; p < parts; ++p) {
-      if (by_part[p].empty()) continue;
-      Table t(spill_schema);
-      Column& cid = t.column(0);
-      Column& cts = t.column(1);
-      Column& ccr = t.column(2);
-      for (int64_t i : by_part[p]) {
-        cid.Append<int64_t>(ids[i]);
-        cts.Append<int64_t>(tss[i]);
-        ccr.Append<int64_t>(has_created ? crs[i] : 0);
-      }
-      for (size_t f = 0; f < feats.size(); ++f) t.column(3 + f) = feats[f].Take(by_part[p]);
-      if (!writers[p]) {
-        spill_paths[p] = fmt::format("{}/strata-pit-{}-{}-{}-{}.parquet", spill_dir, ::getpid(),
-                                     reinterpret_cast<uintptr_t>(&all), v.name, p);
-        cleanup.Add(spill_paths[p]);
-        STRATA_ASSIGN_OR_RETURN(writers[p], ParquetWriter::Open(spill_paths[p], spill_schema, spill_opt));
-      }
-      STRATA_RETURN_IF_ERROR(writers[p]->Write(t).WithContext("spilling to " + spill_paths[p]));
-    }
-  }
+  Spill spill(kept_schema, opt, parts);
+  STRATA_RETURN_IF_ERROR(ScanView(v, what, src, keys, unit, st, &all, &spill));
 
   std::vector<int64_t> match(n, -1);
   std::vector<Column> result;
   if (parts == 1) {
     std::vector<uint32_t> erows(n);
     for (size_t r = 0; r < n; ++r) erows[r] = static_cast<uint32_t>(r);
-    Match(all, nkeys, 1, erows, e_id, e_ts, e_valid, ttl, &match);
+    Match(all, nkeys, 1, erows, e.id, e.ts, e.valid, ttl, &match);
     for (Column& c : all.features) result.push_back(c.Take(match));
   } else {
-    // Entity rows by partition.
-    std::vector<std::vector<uint32_t>> eparts(parts);
-    for (size_t r = 0; r < n; ++r) {
-      if (e_id[r] >= 0) eparts[static_cast<size_t>(e_id[r]) % parts].push_back(static_cast<uint32_t>(r));
-    }
-    // Matched rows of every partition, gathered here, then put in entity order.
-    std::vector<int64_t> matched_row;
-    std::vector<Column> matched;
-    for (const FeatureDef& f : v.features) matched.emplace_back(f.type);
-    for (uint32_t p = 0; p < parts; ++p) {
-      if (!writers[p] || eparts[p].empty()) continue;
-      STRATA_RETURN_IF_ERROR(writers[p]->Close());
-      writers[p].reset();
-      st->spilled_bytes += static_cast<int64_t>(fs::file_size(spill_paths[p]));
-      STRATA_ASSIGN_OR_RETURN(Table t, ReadParquetFile(spill_paths[p]));
-      std::error_code ec;
-      fs::remove(spill_paths[p], ec);
-      Kept k;
-      const auto& cid = t.column(0).values<int64_t>();
-      k.id.assign(cid.begin(), cid.end());
-      k.ts = t.column(1).values<int64_t>();
-      if (has_created) k.created = t.column(2).values<int64_t>();
-      // Local ids: id / parts (ids in partition p are p, p+parts, ...).
-      const uint32_t nlocal = (nkeys + parts - 1) / parts + 1;
-      std::vector<int64_t> pmatch(n, -1);
-      Match(k, nlocal, parts, eparts[p], e_id, e_ts, e_valid, ttl, &pmatch);
-      std::vector<int64_t> hits;
-      for (uint32_t r : eparts[p]) {
-        if (pmatch[r] >= 0) {
-          hits.push_back(pmatch[r]);
-          match[r] = static_cast<int64_t>(matched_row.size());
-          matched_row.push_back(r);
-        }
-      }
-      for (size_t f = 0; f < v.features.size(); ++f) matched[f].AppendColumn(t.column(3 + f).Take(hits));
-    }
-    for (Column& c : matched) result.push_back(c.Take(match));
+    STRATA_RETURN_IF_ERROR(MatchSpilled(v, e, n, nkeys, ttl, src.has_created, st, &spill, &match, &result));
   }
   for (int64_t mi : match) st->matched += mi >= 0;
   for (Column& c : result) out->push_back(std::move(c));

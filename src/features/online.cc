@@ -1,16 +1,21 @@
+// Online serving: the row and entity-key encodings (Feast's serialized
+// entity key), materialization of the latest row per key into an online
+// store, direct writes (push), and get-online-features with Feast's statuses.
 #include <strata/features/online.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cstring>
+#include <bit>
 #include <deque>
-#include <string_view>
 #include <future>
 #include <mutex>
+#include <string_view>
+#include <system_error>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
+#include <strata/core/clock.h>
+#include <strata/core/coding.h>
 #include <strata/features/io.h>
 
 namespace strata::features {
@@ -20,8 +25,7 @@ namespace {
 // Feast's ValueType numbers.
 enum FeastType : uint32_t { kBytes = 1, kString = 2, kInt32 = 3, kInt64 = 4, kDouble = 5, kFloat = 6, kBool = 7 };
 
-void PutU32(std::string* out, uint32_t v) { out->append(reinterpret_cast<const char*>(&v), 4); }
-void PutI64(std::string* out, int64_t v) { out->append(reinterpret_cast<const char*>(&v), 8); }
+void PutF64(std::string* out, double v) { PutFixed64(out, std::bit_cast<uint64_t>(v)); }
 
 uint32_t Fingerprint(const FeatureViewDef& v) {
   uint32_t h = 2166136261u;  // FNV-1a over names and types (no allocation: it runs per decoded row)
@@ -87,10 +91,7 @@ std::string Describe(const OnlineValue& v) {
 
 }  // namespace
 
-int64_t NowMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+int64_t NowMicros() { return NowUnixNanos() / 1000; }
 
 OnlineValue ValueAt(const Column& c, size_t r) {
   OnlineValue v;
@@ -112,10 +113,10 @@ OnlineValue ValueAt(const Column& c, size_t r) {
 std::string SerializeEntityKey(std::vector<std::pair<std::string, OnlineValue>> keys) {
   std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::string out;
-  PutU32(&out, static_cast<uint32_t>(keys.size()));
+  PutFixed32(&out, static_cast<uint32_t>(keys.size()));
   for (const auto& [name, v] : keys) {
-    PutU32(&out, kString);
-    PutU32(&out, static_cast<uint32_t>(name.size()));
+    PutFixed32(&out, kString);
+    PutFixed32(&out, static_cast<uint32_t>(name.size()));
     out += name;
   }
   for (const auto& [name, v] : keys) {
@@ -123,28 +124,28 @@ std::string SerializeEntityKey(std::vector<std::pair<std::string, OnlineValue>> 
       case OnlineValue::kInt:
       case OnlineValue::kTimestamp:
       case OnlineValue::kBool:
-        PutU32(&out, kInt64);
-        PutU32(&out, 8);
-        PutI64(&out, v.i);
+        PutFixed32(&out, kInt64);
+        PutFixed32(&out, 8);
+        PutFixed64(&out, static_cast<uint64_t>(v.i));
         break;
       case OnlineValue::kString:
-        PutU32(&out, kString);
-        PutU32(&out, static_cast<uint32_t>(v.s.size()));
+        PutFixed32(&out, kString);
+        PutFixed32(&out, static_cast<uint32_t>(v.s.size()));
         out += v.s;
         break;
       case OnlineValue::kBytes:
-        PutU32(&out, kBytes);
-        PutU32(&out, static_cast<uint32_t>(v.s.size()));
+        PutFixed32(&out, kBytes);
+        PutFixed32(&out, static_cast<uint32_t>(v.s.size()));
         out += v.s;
         break;
       case OnlineValue::kDouble:
-        PutU32(&out, kDouble);
-        PutU32(&out, 8);
-        out.append(reinterpret_cast<const char*>(&v.d), 8);
+        PutFixed32(&out, kDouble);
+        PutFixed32(&out, 8);
+        PutF64(&out, v.d);
         break;
       case OnlineValue::kNull:
-        PutU32(&out, 0);
-        PutU32(&out, 0);
+        PutFixed32(&out, 0);
+        PutFixed32(&out, 0);
         break;
     }
   }
@@ -153,20 +154,20 @@ std::string SerializeEntityKey(std::vector<std::pair<std::string, OnlineValue>> 
 
 std::string EncodeOnlineRow(const FeatureViewDef& view, int64_t ts, const std::vector<OnlineValue>& values) {
   std::string out;
-  PutI64(&out, ts);
-  PutU32(&out, Fingerprint(view));
-  PutU32(&out, static_cast<uint32_t>(values.size()));
+  PutFixed64(&out, static_cast<uint64_t>(ts));
+  PutFixed32(&out, Fingerprint(view));
+  PutFixed32(&out, static_cast<uint32_t>(values.size()));
   for (const OnlineValue& v : values) {
     out.push_back(static_cast<char>(v.kind));
     switch (v.kind) {
       case OnlineValue::kNull: break;
       case OnlineValue::kBool: out.push_back(static_cast<char>(v.i ? 1 : 0)); break;
       case OnlineValue::kInt:
-      case OnlineValue::kTimestamp: PutI64(&out, v.i); break;
-      case OnlineValue::kDouble: out.append(reinterpret_cast<const char*>(&v.d), 8); break;
+      case OnlineValue::kTimestamp: PutFixed64(&out, static_cast<uint64_t>(v.i)); break;
+      case OnlineValue::kDouble: PutF64(&out, v.d); break;
       case OnlineValue::kString:
       case OnlineValue::kBytes:
-        PutU32(&out, static_cast<uint32_t>(v.s.size()));
+        PutFixed32(&out, static_cast<uint32_t>(v.s.size()));
         out += v.s;
         break;
     }
@@ -176,10 +177,9 @@ std::string EncodeOnlineRow(const FeatureViewDef& view, int64_t ts, const std::v
 
 bool DecodeOnlineRow(const FeatureViewDef& view, std::string_view row, int64_t* ts, std::vector<OnlineValue>* values) {
   if (row.size() < 16) return false;
-  uint32_t fp, n;
-  std::memcpy(ts, row.data(), 8);
-  std::memcpy(&fp, row.data() + 8, 4);
-  std::memcpy(&n, row.data() + 12, 4);
+  *ts = static_cast<int64_t>(DecodeFixed64(row.data()));
+  const uint32_t fp = DecodeFixed32(row.data() + 8);
+  const uint32_t n = DecodeFixed32(row.data() + 12);
   if (fp != Fingerprint(view) || n != view.features.size()) return false;
   values->assign(n, OnlineValue{});
   size_t p = 16;
@@ -197,19 +197,18 @@ bool DecodeOnlineRow(const FeatureViewDef& view, std::string_view row, int64_t* 
       case OnlineValue::kInt:
       case OnlineValue::kTimestamp:
         if (!need(8)) return false;
-        std::memcpy(&v.i, row.data() + p, 8);
+        v.i = static_cast<int64_t>(DecodeFixed64(row.data() + p));
         p += 8;
         break;
       case OnlineValue::kDouble:
         if (!need(8)) return false;
-        std::memcpy(&v.d, row.data() + p, 8);
+        v.d = std::bit_cast<double>(DecodeFixed64(row.data() + p));
         p += 8;
         break;
       case OnlineValue::kString:
       case OnlineValue::kBytes: {
         if (!need(4)) return false;
-        uint32_t len;
-        std::memcpy(&len, row.data() + p, 4);
+        const uint32_t len = DecodeFixed32(row.data() + p);
         p += 4;
         if (!need(len)) return false;
         v.s.assign(row.data() + p, len);
@@ -349,9 +348,14 @@ Status Materialize(FeatureRepo* registry, OnlineStore* store, const MaterializeO
   for (size_t b = 0; b < views.size(); b += threads) {
     std::vector<std::future<void>> running;
     for (size_t i = b; i < std::min(views.size(), b + threads); ++i) {
-      running.push_back(std::async(std::launch::async, [&, i] {
-        results[i] = MaterializeView(*registry, *views[i], store, opt, &mu, st);
-      }));
+      try {
+        running.push_back(std::async(std::launch::async, [&, i] {
+          results[i] = MaterializeView(*registry, *views[i], store, opt, &mu, st);
+        }));
+      } catch (const std::system_error& e) {  // no thread could be started
+        results[i] = Status::ResourceExhausted(
+            fmt::format("cannot start a thread to materialize feature view \"{}\": {}", views[i]->name, e.what()));
+      }
     }
     for (auto& f : running) f.get();
   }
@@ -448,20 +452,18 @@ Status WriteToOnlineStore(const FeatureRepo& registry, OnlineStore* store, const
   return store->Write(v->name, out);
 }
 
-Result<OnlineResponse> GetOnlineFeatures(const FeatureRepo& registry, OnlineStore* store,
-                                         const std::vector<FeatureProjection>& features,
-                                         const std::vector<std::pair<std::string, std::vector<OnlineValue>>>& entities,
-                                         bool full_names, int64_t now_us) {
-  if (entities.empty()) return Status::InvalidArgument("no entities given");
-  const size_t n = entities[0].second.size();
+namespace {
+
+// Entity values must have the entity's type (declared, or inferred on apply):
+// a string for an integer key would silently find nothing.
+Status CheckEntities(const FeatureRepo& registry,
+                     const std::vector<std::pair<std::string, std::vector<OnlineValue>>>& entities, size_t n) {
   for (const auto& [name, vals] : entities) {
     if (vals.size() != n) {
       return Status::InvalidArgument(fmt::format("entity \"{}\" has {} values, \"{}\" has {}", name, vals.size(),
                                                  entities[0].first, n));
     }
   }
-  // Entity values must have the entity's type (declared, or inferred on apply):
-  // a string for an integer key would silently find nothing.
   for (const auto& [name, vals] : entities) {
     const EntityDef* e = nullptr;
     for (const EntityDef& d : registry.entities) {
@@ -475,38 +477,69 @@ Result<OnlineResponse> GetOnlineFeatures(const FeatureRepo& registry, OnlineStor
       }
     }
   }
-  auto entity_col = [&](const std::string& key) -> const std::vector<OnlineValue>* {
-    for (const auto& [name, vals] : entities) {
-      if (name == key) return &vals;
-    }
-    return nullptr;
-  };
-  OnlineResponse resp;
-  for (const auto& [name, vals] : entities) {
-    resp.names.push_back(name);
-    OnlineResponse::Column c;
-    c.values = vals;
-    c.statuses.assign(n, "PRESENT");
-    c.event_ts_us.assign(n, 0);
-    resp.columns.push_back(std::move(c));
+  return Status::Ok();
+}
+
+// What one projection reads: its view, the features wanted, and per entity
+// row the slot of its key among the keys read.
+struct ViewPlan {
+  const FeatureViewDef* view;
+  std::vector<size_t> feature_ix;
+  std::vector<size_t> slot;  // per row: index into `keys`, or SIZE_MAX for a NULL key
+};
+
+// Entity keys are serialized once per row for each distinct join-key list
+// (views over the same entities share them).
+struct KeyGroup {
+  const std::vector<std::string>* join_keys;
+  std::vector<std::string> ek;  // per row; empty for a NULL key
+};
+
+// The serialized entity keys of every row for v's join keys, from `groups`
+// or made and added there.
+Result<const KeyGroup*> KeyGroupFor(const FeatureViewDef& v,
+                                    const std::vector<std::pair<std::string, std::vector<OnlineValue>>>& entities,
+                                    size_t n, std::deque<KeyGroup>* groups) {
+  for (const KeyGroup& g : *groups) {
+    if (*g.join_keys == v.join_keys) return &g;
   }
-  // Keys of every (row, view), deduplicated, then one read.
-  struct ViewPlan {
-    const FeatureViewDef* view;
-    std::vector<size_t> feature_ix;
-    std::vector<size_t> slot;  // per row: index into `keys`, or SIZE_MAX for a NULL key
-  };
-  std::vector<ViewPlan> plans;
-  std::vector<std::pair<std::string, std::string>> keys;
-  // Entity keys are serialized once per row for each distinct join-key list
-  // (views over the same entities share them). A deque: the strings are
-  // referenced by the dedup maps below.
-  struct KeyGroup {
-    const std::vector<std::string>* join_keys;
-    std::vector<std::string> ek;  // per row; empty for a NULL key
-  };
-  std::deque<KeyGroup> groups;
+  std::vector<const std::vector<OnlineValue>*> cols;
+  for (const std::string& k : v.join_keys) {
+    const std::vector<OnlineValue>* c = nullptr;
+    for (const auto& [name, vals] : entities) {
+      if (name == k) {
+        c = &vals;
+        break;
+      }
+    }
+    if (!c) {
+      return Status::InvalidArgument(
+          fmt::format("entities lack join key \"{}\" needed by feature view \"{}\"", k, v.name));
+    }
+    cols.push_back(c);
+  }
+  KeyGroup* group = &groups->emplace_back(KeyGroup{&v.join_keys, std::vector<std::string>(n)});
   std::vector<std::pair<std::string, OnlineValue>> key;
+  for (size_t r = 0; r < n; ++r) {
+    key.clear();
+    bool null_key = false;
+    for (size_t k = 0; k < cols.size(); ++k) {
+      null_key |= (*cols[k])[r].kind == OnlineValue::kNull;
+      key.emplace_back(v.join_keys[k], (*cols[k])[r]);
+    }
+    if (!null_key) group->ek[r] = SerializeEntityKey(key);
+  }
+  return group;
+}
+
+// Plans every projection: the (entity key, view) pairs to read, deduplicated,
+// and the output names the projections add.
+Status PlanOnlineRead(const FeatureRepo& registry, const std::vector<FeatureProjection>& features,
+                      const std::vector<std::pair<std::string, std::vector<OnlineValue>>>& entities, size_t n,
+                      bool full_names, std::vector<ViewPlan>* plans,
+                      std::vector<std::pair<std::string, std::string>>* keys, std::vector<std::string>* names) {
+  // A deque: the strings are referenced by the dedup map below.
+  std::deque<KeyGroup> groups;
   std::unordered_map<std::string_view, size_t> seen;
   for (const FeatureProjection& p : features) {
     const FeatureViewDef* v = registry.FindView(p.view);
@@ -520,31 +553,7 @@ Result<OnlineResponse> GetOnlineFeatures(const FeatureRepo& registry, OnlineStor
       if (ix == SIZE_MAX) return Status::NotFound(fmt::format("feature view \"{}\" has no feature \"{}\"", v->name, f));
       plan.feature_ix.push_back(ix);
     }
-    KeyGroup* group = nullptr;
-    for (KeyGroup& g : groups) {
-      if (*g.join_keys == v->join_keys) group = &g;
-    }
-    if (!group) {
-      std::vector<const std::vector<OnlineValue>*> cols;
-      for (const std::string& k : v->join_keys) {
-        const auto* c = entity_col(k);
-        if (!c) {
-          return Status::InvalidArgument(
-              fmt::format("entities lack join key \"{}\" needed by feature view \"{}\"", k, v->name));
-        }
-        cols.push_back(c);
-      }
-      group = &groups.emplace_back(KeyGroup{&v->join_keys, std::vector<std::string>(n)});
-      for (size_t r = 0; r < n; ++r) {
-        key.clear();
-        bool null_key = false;
-        for (size_t k = 0; k < cols.size(); ++k) {
-          null_key |= (*cols[k])[r].kind == OnlineValue::kNull;
-          key.emplace_back(v->join_keys[k], (*cols[k])[r]);
-        }
-        if (!null_key) group->ek[r] = SerializeEntityKey(key);
-      }
-    }
+    STRATA_ASSIGN_OR_RETURN(const KeyGroup* group, KeyGroupFor(*v, entities, n, &groups));
     plan.slot.resize(n);
     seen.clear();
     for (size_t r = 0; r < n; ++r) {
@@ -554,31 +563,28 @@ Result<OnlineResponse> GetOnlineFeatures(const FeatureRepo& registry, OnlineStor
         continue;
       }
       if (n > 1) {  // repeated entity rows read once
-        auto [it, fresh] = seen.try_emplace(ek, keys.size());
+        auto [it, fresh] = seen.try_emplace(ek, keys->size());
         if (!fresh) {
           plan.slot[r] = it->second;
           continue;
         }
       }
-      plan.slot[r] = keys.size();
-      keys.emplace_back(ek, v->name);
+      plan.slot[r] = keys->size();
+      keys->emplace_back(ek, v->name);
     }
-    for (const std::string& f : p.features) resp.names.push_back(full_names ? v->name + "__" + f : f);
-    plans.push_back(std::move(plan));
+    for (const std::string& f : p.features) names->push_back(full_names ? v->name + "__" + f : f);
+    plans->push_back(std::move(plan));
   }
-  // Duplicate output names need full_feature_names, as in Feast.
-  for (size_t i = 0; i < resp.names.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (resp.names[i] == resp.names[j]) {
-        return Status::InvalidArgument(fmt::format(
-            "feature name \"{}\" appears twice: set full_feature_names to get view__feature names", resp.names[i]));
-      }
-    }
-  }
-  STRATA_ASSIGN_OR_RETURN(auto rows, store->Read(keys));
-  std::vector<int64_t> ts(keys.size(), 0);
-  std::vector<std::vector<OnlineValue>> decoded(keys.size());
-  std::vector<uint8_t> found(keys.size(), 0);
+  return Status::Ok();
+}
+
+// Decodes the rows read and appends one response column per planned feature,
+// with Feast's statuses.
+void FillOnlineResponse(const std::vector<ViewPlan>& plans, const std::vector<std::optional<std::string>>& rows,
+                        size_t n, int64_t now_us, OnlineResponse* resp) {
+  std::vector<int64_t> ts(rows.size(), 0);
+  std::vector<std::vector<OnlineValue>> decoded(rows.size());
+  std::vector<uint8_t> found(rows.size(), 0);
   for (const ViewPlan& plan : plans) {
     for (size_t r = 0; r < n; ++r) {
       const size_t s = plan.slot[r];
@@ -609,9 +615,44 @@ Result<OnlineResponse> GetOnlineFeatures(const FeatureRepo& registry, OnlineStor
           c.statuses[r] = "PRESENT";
         }
       }
-      resp.columns.push_back(std::move(c));
+      resp->columns.push_back(std::move(c));
     }
   }
+}
+
+}  // namespace
+
+Result<OnlineResponse> GetOnlineFeatures(const FeatureRepo& registry, OnlineStore* store,
+                                         const std::vector<FeatureProjection>& features,
+                                         const std::vector<std::pair<std::string, std::vector<OnlineValue>>>& entities,
+                                         bool full_names, int64_t now_us) {
+  if (entities.empty()) return Status::InvalidArgument("no entities given");
+  const size_t n = entities[0].second.size();
+  STRATA_RETURN_IF_ERROR(CheckEntities(registry, entities, n));
+  OnlineResponse resp;
+  for (const auto& [name, vals] : entities) {
+    resp.names.push_back(name);
+    OnlineResponse::Column c;
+    c.values = vals;
+    c.statuses.assign(n, "PRESENT");
+    c.event_ts_us.assign(n, 0);
+    resp.columns.push_back(std::move(c));
+  }
+  // Keys of every (row, view), deduplicated, then one read.
+  std::vector<ViewPlan> plans;
+  std::vector<std::pair<std::string, std::string>> keys;
+  STRATA_RETURN_IF_ERROR(PlanOnlineRead(registry, features, entities, n, full_names, &plans, &keys, &resp.names));
+  // Duplicate output names need full_feature_names, as in Feast.
+  for (size_t i = 0; i < resp.names.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (resp.names[i] == resp.names[j]) {
+        return Status::InvalidArgument(fmt::format(
+            "feature name \"{}\" appears twice: set full_feature_names to get view__feature names", resp.names[i]));
+      }
+    }
+  }
+  STRATA_ASSIGN_OR_RETURN(auto rows, store->Read(keys));
+  FillOnlineResponse(plans, rows, n, now_us, &resp);
   return resp;
 }
 

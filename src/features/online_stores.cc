@@ -1,14 +1,8 @@
-// Online store backends: RocksDB (embedded) and Redis (RESP spoken by hand:
+// Online store backends: RocksDB (embedded) and Redis (core's client:
 // pipelined commands, one round trip per read).
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstring>
+#include <charconv>
+#include <cstdint>
 #include <filesystem>
 #include <mutex>
 #include <string_view>
@@ -19,18 +13,16 @@
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
+#include <strata/core/coding.h>
+#include <strata/core/redis.h>
 #include <strata/features/online.h>
-
-#include "features/resp.h"
 
 namespace strata::features {
 
 namespace {
 
 int64_t RowTs(std::string_view row) {
-  int64_t ts = INT64_MIN;
-  if (row.size() >= 8) std::memcpy(&ts, row.data(), 8);
-  return ts;
+  return row.size() >= 8 ? static_cast<int64_t>(DecodeFixed64(row.data())) : INT64_MIN;
 }
 
 class RocksDbOnlineStore final : public OnlineStore {
@@ -48,10 +40,9 @@ class RocksDbOnlineStore final : public OnlineStore {
     for (char c : ek) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ULL;
     std::string k;
     k.reserve(8 + prefix_.size() + 4 + ek.size() + view.size());
-    for (int b = 7; b >= 0; --b) k.push_back(static_cast<char>((h >> (8 * b)) & 0xff));
+    PutBigEndian64(&k, h);
     k += prefix_;
-    const uint32_t len = static_cast<uint32_t>(ek.size());
-    k.append(reinterpret_cast<const char*>(&len), 4);
+    PutFixed32(&k, static_cast<uint32_t>(ek.size()));
     k += ek;
     k += view;
     return k;
@@ -138,53 +129,54 @@ class RocksDbOnlineStore final : public OnlineStore {
 
 class RedisOnlineStore final : public OnlineStore {
  public:
-  RedisOnlineStore(std::string host, std::string port, int db, std::string password, std::string project)
-      : host_(std::move(host)), port_(std::move(port)), db_(db), password_(std::move(password)),
-        project_(std::move(project)) {}
+  RedisOnlineStore(redis::Endpoint endpoint, std::string project)
+      : pool_(std::move(endpoint)), project_(std::move(project)) {}
   std::string name() const override { return "redis"; }
 
   Status Ping() {
-    STRATA_ASSIGN_OR_RETURN(auto conn, Take());
-    std::string cmd;
-    RespConnection::Append(&cmd, {"PING"});
-    STRATA_RETURN_IF_ERROR(conn->SendRaw(cmd));
-    STRATA_ASSIGN_OR_RETURN(Reply r, conn->ReadReply());
-    if (r.type == Reply::kError) return Status::Unavailable("redis: " + r.str);
-    Give(std::move(conn));
+    STRATA_ASSIGN_OR_RETURN(auto conn, pool_.Acquire());
+    STRATA_ASSIGN_OR_RETURN(redis::Reply r, conn->Command(std::vector<std::string_view>{"PING"}));
+    if (r.is_error()) return Status::Unavailable("redis: " + r.str);
+    pool_.Release(std::move(conn));
     return Status::Ok();
   }
 
   Status Write(const std::string& view, const std::vector<std::pair<std::string, std::string>>& rows) override {
     if (rows.empty()) return Status::Ok();
-    STRATA_ASSIGN_OR_RETURN(auto conn, Take());
+    STRATA_ASSIGN_OR_RETURN(auto conn, pool_.Acquire());
+    // Two round trips: every HGET of the stored timestamps, then every HSET of
+    // the rows that are not older.
     const std::string ts_field = "_ts:" + view;
-    std::string cmd;
-    for (const auto& [ek, row] : rows) RespConnection::Append(&cmd, {"HGET", ek + project_, ts_field});
-    STRATA_RETURN_IF_ERROR(conn->SendRaw(cmd));
+    std::vector<std::string_view> args;  // reused: no allocation per command
+    std::string key;
+    for (const auto& [ek, row] : rows) {
+      key.assign(ek).append(project_);
+      args.assign({"HGET", key, ts_field});
+      conn->Append(args);
+    }
     std::vector<bool> newer(rows.size(), true);
     for (size_t i = 0; i < rows.size(); ++i) {
-      STRATA_ASSIGN_OR_RETURN(Reply r, conn->ReadReply());
-      if (r.type == Reply::kError) return Status::IOError("redis: " + r.str);
-      if (r.type == Reply::kBulk && r.str.size() == 8) {
-        int64_t old;
-        std::memcpy(&old, r.str.data(), 8);
+      STRATA_ASSIGN_OR_RETURN(redis::Reply r, conn->GetReply());
+      if (r.is_error()) return Status::IOError("redis: " + r.str);
+      if (r.type == redis::Reply::kString && r.str.size() == 8) {
+        const int64_t old = static_cast<int64_t>(DecodeFixed64(r.str.data()));
         newer[i] = old <= RowTs(rows[i].second);
       }
     }
-    cmd.clear();
     size_t sent = 0;
     for (size_t i = 0; i < rows.size(); ++i) {
       if (!newer[i]) continue;
-      const std::string ts = rows[i].second.substr(0, 8);
-      RespConnection::Append(&cmd, {"HSET", rows[i].first + project_, view, rows[i].second, ts_field, ts});
+      key.assign(rows[i].first).append(project_);
+      const std::string_view row = rows[i].second;
+      args.assign({"HSET", key, view, row, ts_field, row.substr(0, 8)});
+      conn->Append(args);
       ++sent;
     }
-    STRATA_RETURN_IF_ERROR(conn->SendRaw(cmd));
     for (size_t i = 0; i < sent; ++i) {
-      STRATA_ASSIGN_OR_RETURN(Reply r, conn->ReadReply());
-      if (r.type == Reply::kError) return Status::IOError("redis: " + r.str);
+      STRATA_ASSIGN_OR_RETURN(redis::Reply r, conn->GetReply());
+      if (r.is_error()) return Status::IOError("redis: " + r.str);
     }
-    Give(std::move(conn));
+    pool_.Release(std::move(conn));
     return Status::Ok();
   }
 
@@ -192,7 +184,7 @@ class RedisOnlineStore final : public OnlineStore {
       const std::vector<std::pair<std::string, std::string>>& pairs) override {
     std::vector<std::optional<std::string>> out(pairs.size());
     if (pairs.empty()) return out;
-    STRATA_ASSIGN_OR_RETURN(auto conn, Take());
+    STRATA_ASSIGN_OR_RETURN(auto conn, pool_.Acquire());
     // One HMGET per entity key for all its views (as Feast reads), all
     // pipelined: one round trip for every entity and view.
     std::vector<std::vector<size_t>> groups;
@@ -203,72 +195,32 @@ class RedisOnlineStore final : public OnlineStore {
       if (fresh) groups.emplace_back();
       groups[it->second].push_back(i);
     }
-    std::string cmd;
     std::vector<std::string_view> args;
     for (const std::vector<size_t>& g : groups) {
       const std::string key = pairs[g[0]].first + project_;
       args.assign({"HMGET", key});
       for (size_t i : g) args.push_back(pairs[i].second);
-      RespConnection::Append(&cmd, args);
+      conn->Append(args);
     }
-    STRATA_RETURN_IF_ERROR(conn->SendRaw(cmd));
     for (const std::vector<size_t>& g : groups) {
-      STRATA_ASSIGN_OR_RETURN(Reply r, conn->ReadReply());
-      if (r.type == Reply::kError) return Status::IOError("redis: " + r.str);
-      if (r.type != Reply::kArray || r.elems.size() != g.size()) {
+      STRATA_ASSIGN_OR_RETURN(redis::Reply r, conn->GetReply());
+      if (r.is_error()) return Status::IOError("redis: " + r.str);
+      if (r.type != redis::Reply::kArray || r.elements.size() != g.size()) {
         return Status::Corruption("redis: HMGET answered with an unexpected reply");
       }
       for (size_t k = 0; k < g.size(); ++k) {
-        if (r.elems[k].type == Reply::kBulk) out[g[k]] = std::move(r.elems[k].str);
+        if (r.elements[k].type == redis::Reply::kString) out[g[k]] = std::move(r.elements[k].str);
       }
     }
-    Give(std::move(conn));
+    pool_.Release(std::move(conn));
     return out;
   }
 
  private:
-  Result<std::unique_ptr<RespConnection>> Take() {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (!idle_.empty()) {
-        auto c = std::move(idle_.back());
-        idle_.pop_back();
-        return c;
-      }
-    }
-    auto c = std::make_unique<RespConnection>();
-    STRATA_RETURN_IF_ERROR(c->Connect(host_, port_));
-    std::string cmd;
-    size_t replies = 0;
-    if (!password_.empty()) {
-      RespConnection::Append(&cmd, {"AUTH", password_});
-      ++replies;
-    }
-    if (db_ != 0) {
-      const std::string db = std::to_string(db_);
-      RespConnection::Append(&cmd, {"SELECT", db});
-      ++replies;
-    }
-    if (replies) {
-      STRATA_RETURN_IF_ERROR(c->SendRaw(cmd));
-      for (size_t i = 0; i < replies; ++i) {
-        STRATA_ASSIGN_OR_RETURN(Reply r, c->ReadReply());
-        if (r.type == Reply::kError) return Status::PermissionDenied("redis: " + r.str);
-      }
-    }
-    return c;
-  }
-  void Give(std::unique_ptr<RespConnection> c) {
-    if (c->broken()) return;
-    std::lock_guard<std::mutex> l(mu_);
-    if (idle_.size() < 64) idle_.push_back(std::move(c));
-  }
-
-  std::string host_, port_;
-  int db_;
-  std::string password_, project_;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<RespConnection>> idle_;  // guarded by mu_
+  // Idle connections, reused across requests; a connection that failed or
+  // still has replies unread (an error cut a pipeline short) is dropped.
+  redis::Pool pool_;
+  std::string project_;
 };
 
 }  // namespace
@@ -306,9 +258,17 @@ Result<std::unique_ptr<OnlineStore>> OpenRedisOnlineStore(const std::string& con
     }
   }
   const size_t colon = hostport.rfind(':');
-  const std::string host = colon == std::string::npos ? hostport : hostport.substr(0, colon);
+  redis::Endpoint endpoint;
+  endpoint.host = colon == std::string::npos ? hostport : hostport.substr(0, colon);
   const std::string port = colon == std::string::npos ? "6379" : hostport.substr(colon + 1);
-  auto store = std::make_unique<RedisOnlineStore>(host, port, db, password, project);
+  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), endpoint.port);
+  if (ec != std::errc() || end != port.data() + port.size() || endpoint.port <= 0 || endpoint.port > 65535) {
+    return Status::InvalidArgument(
+        fmt::format("redis connection_string \"{}\": \"{}\" is not a port number", connection, port));
+  }
+  endpoint.password = password;
+  endpoint.db = db;
+  auto store = std::make_unique<RedisOnlineStore>(std::move(endpoint), project);
   STRATA_RETURN_IF_ERROR(store->Ping());
   return std::unique_ptr<OnlineStore>(std::move(store));
 }

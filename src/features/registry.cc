@@ -1,15 +1,13 @@
 // The registry: the applied definitions as one JSON document.
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <strata/core/clock.h>
+#include <strata/core/file_util.h>
 #include <strata/features/repo.h>
 
 namespace strata::features {
@@ -101,10 +99,13 @@ void PlanObjects(const char* kind, const std::vector<T>& old_objs, const std::ve
   }
 }
 
-std::string IsoNow() {
-  const auto now = std::chrono::system_clock::now();
-  const int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
-  return FormatTimestamp(us, TimeUnit::kMicro, false);
+std::string IsoNow() { return FormatTimestamp(NowUnixNanos() / 1000, TimeUnit::kMicro, false); }
+
+// PlanRepo and ApplyRepo read the registry when it exists; when its
+// existence cannot be told, LoadRegistry reports why.
+bool MayExist(const std::string& path) {
+  std::error_code ec;
+  return fs::exists(path, ec) || ec;
 }
 
 }  // namespace
@@ -121,35 +122,31 @@ Status SaveRegistry(const std::string& path, const FeatureRepo& repo) {
   for (const FeatureViewDef& v : repo.views) j["feature_views"].push_back(ViewJson(v, true));
   j["feature_services"] = json::array();
   for (const FeatureServiceDef& s : repo.services) j["feature_services"].push_back(ServiceJson(s));
+  std::string text;
+  try {
+    text = j.dump(2);  // throws on strings that are not UTF-8
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(fmt::format("cannot save the registry {}: {}", path, e.what()));
+  }
+  text += "\n";
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
-  const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) return Status::IOError(fmt::format("cannot create {}", tmp));
-    out << j.dump(2) << "\n";
-    out.flush();
-    if (!out) {
-      fs::remove(tmp, ec);
-      return Status::IOError(fmt::format("cannot write {}", tmp));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    fs::remove(tmp, ec);
-    return Status::FromErrno(errno, "rename " + tmp + " to " + path);
-  }
-  return Status::Ok();
+  // Replaced whole, as before not synced: apply and materialize rewrite it often.
+  AtomicWriteOptions write;
+  write.sync = false;
+  write.tmp_suffix = fmt::format(".tmp-{}", ::getpid());
+  return WriteFileAtomic(path, text, write);
 }
 
 Result<FeatureRepo> LoadRegistry(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
+  Result<std::string> text = ReadFileToString(path);
+  if (!text.has_value()) {
     return Status::NotFound(fmt::format("no registry at {}: run `strata features apply` first", path));
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const json j = json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.value("format", "") != kFormat) {
+  const json j = json::parse(*text, nullptr, false);
+  const auto format = j.is_object() ? j.find("format") : j.end();
+  if (j.is_discarded() || !j.is_object() || format == j.end() || !format->is_string() ||
+      format->get<std::string>() != kFormat) {
     return Status::Corruption(fmt::format("{} is not a Strata feature registry", path));
   }
   FeatureRepo repo;
@@ -211,7 +208,7 @@ Result<FeatureRepo> LoadRegistry(const std::string& path) {
 
 Result<std::vector<PlanChange>> PlanRepo(const FeatureRepo& repo) {
   FeatureRepo old;
-  if (fs::exists(repo.config.registry_path)) {
+  if (MayExist(repo.config.registry_path)) {
     STRATA_ASSIGN_OR_RETURN(old, LoadRegistry(repo.config.registry_path));
   }
   std::vector<PlanChange> out;
@@ -223,7 +220,7 @@ Result<std::vector<PlanChange>> PlanRepo(const FeatureRepo& repo) {
 
 Result<std::vector<PlanChange>> ApplyRepo(const FeatureRepo& repo) {
   FeatureRepo old;
-  if (fs::exists(repo.config.registry_path)) {
+  if (MayExist(repo.config.registry_path)) {
     STRATA_ASSIGN_OR_RETURN(old, LoadRegistry(repo.config.registry_path));
     if (!old.config.project.empty() && old.config.project != repo.config.project) {
       return Status::PreconditionFailed(fmt::format(

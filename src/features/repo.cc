@@ -1,15 +1,16 @@
 #include <strata/features/repo.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <set>
-#include <stdexcept>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <strata/core/file_util.h>
 #include <strata/features/csv.h>
 #include <strata/features/parquet.h>
 
@@ -446,13 +447,15 @@ struct Loader {
             auto number = [&](const char* key, double* out) {
               const YAML::Node n = lg[key];
               if (!n) return;
-              try {
-                size_t pos = 0;
-                const std::string text = n.IsScalar() ? n.Scalar() : "";
-                *out = std::stod(text, &pos);
-                if (pos != text.size()) throw std::invalid_argument(text);
-              } catch (const std::exception&) {
+              // strtod accepts what std::stod does; the whole text must be the number.
+              const std::string text = n.IsScalar() ? n.Scalar() : "";
+              char* end = nullptr;
+              errno = 0;
+              const double v = std::strtod(text.c_str(), &end);
+              if (end == text.c_str() || errno == ERANGE || end != text.c_str() + text.size()) {
                 Error(n, fmt::format("feature_server.logging: \"{}\" must be a number", key));
+              } else {
+                *out = v;
               }
             };
             number("sample_rate", &c->log_sample_rate);
@@ -471,7 +474,7 @@ struct Loader {
       if (!v.IsScalar() || (v.Scalar() != "2" && v.Scalar() != "3")) {
         Error(v, "entity_key_serialization_version must be 2 or 3");
       } else {
-        c->entity_key_serialization_version = std::stoi(v.Scalar());
+        c->entity_key_serialization_version = v.Scalar() == "2" ? 2 : 3;
       }
     }
   }
@@ -489,6 +492,18 @@ struct Loader {
       errors.push_back(fmt::format("{}: {}", rel, e.what()));
     }
     return false;
+  }
+
+  // Runs one of the Load* walks over a parsed document. yaml-cpp throws on
+  // misuse (a subscript of a scalar, a node that does not exist): such an
+  // error becomes one of the file's errors instead of leaving the library.
+  template <class Fn>
+  void Walk(Fn&& fn) {
+    try {
+      fn();
+    } catch (const YAML::Exception& e) {
+      errors.push_back(fmt::format("{}: {}", file, e.what()));
+    }
   }
 };
 
@@ -551,18 +566,18 @@ Status Collected(const Loader& L) {
 Result<FeatureRepo> LoadFeatureRepo(const std::string& dir) {
   std::error_code ec;
   const fs::path root = fs::absolute(dir, ec);
-  if (ec || !fs::is_directory(root)) {
+  if (ec || !fs::is_directory(root, ec)) {
     return Status::NotFound(fmt::format("feature repository \"{}\" is not a directory", dir));
   }
   const fs::path cfg_path = root / "feature_store.yaml";
-  if (!fs::exists(cfg_path)) {
+  if (!fs::exists(cfg_path, ec)) {
     return Status::NotFound(fmt::format("{} has no feature_store.yaml: is this a feature repository?", root.string()));
   }
   FeatureRepo repo;
   repo.config.repo_dir = root.lexically_normal().string();
   Loader L;
   YAML::Node cfg;
-  if (L.Parse(cfg_path, "feature_store.yaml", &cfg)) L.LoadConfig(cfg, &repo.config);
+  if (L.Parse(cfg_path, "feature_store.yaml", &cfg)) L.Walk([&] { L.LoadConfig(cfg, &repo.config); });
   if (repo.config.registry_path.empty()) repo.config.registry_path = "data/registry.json";
   repo.config.registry_path = repo.ResolvePath(repo.config.registry_path);
   if (repo.config.online_path.empty()) repo.config.online_path = "data/online_store";
@@ -576,7 +591,8 @@ Result<FeatureRepo> LoadFeatureRepo(const std::string& dir) {
     if (ec) break;
     const fs::path& p = it->path();
     const std::string name = p.filename().string();
-    if (it->is_directory()) {
+    std::error_code type_ec;
+    if (it->is_directory(type_ec)) {
       if (name.starts_with(".") || name == "node_modules" || name == "__pycache__") it.disable_recursion_pending();
       continue;
     }
@@ -586,7 +602,9 @@ Result<FeatureRepo> LoadFeatureRepo(const std::string& dir) {
   std::sort(files.begin(), files.end());
   for (const fs::path& p : files) {
     YAML::Node doc;
-    if (L.Parse(p, fs::relative(p, root).string(), &doc)) L.LoadDefinitions(doc, &repo);
+    std::error_code rel_ec;
+    const fs::path rel = fs::relative(p, root, rel_ec);
+    if (L.Parse(p, rel_ec ? p.string() : rel.string(), &doc)) L.Walk([&] { L.LoadDefinitions(doc, &repo); });
   }
   Validate(&repo, &L);
   if (!L.errors.empty()) return Collected(L);
@@ -711,15 +729,10 @@ Status InitFeatureRepo(const std::string& dir, const std::string& project) {
       "  path: data/online_store\n"
       "entity_key_serialization_version: 3\n",
       dir, project);
-  const std::string tmp = cfg.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) return Status::IOError(fmt::format("cannot write {}", tmp));
-  }
-  fs::rename(tmp, cfg, ec);
-  if (ec) return Status::IOError(fmt::format("cannot create {}: {}", cfg.string(), ec.message()));
+  AtomicWriteOptions write;
+  write.sync = false;
+  Status st = WriteFileAtomic(cfg.string(), text, write);
+  if (!st.ok()) return Status::IOError(fmt::format("cannot create {}: {}", cfg.string(), st.message()));
   return Status::Ok();
 }
 

@@ -12,10 +12,12 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <system_error>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include <strata/core/clock.h>
 #include <strata/core/log.h>
 #include <strata/features/io.h>
 
@@ -156,7 +158,7 @@ struct OpenFile {
   std::unique_ptr<ParquetWriter> writer;
   std::string path;
   int64_t rows = 0;
-  std::chrono::steady_clock::time_point opened;
+  int64_t opened_ns = 0;  // MonotonicNanos()
 };
 
 }  // namespace
@@ -217,7 +219,7 @@ struct ServingLogger::Impl {
       auto w = ParquetWriter::Open(f.path, schema, wo);
       if (!w.ok()) return w.error();
       f.writer = std::move(*w);
-      f.opened = std::chrono::steady_clock::now();
+      f.opened_ns = MonotonicNanos();
       it = files.emplace(key, std::move(f)).first;
     }
     Table rows(schema);
@@ -238,9 +240,9 @@ struct ServingLogger::Impl {
 
   Status RollOld(bool all) {
     Status first;
-    const auto now = std::chrono::steady_clock::now();
+    const int64_t now = MonotonicNanos();
     for (auto it = files.begin(); it != files.end();) {
-      const double age = std::chrono::duration<double>(now - it->second.opened).count();
+      const double age = static_cast<double>(now - it->second.opened_ns) / 1e9;
       if (all || (options.max_seconds_per_file > 0 && age >= options.max_seconds_per_file)) {
         Status st = Publish(&it->second);
         if (first.ok()) first = st;
@@ -312,7 +314,11 @@ Result<std::unique_ptr<ServingLogger>> ServingLogger::Open(ServingLogOptions opt
   impl->file_prefix = fmt::format("served-{}-{}", compact, ::getpid());
   impl->options = std::move(options);
   Impl* p = impl.get();
-  impl->thread = std::thread([p] { p->Run(); });
+  try {
+    impl->thread = std::thread([p] { p->Run(); });
+  } catch (const std::system_error& e) {
+    return Status::ResourceExhausted(fmt::format("served-vector logging: cannot start its writer thread: {}", e.what()));
+  }
   return std::unique_ptr<ServingLogger>(new ServingLogger(std::move(impl)));
 }
 
@@ -373,10 +379,12 @@ Result<std::vector<std::pair<std::string, Column>>> ReadServingSample(const std:
   std::vector<std::string> files;
   std::error_code ec;
   if (!IsUrl(path) && fs::is_directory(path, ec)) {
-    for (const auto& e : fs::directory_iterator(path, ec)) {
-      const std::string name = e.path().filename().string();
-      if (e.is_regular_file() && name.starts_with("served-") && name.ends_with(".parquet")) {
-        files.push_back(e.path().string());
+    // increment(ec), not a range-for: its operator++ throws.
+    for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      std::error_code type_ec;
+      if (it->is_regular_file(type_ec) && name.starts_with("served-") && name.ends_with(".parquet")) {
+        files.push_back(it->path().string());
       }
     }
     if (ec) return Status::IOError(fmt::format("cannot list {}: {}", path, ec.message()));

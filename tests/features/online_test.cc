@@ -1,17 +1,8 @@
 // Online serving: materialize into RocksDB and a real Redis (redis-server
 // started here), get-online-features statuses and values, and bad requests
 // answered with clear errors. The Feast HTTP API is tested in tests/feast.
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <netinet/in.h>
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -173,60 +164,18 @@ TEST(OnlineTest, RocksDb) {
   Scenario(dir.path(), reg, store.get());
 }
 
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-// redis-server on a free port for the life of the object.
-class RedisServer {
- public:
-  explicit RedisServer(const std::string& dir) : port_(FreePort()) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const std::string port = std::to_string(port_);
-      const int null_fd = ::open("/dev/null", O_WRONLY);
-      ::dup2(null_fd, 1);
-      ::execlp("redis-server", "redis-server", "--port", port.c_str(), "--bind", "127.0.0.1", "--save", "",
-               "--appendonly", "no", "--dir", dir.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-  }
-  ~RedisServer() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  int port() const { return port_; }
-
- private:
-  int port_;
-  pid_t pid_ = -1;
-};
-
 TEST(OnlineTest, Redis) {
   ::strata::testing::TempDir dir("strata-redis");
-  RedisServer redis(dir.path());
-  const std::string conn = "127.0.0.1:" + std::to_string(redis.port());
+  ::strata::testing::RedisServer redis;
+  ASSERT_OK(redis.Start()) << "redis-server did not come up (is it installed? scripts/install-deps.sh test)";
+  const std::string conn = redis.host_port();
   FeatureRepo reg = MakeRepo(dir.path(), "  type: redis\n  connection_string: \"" + conn + "\"\n");
-  Result<std::unique_ptr<OnlineStore>> store = Status::Unavailable("not tried");
-  for (int i = 0; i < 100 && !store.ok(); ++i) {  // wait for redis-server to listen
-    store = OpenOnlineStore(reg.config);
-    if (!store.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  Result<std::unique_ptr<OnlineStore>> store = OpenOnlineStore(reg.config);
   ASSERT_OK(store) << "redis-server did not come up (is it installed? scripts/install-deps.sh test)";
   EXPECT_EQ((*store)->name(), "redis");
   Scenario(dir.path(), reg, store->get());
   // A dead Redis gives a clear error, not a hang.
-  auto none = OpenRedisOnlineStore("127.0.0.1:" + std::to_string(FreePort()), "p");
+  auto none = OpenRedisOnlineStore("127.0.0.1:" + std::to_string(::strata::testing::FreePort()), "p");
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.error().message().find("redis"), std::string::npos) << none.error().ToString();
 }

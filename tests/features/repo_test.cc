@@ -132,6 +132,10 @@ TEST_F(RepoTest, ErrorsNameFileAndLine) {
   ExpectError(dir_.path(), "feature_store.yaml:2: online_store type \"cassandra\" is not supported");
   Write(dir_.Join("feature_store.yaml"), "project: p\nonline_store: {type: redis}\n");
   ExpectError(dir_.path(), "redis needs connection_string");
+  Write(dir_.Join("feature_store.yaml"), "project: p\nfeature_server: {logging: {sample_rate: 0.5x}}\n");
+  ExpectError(dir_.path(), "feature_store.yaml:2: feature_server.logging: \"sample_rate\" must be a number");
+  Write(dir_.Join("feature_store.yaml"), "project: p\nfeature_server: {logging: {max_rows_per_file: 1e999}}\n");
+  ExpectError(dir_.path(), "\"max_rows_per_file\" must be a number");
   fs::remove(dir_.Join("feature_store.yaml"));
   EXPECT_STATUS_CODE(LoadFeatureRepo(dir_.path()), StatusCode::kNotFound);
 }
@@ -183,6 +187,10 @@ TEST_F(RepoTest, PlanApplyRegistry) {
   // A corrupt registry is an error, not a crash or an overwrite.
   Write(repo.config.registry_path, "{not json");
   EXPECT_STATUS_CODE(ApplyRepo(repo), StatusCode::kCorruption);
+  // A JSON document of another shape, too (a "format" that is not a string).
+  Write(repo.config.registry_path, "{\"format\": 1}");
+  EXPECT_STATUS_CODE(LoadRegistry(repo.config.registry_path), StatusCode::kCorruption);
+  EXPECT_STATUS_CODE(PlanRepo(repo), StatusCode::kCorruption);
 }
 
 TEST_F(RepoTest, HistoricalThroughTheRepo) {

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <strata/core/coding.h>
+
 #include "features/parquet/format.h"
 
 namespace strata::features::pq {
@@ -54,19 +56,14 @@ Status Gunzip(std::string_view src, size_t want, std::string* out) {
   return Status::Ok();
 }
 
-uint32_t ReadBE32(const char* p) {
-  const auto* u = reinterpret_cast<const uint8_t*>(p);
-  return (uint32_t{u[0]} << 24) | (uint32_t{u[1]} << 16) | (uint32_t{u[2]} << 8) | u[3];
-}
-
 // Hadoop's LZ4 framing: repeated [u32 BE raw size][u32 BE compressed size][block].
 bool TryHadoopLz4(std::string_view src, size_t want, std::string* out) {
   out->resize(want);
   size_t in = 0, done = 0;
   while (in < src.size()) {
     if (src.size() - in < 8) return false;
-    const uint32_t raw = ReadBE32(src.data() + in);
-    const uint32_t comp = ReadBE32(src.data() + in + 4);
+    const uint32_t raw = DecodeBigEndian32(src.data() + in);
+    const uint32_t comp = DecodeBigEndian32(src.data() + in + 4);
     in += 8;
     if (comp > src.size() - in || raw > want - done) return false;
     const int got = LZ4_decompress_safe(src.data() + in, out->data() + done, static_cast<int>(comp),

@@ -4,19 +4,18 @@
 
 #include <fmt/format.h>
 
+#include <strata/core/coding.h>
+
 namespace strata::features::pq {
 
 namespace {
 
+// ULEB128 (core's varint) from [p, end), advancing p.
 bool ReadUleb(const uint8_t*& p, const uint8_t* end, uint64_t* v) {
-  *v = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    if (p >= end) return false;
-    const uint8_t b = *p++;
-    *v |= static_cast<uint64_t>(b & 0x7f) << shift;
-    if ((b & 0x80) == 0) return true;
-  }
-  return false;
+  const char* q = DecodeVarint64(reinterpret_cast<const char*>(p), reinterpret_cast<const char*>(end), v);
+  if (q == nullptr) return false;
+  p = reinterpret_cast<const uint8_t*>(q);
+  return true;
 }
 
 bool ReadZigzag(const uint8_t*& p, const uint8_t* end, int64_t* v) {
@@ -113,13 +112,6 @@ Status RleDecoder::Get(uint32_t* out, size_t n) {
 }
 
 void RleEncode(const uint32_t* v, size_t n, int bit_width, std::string* out) {
-  auto varint = [&](uint64_t x) {
-    while (x >= 0x80) {
-      out->push_back(static_cast<char>((x & 0x7f) | 0x80));
-      x >>= 7;
-    }
-    out->push_back(static_cast<char>(x));
-  };
   const int value_bytes = (bit_width + 7) / 8;
   auto run_len = [&](size_t i) {
     size_t j = i + 1;
@@ -130,7 +122,7 @@ void RleEncode(const uint32_t* v, size_t n, int bit_width, std::string* out) {
   while (i < n) {
     const size_t r = run_len(i);
     if (r >= 8 || i + r == n) {
-      varint(static_cast<uint64_t>(r) << 1);
+      PutVarint64(out, static_cast<uint64_t>(r) << 1);
       for (int b = 0; b < value_bytes; ++b) out->push_back(static_cast<char>((v[i] >> (8 * b)) & 0xff));
       i += r;
       continue;
@@ -142,7 +134,7 @@ void RleEncode(const uint32_t* v, size_t n, int bit_width, std::string* out) {
     } while (j < n && run_len(j) < 8);
     const size_t end = std::min(j, n);
     const size_t groups = (j - i) / 8;
-    varint((static_cast<uint64_t>(groups) << 1) | 1);
+    PutVarint64(out, (static_cast<uint64_t>(groups) << 1) | 1);
     const size_t bytes = groups * static_cast<size_t>(bit_width);
     const size_t base = out->size();
     out->resize(base + bytes, '\0');

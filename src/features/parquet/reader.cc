@@ -1,3 +1,6 @@
+// The Parquet reader: file and memory sources, the footer and schema (flat
+// schemas only), and column chunks decoded page by page (dictionary, v1 and
+// v2 data pages, every standard encoding and codec) into Columns.
 #include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -7,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include <strata/core/coding.h>
+#include <strata/core/file_util.h>
 #include <strata/features/parquet.h>
 
 #include "features/parquet/compression.h"
@@ -31,16 +36,8 @@ class LocalFileSource final : public RandomAccessSource {
                                             path_, n, offset, size_));
     }
     out->resize(n);
-    size_t done = 0;
-    while (done < n) {
-      const ssize_t r = ::pread(fd_, out->data() + done, n - done, static_cast<off_t>(offset + done));
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        return Status::FromErrno(errno, "pread " + path_);
-      }
-      if (r == 0) return Status::IOError(fmt::format("{}: file shrank while reading", path_));
-      done += static_cast<size_t>(r);
-    }
+    STRATA_ASSIGN_OR_RETURN(size_t got, PreadUpTo(fd_, out->data(), n, offset, path_));
+    if (got < n) return Status::IOError(fmt::format("{}: file shrank while reading", path_));
     return Status::Ok();
   }
 
@@ -305,8 +302,7 @@ Status DecodePlain(const Leaf& leaf, const uint8_t* p, size_t size, size_t n, Ph
           return Status::Corruption(fmt::format("column \"{}\": value {} of {} runs past the end of its page",
                                                 leaf.name, i, n));
         }
-        uint32_t len;
-        std::memcpy(&len, p + pos, 4);
+        const uint32_t len = DecodeFixed32(reinterpret_cast<const char*>(p) + pos);
         pos += 4;
         if (len > size - pos) {
           return Status::Corruption(fmt::format(
@@ -423,10 +419,8 @@ Status AppendRows(const Leaf& leaf, const PhysValues& v, const uint8_t* levels, 
     case Conv::kInt96:
       each([&](size_t j) {
         const char* p = v.bin[j].data();
-        int64_t nanos;
-        int32_t julian;
-        std::memcpy(&nanos, p, 8);
-        std::memcpy(&julian, p + 8, 4);
+        const int64_t nanos = static_cast<int64_t>(DecodeFixed64(p));
+        const int32_t julian = static_cast<int32_t>(DecodeFixed32(p + 8));
         const int64_t days = static_cast<int64_t>(julian) - 2440588;  // Julian day of 1970-01-01
         // Garbage can overflow int64 microseconds: saturate rather than wrap.
         const __int128 us = static_cast<__int128>(days) * 86400000000LL + nanos / 1000;
@@ -450,9 +444,7 @@ Status AppendRows(const Leaf& leaf, const PhysValues& v, const uint8_t* levels, 
     }
     case Conv::kFloat16:
       each([&](size_t j) {
-        uint16_t h;
-        std::memcpy(&h, v.bin[j].data(), 2);
-        col->Append<float>(HalfToFloat(h));
+        col->Append<float>(HalfToFloat(DecodeFixed16(v.bin[j].data())));
       });
       break;
   }
@@ -507,8 +499,7 @@ Status ParquetReader::Impl::Load() {
   if (head != "PAR1" || tail.compare(4, 4, "PAR1") != 0) {
     return Status::Corruption("not a Parquet file: the PAR1 magic bytes are missing");
   }
-  uint32_t footer_len;
-  std::memcpy(&footer_len, tail.data(), 4);
+  const uint32_t footer_len = DecodeFixed32(tail.data());
   if (footer_len == 0 || footer_len > size - 12) {
     return Status::Corruption(fmt::format("footer length {} does not fit in a {}-byte file", footer_len, size));
   }
@@ -586,16 +577,233 @@ Status ParquetReader::Impl::Load() {
   return Status::Ok();
 }
 
+namespace {
+
+// Where a chunk's errors are reported: the column and its row group.
+struct ChunkWhere {
+  const Leaf& leaf;
+  int rg;
+  Status Corrupt(std::string msg) const {
+    return Status::Corruption(fmt::format("column \"{}\" (row group {}): {}", leaf.name, rg, msg));
+  }
+};
+
+// A data page's parts once its header is read and its body decompressed.
+struct DataPage {
+  int32_t num_values = 0;
+  int32_t encoding = PLAIN;
+  const uint8_t* vp = nullptr;  // values
+  size_t vsize = 0;
+  const uint8_t* lp = nullptr;  // definition levels (RLE hybrid, no length prefix)
+  size_t lsize = 0;
+  int32_t level_encoding = RLE;
+  bool bit_packed_levels = false;  // a v1 page with BIT_PACKED definition levels
+};
+
+// Decodes the chunk's dictionary page into *dict (its bytes in *dict_page).
+Status ReadDictionaryPage(const ChunkWhere& at, const PageHeader& h, std::string_view body, int32_t codec,
+                          bool have_dict, std::string* dict_page, PhysValues* dict) {
+  if (!h.dict) return at.Corrupt("dictionary page without its header");
+  if (have_dict) return at.Corrupt("a second dictionary page");
+  if (h.dict->num_values < 0) return at.Corrupt(fmt::format("dictionary claims {} values", h.dict->num_values));
+  if (h.dict->encoding != PLAIN && h.dict->encoding != PLAIN_DICTIONARY) {
+    return at.Corrupt(fmt::format("dictionary encoding {} is not PLAIN", EncodingName(h.dict->encoding)));
+  }
+  STRATA_RETURN_IF_ERROR(Decompress(codec, body, static_cast<size_t>(h.uncompressed_page_size), dict_page)
+                             .WithContext(fmt::format("column \"{}\" dictionary", at.leaf.name)));
+  return DecodePlain(at.leaf, reinterpret_cast<const uint8_t*>(dict_page->data()), dict_page->size(),
+                     static_cast<size_t>(h.dict->num_values), dict);
+}
+
+// A v1 data page: decompressed whole into *page, the definition levels first.
+Status OpenDataPageV1(const ChunkWhere& at, const PageHeader& h, std::string_view body, int32_t codec,
+                      std::string* page, DataPage* dp) {
+  const Leaf& leaf = at.leaf;
+  if (!h.data) return at.Corrupt("data page without its header");
+  dp->num_values = h.data->num_values;
+  dp->encoding = h.data->encoding;
+  dp->level_encoding = h.data->definition_level_encoding;
+  STRATA_RETURN_IF_ERROR(Decompress(codec, body, static_cast<size_t>(h.uncompressed_page_size), page)
+                             .WithContext(fmt::format("column \"{}\"", leaf.name)));
+  dp->vp = reinterpret_cast<const uint8_t*>(page->data());
+  dp->vsize = page->size();
+  if (leaf.max_def == 0) return Status::Ok();
+  if (dp->level_encoding == RLE) {
+    if (dp->vsize < 4) return at.Corrupt("definition levels are truncated");
+    const uint32_t n = DecodeFixed32(reinterpret_cast<const char*>(dp->vp));
+    if (n > dp->vsize - 4) {
+      return at.Corrupt(fmt::format("definition levels claim {} bytes, {} are left", n, dp->vsize - 4));
+    }
+    dp->lp = dp->vp + 4;
+    dp->lsize = n;
+    dp->vp += 4 + n;
+    dp->vsize -= 4 + n;
+  } else if (dp->level_encoding == BIT_PACKED) {
+    const size_t n = (static_cast<size_t>(std::max(dp->num_values, 0)) + 7) / 8;
+    if (n > dp->vsize) return at.Corrupt("BIT_PACKED definition levels are truncated");
+    dp->lp = dp->vp;
+    dp->lsize = n;
+    dp->vp += n;
+    dp->vsize -= n;
+    dp->bit_packed_levels = true;
+  } else {
+    return at.Corrupt(
+        fmt::format("definition level encoding {} is not supported", EncodingName(dp->level_encoding)));
+  }
+  return Status::Ok();
+}
+
+// A v2 data page: the levels stay uncompressed in the body, the values are
+// decompressed (or copied) into *page.
+Status OpenDataPageV2(const ChunkWhere& at, const PageHeader& h, std::string_view body, int32_t codec,
+                      std::string* page, DataPage* dp) {
+  if (!h.data_v2) return at.Corrupt("v2 data page without its header");
+  const DataPageHeaderV2& d = *h.data_v2;
+  dp->num_values = d.num_values;
+  dp->encoding = d.encoding;
+  if (d.num_rows != d.num_values) {
+    return at.Corrupt(fmt::format("v2 page has {} rows but {} values (a nested column?)", d.num_rows, d.num_values));
+  }
+  if (d.repetition_levels_byte_length < 0 || d.definition_levels_byte_length < 0 ||
+      static_cast<uint64_t>(d.repetition_levels_byte_length) + d.definition_levels_byte_length > body.size()) {
+    return at.Corrupt("v2 page level lengths exceed the page");
+  }
+  const size_t lev = static_cast<size_t>(d.repetition_levels_byte_length + d.definition_levels_byte_length);
+  if (static_cast<size_t>(h.uncompressed_page_size) < lev) return at.Corrupt("v2 page is smaller than its levels");
+  dp->lp = reinterpret_cast<const uint8_t*>(body.data()) + d.repetition_levels_byte_length;
+  dp->lsize = static_cast<size_t>(d.definition_levels_byte_length);
+  std::string_view rest = body.substr(lev);
+  const size_t want = static_cast<size_t>(h.uncompressed_page_size) - lev;
+  if (d.is_compressed) {
+    STRATA_RETURN_IF_ERROR(
+        Decompress(codec, rest, want, page).WithContext(fmt::format("column \"{}\"", at.leaf.name)));
+  } else {
+    if (rest.size() != want) return at.Corrupt("uncompressed v2 page size disagrees with its header");
+    page->assign(rest.data(), rest.size());
+  }
+  dp->vp = reinterpret_cast<const uint8_t*>(page->data());
+  dp->vsize = page->size();
+  return Status::Ok();
+}
+
+// Definition levels -> validity: *nonnull values follow, *valid is null when
+// every row has one (levels and tmp are the caller's buffers, reused).
+Status DecodeLevels(const ChunkWhere& at, const DataPage& dp, size_t n, std::vector<uint8_t>* levels,
+                    std::vector<uint32_t>* tmp, size_t* nonnull, const uint8_t** valid) {
+  *nonnull = n;
+  *valid = nullptr;
+  if (at.leaf.max_def == 0) return Status::Ok();
+  levels->resize(n);
+  const uint8_t* lp = dp.lp;
+  if (dp.bit_packed_levels) {
+    for (size_t i = 0; i < n; ++i) (*levels)[i] = (lp[i >> 3] >> (7 - (i & 7))) & 1;  // MSB first
+  } else {
+    tmp->resize(n);
+    STRATA_RETURN_IF_ERROR(RleDecoder(lp, dp.lsize, 1).Get(tmp->data(), n).WithContext(
+        fmt::format("column \"{}\" definition levels", at.leaf.name)));
+    for (size_t i = 0; i < n; ++i) {
+      if ((*tmp)[i] > 1) return at.Corrupt(fmt::format("definition level {} exceeds the maximum 1", (*tmp)[i]));
+      (*levels)[i] = static_cast<uint8_t>((*tmp)[i]);
+    }
+  }
+  size_t count = 0;
+  for (size_t i = 0; i < n; ++i) count += (*levels)[i];
+  *nonnull = count;
+  *valid = count == n ? nullptr : levels->data();
+  return Status::Ok();
+}
+
+// Decodes a page's nonnull values, in whichever encoding it uses, into *vals.
+Status DecodeValues(const ChunkWhere& at, const DataPage& dp, size_t nonnull, const PhysValues* dict,
+                    std::vector<uint32_t>* tmp, PhysValues* vals) {
+  const Leaf& leaf = at.leaf;
+  const uint8_t* vp = dp.vp;
+  const size_t vsize = dp.vsize;
+  vals->b.clear();
+  vals->i32.clear();
+  vals->i64.clear();
+  vals->f32.clear();
+  vals->f64.clear();
+  vals->bin.clear();
+  switch (dp.encoding) {
+    case PLAIN: STRATA_RETURN_IF_ERROR(DecodePlain(leaf, vp, vsize, nonnull, vals)); break;
+    case PLAIN_DICTIONARY:
+    case RLE_DICTIONARY: {
+      if (dict == nullptr) return at.Corrupt("dictionary-encoded page without a dictionary page");
+      if (nonnull > 0) {
+        if (vsize < 1) return at.Corrupt("dictionary indices are missing their bit width");
+        const int bw = vp[0];
+        if (bw > 32) return at.Corrupt(fmt::format("dictionary index bit width {} > 32", bw));
+        tmp->resize(nonnull);
+        STRATA_RETURN_IF_ERROR(RleDecoder(vp + 1, vsize - 1, bw).Get(tmp->data(), nonnull).WithContext(
+            fmt::format("column \"{}\" dictionary indices", leaf.name)));
+        STRATA_RETURN_IF_ERROR(Gather(leaf, *dict, *tmp, vals));
+      }
+      break;
+    }
+    case RLE: {
+      if (leaf.physical != BOOLEAN) return at.Corrupt("RLE values on a non-BOOLEAN column");
+      if (vsize < 4) return at.Corrupt("RLE booleans are truncated");
+      const uint32_t len = DecodeFixed32(reinterpret_cast<const char*>(vp));
+      if (len > vsize - 4) return at.Corrupt("RLE booleans claim more bytes than the page holds");
+      tmp->resize(nonnull);
+      STRATA_RETURN_IF_ERROR(RleDecoder(vp + 4, len, 1).Get(tmp->data(), nonnull));
+      vals->b.assign(tmp->begin(), tmp->end());
+      break;
+    }
+    case DELTA_BINARY_PACKED: {
+      if (leaf.physical != INT32 && leaf.physical != INT64) {
+        return at.Corrupt("DELTA_BINARY_PACKED on a non-integer column");
+      }
+      size_t used;
+      STRATA_RETURN_IF_ERROR(DecodeDeltaBinaryPacked(vp, vsize, nonnull, &vals->i64, &used)
+                                 .WithContext(fmt::format("column \"{}\"", leaf.name)));
+      if (leaf.physical == INT32) {
+        vals->i32.resize(nonnull);
+        for (size_t i = 0; i < nonnull; ++i) vals->i32[i] = static_cast<int32_t>(vals->i64[i]);
+      }
+      break;
+    }
+    case DELTA_LENGTH_BYTE_ARRAY:
+      if (leaf.physical != BYTE_ARRAY) return at.Corrupt("DELTA_LENGTH_BYTE_ARRAY on a non-BYTE_ARRAY column");
+      STRATA_RETURN_IF_ERROR(DecodeDeltaLengthByteArray(vp, vsize, nonnull, &vals->bin)
+                                 .WithContext(fmt::format("column \"{}\"", leaf.name)));
+      break;
+    case DELTA_BYTE_ARRAY:
+      if (leaf.physical != BYTE_ARRAY && leaf.physical != FIXED_LEN_BYTE_ARRAY) {
+        return at.Corrupt("DELTA_BYTE_ARRAY on a non-byte-array column");
+      }
+      STRATA_RETURN_IF_ERROR(DecodeDeltaByteArray(vp, vsize, nonnull, &vals->storage, &vals->bin)
+                                 .WithContext(fmt::format("column \"{}\"", leaf.name)));
+      break;
+    case BYTE_STREAM_SPLIT: {
+      const size_t w = FixedWidth(leaf);
+      if (w == 0 || leaf.physical == INT96) return at.Corrupt("BYTE_STREAM_SPLIT on a variable-width column");
+      STRATA_RETURN_IF_ERROR(DecodeByteStreamSplit(vp, vsize, nonnull, w, &vals->storage)
+                                 .WithContext(fmt::format("column \"{}\"", leaf.name)));
+      STRATA_RETURN_IF_ERROR(DecodePlain(leaf, reinterpret_cast<const uint8_t*>(vals->storage.data()),
+                                         vals->storage.size(), nonnull, vals));
+      break;
+    }
+    default: return at.Corrupt(fmt::format("value encoding {} is not supported", EncodingName(dp.encoding)));
+  }
+  if (vals->size(leaf.physical) < nonnull) {
+    return at.Corrupt(fmt::format("a page decoded {} values, its levels need {}", vals->size(leaf.physical), nonnull));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status ParquetReader::Impl::ReadChunk(int rg_index, int col_index, Column* out) {
   const Leaf& leaf = leaves[col_index];
   const RowGroup& rg = md.row_groups[rg_index];
   const ColumnMetaData& m = *rg.columns[col_index].meta;
   const int64_t rows = rg.num_rows;
-  auto corrupt = [&](std::string msg) {
-    return Status::Corruption(fmt::format("column \"{}\" (row group {}): {}", leaf.name, rg_index, msg));
-  };
+  const ChunkWhere at{leaf, rg_index};
   if (m.type != leaf.physical) {
-    return corrupt(fmt::format("chunk type {} disagrees with the schema's {}", TypeName(m.type), TypeName(leaf.physical)));
+    return at.Corrupt(
+        fmt::format("chunk type {} disagrees with the schema's {}", TypeName(m.type), TypeName(leaf.physical)));
   }
   if (rows == 0) return Status::Ok();
   int64_t start = m.data_page_offset;
@@ -603,9 +811,9 @@ Status ParquetReader::Impl::ReadChunk(int rg_index, int col_index, Column* out) 
     start = *m.dictionary_page_offset;
   }
   if (start < 4 || static_cast<uint64_t>(start) >= footer_start) {
-    return corrupt(fmt::format("pages start at byte {}, outside the data area (4..{})", start, footer_start));
+    return at.Corrupt(fmt::format("pages start at byte {}, outside the data area (4..{})", start, footer_start));
   }
-  if (m.total_compressed_size <= 0) return corrupt(fmt::format("chunk size {} is invalid", m.total_compressed_size));
+  if (m.total_compressed_size <= 0) return at.Corrupt(fmt::format("chunk size {} is invalid", m.total_compressed_size));
   const uint64_t len = std::min<uint64_t>(static_cast<uint64_t>(m.total_compressed_size), footer_start - start);
   std::string chunk;
   STRATA_RETURN_IF_ERROR(src->ReadAt(static_cast<uint64_t>(start), len, &chunk));
@@ -623,212 +831,56 @@ Status ParquetReader::Impl::ReadChunk(int rg_index, int col_index, Column* out) 
   size_t pos = 0;
   while (done < rows) {
     if (pos >= chunk.size()) {
-      return corrupt(fmt::format("pages hold {} values, the row group has {} rows", done, rows));
+      return at.Corrupt(fmt::format("pages hold {} values, the row group has {} rows", done, rows));
     }
     PageHeader h;
     size_t hlen = 0;
     Status st = ParsePageHeader(base + pos, chunk.size() - pos, &h, &hlen);
-    if (!st.ok()) return corrupt(fmt::format("bad page header at byte {}: {}", start + pos, st.message()));
+    if (!st.ok()) return at.Corrupt(fmt::format("bad page header at byte {}: {}", start + pos, st.message()));
     pos += hlen;
     if (h.compressed_page_size < 0 || static_cast<size_t>(h.compressed_page_size) > chunk.size() - pos) {
-      return corrupt(fmt::format("page of {} bytes at byte {} runs past the column chunk", h.compressed_page_size,
-                                 start + pos));
+      return at.Corrupt(fmt::format("page of {} bytes at byte {} runs past the column chunk", h.compressed_page_size,
+                                    start + pos));
     }
-    if (h.uncompressed_page_size < 0) return corrupt("negative uncompressed page size");
+    if (h.uncompressed_page_size < 0) return at.Corrupt("negative uncompressed page size");
     std::string_view body(chunk.data() + pos, static_cast<size_t>(h.compressed_page_size));
     pos += static_cast<size_t>(h.compressed_page_size);
     if (options.verify_checksums && h.crc) {
       const uint32_t crc = static_cast<uint32_t>(
           crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size())));
       if (crc != static_cast<uint32_t>(*h.crc)) {
-        return corrupt(fmt::format("page CRC32 mismatch at byte {} (stored {:08x}, computed {:08x})",
-                                   start + pos - body.size(), static_cast<uint32_t>(*h.crc), crc));
+        return at.Corrupt(fmt::format("page CRC32 mismatch at byte {} (stored {:08x}, computed {:08x})",
+                                      start + pos - body.size(), static_cast<uint32_t>(*h.crc), crc));
       }
     }
 
     if (h.type == DICTIONARY_PAGE) {
-      if (!h.dict) return corrupt("dictionary page without its header");
-      if (have_dict) return corrupt("a second dictionary page");
-      if (h.dict->num_values < 0) return corrupt(fmt::format("dictionary claims {} values", h.dict->num_values));
-      if (h.dict->encoding != PLAIN && h.dict->encoding != PLAIN_DICTIONARY) {
-        return corrupt(fmt::format("dictionary encoding {} is not PLAIN", EncodingName(h.dict->encoding)));
-      }
-      STRATA_RETURN_IF_ERROR(Decompress(m.codec, body, static_cast<size_t>(h.uncompressed_page_size), &dict_page)
-                                 .WithContext(fmt::format("column \"{}\" dictionary", leaf.name)));
-      STRATA_RETURN_IF_ERROR(DecodePlain(leaf, reinterpret_cast<const uint8_t*>(dict_page.data()), dict_page.size(),
-                                         static_cast<size_t>(h.dict->num_values), &dict));
+      STRATA_RETURN_IF_ERROR(ReadDictionaryPage(at, h, body, m.codec, have_dict, &dict_page, &dict));
       have_dict = true;
       continue;
     }
     if (h.type != DATA_PAGE && h.type != DATA_PAGE_V2) continue;  // index pages and unknown kinds
 
-    int32_t num_values, encoding;
-    const uint8_t* vp;  // values
-    size_t vsize;
-    const uint8_t* lp = nullptr;  // definition levels (RLE hybrid, no length prefix)
-    size_t lsize = 0;
-    int32_t level_encoding = RLE;
+    DataPage dp;
     if (h.type == DATA_PAGE) {
-      if (!h.data) return corrupt("data page without its header");
-      num_values = h.data->num_values;
-      encoding = h.data->encoding;
-      level_encoding = h.data->definition_level_encoding;
-      STRATA_RETURN_IF_ERROR(Decompress(m.codec, body, static_cast<size_t>(h.uncompressed_page_size), &page)
-                                 .WithContext(fmt::format("column \"{}\"", leaf.name)));
-      vp = reinterpret_cast<const uint8_t*>(page.data());
-      vsize = page.size();
-      if (leaf.max_def > 0) {
-        if (level_encoding == RLE) {
-          if (vsize < 4) return corrupt("definition levels are truncated");
-          uint32_t n;
-          std::memcpy(&n, vp, 4);
-          if (n > vsize - 4) return corrupt(fmt::format("definition levels claim {} bytes, {} are left", n, vsize - 4));
-          lp = vp + 4;
-          lsize = n;
-          vp += 4 + n;
-          vsize -= 4 + n;
-        } else if (level_encoding == BIT_PACKED) {
-          const size_t n = (static_cast<size_t>(std::max(num_values, 0)) + 7) / 8;
-          if (n > vsize) return corrupt("BIT_PACKED definition levels are truncated");
-          lp = vp;
-          lsize = n;
-          vp += n;
-          vsize -= n;
-        } else {
-          return corrupt(fmt::format("definition level encoding {} is not supported", EncodingName(level_encoding)));
-        }
-      }
+      STRATA_RETURN_IF_ERROR(OpenDataPageV1(at, h, body, m.codec, &page, &dp));
     } else {
-      if (!h.data_v2) return corrupt("v2 data page without its header");
-      const DataPageHeaderV2& d = *h.data_v2;
-      num_values = d.num_values;
-      encoding = d.encoding;
-      if (d.num_rows != d.num_values) {
-        return corrupt(fmt::format("v2 page has {} rows but {} values (a nested column?)", d.num_rows, d.num_values));
-      }
-      if (d.repetition_levels_byte_length < 0 || d.definition_levels_byte_length < 0 ||
-          static_cast<uint64_t>(d.repetition_levels_byte_length) + d.definition_levels_byte_length > body.size()) {
-        return corrupt("v2 page level lengths exceed the page");
-      }
-      const size_t lev = static_cast<size_t>(d.repetition_levels_byte_length + d.definition_levels_byte_length);
-      if (static_cast<size_t>(h.uncompressed_page_size) < lev) return corrupt("v2 page is smaller than its levels");
-      lp = reinterpret_cast<const uint8_t*>(body.data()) + d.repetition_levels_byte_length;
-      lsize = static_cast<size_t>(d.definition_levels_byte_length);
-      std::string_view rest = body.substr(lev);
-      const size_t want = static_cast<size_t>(h.uncompressed_page_size) - lev;
-      if (d.is_compressed) {
-        STRATA_RETURN_IF_ERROR(
-            Decompress(m.codec, rest, want, &page).WithContext(fmt::format("column \"{}\"", leaf.name)));
-      } else {
-        if (rest.size() != want) return corrupt("uncompressed v2 page size disagrees with its header");
-        page.assign(rest.data(), rest.size());
-      }
-      vp = reinterpret_cast<const uint8_t*>(page.data());
-      vsize = page.size();
+      STRATA_RETURN_IF_ERROR(OpenDataPageV2(at, h, body, m.codec, &page, &dp));
     }
-    if (num_values < 0 || num_values > rows - done) {
-      return corrupt(fmt::format("a page holds {} values but only {} rows remain in the row group", num_values,
-                                 rows - done));
+    if (dp.num_values < 0 || dp.num_values > rows - done) {
+      return at.Corrupt(fmt::format("a page holds {} values but only {} rows remain in the row group", dp.num_values,
+                                    rows - done));
     }
-    const size_t n = static_cast<size_t>(num_values);
+    const size_t n = static_cast<size_t>(dp.num_values);
     if (n == 0) continue;
-
-    // Definition levels -> validity.
-    size_t nonnull = n;
-    const uint8_t* valid = nullptr;
-    if (leaf.max_def > 0) {
-      levels.resize(n);
-      if (h.type == DATA_PAGE && level_encoding == BIT_PACKED) {
-        for (size_t i = 0; i < n; ++i) levels[i] = (lp[i >> 3] >> (7 - (i & 7))) & 1;  // MSB first
-      } else {
-        tmp.resize(n);
-        STRATA_RETURN_IF_ERROR(RleDecoder(lp, lsize, 1).Get(tmp.data(), n).WithContext(
-            fmt::format("column \"{}\" definition levels", leaf.name)));
-        for (size_t i = 0; i < n; ++i) {
-          if (tmp[i] > 1) return corrupt(fmt::format("definition level {} exceeds the maximum 1", tmp[i]));
-          levels[i] = static_cast<uint8_t>(tmp[i]);
-        }
-      }
-      nonnull = 0;
-      for (size_t i = 0; i < n; ++i) nonnull += levels[i];
-      valid = nonnull == n ? nullptr : levels.data();
-    }
-
-    // Values.
-    vals.b.clear();
-    vals.i32.clear();
-    vals.i64.clear();
-    vals.f32.clear();
-    vals.f64.clear();
-    vals.bin.clear();
-    switch (encoding) {
-      case PLAIN: STRATA_RETURN_IF_ERROR(DecodePlain(leaf, vp, vsize, nonnull, &vals)); break;
-      case PLAIN_DICTIONARY:
-      case RLE_DICTIONARY: {
-        if (!have_dict) return corrupt("dictionary-encoded page without a dictionary page");
-        if (nonnull > 0) {
-          if (vsize < 1) return corrupt("dictionary indices are missing their bit width");
-          const int bw = vp[0];
-          if (bw > 32) return corrupt(fmt::format("dictionary index bit width {} > 32", bw));
-          tmp.resize(nonnull);
-          STRATA_RETURN_IF_ERROR(RleDecoder(vp + 1, vsize - 1, bw).Get(tmp.data(), nonnull).WithContext(
-              fmt::format("column \"{}\" dictionary indices", leaf.name)));
-          STRATA_RETURN_IF_ERROR(Gather(leaf, dict, tmp, &vals));
-        }
-        break;
-      }
-      case RLE: {
-        if (leaf.physical != BOOLEAN) return corrupt("RLE values on a non-BOOLEAN column");
-        if (vsize < 4) return corrupt("RLE booleans are truncated");
-        uint32_t len;
-        std::memcpy(&len, vp, 4);
-        if (len > vsize - 4) return corrupt("RLE booleans claim more bytes than the page holds");
-        tmp.resize(nonnull);
-        STRATA_RETURN_IF_ERROR(RleDecoder(vp + 4, len, 1).Get(tmp.data(), nonnull));
-        vals.b.assign(tmp.begin(), tmp.end());
-        break;
-      }
-      case DELTA_BINARY_PACKED: {
-        if (leaf.physical != INT32 && leaf.physical != INT64) return corrupt("DELTA_BINARY_PACKED on a non-integer column");
-        size_t used;
-        STRATA_RETURN_IF_ERROR(DecodeDeltaBinaryPacked(vp, vsize, nonnull, &vals.i64, &used)
-                                   .WithContext(fmt::format("column \"{}\"", leaf.name)));
-        if (leaf.physical == INT32) {
-          vals.i32.resize(nonnull);
-          for (size_t i = 0; i < nonnull; ++i) vals.i32[i] = static_cast<int32_t>(vals.i64[i]);
-        }
-        break;
-      }
-      case DELTA_LENGTH_BYTE_ARRAY:
-        if (leaf.physical != BYTE_ARRAY) return corrupt("DELTA_LENGTH_BYTE_ARRAY on a non-BYTE_ARRAY column");
-        STRATA_RETURN_IF_ERROR(DecodeDeltaLengthByteArray(vp, vsize, nonnull, &vals.bin)
-                                   .WithContext(fmt::format("column \"{}\"", leaf.name)));
-        break;
-      case DELTA_BYTE_ARRAY:
-        if (leaf.physical != BYTE_ARRAY && leaf.physical != FIXED_LEN_BYTE_ARRAY) {
-          return corrupt("DELTA_BYTE_ARRAY on a non-byte-array column");
-        }
-        STRATA_RETURN_IF_ERROR(DecodeDeltaByteArray(vp, vsize, nonnull, &vals.storage, &vals.bin)
-                                   .WithContext(fmt::format("column \"{}\"", leaf.name)));
-        break;
-      case BYTE_STREAM_SPLIT: {
-        const size_t w = FixedWidth(leaf);
-        if (w == 0 || leaf.physical == INT96) return corrupt("BYTE_STREAM_SPLIT on a variable-width column");
-        STRATA_RETURN_IF_ERROR(DecodeByteStreamSplit(vp, vsize, nonnull, w, &vals.storage)
-                                   .WithContext(fmt::format("column \"{}\"", leaf.name)));
-        STRATA_RETURN_IF_ERROR(DecodePlain(leaf, reinterpret_cast<const uint8_t*>(vals.storage.data()),
-                                           vals.storage.size(), nonnull, &vals));
-        break;
-      }
-      default: return corrupt(fmt::format("value encoding {} is not supported", EncodingName(encoding)));
-    }
-    if (vals.size(leaf.physical) < nonnull) {
-      return corrupt(fmt::format("a page decoded {} values, its levels need {}", vals.size(leaf.physical), nonnull));
-    }
+    size_t nonnull;
+    const uint8_t* valid;
+    STRATA_RETURN_IF_ERROR(DecodeLevels(at, dp, n, &levels, &tmp, &nonnull, &valid));
+    STRATA_RETURN_IF_ERROR(DecodeValues(at, dp, nonnull, have_dict ? &dict : nullptr, &tmp, &vals));
     STRATA_RETURN_IF_ERROR(AppendRows(leaf, vals, valid, n, out));
-    done += num_values;
+    done += dp.num_values;
   }
-  if (leaf.max_def == 0 && out->null_count() > 0) return corrupt("a REQUIRED column holds NULLs");
+  if (leaf.max_def == 0 && out->null_count() > 0) return at.Corrupt("a REQUIRED column holds NULLs");
   return Status::Ok();
 }
 

@@ -1,8 +1,11 @@
 #include "features/parquet/thrift_compact.h"
 
-#include <cstring>
+#include <algorithm>
+#include <bit>
 
 #include <fmt/format.h>
+
+#include <strata/core/coding.h>
 
 namespace strata::features::thrift {
 
@@ -20,21 +23,15 @@ void Reader::Fail(std::string message) {
 
 uint64_t Reader::ReadVarint() {
   uint64_t v = 0;
-  for (int shift = 0; shift < 70; shift += 7) {
-    if (p_ >= end_) {
-      Fail("truncated varint");
-      return 0;
-    }
-    const uint8_t b = *p_++;
-    if (shift == 63 && (b & 0x7e) != 0) {
-      Fail("varint overflows 64 bits");
-      return 0;
-    }
-    v |= static_cast<uint64_t>(b & 0x7f) << shift;
-    if ((b & 0x80) == 0) return v;
+  const char* next = DecodeVarint64(reinterpret_cast<const char*>(p_), reinterpret_cast<const char*>(end_), &v);
+  if (next == nullptr) {
+    // The input ended within a varint's 10 bytes, or the value needs more than 64 bits.
+    const bool truncated = end_ - p_ < kMaxVarint64Bytes && std::all_of(p_, end_, [](uint8_t b) { return b & 0x80; });
+    Fail(truncated ? "truncated varint" : "varint overflows 64 bits");
+    return 0;
   }
-  Fail("varint longer than 10 bytes");
-  return 0;
+  p_ = reinterpret_cast<const uint8_t*>(next);
+  return v;
 }
 
 void Reader::StructBegin() {
@@ -102,8 +99,7 @@ double Reader::ReadDouble() {
     Fail("truncated double");
     return 0;
   }
-  double d;
-  std::memcpy(&d, p_, 8);
+  const double d = std::bit_cast<double>(DecodeFixed64(reinterpret_cast<const char*>(p_)));
   p_ += 8;
   return d;
 }
@@ -207,13 +203,7 @@ void Reader::Skip(uint8_t type) {
   }
 }
 
-void Writer::Varint(uint64_t v) {
-  while (v >= 0x80) {
-    out_.push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out_.push_back(static_cast<char>(v));
-}
+void Writer::Varint(uint64_t v) { PutVarint64(&out_, v); }
 
 void Writer::FieldHeader(int16_t id, uint8_t type) {
   int16_t& last = last_.back();

@@ -1,13 +1,19 @@
+// The Parquet writer: a streaming file writer (row groups flushed as they
+// fill, the file renamed into place on Close) or an in-memory buffer; per
+// column chunk an optional dictionary page, PLAIN or RLE_DICTIONARY data pages
+// (v1 or v2), compression and statistics.
 #include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <bit>
 #include <cmath>
-#include <cstring>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
+#include <strata/core/coding.h>
+#include <strata/core/file_util.h>
 #include <strata/features/parquet.h>
 
 #include "features/parquet/compression.h"
@@ -82,13 +88,6 @@ SchemaElement LeafElement(const Field& f) {
   return e;
 }
 
-template <class T>
-void PutLE(std::string* out, T v) {
-  char buf[sizeof(T)];
-  std::memcpy(buf, &v, sizeof(T));
-  out->append(buf, sizeof(T));
-}
-
 // The 8-byte key a fixed-width value is deduplicated under (bitwise, so NaNs
 // with equal bits share an entry and -0.0 stays apart from 0.0).
 uint64_t KeyOf(const Column& c, size_t i) {
@@ -98,16 +97,8 @@ uint64_t KeyOf(const Column& c, size_t i) {
     case TypeId::kDate: return static_cast<uint32_t>(c.values<int32_t>()[i]);
     case TypeId::kInt64:
     case TypeId::kTimestamp: return static_cast<uint64_t>(c.values<int64_t>()[i]);
-    case TypeId::kFloat: {
-      uint32_t b;
-      std::memcpy(&b, &c.values<float>()[i], 4);
-      return b;
-    }
-    case TypeId::kDouble: {
-      uint64_t b;
-      std::memcpy(&b, &c.values<double>()[i], 8);
-      return b;
-    }
+    case TypeId::kFloat: return std::bit_cast<uint32_t>(c.values<float>()[i]);
+    case TypeId::kDouble: return std::bit_cast<uint64_t>(c.values<double>()[i]);
     default: return 0;
   }
 }
@@ -117,15 +108,15 @@ void PlainValue(const Column& c, size_t i, std::string* out) {
   switch (c.type().id) {
     case TypeId::kBool: out->push_back(static_cast<char>(c.values<uint8_t>()[i] ? 1 : 0)); break;
     case TypeId::kInt32:
-    case TypeId::kDate: PutLE(out, c.values<int32_t>()[i]); break;
+    case TypeId::kDate: PutFixed32(out, static_cast<uint32_t>(c.values<int32_t>()[i])); break;
     case TypeId::kInt64:
-    case TypeId::kTimestamp: PutLE(out, c.values<int64_t>()[i]); break;
-    case TypeId::kFloat: PutLE(out, c.values<float>()[i]); break;
-    case TypeId::kDouble: PutLE(out, c.values<double>()[i]); break;
+    case TypeId::kTimestamp: PutFixed64(out, static_cast<uint64_t>(c.values<int64_t>()[i])); break;
+    case TypeId::kFloat: PutFixed32(out, std::bit_cast<uint32_t>(c.values<float>()[i])); break;
+    case TypeId::kDouble: PutFixed64(out, std::bit_cast<uint64_t>(c.values<double>()[i])); break;
     case TypeId::kString:
     case TypeId::kBinary: {
       std::string_view s = c.StringAt(i);
-      PutLE(out, static_cast<uint32_t>(s.size()));
+      PutFixed32(out, static_cast<uint32_t>(s.size()));
       out->append(s.data(), s.size());
       break;
     }
@@ -183,11 +174,11 @@ std::string StatValue(const Column& c, size_t i, bool is_min) {
   std::string out;
   // Parquet: a zero min is written as -0.0 and a zero max as +0.0.
   if (c.type().id == TypeId::kFloat && c.values<float>()[i] == 0.0f) {
-    PutLE(&out, is_min ? -0.0f : 0.0f);
+    PutFixed32(&out, std::bit_cast<uint32_t>(is_min ? -0.0f : 0.0f));
     return out;
   }
   if (c.type().id == TypeId::kDouble && c.values<double>()[i] == 0.0) {
-    PutLE(&out, is_min ? -0.0 : 0.0);
+    PutFixed64(&out, std::bit_cast<uint64_t>(is_min ? -0.0 : 0.0));
     return out;
   }
   if (c.type().is_string_like()) {
@@ -242,15 +233,7 @@ struct ParquetWriter::Impl {
   }
 
   Status FlushOut() {
-    size_t done = 0;
-    while (done < out.size()) {
-      const ssize_t w = ::write(fd, out.data() + done, out.size() - done);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return Status::FromErrno(errno, "write " + tmp_path);
-      }
-      done += static_cast<size_t>(w);
-    }
+    STRATA_RETURN_IF_ERROR(WriteAll(fd, out.data(), out.size(), tmp_path));
     out.clear();
     return Status::Ok();
   }
@@ -267,8 +250,160 @@ struct ParquetWriter::Impl {
   }
 
   Status WriteChunk(const Field& f, const Column& c, size_t b, size_t e, ColumnChunk* cc);
+  Status WriteDictionaryPage(const Field& f, const Column& c, const std::vector<size_t>& dict_rows, ColumnMetaData* m,
+                             int64_t* uncompressed_total);
+  // One data page (v1 or v2, as the options say) of pn rows.
+  Status WriteDataPage(const Field& f, std::string_view level_bytes, std::string_view values, size_t pn,
+                       size_t page_nulls, int32_t enc, int64_t* uncompressed_total);
   Status WriteRowGroup(const Table& t, size_t b, size_t e);
 };
+
+namespace {
+
+// Dictionary-encodes the non-NULL values among rows [b, e) when the options
+// want a dictionary and it stays small and repetitive enough: true with one
+// index per non-NULL value and the row holding each entry.
+bool BuildDictionary(const ParquetWriteOptions& opt, const Field& f, const Column& c, size_t b, size_t e, size_t nulls,
+                     std::vector<uint32_t>* indices, std::vector<size_t>* dict_rows) {
+  const size_t n = e - b;
+  const auto& valid = c.validity();
+  const bool want_dict = opt.dictionary == ParquetWriteOptions::Dictionary::kAlways ||
+                         (opt.dictionary == ParquetWriteOptions::Dictionary::kAuto && f.type.is_string_like());
+  if (!want_dict || n - nulls == 0) return false;
+  bool use_dict = true;
+  indices->reserve(n - nulls);
+  size_t dict_bytes = 0;
+  if (f.type.is_string_like()) {
+    std::unordered_map<std::string_view, uint32_t> map;
+    for (size_t i = b; i < e && use_dict; ++i) {
+      if (!valid[i]) continue;
+      auto [it, fresh] = map.try_emplace(c.StringAt(i), static_cast<uint32_t>(dict_rows->size()));
+      if (fresh) {
+        dict_rows->push_back(i);
+        dict_bytes += 4 + c.StringAt(i).size();
+        if (dict_rows->size() > opt.max_dictionary_entries || dict_bytes > opt.max_dictionary_bytes) use_dict = false;
+      }
+      indices->push_back(it->second);
+    }
+  } else {
+    std::unordered_map<uint64_t, uint32_t> map;
+    for (size_t i = b; i < e && use_dict; ++i) {
+      if (!valid[i]) continue;
+      auto [it, fresh] = map.try_emplace(KeyOf(c, i), static_cast<uint32_t>(dict_rows->size()));
+      if (fresh) {
+        dict_rows->push_back(i);
+        dict_bytes += 8;
+        if (dict_rows->size() > opt.max_dictionary_entries || dict_bytes > opt.max_dictionary_bytes) use_dict = false;
+      }
+      indices->push_back(it->second);
+    }
+  }
+  // A dictionary that barely repeats only costs: keep it when entries <= half the values.
+  if (use_dict && dict_rows->size() * 2 > n - nulls && n - nulls > 16) use_dict = false;
+  return use_dict;
+}
+
+// Min and max of the non-NULL, non-NaN values among rows [b, e), and the
+// NULL count.
+Statistics ChunkStatistics(const Column& c, size_t b, size_t e, size_t nulls) {
+  const auto& valid = c.validity();
+  Statistics s;
+  s.null_count = static_cast<int64_t>(nulls);
+  MinMax mm;
+  for (size_t i = b; i < e; ++i) {
+    if (!valid[i] || IsNaN(c, i)) continue;
+    if (!mm.any) {
+      mm.any = true;
+      mm.min_row = mm.max_row = i;
+      continue;
+    }
+    if (Less(c, i, mm.min_row)) mm.min_row = i;
+    if (Less(c, mm.max_row, i)) mm.max_row = i;
+  }
+  if (mm.any) {
+    s.min_value = StatValue(c, mm.min_row, true);
+    s.max_value = StatValue(c, mm.max_row, false);
+  }
+  return s;
+}
+
+}  // namespace
+
+Status ParquetWriter::Impl::WriteDictionaryPage(const Field& f, const Column& c, const std::vector<size_t>& dict_rows,
+                                                ColumnMetaData* m, int64_t* uncompressed_total) {
+  scratch.clear();
+  for (size_t r : dict_rows) PlainValue(c, r, &scratch);
+  if (f.type.id == TypeId::kBool) {  // booleans PLAIN-encode as bits
+    scratch.clear();
+    std::string bits((dict_rows.size() + 7) / 8, '\0');
+    for (size_t k = 0; k < dict_rows.size(); ++k) {
+      if (c.values<uint8_t>()[dict_rows[k]]) bits[k >> 3] = static_cast<char>(bits[k >> 3] | (1 << (k & 7)));
+    }
+    scratch = bits;
+  }
+  STRATA_RETURN_IF_ERROR(Compress(codec, scratch, opt.compression_level, &compressed));
+  PageHeader h;
+  h.type = DICTIONARY_PAGE;
+  h.uncompressed_page_size = static_cast<int32_t>(scratch.size());
+  h.compressed_page_size = static_cast<int32_t>(compressed.size());
+  h.dict = DictionaryPageHeader{static_cast<int32_t>(dict_rows.size()), PLAIN};
+  m->dictionary_page_offset = static_cast<int64_t>(offset);
+  const uint64_t before = offset;
+  STRATA_RETURN_IF_ERROR(EmitPage(h, compressed));
+  *uncompressed_total += static_cast<int64_t>(scratch.size() + (offset - before - compressed.size()));
+  return Status::Ok();
+}
+
+Status ParquetWriter::Impl::WriteDataPage(const Field& f, std::string_view level_bytes, std::string_view values,
+                                          size_t pn, size_t page_nulls, int32_t enc, int64_t* uncompressed_total) {
+  PageHeader h;
+  if (opt.data_page_version == 2) {
+    h.type = DATA_PAGE_V2;
+    std::string body(level_bytes);
+    const bool compress = codec != UNCOMPRESSED;
+    if (compress) {
+      STRATA_RETURN_IF_ERROR(Compress(codec, values, opt.compression_level, &compressed));
+      body.append(compressed);
+    } else {
+      body.append(values);
+    }
+    h.uncompressed_page_size = static_cast<int32_t>(level_bytes.size() + values.size());
+    h.compressed_page_size = static_cast<int32_t>(body.size());
+    DataPageHeaderV2 d;
+    d.num_values = static_cast<int32_t>(pn);
+    d.num_nulls = static_cast<int32_t>(page_nulls);
+    d.num_rows = static_cast<int32_t>(pn);
+    d.encoding = enc;
+    d.definition_levels_byte_length = static_cast<int32_t>(level_bytes.size());
+    d.repetition_levels_byte_length = 0;
+    d.is_compressed = compress;
+    h.data_v2 = d;
+    const uint64_t before = offset;
+    STRATA_RETURN_IF_ERROR(EmitPage(h, body));
+    *uncompressed_total += static_cast<int64_t>(h.uncompressed_page_size + (offset - before - body.size()));
+    return Status::Ok();
+  }
+  h.type = DATA_PAGE;
+  scratch.clear();
+  if (f.nullable) {
+    PutFixed32(&scratch, static_cast<uint32_t>(level_bytes.size()));
+    scratch.append(level_bytes);
+  }
+  scratch.append(values);
+  STRATA_RETURN_IF_ERROR(Compress(codec, scratch, opt.compression_level, &compressed));
+  h.uncompressed_page_size = static_cast<int32_t>(scratch.size());
+  h.compressed_page_size = static_cast<int32_t>(compressed.size());
+  DataPageHeader d;
+  d.num_values = static_cast<int32_t>(pn);
+  d.encoding = enc;
+  d.definition_level_encoding = RLE;
+  d.repetition_level_encoding = RLE;
+  h.data = d;
+  const uint64_t before = offset;
+  STRATA_RETURN_IF_ERROR(EmitPage(h, compressed));
+  *uncompressed_total += static_cast<int64_t>(scratch.size() + (offset - before - compressed.size()));
+  return Status::Ok();
+}
 
 Status ParquetWriter::Impl::WriteChunk(const Field& f, const Column& c, size_t b, size_t e, ColumnChunk* cc) {
   const size_t n = e - b;
@@ -287,66 +422,10 @@ Status ParquetWriter::Impl::WriteChunk(const Field& f, const Column& c, size_t b
   int64_t uncompressed_total = 0;
 
   // Dictionary, when wanted and small enough.
-  const bool want_dict = opt.dictionary == ParquetWriteOptions::Dictionary::kAlways ||
-                         (opt.dictionary == ParquetWriteOptions::Dictionary::kAuto && f.type.is_string_like());
   std::vector<uint32_t> indices;  // one per non-NULL value
   std::vector<size_t> dict_rows;  // the row holding each dictionary entry
-  bool use_dict = false;
-  if (want_dict && n - nulls > 0) {
-    use_dict = true;
-    indices.reserve(n - nulls);
-    size_t dict_bytes = 0;
-    if (f.type.is_string_like()) {
-      std::unordered_map<std::string_view, uint32_t> map;
-      for (size_t i = b; i < e && use_dict; ++i) {
-        if (!valid[i]) continue;
-        auto [it, fresh] = map.try_emplace(c.StringAt(i), static_cast<uint32_t>(dict_rows.size()));
-        if (fresh) {
-          dict_rows.push_back(i);
-          dict_bytes += 4 + c.StringAt(i).size();
-          if (dict_rows.size() > opt.max_dictionary_entries || dict_bytes > opt.max_dictionary_bytes) use_dict = false;
-        }
-        indices.push_back(it->second);
-      }
-    } else {
-      std::unordered_map<uint64_t, uint32_t> map;
-      for (size_t i = b; i < e && use_dict; ++i) {
-        if (!valid[i]) continue;
-        auto [it, fresh] = map.try_emplace(KeyOf(c, i), static_cast<uint32_t>(dict_rows.size()));
-        if (fresh) {
-          dict_rows.push_back(i);
-          dict_bytes += 8;
-          if (dict_rows.size() > opt.max_dictionary_entries || dict_bytes > opt.max_dictionary_bytes) use_dict = false;
-        }
-        indices.push_back(it->second);
-      }
-    }
-    // A dictionary that barely repeats only costs: keep it when entries <= half the values.
-    if (use_dict && dict_rows.size() * 2 > n - nulls && n - nulls > 16) use_dict = false;
-  }
-
-  if (use_dict) {
-    scratch.clear();
-    for (size_t r : dict_rows) PlainValue(c, r, &scratch);
-    if (f.type.id == TypeId::kBool) {  // booleans PLAIN-encode as bits
-      scratch.clear();
-      std::string bits((dict_rows.size() + 7) / 8, '\0');
-      for (size_t k = 0; k < dict_rows.size(); ++k) {
-        if (c.values<uint8_t>()[dict_rows[k]]) bits[k >> 3] = static_cast<char>(bits[k >> 3] | (1 << (k & 7)));
-      }
-      scratch = bits;
-    }
-    STRATA_RETURN_IF_ERROR(Compress(codec, scratch, opt.compression_level, &compressed));
-    PageHeader h;
-    h.type = DICTIONARY_PAGE;
-    h.uncompressed_page_size = static_cast<int32_t>(scratch.size());
-    h.compressed_page_size = static_cast<int32_t>(compressed.size());
-    h.dict = DictionaryPageHeader{static_cast<int32_t>(dict_rows.size()), PLAIN};
-    m.dictionary_page_offset = static_cast<int64_t>(offset);
-    const uint64_t before = offset;
-    STRATA_RETURN_IF_ERROR(EmitPage(h, compressed));
-    uncompressed_total += static_cast<int64_t>(scratch.size() + (offset - before - compressed.size()));
-  }
+  const bool use_dict = BuildDictionary(opt, f, c, b, e, nulls, &indices, &dict_rows);
+  if (use_dict) STRATA_RETURN_IF_ERROR(WriteDictionaryPage(f, c, dict_rows, &m, &uncompressed_total));
   m.data_page_offset = static_cast<int64_t>(offset);
 
   // Page boundaries by estimated PLAIN size.
@@ -391,52 +470,7 @@ Status ParquetWriter::Impl::WriteChunk(const Field& f, const Column& c, size_t b
       PlainValues(c, p, q, &values);
     }
     const int32_t enc = use_dict ? RLE_DICTIONARY : PLAIN;
-    PageHeader h;
-    if (opt.data_page_version == 2) {
-      h.type = DATA_PAGE_V2;
-      std::string body = level_bytes;
-      const bool compress = codec != UNCOMPRESSED;
-      if (compress) {
-        STRATA_RETURN_IF_ERROR(Compress(codec, values, opt.compression_level, &compressed));
-        body.append(compressed);
-      } else {
-        body.append(values);
-      }
-      h.uncompressed_page_size = static_cast<int32_t>(level_bytes.size() + values.size());
-      h.compressed_page_size = static_cast<int32_t>(body.size());
-      DataPageHeaderV2 d;
-      d.num_values = static_cast<int32_t>(pn);
-      d.num_nulls = static_cast<int32_t>(page_nulls);
-      d.num_rows = static_cast<int32_t>(pn);
-      d.encoding = enc;
-      d.definition_levels_byte_length = static_cast<int32_t>(level_bytes.size());
-      d.repetition_levels_byte_length = 0;
-      d.is_compressed = compress;
-      h.data_v2 = d;
-      const uint64_t before = offset;
-      STRATA_RETURN_IF_ERROR(EmitPage(h, body));
-      uncompressed_total += static_cast<int64_t>(h.uncompressed_page_size + (offset - before - body.size()));
-    } else {
-      h.type = DATA_PAGE;
-      scratch.clear();
-      if (f.nullable) {
-        PutLE(&scratch, static_cast<uint32_t>(level_bytes.size()));
-        scratch.append(level_bytes);
-      }
-      scratch.append(values);
-      STRATA_RETURN_IF_ERROR(Compress(codec, scratch, opt.compression_level, &compressed));
-      h.uncompressed_page_size = static_cast<int32_t>(scratch.size());
-      h.compressed_page_size = static_cast<int32_t>(compressed.size());
-      DataPageHeader d;
-      d.num_values = static_cast<int32_t>(pn);
-      d.encoding = enc;
-      d.definition_level_encoding = RLE;
-      d.repetition_level_encoding = RLE;
-      h.data = d;
-      const uint64_t before = offset;
-      STRATA_RETURN_IF_ERROR(EmitPage(h, compressed));
-      uncompressed_total += static_cast<int64_t>(scratch.size() + (offset - before - compressed.size()));
-    }
+    STRATA_RETURN_IF_ERROR(WriteDataPage(f, level_bytes, values, pn, page_nulls, enc, &uncompressed_total));
     p = q;
     if (n == 0) break;
   }
@@ -448,26 +482,7 @@ Status ParquetWriter::Impl::WriteChunk(const Field& f, const Column& c, size_t b
   }
   m.total_compressed_size = static_cast<int64_t>(offset - chunk_start);
   m.total_uncompressed_size = uncompressed_total;
-  if (opt.statistics) {
-    Statistics s;
-    s.null_count = static_cast<int64_t>(nulls);
-    MinMax mm;
-    for (size_t i = b; i < e; ++i) {
-      if (!valid[i] || IsNaN(c, i)) continue;
-      if (!mm.any) {
-        mm.any = true;
-        mm.min_row = mm.max_row = i;
-        continue;
-      }
-      if (Less(c, i, mm.min_row)) mm.min_row = i;
-      if (Less(c, mm.max_row, i)) mm.max_row = i;
-    }
-    if (mm.any) {
-      s.min_value = StatValue(c, mm.min_row, true);
-      s.max_value = StatValue(c, mm.max_row, false);
-    }
-    m.statistics = s;
-  }
+  if (opt.statistics) m.statistics = ChunkStatistics(c, b, e, nulls);
   cc->file_offset = static_cast<int64_t>(chunk_start);
   cc->meta = std::move(m);
   return Status::Ok();
@@ -611,7 +626,7 @@ Status ParquetWriter::Close() {
   SerializeFileMetaData(w.md, &footer);
   Status st = w.Emit(footer);
   std::string tail;
-  PutLE(&tail, static_cast<uint32_t>(footer.size()));
+  PutFixed32(&tail, static_cast<uint32_t>(footer.size()));
   tail += "PAR1";
   if (st.ok()) st = w.Emit(tail);
   if (!w.to_buffer) {
