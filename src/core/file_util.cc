@@ -102,6 +102,32 @@ Status FsyncParentDir(const std::string& path) {
   return FsyncDir(path.substr(0, slash));
 }
 
+Status CommitTempFile(int fd, const std::string& tmp, const std::string& path,
+                      const AtomicWriteOptions& options) {
+  if (options.sync && ::fsync(fd) != 0) {
+    const Status st = Status::FromErrno(errno, Op("fsync", tmp));
+    AbandonTempFile(fd, tmp);
+    return st;
+  }
+  if (::close(fd) != 0) {
+    const Status st = Status::FromErrno(errno, Op("close", tmp));
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const Status st = Status::FromErrno(errno, "rename " + tmp + " to " + path);
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  if (options.sync && options.sync_dir) return FsyncParentDir(path);
+  return Status::Ok();
+}
+
+void AbandonTempFile(int fd, const std::string& tmp) {
+  CloseKeepingErrno(fd);
+  ::unlink(tmp.c_str());
+}
+
 Status WriteFileAtomic(const std::string& path, std::string_view data,
                        const AtomicWriteOptions& options) {
   const std::string tmp = path + options.tmp_suffix;
@@ -110,24 +136,11 @@ Status WriteFileAtomic(const std::string& path, std::string_view data,
   Status st;
   if (::fchmod(fd, options.mode) != 0) st = Status::FromErrno(errno, Op("chmod", tmp));
   if (st.ok()) st = WriteAll(fd, data.data(), data.size(), tmp);
-  if (st.ok() && options.sync && ::fsync(fd) != 0) st = Status::FromErrno(errno, Op("fsync", tmp));
   if (!st.ok()) {
-    CloseKeepingErrno(fd);
-    ::unlink(tmp.c_str());
+    AbandonTempFile(fd, tmp);
     return st;
   }
-  if (::close(fd) != 0) {
-    st = Status::FromErrno(errno, Op("close", tmp));
-    ::unlink(tmp.c_str());
-    return st;
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    st = Status::FromErrno(errno, "rename " + tmp + " to " + path);
-    ::unlink(tmp.c_str());
-    return st;
-  }
-  if (options.sync && options.sync_dir) return FsyncParentDir(path);
-  return Status::Ok();
+  return CommitTempFile(fd, tmp, path, options);
 }
 
 Result<std::string> ReadFileToString(const std::string& path) {

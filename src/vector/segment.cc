@@ -300,15 +300,11 @@ Status WriteSegmentFile(const std::string& path, const Segment& seg, const Colle
     h.resize(kHeaderSize, '\0');
     st = PwriteAll(fd, h.data(), h.size(), 0, tmp);
   }
-  if (st.ok() && ::fsync(fd) != 0) st = Status::FromErrno(errno, "fsync " + tmp);
-  ::close(fd);
-  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
-    st = Status::FromErrno(errno, "rename " + tmp);
   if (!st.ok()) {
-    ::unlink(tmp.c_str());
+    AbandonTempFile(fd, tmp);
     return st;
   }
-  return FsyncParentDir(path);
+  return CommitTempFile(fd, tmp, path);
 }
 
 }  // namespace strata::vector::internal

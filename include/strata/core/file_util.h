@@ -76,6 +76,16 @@ struct AtomicWriteOptions {
 Status WriteFileAtomic(const std::string& path, std::string_view data,
                        const AtomicWriteOptions& options = {});
 
+// Finishes a file written under the temporary name `tmp` (in the directory of
+// `path`): fsync (options.sync), close, rename over `path`, fsync of the
+// directory (options.sync && options.sync_dir). `fd` is closed in every case;
+// on failure the temp file is removed. WriteFileAtomic is this after one write;
+// writers that stream a file call it at the end.
+Status CommitTempFile(int fd, const std::string& tmp, const std::string& path,
+                      const AtomicWriteOptions& options = {});
+// Closes fd and removes tmp: the failure path of a streamed atomic write.
+void AbandonTempFile(int fd, const std::string& tmp);
+
 // The whole contents of a regular file.
 Result<std::string> ReadFileToString(const std::string& path);
 

@@ -631,13 +631,12 @@ Status ParquetWriter::Close() {
   if (st.ok()) st = w.Emit(tail);
   if (!w.to_buffer) {
     if (st.ok()) st = w.FlushOut();
-    if (st.ok() && ::fsync(w.fd) != 0) st = Status::FromErrno(errno, "fsync " + w.tmp_path);
-    if (::close(w.fd) != 0 && st.ok()) st = Status::FromErrno(errno, "close " + w.tmp_path);
-    w.fd = -1;
-    if (st.ok() && ::rename(w.tmp_path.c_str(), w.path.c_str()) != 0) {
-      st = Status::FromErrno(errno, "rename " + w.tmp_path + " to " + w.path);
+    if (st.ok()) {
+      st = CommitTempFile(w.fd, w.tmp_path, w.path, AtomicWriteOptions{.sync_dir = false});
+    } else {
+      AbandonTempFile(w.fd, w.tmp_path);
     }
-    if (!st.ok()) ::unlink(w.tmp_path.c_str());
+    w.fd = -1;
   }
   if (!st.ok()) return w.failed = st;
   w.closed = true;

@@ -732,15 +732,11 @@ Status IndexBase::Save(const std::string& path) const {
   if (fd < 0) return Status::FromErrno(errno, "create " + tmp);
   Status s = WriteAll(fd, ram.data(), ram.size(), tmp);
   if (s.ok() && disk_size) s = disk_->CopyToFd(fd);
-  if (s.ok() && ::fsync(fd) != 0) s = Status::FromErrno(errno, "fsync " + tmp);
-  ::close(fd);
-  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    s = Status::FromErrno(errno, "rename " + tmp + " to " + path);
-  }
   if (!s.ok()) {
-    ::unlink(tmp.c_str());
+    AbandonTempFile(fd, tmp);
     return s;
   }
+  STRATA_RETURN_IF_ERROR(CommitTempFile(fd, tmp, path, AtomicWriteOptions{.sync_dir = false}));
   (void)FsyncParentDir(path);  // best effort, as before: the file itself is durable
   return Status::Ok();
 }
