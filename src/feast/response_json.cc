@@ -42,7 +42,7 @@ void AppendIsoUtc(std::string* out, int64_t us) {
   }
   int64_t y;
   unsigned m, d;
-  features::CivilFromDays(days, &y, &m, &d);
+  strata::CivilFromDays(days, &y, &m, &d);
   if (y < 0 || y > 9999) {
     *out += IsoUtc(us);
     return;

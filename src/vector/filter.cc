@@ -1,6 +1,7 @@
 // Point ids, the filter AST, and its parsers: Qdrant's JSON filter and the
 // Milvus-style expression language (a hand-written recursive descent parser).
 #include <fmt/format.h>
+#include <strata/core/strings.h>
 #include <strata/vector/filter.h>
 
 #include <cctype>
@@ -243,15 +244,6 @@ std::string Condition::ToString() const {
 // Timestamps
 
 namespace {
-// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
-int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const unsigned yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<int64_t>(doe) - 719468;
-}
 }  // namespace
 
 std::optional<double> ParseTimestamp(std::string_view s) {

@@ -37,6 +37,11 @@ Result<uint64_t> ParseByteSize(std::string_view s);
 std::string XmlEscape(std::string_view s);
 bool IsValidUtf8(std::string_view s);
 
+// Days since 1970-01-01 of a proleptic Gregorian date, and back (exact for any
+// date: no time zone, no locale, no syscall).
+int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d);
+void CivilFromDays(int64_t days, int64_t* y, unsigned* m, unsigned* d);
+
 // Times: Unix nanoseconds (NowUnixNanos in clock.h) <-> the formats S3 uses.
 std::string FormatHttpDate(int64_t unix_nanos);   // "Tue, 15 Nov 1994 08:12:31 GMT"
 std::string FormatIso8601(int64_t unix_nanos);    // "2024-01-02T03:04:05.000Z"

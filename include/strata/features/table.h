@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <strata/core/result.h>
+#include <strata/core/strings.h>
 #include <strata/core/status.h>
 
 namespace strata::features {
@@ -201,8 +202,6 @@ Result<int64_t> ParseTimestamp(std::string_view text, TimeUnit unit);
 Result<int32_t> ParseDate(std::string_view text);
 // Converts between units, saturating at the int64 range.
 int64_t ConvertTime(int64_t value, TimeUnit from, TimeUnit to);
-// Days since 1970-01-01 of a proleptic Gregorian date, and back.
-int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d);
-void CivilFromDays(int64_t days, int64_t* y, unsigned* m, unsigned* d);
+// Calendar arithmetic: DaysFromCivil / CivilFromDays in core/strings.h.
 
 }  // namespace strata::features
