@@ -130,7 +130,9 @@ class Conn {
   Result<size_t> RawRead(char* dst, size_t n) {
     for (;;) {
       if (ssl_ != nullptr) {
-        int r = SSL_read(ssl_, dst, static_cast<int>(std::min<size_t>(n, INT32_MAX)));
+        // SSL_read may write too (key updates, alerts): a peer gone must not raise SIGPIPE.
+        int r = WithoutSigpipe(
+            [&] { return SSL_read(ssl_, dst, static_cast<int>(std::min<size_t>(n, INT32_MAX))); });
         if (r > 0) return static_cast<size_t>(r);
         int e = SSL_get_error(ssl_, r);
         if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {

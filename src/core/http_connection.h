@@ -65,7 +65,9 @@ class Connection {
       return static_cast<ssize_t>(k);
     }
     if (ssl_ != nullptr) {
-      int r = SSL_read(ssl_, p, static_cast<int>(std::min<size_t>(n, INT32_MAX)));
+      // SSL_read may write too (TLS 1.3 tickets, alerts): a peer gone must not raise SIGPIPE.
+      int r = core_internal::WithoutSigpipe(
+          [&] { return SSL_read(ssl_, p, static_cast<int>(std::min<size_t>(n, INT32_MAX))); });
       if (r > 0) return r;
       int e = SSL_get_error(ssl_, r);
       if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
