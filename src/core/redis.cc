@@ -2,6 +2,8 @@
 
 #include <sys/time.h>
 
+#include <vector>
+
 #include <hiredis/hiredis.h>
 
 namespace strata::redis {
@@ -12,35 +14,74 @@ struct Connection::Ctx {
 
 namespace {
 
-Reply Convert(const redisReply* r) {
-  Reply out;
-  switch (r->type) {
-    case REDIS_REPLY_STATUS:
-      out.type = Reply::kStatus;
-      out.str.assign(r->str, r->len);
-      break;
-    case REDIS_REPLY_ERROR:
-      out.type = Reply::kError;
-      out.str.assign(r->str, r->len);
-      break;
-    case REDIS_REPLY_INTEGER:
-      out.type = Reply::kInteger;
-      out.integer = r->integer;
-      break;
-    case REDIS_REPLY_STRING:
-      out.type = Reply::kString;
-      out.str.assign(r->str, r->len);
-      break;
-    case REDIS_REPLY_ARRAY:
-      out.type = Reply::kArray;
-      out.elements.reserve(r->elements);
-      for (size_t i = 0; i < r->elements; ++i) out.elements.push_back(Convert(r->element[i]));
-      break;
-    default:
-      out.type = Reply::kNil;
-      break;
+// hiredis's parser builds our Reply values directly (its reply-object hooks),
+// so a reply costs one allocation per string, as a hand-written RESP parser
+// would, not a redisReply tree plus a copy of it. Children live inside their
+// parent's `elements` (sized by createArray), so only a root is ever freed.
+Reply* Slot(const redisReadTask* task) {
+  if (task->parent != nullptr) {
+    auto* parent = static_cast<Reply*>(task->parent->obj);
+    return &parent->elements[static_cast<size_t>(task->idx)];
   }
-  return out;
+  return new Reply();
+}
+
+void* CreateString(const redisReadTask* task, char* str, size_t len) {
+  Reply* r = Slot(task);
+  r->type = task->type == REDIS_REPLY_ERROR    ? Reply::kError
+            : task->type == REDIS_REPLY_STATUS ? Reply::kStatus
+                                               : Reply::kString;
+  r->str.assign(str, len);
+  return r;
+}
+
+void* CreateArray(const redisReadTask* task, int elements) {
+  Reply* r = Slot(task);
+  r->type = Reply::kArray;
+  r->elements.resize(elements > 0 ? static_cast<size_t>(elements) : 0);
+  return r;
+}
+
+void* CreateInteger(const redisReadTask* task, long long value) {
+  Reply* r = Slot(task);
+  r->type = Reply::kInteger;
+  r->integer = value;
+  return r;
+}
+
+void* CreateNil(const redisReadTask* task) {
+  Reply* r = Slot(task);
+  r->type = Reply::kNil;
+  return r;
+}
+
+void FreeReply(void* reply) { delete static_cast<Reply*>(reply); }
+
+redisReplyObjectFunctions kReplyFunctions = {CreateString, CreateArray, CreateInteger, CreateNil,
+                                             FreeReply};
+
+// argv/argvlen for redisAppendCommandArgv without a heap allocation for the
+// usual short commands.
+template <class Strings, class Append>
+void AppendArgs(const Strings& args, Append&& append) {
+  constexpr size_t kInline = 16;
+  const char* argv_inline[kInline];
+  size_t lens_inline[kInline];
+  std::vector<const char*> argv_heap;
+  std::vector<size_t> lens_heap;
+  const char** argv = argv_inline;
+  size_t* lens = lens_inline;
+  if (args.size() > kInline) {
+    argv_heap.resize(args.size());
+    lens_heap.resize(args.size());
+    argv = argv_heap.data();
+    lens = lens_heap.data();
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    argv[i] = args[i].data();
+    lens[i] = args[i].size();
+  }
+  append(static_cast<int>(args.size()), argv, lens);
 }
 
 timeval Timeval(int ms) {
@@ -62,6 +103,7 @@ Result<std::unique_ptr<Connection>> Connection::Open(const Endpoint& ep) {
                                " (is redis-server running?)");
   }
   if (ep.io_timeout_ms > 0) redisSetTimeout(rc, Timeval(ep.io_timeout_ms));
+  rc->reader->fn = &kReplyFunctions;
   auto* ctx = new Ctx{rc};
   std::unique_ptr<Connection> c(new Connection(ctx, where));
   if (!ep.password.empty()) {
@@ -94,17 +136,11 @@ void Connection::AppendArgv(int argc, const char** argv, const size_t* lens) {
 }
 
 void Connection::Append(const std::vector<std::string_view>& args) {
-  std::vector<const char*> argv(args.size());
-  std::vector<size_t> lens(args.size());
-  for (size_t i = 0; i < args.size(); ++i) {
-    argv[i] = args[i].data();
-    lens[i] = args[i].size();
-  }
-  AppendArgv(static_cast<int>(args.size()), argv.data(), lens.data());
+  AppendArgs(args, [this](int argc, const char** argv, const size_t* lens) { AppendArgv(argc, argv, lens); });
 }
 
 void Connection::Append(const std::vector<std::string>& args) {
-  Append(std::vector<std::string_view>(args.begin(), args.end()));
+  AppendArgs(args, [this](int argc, const char** argv, const size_t* lens) { AppendArgv(argc, argv, lens); });
 }
 
 Result<Reply> Connection::GetReply() {
@@ -121,10 +157,8 @@ Result<Reply> Connection::GetReply() {
                                (ctx_->c->errstr[0] ? ctx_->c->errstr : "no reply"));
   }
   --pending_;
-  auto* r = static_cast<redisReply*>(raw);
-  Reply out = Convert(r);
-  freeReplyObject(r);
-  return out;
+  std::unique_ptr<Reply> r(static_cast<Reply*>(raw));
+  return std::move(*r);
 }
 
 Result<Reply> Connection::Command(const std::vector<std::string_view>& args) {
@@ -133,7 +167,8 @@ Result<Reply> Connection::Command(const std::vector<std::string_view>& args) {
 }
 
 Result<Reply> Connection::Command(const std::vector<std::string>& args) {
-  return Command(std::vector<std::string_view>(args.begin(), args.end()));
+  Append(args);
+  return GetReply();
 }
 
 Result<std::unique_ptr<Connection>> Pool::Acquire(bool validate) {
