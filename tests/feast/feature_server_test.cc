@@ -10,7 +10,7 @@
 #include <strata/features/parquet.h>
 #include <strata/features/repo.h>
 
-#include "feast/online_repo.h"
+#include "features/online_repo.h"
 #include "feast/test_host.h"
 #include "testutil/testutil.h"
 

@@ -16,7 +16,8 @@
 #include <strata/features/online.h>
 #include <strata/features/online_service.h>
 
-#include "feast/online_repo.h"
+#include "features/online_repo.h"
+#include "testutil/json_frontend.h"
 #include "testutil/testutil.h"
 
 namespace strata::feast {
@@ -24,12 +25,7 @@ namespace {
 
 using nlohmann::json;
 
-struct Answer {
-  int status = 0;
-  json body;
-  std::string text;
-  std::string content_type;
-};
+using Answer = ::strata::testing::JsonAnswer;
 
 class FeastHandlerTest : public ::testing::Test {
  protected:
@@ -51,21 +47,7 @@ class FeastHandlerTest : public ::testing::Test {
   Answer Call(const std::string& method, const std::string& target, const std::string& body = {},
               std::vector<std::pair<std::string, std::string>> headers = {},
               const http::ServerOptions& so = {}) {
-    if (!body.empty()) headers.emplace_back("Content-Type", "application/json");
-    Handler* h = handler_.get();
-    http::ServerOptions options = so;
-    options.error_handler = [h](int status, std::string_view m, http::ResponseWriter& w) {
-      h->HandleTransportError(status, m, w);
-    };
-    http::RecordedResponse r =
-        http::ServeInMemory([h](http::Request& req, http::ResponseWriter& w) { h->Handle(req, w); },
-                            http::FormatRequest(method, target, headers, body), options);
-    Answer a;
-    a.status = r.status;
-    a.text = r.body;
-    a.content_type = std::string(r.Header("Content-Type").value_or(""));
-    a.body = json::parse(r.body, nullptr, false);
-    return a;
+    return ::strata::testing::CallJson(*handler_, method, target, body, std::move(headers), so);
   }
 
   static json ExpectOk(const Answer& a) {

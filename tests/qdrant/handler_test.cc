@@ -15,6 +15,7 @@
 #include <strata/qdrant/handler.h>
 #include <strata/vector/collection.h>
 
+#include "testutil/json_frontend.h"
 #include "testutil/testutil.h"
 
 namespace strata::qdrant {
@@ -22,12 +23,7 @@ namespace {
 
 using nlohmann::json;
 
-struct Answer {
-  int status = 0;
-  json body;
-  std::string text;
-  std::string content_type;
-};
+using Answer = ::strata::testing::JsonAnswer;
 
 class QdrantHandlerTest : public ::testing::Test {
  protected:
@@ -46,21 +42,7 @@ class QdrantHandlerTest : public ::testing::Test {
   Answer Call(const std::string& method, const std::string& target, const std::string& body = {},
               std::vector<std::pair<std::string, std::string>> headers = {},
               const http::ServerOptions& so = {}) {
-    if (!body.empty()) headers.emplace_back("Content-Type", "application/json");
-    Handler* h = handler_.get();
-    http::ServerOptions options = so;
-    options.error_handler = [h](int status, std::string_view m, http::ResponseWriter& w) {
-      h->HandleTransportError(status, m, w);
-    };
-    http::RecordedResponse r =
-        http::ServeInMemory([h](http::Request& req, http::ResponseWriter& w) { h->Handle(req, w); },
-                            http::FormatRequest(method, target, headers, body), options);
-    Answer a;
-    a.status = r.status;
-    a.text = r.body;
-    a.content_type = std::string(r.Header("Content-Type").value_or(""));
-    a.body = json::parse(r.body, nullptr, false);
-    return a;
+    return ::strata::testing::CallJson(*handler_, method, target, body, std::move(headers), so);
   }
 
   // A Qdrant error: the status, {"status": {"error": "..."}, "time": s}.

@@ -1,5 +1,5 @@
-// The feature repository the Feast tests serve (as tests/features/online_test.cc
-// builds it): views "stats" (rate Float64, trips Int64, name String; ttl 0) and
+// The feature repository the online tests serve (tests/features/online_test.cc and tests/feast
+// use it): views "stats" (rate Float64, trips Int64, name String; ttl 0) and
 // "geo" (visits Int32; ttl 2h, keys driver_id and city), service "all" of both.
 #pragma once
 
