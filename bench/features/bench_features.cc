@@ -265,8 +265,8 @@ int Online(const std::string& dir, const std::string& redis, int64_t entities, d
     strata::feast::Handler handler(&service, {});
     http::ServerOptions so;
     so.name = "features";
-    http::Server server(so, [&handler](http::Request& q, http::ResponseWriter& w) { handler.Handle(q, w); });
-    if (!service.Open().ok() || !server.Start().ok()) return 1;
+    std::unique_ptr<http::Server> server = http::FrontendServer(so, &handler);
+    if (!service.Open().ok() || !server->Start().ok()) return 1;
     std::string features = "[";
     for (int v = 0; v < kViews; ++v) {
       for (int f = 0; f < kFeaturesPerView; ++f) features += fmt::format("{}\"v{}:v{}_f{}\"", v + f ? "," : "", v, v, f);
@@ -281,7 +281,7 @@ int Online(const std::string& dir, const std::string& redis, int64_t entities, d
         http::ClientRequest req;
         req.method = "POST";
         req.host = "127.0.0.1";
-        req.port = static_cast<uint16_t>(server.port());
+        req.port = static_cast<uint16_t>(server->port());
         req.target = "/get-online-features";
         req.body = body;
         auto resp = clients[t].Send(req);
@@ -328,7 +328,7 @@ int Online(const std::string& dir, const std::string& redis, int64_t entities, d
                  bare.us.empty() ? "-" : fmt::format("{:.1f}x", p99 / bare.Pct(0.99)));
       std::fflush(stdout);
     }
-    server.Stop();
+    server->Stop();
   }
   return 0;
 }

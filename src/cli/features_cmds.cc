@@ -24,6 +24,8 @@
 #include <strata/features/serving_log.h>
 #include <strata/features/skew.h>
 
+#include "cli/stop_signals.h"
+
 namespace strata::cli {
 
 namespace {
@@ -319,12 +321,7 @@ int RunServe(const ServeArgs& a) {
   if (!repo.ok()) return Fail(repo.error());
   auto store = OpenOnlineStore(repo->config);
   if (!store.ok()) return Fail(store.error());
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  const sigset_t set = BlockStopSignals();
   OnlineServiceOptions so;
   so.logging = LoggingOptionsFromConfig(repo->config);
   if (a.log_sample_rate >= 0) so.logging.sample_rate = a.log_sample_rate;
@@ -337,28 +334,23 @@ int RunServe(const ServeArgs& a) {
   h.name = "features";
   h.bind_address = a.host;
   h.port = a.port;
-  h.error_handler = [&handler](int status, std::string_view message, http::ResponseWriter& w) {
-    handler.HandleTransportError(status, message, w);
-  };
-  http::Server server(
-      h, [&handler](http::Request& req, http::ResponseWriter& w) { handler.Handle(req, w); });
+  std::unique_ptr<http::Server> server = http::FrontendServer(h, &handler);
   Status st = service.Open();
-  if (st.ok()) st = server.Start();
+  if (st.ok()) st = server->Start();
   if (!st.ok()) return Fail(st);
-  kLog.Info("feature server listening on {}:{}", a.host, server.port());
+  kLog.Info("feature server listening on {}:{}", a.host, server->port());
   if (service.logger()) {
     kLog.Info("feature server: logging {:.3g} of served vectors to {}", so.logging.sample_rate,
               so.logging.path);
   }
   fmt::print("Feature server listening on http://{}:{} (POST /get-online-features)\n", a.host,
-             server.port());
+             server->port());
   if (so.logging.sample_rate > 0) {
     fmt::print("Logging {:.3g} of served vectors to {}\n", so.logging.sample_rate, so.logging.path);
   }
   std::fflush(stdout);
-  int sig = 0;
-  sigwait(&set, &sig);
-  server.Stop();
+  (void)WaitForStopSignal(set);
+  server->Stop();
   st = service.Close();  // publishes the open log files
   if (!st.ok()) kLog.Warn("feature server: served-vector log: {}", st.ToString());
   return 0;

@@ -12,6 +12,7 @@
 #include <strata/server/server.h>
 
 #include "cli/commands.h"
+#include "cli/stop_signals.h"
 #include "cli/transfer_cmds.h"
 #include "cli/datapath_cmds.h"
 #include "cli/features_cmds.h"
@@ -23,12 +24,7 @@ namespace {
 int RunServer(server::ServerOptions opts, const std::string& log_level) {
   log::SetLevel(log::ParseLevel(log_level));
   // Block the stop signals before any thread starts so they reach sigwait only.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  const sigset_t set = BlockStopSignals();
 
   server::StrataServer srv(opts);
   Status st = srv.Start();
@@ -63,8 +59,7 @@ int RunServer(server::ServerOptions opts, const std::string& log_level) {
                creds.users[0].access_key, creds.users[0].secret_key, srv.s3_endpoint());
   }
   std::fflush(stdout);
-  int sig = 0;
-  sigwait(&set, &sig);
+  const int sig = WaitForStopSignal(set);
   fmt::print(stderr, "strata server: received {}, shutting down\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
   srv.Stop();
   return 0;

@@ -125,16 +125,7 @@ Status LocalEngineImpl::DeleteBucket(std::string_view name) {
       b.Delete(it->key());
     }
     STRATA_RETURN_IF_ERROR(FromRocks(it->status(), "list uploads"));
-    for (const std::string& id : upload_ids) {
-      const std::string pp = PartKeyPrefix(id);
-      for (it->Seek(pp); it->Valid() && it->key().starts_with(pp); it->Next()) {
-        PartRecord pr;
-        STRATA_RETURN_IF_ERROR(DecodePart(it->value().ToStringView(), &pr));
-        DropPiece(pr.piece, &b, &garbage);
-        b.Delete(it->key());
-      }
-      STRATA_RETURN_IF_ERROR(FromRocks(it->status(), "list parts"));
-    }
+    for (const std::string& id : upload_ids) STRATA_RETURN_IF_ERROR(DropUploadParts(id, &b, &garbage));
     b.Delete(BucketKey(name));
     STRATA_RETURN_IF_ERROR(Write(b));
     buckets_.erase(buckets_.find(name));

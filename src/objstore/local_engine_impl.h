@@ -508,6 +508,19 @@ class LocalEngineImpl final : public LocalEngine {
     for (const Piece& p : pieces) DropPiece(p, b, garbage);
     return Status::Ok();
   }
+  // Deletes every part record of `upload_id` in `b`, dropping their pieces.
+  Status DropUploadParts(const std::string& upload_id, rocksdb::WriteBatch* b,
+                         std::vector<FileId>* garbage) {
+    const std::string pp = PartKeyPrefix(upload_id);
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+    for (it->Seek(pp); it->Valid() && it->key().starts_with(pp); it->Next()) {
+      PartRecord pr;
+      STRATA_RETURN_IF_ERROR(DecodePart(it->value().ToStringView(), &pr));
+      DropPiece(pr.piece, b, garbage);
+      b->Delete(it->key());
+    }
+    return FromRocks(it->status(), "list parts");
+  }
   void CollectGarbage(const std::vector<FileId>& files);
   void DiscardFile(const FileId& id);
   Status EnsureDataDir(const FileId& id);

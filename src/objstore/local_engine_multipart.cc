@@ -311,15 +311,7 @@ Status LocalEngineImpl::AbortMultipartUpload(std::string_view bucket, std::strin
     if (!found) return NoUpload(upload_id);
     rocksdb::WriteBatch b;
     b.Delete(ukey);
-    const std::string pp = PartKeyPrefix(upload_id);
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-    for (it->Seek(pp); it->Valid() && it->key().starts_with(pp); it->Next()) {
-      PartRecord pr;
-      STRATA_RETURN_IF_ERROR(DecodePart(it->value().ToStringView(), &pr));
-      DropPiece(pr.piece, &b, &garbage);
-      b.Delete(it->key());
-    }
-    STRATA_RETURN_IF_ERROR(FromRocks(it->status(), "list parts"));
+    STRATA_RETURN_IF_ERROR(DropUploadParts(std::string(upload_id), &b, &garbage));
     STRATA_RETURN_IF_ERROR(Write(b));
   }
   CollectGarbage(garbage);

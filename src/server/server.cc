@@ -180,12 +180,7 @@ struct StrataServer::Impl {
     feast::HandlerOptions fo;
     fo.api_key = opts.features_api_key;
     feast_handler = std::make_unique<feast::Handler>(online.get(), fo);
-    feast::Handler* fe = feast_handler.get();
-    h.error_handler = [fe](int status, std::string_view msg, http::ResponseWriter& w) {
-      fe->HandleTransportError(status, msg, w);
-    };
-    features_http = std::make_unique<http::Server>(
-        h, [fe](http::Request& r, http::ResponseWriter& w) { fe->Handle(r, w); });
+    features_http = http::FrontendServer(h, feast_handler.get());
     st = online->Open();
     if (st.ok()) st = features_http->Start();
     if (!st.ok()) {
@@ -288,13 +283,7 @@ Status StrataServer::Start() {
     int unused = 0;
     http::ServerOptions h = im.HttpOptions("s3", im.opts.s3_address, unused, st);
     STRATA_RETURN_IF_ERROR(st);
-    s3::Frontend* fe = im.s3.get();
-    h.error_handler = [fe](int status, std::string_view msg, http::ResponseWriter& w) {
-      fe->HandleTransportError(status, msg, w);
-    };
-    im.s3_http = std::make_unique<http::Server>(h, [fe](http::Request& r, http::ResponseWriter& w) {
-      fe->Handle(r, w);
-    });
+    im.s3_http = http::FrontendServer(h, im.s3.get());
     STRATA_RETURN_IF_ERROR(im.s3_http->Start());
     http::Server* srv = im.s3_http.get();
     reg.AddCallbackGauge("strata_http_s3_open_connections", "Open S3 client connections",
@@ -315,13 +304,7 @@ Status StrataServer::Start() {
     STRATA_RETURN_IF_ERROR(st);
     h.tls_cert_file.clear();  // TLS is the S3 frontend's option
     h.tls_key_file.clear();
-    qdrant::Handler* vr = im.qdrant_handler.get();
-    h.error_handler = [vr](int status, std::string_view msg, http::ResponseWriter& w) {
-      vr->HandleTransportError(status, msg, w);
-    };
-    im.vector_http = std::make_unique<http::Server>(h, [vr](http::Request& r, http::ResponseWriter& w) {
-      vr->Handle(r, w);
-    });
+    im.vector_http = http::FrontendServer(h, im.qdrant_handler.get());
     if (Status vs = im.vector_http->Start(); !vs.ok()) {
       if (im.opts.vector_bind_required) return vs;
       kLog.Warn("vector API not started on {}: {} (pass --vector-address to choose another)",

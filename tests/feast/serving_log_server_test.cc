@@ -21,6 +21,7 @@
 #include <strata/features/skew.h>
 
 #include "feast/test_host.h"
+#include "features/log_files.h"
 #include "testutil/testutil.h"
 
 namespace strata::features {
@@ -93,15 +94,7 @@ json Post(http::HttpClient& c, int port, const std::string& path, const std::str
   return json::parse(*text, nullptr, false);
 }
 
-std::vector<std::string> LogFiles(const std::string& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    if (name.starts_with("served-") && name.ends_with(".parquet")) out.push_back(e.path().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
+using testlog::LogFiles;
 
 TEST(ServingLogTest, RowsRoundTripAndFilesAreAlwaysWhole) {
   ::strata::testing::TempDir dir("strata-servelog");

@@ -16,6 +16,7 @@
 #include <strata/features/serving_log.h>
 #include <strata/features/skew.h>
 
+#include "features/log_files.h"
 #include "testutil/testutil.h"
 
 namespace strata::features {
@@ -24,15 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::vector<std::string> LogFiles(const std::string& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    if (name.starts_with("served-") && name.ends_with(".parquet")) out.push_back(e.path().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
+using testlog::LogFiles;
 
 TEST(ServingLogTest, SamplingRateAndBadOptions) {
   ::strata::testing::TempDir dir("strata-servelog-opt");

@@ -102,9 +102,9 @@ class FrontendTest : public ::testing::Test {
     if (!call.body.empty() || call.method == "PUT" || call.method == "POST")
       h.emplace_back("Content-Length", std::to_string(call.body.size()));
     Frontend* f = frontend_.get();
-    http::Handler handler = [f](http::Request& req, http::ResponseWriter& w) { f->Handle(req, w); };
-    return http::ServeInMemory(handler,
-                               http::FormatRequest(call.method, call.target, h, call.body));
+    return http::ServeInMemory(http::FrontendHandler(f),
+                               http::FormatRequest(call.method, call.target, h, call.body),
+                               http::WithFrontendErrors(http::ServerOptions{}, f));
   }
 
   http::RecordedResponse Get(const std::string& target, Headers h = {}) {

@@ -27,13 +27,10 @@ JsonAnswer CallJson(Frontend& frontend, const std::string& method, const std::st
                     std::vector<std::pair<std::string, std::string>> headers = {},
                     http::ServerOptions options = {}) {
   if (!body.empty()) headers.emplace_back("Content-Type", "application/json");
-  Frontend* f = &frontend;
-  options.error_handler = [f](int status, std::string_view m, http::ResponseWriter& w) {
-    f->HandleTransportError(status, m, w);
-  };
   http::RecordedResponse r =
-      http::ServeInMemory([f](http::Request& req, http::ResponseWriter& w) { f->Handle(req, w); },
-                          http::FormatRequest(method, target, headers, body), options);
+      http::ServeInMemory(http::FrontendHandler(&frontend),
+                          http::FormatRequest(method, target, headers, body),
+                          http::WithFrontendErrors(std::move(options), &frontend));
   JsonAnswer a;
   a.status = r.status;
   a.text = r.body;

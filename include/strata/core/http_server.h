@@ -154,6 +154,26 @@ class Server {
 // "Not Found" for 404 etc.
 std::string_view ReasonPhrase(int status);
 
+// A protocol frontend is a class with `void Handle(Request&, ResponseWriter&)`
+// and `void HandleTransportError(int, std::string_view, ResponseWriter&)` (the
+// errors the HTTP layer finds itself, in the protocol's format). These bind
+// one, which must outlive what they return, to a server or to ServeInMemory.
+template <class Frontend>
+Handler FrontendHandler(Frontend* f) {
+  return [f](Request& req, ResponseWriter& w) { f->Handle(req, w); };
+}
+template <class Frontend>
+ServerOptions WithFrontendErrors(ServerOptions options, Frontend* f) {
+  options.error_handler = [f](int status, std::string_view message, ResponseWriter& w) {
+    f->HandleTransportError(status, message, w);
+  };
+  return options;
+}
+template <class Frontend>
+std::unique_ptr<Server> FrontendServer(ServerOptions options, Frontend* f) {
+  return std::make_unique<Server>(WithFrontendErrors(std::move(options), f), FrontendHandler(f));
+}
+
 // An error of an HTTP protocol itself rather than of the domain under it (401
 // at the door, 405 on a known path, 413, a body that is not JSON): a Status
 // whose frontend answers with exactly this HTTP status and message. Its code
