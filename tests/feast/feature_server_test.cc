@@ -22,20 +22,7 @@ using testrepo::MakeRepo;
 
 json Post(http::HttpClient& c, int port, const std::string& path, const std::string& body,
           int* status) {
-  http::ClientRequest req;
-  req.method = "POST";
-  req.host = "127.0.0.1";
-  req.port = static_cast<uint16_t>(port);
-  req.target = path;
-  req.headers = {{"Content-Type", "application/json"}};
-  req.body = body;
-  auto resp = c.Send(req);
-  EXPECT_OK(resp);
-  if (!resp.ok()) return json();
-  *status = (*resp)->status();
-  auto text = (*resp)->ReadAll();
-  EXPECT_OK(text);
-  return json::parse(*text, nullptr, false);
+  return feast::PostJson(c, port, path, body, status);
 }
 
 TEST(FeatureServerTest, FeastHttpApi) {

@@ -4,12 +4,18 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <string_view>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
+#include <strata/core/http_client.h>
 #include <strata/core/http_server.h>
 #include <strata/feast/handler.h>
 #include <strata/features/online_service.h>
+
+#include "testutil/testutil.h"
 
 namespace strata::feast {
 
@@ -22,11 +28,7 @@ class TestFeatureServer {
     http::ServerOptions h;
     h.name = "features";
     h.port = 0;
-    h.error_handler = [this](int status, std::string_view m, http::ResponseWriter& w) {
-      handler_.HandleTransportError(status, m, w);
-    };
-    server_ = std::make_unique<http::Server>(
-        h, [this](http::Request& req, http::ResponseWriter& w) { handler_.Handle(req, w); });
+    server_ = http::FrontendServer(h, &handler_);
   }
   ~TestFeatureServer() { Stop(); }
 
@@ -47,5 +49,24 @@ class TestFeatureServer {
   Handler handler_;
   std::unique_ptr<http::Server> server_;
 };
+
+// POSTs a JSON body to a test server and returns the parsed answer (status in *status).
+inline nlohmann::json PostJson(http::HttpClient& c, int port, const std::string& path,
+                               const std::string& body, int* status) {
+  http::ClientRequest req;
+  req.method = "POST";
+  req.host = "127.0.0.1";
+  req.port = static_cast<uint16_t>(port);
+  req.target = path;
+  req.headers = {{"Content-Type", "application/json"}};
+  req.body = body;
+  auto resp = c.Send(req);
+  EXPECT_OK(resp);
+  if (!resp.ok()) return nlohmann::json();
+  *status = (*resp)->status();
+  auto text = (*resp)->ReadAll();
+  EXPECT_OK(text);
+  return nlohmann::json::parse(*text, nullptr, false);
+}
 
 }  // namespace strata::feast
