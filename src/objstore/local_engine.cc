@@ -150,19 +150,44 @@ Result<std::vector<BucketInfo>> LocalEngineImpl::ListBuckets() {
 }
 
 Status LocalEngineImpl::SetBucketPublicRead(std::string_view name, bool public_read) {
+  return UpdateBucket(name, [&](BucketInfo& b) { b.public_read = public_read; });
+}
+
+Status LocalEngineImpl::SetBucketConfig(std::string_view bucket, std::string_view name,
+                                        std::optional<std::string> value) {
+  if (name.empty()) return Status::InvalidArgument("bucket configuration name is empty");
+  return UpdateBucket(bucket, [&](BucketInfo& b) {
+    auto next = b.configs ? std::make_shared<std::map<std::string, std::string>>(*b.configs)
+                          : std::make_shared<std::map<std::string, std::string>>();
+    if (value) {
+      (*next)[std::string(name)] = std::move(*value);
+    } else {
+      next->erase(std::string(name));
+    }
+    b.configs = std::move(next);
+  });
+}
+
+// Writes the bucket record with `edit` applied; the cached info changes only
+// once the record is durable.
+Status LocalEngineImpl::UpdateBucket(std::string_view name,
+                                     const std::function<void(BucketInfo&)>& edit) {
   std::unique_lock lk(buckets_mu_);
   auto it = buckets_.find(name);
   if (it == buckets_.end()) return NoBucket(name);
+  BucketInfo next = it->second;
+  edit(next);
   BucketRecord r;
-  r.created_ns = it->second.created_ns;
-  r.owner = it->second.owner;
-  r.public_read = public_read;
+  r.created_ns = next.created_ns;
+  r.owner = next.owner;
+  r.public_read = next.public_read;
+  if (next.configs) r.configs = *next.configs;
   std::string value;
   EncodeBucket(r, &value);
   rocksdb::WriteBatch b;
   b.Put(BucketKey(name), value);
   STRATA_RETURN_IF_ERROR(Write(b));
-  it->second.public_read = public_read;
+  it->second = std::move(next);
   return Status::Ok();
 }
 

@@ -34,6 +34,7 @@
 #include <cstring>
 #include <list>
 #include <map>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -305,6 +306,8 @@ class LocalEngineImpl final : public LocalEngine {
   Result<BucketInfo> GetBucket(std::string_view name) override;
   Result<std::vector<BucketInfo>> ListBuckets() override;
   Status SetBucketPublicRead(std::string_view name, bool public_read) override;
+  Status SetBucketConfig(std::string_view bucket, std::string_view name,
+                         std::optional<std::string> value) override;
 
   // Objects.
   Result<ObjectMeta> PutObject(std::string_view bucket, std::string_view key, ByteSource& body,
@@ -328,6 +331,8 @@ class LocalEngineImpl final : public LocalEngine {
                                   std::string_view dst_key, PutOptions options) override;
   Status SetObjectTags(std::string_view bucket, std::string_view key,
                        std::map<std::string, std::string> tags) override;
+  Status UpdateObjectMeta(std::string_view bucket, std::string_view key,
+                          const std::function<Status(ObjectMeta&)>& update) override;
   Result<ListResult> ListObjects(std::string_view bucket, const ListOptions& options) override;
 
   // Multipart.
@@ -449,6 +454,7 @@ class LocalEngineImpl final : public LocalEngine {
   // Called with the stripe's mutex held after a commit that changed the key.
   static void NoteCommitLocked(KeyRef ref) { ref.stripe->NoteCommitLocked(ref.hash); }
 
+  Status UpdateBucket(std::string_view name, const std::function<void(BucketInfo&)>& edit);
   Status CheckBucket(std::string_view bucket) {
     STRATA_RETURN_IF_ERROR(ValidateBucketName(bucket));
     std::shared_lock lk(buckets_mu_);

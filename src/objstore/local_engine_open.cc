@@ -125,6 +125,8 @@ Status LocalEngineImpl::Init() {
     info.created_ns = r.created_ns;
     info.owner = std::move(r.owner);
     info.public_read = r.public_read;
+    if (!r.configs.empty())
+      info.configs = std::make_shared<const std::map<std::string, std::string>>(std::move(r.configs));
     std::string name = info.name;
     buckets_.emplace(std::move(name), std::move(info));
   }

@@ -464,6 +464,14 @@ Result<ObjectMeta> LocalEngineImpl::RenameObject(std::string_view bucket, std::s
 
 Status LocalEngineImpl::SetObjectTags(std::string_view bucket, std::string_view key,
                                       std::map<std::string, std::string> tags) {
+  return UpdateObjectMeta(bucket, key, [&](ObjectMeta& meta) {
+    meta.tags = std::move(tags);
+    return Status::Ok();
+  });
+}
+
+Status LocalEngineImpl::UpdateObjectMeta(std::string_view bucket, std::string_view key,
+                                         const std::function<Status(ObjectMeta&)>& update) {
   STRATA_RETURN_IF_ERROR(CheckBucket(bucket));
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
   const std::string dbkey = ObjectKey(bucket, key);
@@ -478,7 +486,8 @@ Status LocalEngineImpl::SetObjectTags(std::string_view bucket, std::string_view 
   ObjectMeta meta;
   std::vector<Piece> pieces;
   STRATA_RETURN_IF_ERROR(DecodeObject(v.ToStringView(), &meta, &pieces));
-  meta.tags = std::move(tags);
+  meta.key = std::string(key);
+  STRATA_RETURN_IF_ERROR(update(meta));
   std::string value;
   EncodeObject(meta, pieces, &value);
   rocksdb::WriteBatch b;

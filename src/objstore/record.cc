@@ -9,9 +9,12 @@
 namespace strata::objstore {
 namespace {
 
-constexpr uint8_t kBucketVersion = 1;
-constexpr uint8_t kObjectVersion = 1;
-constexpr uint8_t kUploadVersion = 1;
+// Version 2 of bucket, object and upload records appends a map (bucket
+// configs, object internal metadata); version 1 records still decode.
+constexpr uint8_t kBucketVersion = 2;
+constexpr uint8_t kObjectVersion = 2;
+constexpr uint8_t kUploadVersion = 2;
+bool KnownVersion(uint8_t v, uint8_t current) { return v >= 1 && v <= current; }
 constexpr uint8_t kPartVersion = 1;
 constexpr uint8_t kMaxAlgorithm = static_cast<uint8_t>(ChecksumAlgorithm::kMd5);
 
@@ -156,10 +159,11 @@ void EncodeRest(Encoder& e, const ObjectMeta& m) {
     e.Bytes(p.etag);
     e.Bytes(p.checksum);
   }
+  e.Map(m.internal);
 }
 
-// m may be null: the fields are skipped.
-void DecodeRest(Decoder& d, ObjectMeta* m) {
+// m may be null: the fields are skipped. version: the record's.
+void DecodeRest(Decoder& d, ObjectMeta* m, uint8_t version) {
   d.Str(m ? &m->content_type : nullptr);
   d.Str(m ? &m->checksum : nullptr);
   d.Map(m ? &m->headers : nullptr);
@@ -179,6 +183,7 @@ void DecodeRest(Decoder& d, ObjectMeta* m) {
     d.Str(m ? &p.checksum : nullptr);
     if (m) m->parts.push_back(std::move(p));
   }
+  if (version >= 2) d.Map(m ? &m->internal : nullptr);
 }
 
 }  // namespace
@@ -301,14 +306,17 @@ void EncodeBucket(const BucketRecord& r, std::string* out) {
   e.Varint(static_cast<uint64_t>(r.created_ns));
   e.Bytes(r.owner);
   e.U8(r.public_read ? 1 : 0);
+  e.Map(r.configs);
 }
 
 Status DecodeBucket(std::string_view in, BucketRecord* r) {
   Decoder d(in);
-  if (d.U8() != kBucketVersion) return Bad("bucket version");
+  const uint8_t version = d.U8();
+  if (!KnownVersion(version, kBucketVersion)) return Bad("bucket version");
   r->created_ns = static_cast<int64_t>(d.Varint());
   d.Str(&r->owner);
   r->public_read = d.U8() != 0;
+  if (version >= 2) d.Map(&r->configs);
   return d.ok() ? Status::Ok() : Bad("bucket");
 }
 
@@ -326,9 +334,10 @@ void EncodeObject(const ObjectMeta& meta, const std::vector<Piece>& pieces, std:
 
 Status DecodeObject(std::string_view in, ObjectMeta* meta, std::vector<Piece>* pieces) {
   Decoder d(in);
-  if (d.U8() != kObjectVersion) return Bad("object version");
+  const uint8_t version = d.U8();
+  if (!KnownVersion(version, kObjectVersion)) return Bad("object version");
   DecodeSummary(d, meta);
-  DecodeRest(d, meta);
+  DecodeRest(d, meta, version);
   if (pieces) {
     uint64_t n = d.Varint();
     if (n > 1000000) return Bad("object pieces");
@@ -345,17 +354,18 @@ Status DecodeObject(std::string_view in, ObjectMeta* meta, std::vector<Piece>* p
 
 Status DecodeObjectSummary(std::string_view in, ObjectMeta* meta) {
   Decoder d(in);
-  if (d.U8() != kObjectVersion) return Bad("object version");
+  if (!KnownVersion(d.U8(), kObjectVersion)) return Bad("object version");
   DecodeSummary(d, meta);
   return d.ok() ? Status::Ok() : Bad("object summary");
 }
 
 Status DecodeObjectPieces(std::string_view in, std::vector<Piece>* pieces) {
   Decoder d(in);
-  if (d.U8() != kObjectVersion) return Bad("object version");
+  const uint8_t version = d.U8();
+  if (!KnownVersion(version, kObjectVersion)) return Bad("object version");
   ObjectMeta scratch;
   DecodeSummary(d, &scratch);
-  DecodeRest(d, nullptr);
+  DecodeRest(d, nullptr, version);
   uint64_t n = d.Varint();
   if (!d.ok() || n > 1000000) return Bad("object pieces");
   pieces->clear();
@@ -379,11 +389,12 @@ void EncodeUpload(const UploadRecord& r, std::string* out) {
 
 Status DecodeUpload(std::string_view in, UploadRecord* r) {
   Decoder d(in);
-  if (d.U8() != kUploadVersion) return Bad("upload version");
+  const uint8_t version = d.U8();
+  if (!KnownVersion(version, kUploadVersion)) return Bad("upload version");
   r->initiated_ns = static_cast<int64_t>(d.Varint());
   r->checksum_algorithm = d.Algorithm();
   DecodeSummary(d, &r->meta);
-  DecodeRest(d, &r->meta);
+  DecodeRest(d, &r->meta, version);
   return d.ok() ? Status::Ok() : Bad("upload");
 }
 

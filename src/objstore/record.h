@@ -19,6 +19,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,6 +76,7 @@ struct BucketRecord {
   int64_t created_ns = 0;
   std::string owner;
   bool public_read = false;
+  std::map<std::string, std::string> configs;  // BucketInfo::configs
 };
 void EncodeBucket(const BucketRecord& r, std::string* out);
 Status DecodeBucket(std::string_view in, BucketRecord* r);

@@ -44,6 +44,17 @@ struct BucketInfo {
   int64_t created_ns = 0;
   std::string owner;            // access key of the creator
   bool public_read = false;     // anonymous GET/HEAD/List allowed
+  // Bucket configurations by sub-resource name ("policy", "encryption", ...),
+  // each an opaque document owned by the frontend that set it. Shared and
+  // immutable, so GetBucket on every request copies a pointer, not documents;
+  // a change replaces the map.
+  std::shared_ptr<const std::map<std::string, std::string>> configs;
+  // The named configuration, nullptr when absent.
+  const std::string* Config(std::string_view config) const {
+    if (!configs) return nullptr;
+    auto it = configs->find(std::string(config));
+    return it == configs->end() ? nullptr : &it->second;
+  }
 };
 
 // One part of a completed multipart object (kept for GET ?partNumber and composite checksums).
@@ -70,6 +81,9 @@ struct ObjectMeta {
   bool checksum_composite = false;  // "-N" suffix / x-amz-checksum-type COMPOSITE
   std::vector<PartSummary> parts;   // empty for single-part objects
   std::string owner;
+  // System metadata kept with the object and never replayed to clients as is
+  // (ACL grants, encryption parameters); the frontend owns the names.
+  std::map<std::string, std::string> internal;
 };
 
 // A pull-style byte stream (an HTTP body, a file). Read returns 0 at end of stream.
@@ -178,6 +192,9 @@ class LocalEngine {
   virtual Result<BucketInfo> GetBucket(std::string_view name) = 0;
   virtual Result<std::vector<BucketInfo>> ListBuckets() = 0;
   virtual Status SetBucketPublicRead(std::string_view name, bool public_read) = 0;
+  // Sets (value) or removes (nullopt) one of BucketInfo::configs, durably.
+  virtual Status SetBucketConfig(std::string_view bucket, std::string_view name,
+                                 std::optional<std::string> value) = 0;
 
   // Objects. Missing bucket -> kNotFound with a message naming the bucket;
   // missing key -> kNotFound naming the key (the frontend tells them apart with GetBucket).
@@ -203,6 +220,11 @@ class LocalEngine {
                                           std::string_view dst_key, PutOptions options) = 0;
   virtual Status SetObjectTags(std::string_view bucket, std::string_view key,
                                std::map<std::string, std::string> tags) = 0;
+  // Rewrites an object's metadata (not its bytes) under the key's commit lock:
+  // `update` edits tags, internal or user metadata; a non-OK status changes
+  // nothing. Size, etag, checksums and parts must be left as they are.
+  virtual Status UpdateObjectMeta(std::string_view bucket, std::string_view key,
+                                  const std::function<Status(ObjectMeta&)>& update) = 0;
   virtual Result<ListResult> ListObjects(std::string_view bucket, const ListOptions& options) = 0;
 
   // Multipart.
