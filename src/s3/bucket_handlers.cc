@@ -109,7 +109,7 @@ struct Absent {
 const Absent kAbsent[] = {
     {"GetBucketPolicy", "NoSuchBucketPolicy", "The bucket policy does not exist"},
     {"GetBucketCors", "NoSuchCORSConfiguration", "The CORS configuration does not exist"},
-    {"GetBucketLifecycle", "NoSuchLifecycleConfiguration",
+    {"GetBucketLifecycleConfiguration", "NoSuchLifecycleConfiguration",
      "The lifecycle configuration does not exist"},
     {"GetBucketTagging", "NoSuchTagSet", "The TagSet does not exist"},
     {"GetBucketEncryption", "ServerSideEncryptionConfigurationNotFoundError",
@@ -126,11 +126,6 @@ Status Frontend::Impl::GetAbsentBucketConfig(Ctx& c) {
     if (c.op == a.op) return MakeError(a.code, a.msg);
   }
   return Status::Internal("no absent-configuration answer for " + c.op);
-}
-
-Status Frontend::Impl::BucketConfigNotImplemented(Ctx& c) {
-  (void)c;
-  return MakeError("NotImplemented", "This bucket sub-resource is not supported by Strata");
 }
 
 // Deleting a configuration that never exists succeeds, as in S3.

@@ -119,6 +119,7 @@ struct Frontend::Impl {
   Status Route(Ctx& c);
   Status ParseTarget(Ctx& c);
   Status MethodNotAllowed(Ctx& c);
+  Status NotImplemented(Ctx& c);
 
   // auth.cc
   Status Authenticate(Ctx& c);
@@ -136,7 +137,6 @@ struct Frontend::Impl {
   Status PutBucketAcl(Ctx& c);
   Status BucketAcl(Ctx& c, bool put);
   Status GetAbsentBucketConfig(Ctx& c);
-  Status BucketConfigNotImplemented(Ctx& c);
   Status DeleteBucketConfig(Ctx& c);
   Status ListObjectsV1(Ctx& c);
   Status ListObjectsV2(Ctx& c);
@@ -151,7 +151,9 @@ struct Frontend::Impl {
   Status HeadObject(Ctx& c);
   Status ServeObject(Ctx& c, bool head);
   Status DeleteObject(Ctx& c);
-  Status Tagging(Ctx& c);
+  Status GetObjectTagging(Ctx& c);
+  Status PutObjectTagging(Ctx& c);
+  Status DeleteObjectTagging(Ctx& c);
   Status GetObjectAcl(Ctx& c);
   Status PutObjectAcl(Ctx& c);
   void AddObjectHeaders(Ctx& c, const objstore::ObjectMeta& m, bool with_checksum);

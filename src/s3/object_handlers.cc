@@ -319,24 +319,27 @@ Status Frontend::Impl::PutObjectAcl(Ctx& c) {
   return Status::Ok();
 }
 
-Status Frontend::Impl::Tagging(Ctx& c) {
-  std::string_view m = c.req.method;
-  if (m == "GET") {
-    STRATA_ASSIGN_OR_RETURN(ObjectMeta meta, engine->HeadObject(c.bucket, c.key));
-    XmlWriter x("Tagging");
-    x.Open("TagSet");
-    for (const auto& [k, v] : meta.tags) x.Open("Tag").Elem("Key", k).Elem("Value", v).Close("Tag");
-    x.Close("TagSet");
-    SendXml(c, 200, x.Finish());
-    return Status::Ok();
-  }
-  std::map<std::string, std::string> tags;
-  if (m == "PUT") {
-    STRATA_ASSIGN_OR_RETURN(std::string body, ReadXmlBody(c));
-    STRATA_ASSIGN_OR_RETURN(tags, ParseTagging(body));
-  }
+Status Frontend::Impl::GetObjectTagging(Ctx& c) {
+  STRATA_ASSIGN_OR_RETURN(ObjectMeta meta, engine->HeadObject(c.bucket, c.key));
+  XmlWriter x("Tagging");
+  x.Open("TagSet");
+  for (const auto& [k, v] : meta.tags) x.Open("Tag").Elem("Key", k).Elem("Value", v).Close("Tag");
+  x.Close("TagSet");
+  SendXml(c, 200, x.Finish());
+  return Status::Ok();
+}
+
+Status Frontend::Impl::PutObjectTagging(Ctx& c) {
+  STRATA_ASSIGN_OR_RETURN(std::string body, ReadXmlBody(c));
+  STRATA_ASSIGN_OR_RETURN(auto tags, ParseTagging(body));
   STRATA_RETURN_IF_ERROR(engine->SetObjectTags(c.bucket, c.key, std::move(tags)));
-  c.w.SetStatus(m == "PUT" ? 200 : 204);
+  c.w.SetStatus(200);
+  return Status::Ok();
+}
+
+Status Frontend::Impl::DeleteObjectTagging(Ctx& c) {
+  STRATA_RETURN_IF_ERROR(engine->SetObjectTags(c.bucket, c.key, {}));
+  c.w.SetStatus(204);
   return Status::Ok();
 }
 

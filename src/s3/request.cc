@@ -140,7 +140,19 @@ Result<std::optional<uint64_t>> ExpectedSize(const Ctx& c, uint64_t max) {
 }
 
 Status ParseCopySource(std::string_view h, std::string& bucket, std::string& key) {
-  if (size_t q = h.find('?'); q != std::string_view::npos) h = h.substr(0, q);
+  if (size_t q = h.find('?'); q != std::string_view::npos) {
+    // Only the current object ("null" version) can be copied: a named version
+    // must not silently become the current one.
+    std::string_view v = h.substr(q + 1);
+    if (!StartsWith(v, "versionId="))
+      return MakeError("InvalidArgument",
+                       "x-amz-copy-source may only carry ?versionId= after the key");
+    if (v.substr(10) != "null")
+      return MakeError("NotImplemented",
+                       "Strata does not keep object versions: a copy source can only name the "
+                       "current object (versionId=null)");
+    h = h.substr(0, q);
+  }
   auto decoded = UriDecode(h, false);
   if (!decoded) return MakeError("InvalidArgument", "Invalid copy source encoding");
   std::string_view s(*decoded);
