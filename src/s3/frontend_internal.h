@@ -87,6 +87,10 @@ struct ByteRange {
 // (multiple ranges -> whole object, as S3). Error: unsatisfiable.
 Result<std::optional<ByteRange>> ParseRange(std::string_view h, uint64_t size);
 
+// x-amz-copy-source-range: exactly "bytes=first-last" within the source (not
+// clamped, unlike Range): InvalidArgument when malformed, InvalidRange past the end.
+Result<ByteRange> ParseCopySourceRange(std::string_view h, uint64_t size);
+
 // True when the body is aws-chunked framed (a streaming payload mode).
 bool IsAwsChunked(const Ctx& c);
 // The decoded body length the client promised, for the engine's size check.

@@ -256,12 +256,13 @@ Status Frontend::Impl::ServeObject(Ctx& c, bool head) {
     if (range_h)
       return MakeError("InvalidRequest",
                        "Cannot specify both Range header and partNumber query parameter");
-    if (m.parts.empty()) {
-      if (*pn != 1)
-        return MakeError("InvalidPartNumber", "The requested partnumber is not satisfiable");
-    } else {
-      if (*pn > m.parts.size())
-        return MakeError("InvalidPartNumber", "The requested partnumber is not satisfiable");
+    // Past the last part S3 answers 400 InvalidPart (a single-part object has part 1).
+    const uint64_t count = m.parts.empty() ? 1 : m.parts.size();
+    if (*pn > count)
+      return MakeError("InvalidPart", fmt::format("part {} was requested, but the object has {} "
+                                                  "part{}",
+                                                  *pn, count, count == 1 ? "" : "s"));
+    if (!m.parts.empty()) {
       for (size_t i = 0; i + 1 < *pn; ++i) start += m.parts[i].size;
       length = m.parts[*pn - 1].size;
     }

@@ -431,7 +431,7 @@ class Boto3Tests:
         h = self.s3.head_object(Bucket=B, Key="mp/obj", PartNumber=2)
         assert h["ContentLength"] == len(p2), h["ContentLength"]
         st, code = H.client_error_code(self.s3.get_object, Bucket=B, Key="mp/obj", PartNumber=3)
-        assert (st, code) == (416, "InvalidPartNumber"), (st, code)
+        assert (st, code) == (400, "InvalidPart"), (st, code)  # S3: a part past the last
         # Re-uploading a part replaces it; order and gaps.
         up = self.s3.create_multipart_upload(Bucket=B, Key="mp/replaced")["UploadId"]
         a1 = self.s3.upload_part(Bucket=B, Key="mp/replaced", UploadId=up, PartNumber=1, Body=p1)["ETag"]
@@ -597,8 +597,10 @@ class Boto3Tests:
         self.s3.put_object(Bucket="boto3-full", Key="x", Body=b"x")
         st, code = H.client_error_code(self.s3.delete_bucket, Bucket="boto3-full")
         assert (st, code) == (409, "BucketNotEmpty"), (st, code)
-        st, code = H.client_error_code(self.s3.create_bucket, Bucket="boto3-full")
-        assert (st, code) == (409, "BucketAlreadyOwnedByYou"), (st, code)
+        # us-east-1 (the harness's region): re-creating your own bucket answers 200
+        # and changes nothing (AWS's legacy behaviour there).
+        self.s3.create_bucket(Bucket="boto3-full")
+        assert self.s3.get_object(Bucket="boto3-full", Key="x")["Body"].read() == b"x"
         self.s3.delete_object(Bucket="boto3-full", Key="x")
         self.s3.delete_bucket(Bucket="boto3-full")
         st, code = H.client_error_code(self.s3.head_bucket, Bucket="boto3-full")
