@@ -36,6 +36,27 @@ bool HexToRaw(std::string_view hex, std::string* out) {
   return true;
 }
 
+// The list a Complete names: not empty, ascending part numbers. S3 answers
+// InvalidPartOrder for a list out of ascending order; a part listed twice
+// names no part of the upload as listed: InvalidPart.
+Status CheckPartList(const std::vector<CompletePart>& parts) {
+  if (parts.empty()) {
+    return Status::InvalidArgument("InvalidPart: the part list is empty; give at least one part");
+  }
+  for (size_t i = 1; i < parts.size(); ++i) {
+    if (parts[i].number == parts[i - 1].number) {
+      return Status::InvalidArgument("InvalidPart: part " + std::to_string(parts[i].number) +
+                                     " is listed more than once");
+    }
+    if (parts[i].number < parts[i - 1].number) {
+      return Status::InvalidArgument("InvalidPartOrder: part numbers must be ascending, but part " +
+                                     std::to_string(parts[i].number) + " follows part " +
+                                     std::to_string(parts[i - 1].number));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status LocalEngineImpl::ReadUpload(std::string_view bucket, std::string_view key,
@@ -150,22 +171,7 @@ Result<ObjectMeta> LocalEngineImpl::CompleteMultipartUpload(std::string_view buc
   STRATA_RETURN_IF_ERROR(CheckBucket(bucket));
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
   STRATA_RETURN_IF_ERROR(ValidateUploadId(upload_id));
-  if (parts.empty()) {
-    return Status::InvalidArgument("InvalidPart: the part list is empty; give at least one part");
-  }
-  for (size_t i = 1; i < parts.size(); ++i) {
-    // S3: InvalidPartOrder for a list out of ascending order; a part listed
-    // twice names no part of the upload as listed: InvalidPart.
-    if (parts[i].number == parts[i - 1].number) {
-      return Status::InvalidArgument("InvalidPart: part " + std::to_string(parts[i].number) +
-                                     " is listed more than once");
-    }
-    if (parts[i].number < parts[i - 1].number) {
-      return Status::InvalidArgument("InvalidPartOrder: part numbers must be ascending, but part " +
-                                     std::to_string(parts[i].number) + " follows part " +
-                                     std::to_string(parts[i - 1].number));
-    }
-  }
+  STRATA_RETURN_IF_ERROR(CheckPartList(parts));
   {
     UploadRecord probe;
     Status st = ReadUpload(bucket, key, upload_id, &probe);
@@ -303,9 +309,9 @@ Result<ObjectMeta> LocalEngineImpl::CompleteMultipartUpload(std::string_view buc
   }
   CollectGarbage(garbage);
   objects_put_.fetch_add(1, std::memory_order_relaxed);
-  RememberCompleted(upload_id, CompletedUpload{std::string(bucket), std::string(key),
-                                               PartsFingerprint(parts), meta.etag, meta.mtime_ns,
-                                               MonotonicNanos()});
+  RememberCompleted(upload_id,
+                    CompletedUpload{std::string(bucket), std::string(key), PartsFingerprint(parts),
+                                    meta.etag, meta.mtime_ns, MonotonicNanos()});
   return meta;
 }
 

@@ -267,9 +267,7 @@ Status Frontend::Impl::ListUploads(Ctx& c) {
     return url ? UriEncode(s, true) : std::string(s);
   };
   XmlWriter x("ListMultipartUploadsResult");
-  x.Elem("Bucket", c.bucket)
-      .Elem("KeyMarker", enc(key_marker))
-      .Elem("UploadIdMarker", id_marker);
+  x.Elem("Bucket", c.bucket).Elem("KeyMarker", enc(key_marker)).Elem("UploadIdMarker", id_marker);
   x.Elem("Prefix", enc(prefix)).Elem("MaxUploads", static_cast<uint64_t>(max_uploads));
   if (!encoding.empty()) x.Elem("EncodingType", encoding);
   int n = 0;
@@ -277,7 +275,8 @@ Status Frontend::Impl::ListUploads(Ctx& c) {
   std::string next_key, next_id;
   for (const auto& u : uploads) {
     if (!key_marker.empty() &&
-        (u.key < key_marker || (u.key == key_marker && (id_marker.empty() || u.upload_id <= id_marker))))
+        (u.key < key_marker ||
+         (u.key == key_marker && (id_marker.empty() || u.upload_id <= id_marker))))
       continue;
     if (n == max_uploads) {
       truncated = true;

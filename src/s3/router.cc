@@ -335,8 +335,7 @@ Status Frontend::Impl::Route(Ctx& c) {
 // Nothing is read or changed: the request's body is left unread (SendError
 // closes the connection after the answer rather than draining it).
 Status Frontend::Impl::NotImplemented(Ctx& c) {
-  return MakeError("NotImplemented",
-                   c.op + " is not implemented by Strata; nothing was changed.");
+  return MakeError("NotImplemented", c.op + " is not implemented by Strata; nothing was changed.");
 }
 
 Status Frontend::Impl::MethodNotAllowed(Ctx& c) {

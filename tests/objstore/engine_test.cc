@@ -915,8 +915,10 @@ TEST_F(MultipartTest, RetriedCompleteAnswersTheCompletedObject) {
   ASSERT_OK_AND_ASSIGN(std::string id, engine_->CreateMultipartUpload("b", "mp", {}));
   ASSERT_OK_AND_ASSIGN(PartInfo i1, Upload(id, 1, Bytes(2000, 1)));
   const std::vector<CompletePart> parts = {{1, i1.etag, ""}};
-  ASSERT_OK_AND_ASSIGN(ObjectMeta first, engine_->CompleteMultipartUpload("b", "mp", id, parts, Small()));
-  ASSERT_OK_AND_ASSIGN(ObjectMeta again, engine_->CompleteMultipartUpload("b", "mp", id, parts, Small()));
+  ASSERT_OK_AND_ASSIGN(ObjectMeta first,
+                       engine_->CompleteMultipartUpload("b", "mp", id, parts, Small()));
+  ASSERT_OK_AND_ASSIGN(ObjectMeta again,
+                       engine_->CompleteMultipartUpload("b", "mp", id, parts, Small()));
   EXPECT_EQ(again.etag, first.etag);
   EXPECT_EQ(again.size, 2000u);
   EXPECT_STATUS_CODE(engine_->CompleteMultipartUpload("b", "mp", id, {{1, "0123", ""}}, Small()),

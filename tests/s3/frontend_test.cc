@@ -23,8 +23,8 @@
 #include <strata/objstore/local_engine.h>
 #include <strata/s3/frontend.h>
 
-#include "s3/router.h"
 #include "s3/frontend_fixture.h"
+#include "s3/router.h"
 #include "testutil/testutil.h"
 
 namespace strata::s3 {

@@ -45,8 +45,8 @@ TEST_F(ProtocolTest, UploadPartEchoesTheChecksumHeaderItWasSent) {
   CreateBucket("bkt");
   const std::string id = CreateUpload("/bkt/k");
   const std::string part = "part bytes";
-  auto r = Put("/bkt/k?partNumber=1&uploadId=" + id, part,
-               {{"x-amz-checksum-crc32", Crc32B64(part)}});
+  auto r =
+      Put("/bkt/k?partNumber=1&uploadId=" + id, part, {{"x-amz-checksum-crc32", Crc32B64(part)}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(Header(r, "x-amz-checksum-crc32"), Crc32B64(part));
   for (const auto& [name, value] : r.headers) EXPECT_FALSE(name.empty()) << ": " << value;
@@ -113,15 +113,21 @@ TEST_F(ProtocolTest, CompletePartOrderAndRepeatedParts) {
   auto u2 = Put("/bkt/k?partNumber=2&uploadId=" + id, "last");
   ASSERT_EQ(u1.status, 200);
   ASSERT_EQ(u2.status, 200);
-  auto twice = Send({"POST", "/bkt/k?uploadId=" + id, {},
+  auto twice = Send({"POST",
+                     "/bkt/k?uploadId=" + id,
+                     {},
                      CompleteXml({{1, Header(u1, "ETag")}, {1, Header(u1, "ETag")}})});
   EXPECT_EQ(twice.status, 400) << twice.body;
   EXPECT_EQ(First(twice.body, "Code"), "InvalidPart") << twice.body;
-  auto descending = Send({"POST", "/bkt/k?uploadId=" + id, {},
+  auto descending = Send({"POST",
+                          "/bkt/k?uploadId=" + id,
+                          {},
                           CompleteXml({{2, Header(u2, "ETag")}, {1, Header(u1, "ETag")}})});
   EXPECT_EQ(descending.status, 400);
   EXPECT_EQ(First(descending.body, "Code"), "InvalidPartOrder") << descending.body;
-  auto done = Send({"POST", "/bkt/k?uploadId=" + id, {},
+  auto done = Send({"POST",
+                    "/bkt/k?uploadId=" + id,
+                    {},
                     CompleteXml({{1, Header(u1, "ETag")}, {2, Header(u2, "ETag")}})});
   EXPECT_EQ(done.status, 200) << done.body;
   // GET ?partNumber past the last part: 400 InvalidPart.

@@ -27,49 +27,136 @@ using namespace s3test;  // NOLINT: the fixture and its helpers
 enum class On { kBucket, kObject };
 
 // Sub-resources S3 defines (bucket level, object level).
-const std::vector<std::string> kBucketSubs = {
-    "abac", "accelerate", "acl", "analytics", "cors", "delete", "encryption",
-    "intelligent-tiering", "inventory", "lifecycle", "list-type=2", "location", "logging",
-    "metadataConfiguration", "metadataInventoryTable", "metadataJournalTable", "metadataTable",
-    "metrics", "notification", "object-lock", "ownershipControls", "policy", "policyStatus",
-    "publicAccessBlock", "replication", "requestPayment", "session", "tagging", "uploads",
-    "versioning", "versions", "website"};
+const std::vector<std::string> kBucketSubs = {"abac",
+                                              "accelerate",
+                                              "acl",
+                                              "analytics",
+                                              "cors",
+                                              "delete",
+                                              "encryption",
+                                              "intelligent-tiering",
+                                              "inventory",
+                                              "lifecycle",
+                                              "list-type=2",
+                                              "location",
+                                              "logging",
+                                              "metadataConfiguration",
+                                              "metadataInventoryTable",
+                                              "metadataJournalTable",
+                                              "metadataTable",
+                                              "metrics",
+                                              "notification",
+                                              "object-lock",
+                                              "ownershipControls",
+                                              "policy",
+                                              "policyStatus",
+                                              "publicAccessBlock",
+                                              "replication",
+                                              "requestPayment",
+                                              "session",
+                                              "tagging",
+                                              "uploads",
+                                              "versioning",
+                                              "versions",
+                                              "website"};
 const std::vector<std::string> kObjectSubs = {
-    "acl", "attributes", "encryption", "legal-hold", "partNumber=1", "renameObject", "restore",
-    "retention", "select&select-type=2", "tagging", "torrent", "uploadId=abc", "uploads"};
+    "acl",          "attributes",   "encryption", "legal-hold",           "partNumber=1",
+    "renameObject", "restore",      "retention",  "select&select-type=2", "tagging",
+    "torrent",      "uploadId=abc", "uploads"};
 
 // (method, sub) pairs the API reference defines, per resource.
 const std::set<std::pair<std::string, std::string>> kBucketOps = {
-    {"GET", "abac"}, {"GET", "accelerate"}, {"GET", "acl"}, {"GET", "analytics"},
-    {"GET", "cors"}, {"GET", "encryption"}, {"GET", "intelligent-tiering"},
-    {"GET", "inventory"}, {"GET", "lifecycle"}, {"GET", "location"}, {"GET", "logging"},
-    {"GET", "metadataConfiguration"}, {"GET", "metadataTable"}, {"GET", "metrics"},
-    {"GET", "notification"}, {"GET", "object-lock"}, {"GET", "ownershipControls"},
-    {"GET", "policy"}, {"GET", "policyStatus"}, {"GET", "publicAccessBlock"},
-    {"GET", "replication"}, {"GET", "requestPayment"}, {"GET", "tagging"},
-    {"GET", "versioning"}, {"GET", "website"}, {"GET", "uploads"}, {"GET", "versions"},
-    {"GET", "session"}, {"GET", "list-type=2"},
-    {"PUT", "abac"}, {"PUT", "accelerate"}, {"PUT", "acl"}, {"PUT", "analytics"},
-    {"PUT", "cors"}, {"PUT", "encryption"}, {"PUT", "intelligent-tiering"},
-    {"PUT", "inventory"}, {"PUT", "lifecycle"}, {"PUT", "logging"}, {"PUT", "metrics"},
-    {"PUT", "notification"}, {"PUT", "object-lock"}, {"PUT", "ownershipControls"},
-    {"PUT", "policy"}, {"PUT", "publicAccessBlock"}, {"PUT", "replication"},
-    {"PUT", "requestPayment"}, {"PUT", "tagging"}, {"PUT", "versioning"}, {"PUT", "website"},
-    {"PUT", "metadataInventoryTable"}, {"PUT", "metadataJournalTable"},
-    {"DELETE", "analytics"}, {"DELETE", "cors"}, {"DELETE", "encryption"},
-    {"DELETE", "intelligent-tiering"}, {"DELETE", "inventory"}, {"DELETE", "lifecycle"},
-    {"DELETE", "metadataConfiguration"}, {"DELETE", "metadataTable"}, {"DELETE", "metrics"},
-    {"DELETE", "ownershipControls"}, {"DELETE", "policy"}, {"DELETE", "publicAccessBlock"},
-    {"DELETE", "replication"}, {"DELETE", "tagging"}, {"DELETE", "website"},
-    {"POST", "delete"}, {"POST", "metadataConfiguration"}, {"POST", "metadataTable"}};
-const std::set<std::pair<std::string, std::string>> kObjectOps = {
-    {"GET", "acl"}, {"GET", "attributes"}, {"GET", "legal-hold"}, {"GET", "retention"},
-    {"GET", "tagging"}, {"GET", "torrent"}, {"GET", "uploadId=abc"},
-    {"PUT", "acl"}, {"PUT", "legal-hold"}, {"PUT", "retention"}, {"PUT", "tagging"},
-    {"PUT", "renameObject"}, {"PUT", "encryption"}, {"PUT", "uploadId=abc"},
-    {"PUT", "partNumber=1"}, {"DELETE", "tagging"}, {"DELETE", "uploadId=abc"},
-    {"POST", "uploads"}, {"POST", "uploadId=abc"}, {"POST", "restore"},
-    {"POST", "select&select-type=2"}};
+    {"GET", "abac"},
+    {"GET", "accelerate"},
+    {"GET", "acl"},
+    {"GET", "analytics"},
+    {"GET", "cors"},
+    {"GET", "encryption"},
+    {"GET", "intelligent-tiering"},
+    {"GET", "inventory"},
+    {"GET", "lifecycle"},
+    {"GET", "location"},
+    {"GET", "logging"},
+    {"GET", "metadataConfiguration"},
+    {"GET", "metadataTable"},
+    {"GET", "metrics"},
+    {"GET", "notification"},
+    {"GET", "object-lock"},
+    {"GET", "ownershipControls"},
+    {"GET", "policy"},
+    {"GET", "policyStatus"},
+    {"GET", "publicAccessBlock"},
+    {"GET", "replication"},
+    {"GET", "requestPayment"},
+    {"GET", "tagging"},
+    {"GET", "versioning"},
+    {"GET", "website"},
+    {"GET", "uploads"},
+    {"GET", "versions"},
+    {"GET", "session"},
+    {"GET", "list-type=2"},
+    {"PUT", "abac"},
+    {"PUT", "accelerate"},
+    {"PUT", "acl"},
+    {"PUT", "analytics"},
+    {"PUT", "cors"},
+    {"PUT", "encryption"},
+    {"PUT", "intelligent-tiering"},
+    {"PUT", "inventory"},
+    {"PUT", "lifecycle"},
+    {"PUT", "logging"},
+    {"PUT", "metrics"},
+    {"PUT", "notification"},
+    {"PUT", "object-lock"},
+    {"PUT", "ownershipControls"},
+    {"PUT", "policy"},
+    {"PUT", "publicAccessBlock"},
+    {"PUT", "replication"},
+    {"PUT", "requestPayment"},
+    {"PUT", "tagging"},
+    {"PUT", "versioning"},
+    {"PUT", "website"},
+    {"PUT", "metadataInventoryTable"},
+    {"PUT", "metadataJournalTable"},
+    {"DELETE", "analytics"},
+    {"DELETE", "cors"},
+    {"DELETE", "encryption"},
+    {"DELETE", "intelligent-tiering"},
+    {"DELETE", "inventory"},
+    {"DELETE", "lifecycle"},
+    {"DELETE", "metadataConfiguration"},
+    {"DELETE", "metadataTable"},
+    {"DELETE", "metrics"},
+    {"DELETE", "ownershipControls"},
+    {"DELETE", "policy"},
+    {"DELETE", "publicAccessBlock"},
+    {"DELETE", "replication"},
+    {"DELETE", "tagging"},
+    {"DELETE", "website"},
+    {"POST", "delete"},
+    {"POST", "metadataConfiguration"},
+    {"POST", "metadataTable"}};
+const std::set<std::pair<std::string, std::string>> kObjectOps = {{"GET", "acl"},
+                                                                  {"GET", "attributes"},
+                                                                  {"GET", "legal-hold"},
+                                                                  {"GET", "retention"},
+                                                                  {"GET", "tagging"},
+                                                                  {"GET", "torrent"},
+                                                                  {"GET", "uploadId=abc"},
+                                                                  {"PUT", "acl"},
+                                                                  {"PUT", "legal-hold"},
+                                                                  {"PUT", "retention"},
+                                                                  {"PUT", "tagging"},
+                                                                  {"PUT", "renameObject"},
+                                                                  {"PUT", "encryption"},
+                                                                  {"PUT", "uploadId=abc"},
+                                                                  {"PUT", "partNumber=1"},
+                                                                  {"DELETE", "tagging"},
+                                                                  {"DELETE", "uploadId=abc"},
+                                                                  {"POST", "uploads"},
+                                                                  {"POST", "uploadId=abc"},
+                                                                  {"POST", "restore"},
+                                                                  {"POST", "select&select-type=2"}};
 
 // What Strata implements, and the status each answers in this test's setup
 // (an existing bucket without configurations; an object; no uploads; bodies
@@ -104,10 +191,10 @@ const std::map<std::tuple<On, std::string, std::string>, Implemented> kImplement
     {{On::kObject, "GET", "tagging"}, {{200}}},
     {{On::kObject, "GET", "uploadId=abc"}, {{400, 404}}},
     {{On::kObject, "PUT", "acl"}, {{200}}},
-    {{On::kObject, "PUT", "tagging"}, {{400}}},        // MalformedXML
-    {{On::kObject, "PUT", "renameObject"}, {{400}}},   // no x-amz-rename-source
-    {{On::kObject, "PUT", "uploadId=abc"}, {{400}}},   // no partNumber
-    {{On::kObject, "PUT", "partNumber=1"}, {{400, 404}}},   // no uploadId
+    {{On::kObject, "PUT", "tagging"}, {{400}}},            // MalformedXML
+    {{On::kObject, "PUT", "renameObject"}, {{400}}},       // no x-amz-rename-source
+    {{On::kObject, "PUT", "uploadId=abc"}, {{400}}},       // no partNumber
+    {{On::kObject, "PUT", "partNumber=1"}, {{400, 404}}},  // no uploadId
     // partNumber on GET is a parameter of GetObject: the part (here the whole object).
     {{On::kObject, "GET", "partNumber=1"}, {{206}}},
     {{On::kObject, "DELETE", "tagging"}, {{204}, true}},
@@ -156,14 +243,14 @@ class RouterWalkTest : public FrontendTest {
     auto it = kImplemented.find({on, m, sub});
     const auto& defined = on == On::kBucket ? kBucketOps : kObjectOps;
     if (it != kImplemented.end()) {
-      EXPECT_TRUE(it->second.statuses.count(r.status)) << what << " answered " << r.status << " "
-                                                        << Short(r.body);
+      EXPECT_TRUE(it->second.statuses.count(r.status))
+          << what << " answered " << r.status << " " << Short(r.body);
     } else if (defined.count({m, sub})) {
       EXPECT_EQ(r.status, 501) << what << " answered " << Short(r.body);
       if (method != "HEAD") EXPECT_EQ(First(r.body, "Code"), "NotImplemented") << what;
     } else {
-      EXPECT_TRUE(r.status == 405 || r.status == 501) << what << " answered " << r.status << " "
-                                                       << Short(r.body);
+      EXPECT_TRUE(r.status == 405 || r.status == 501)
+          << what << " answered " << r.status << " " << Short(r.body);
     }
     if (method == "HEAD") EXPECT_TRUE(r.body.empty()) << what;
   }
@@ -179,7 +266,9 @@ TEST_F(RouterWalkTest, EveryObjectSubResourceUnderEveryMethod) {
     for (const char* method : kMethods) {
       PutTheObject();
       const std::string what = std::string(method) + " /bkt/obj?" + sub;
-      auto r = Send({method, "/bkt/obj?" + sub, {},
+      auto r = Send({method,
+                     "/bkt/obj?" + sub,
+                     {},
                      std::string(method) == "GET" || std::string(method) == "HEAD"
                          ? ""
                          : "<NotTheDocument>replacement bytes</NotTheDocument>"});
@@ -201,7 +290,9 @@ TEST_F(RouterWalkTest, EveryBucketSubResourceUnderEveryMethod) {
   for (const std::string& sub : kBucketSubs) {
     for (const char* method : kMethods) {
       const std::string what = std::string(method) + " /walk-empty?" + sub;
-      auto r = Send({method, "/walk-empty?" + sub, {},
+      auto r = Send({method,
+                     "/walk-empty?" + sub,
+                     {},
                      std::string(method) == "GET" || std::string(method) == "HEAD"
                          ? ""
                          : "<NotTheDocument/>"});
@@ -210,7 +301,9 @@ TEST_F(RouterWalkTest, EveryBucketSubResourceUnderEveryMethod) {
 
       // On a bucket that does not exist: never created.
       const std::string what_new = std::string(method) + " /walk-new?" + sub;
-      auto n = Send({method, "/walk-new?" + sub, {},
+      auto n = Send({method,
+                     "/walk-new?" + sub,
+                     {},
                      std::string(method) == "GET" || std::string(method) == "HEAD"
                          ? ""
                          : "<NotTheDocument/>"});
@@ -260,7 +353,8 @@ TEST_F(RouterWalkTest, ParametersOfTheOperationKeepWorking) {
   EXPECT_EQ(del.status, 501) << del.body;
   ExpectObjectUnchanged("DELETE ?versionId", false);
   // A copy source naming a version is refused, not copied from the current object.
-  auto copy = Put("/bkt/copy", "", {{"x-amz-copy-source", "/bkt/obj?versionId=3HL4kqtJlcpXroDTDmJ"}});
+  auto copy =
+      Put("/bkt/copy", "", {{"x-amz-copy-source", "/bkt/obj?versionId=3HL4kqtJlcpXroDTDmJ"}});
   EXPECT_EQ(copy.status, 501) << copy.body;
   EXPECT_EQ(Get("/bkt/copy").status, 404);
   auto copy_null = Put("/bkt/copy", "", {{"x-amz-copy-source", "/bkt/obj?versionId=null"}});
