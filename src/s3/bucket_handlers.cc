@@ -301,22 +301,64 @@ Status Frontend::Impl::ListObjects(Ctx& c, bool v2) {
   return Status::Ok();
 }
 
+// Per key, as S3: a version other than "null" is not deleted (NotImplemented:
+// unversioned), and the conditions of a conditional delete (ETag,
+// LastModifiedTime, Size) must hold, else PreconditionFailed for that key.
 Status Frontend::Impl::DeleteObjects(Ctx& c) {
   STRATA_RETURN_IF_ERROR(CheckBucket(c));
   STRATA_ASSIGN_OR_RETURN(std::string body, ReadXmlBody(c));
   STRATA_ASSIGN_OR_RETURN(DeleteRequest d, ParseDelete(body));
   XmlWriter x("DeleteResult");
-  for (const std::string& k : d.keys) {
-    Status st = k.empty() || k.size() > kMaxKeyBytes ? MakeError("InvalidArgument", "invalid key")
-                                                     : engine->DeleteObject(c.bucket, k);
+  for (const DeleteRequest::Object& o : d.objects) {
+    const std::string& k = o.key;
+    Status st = Status::Ok();
+    if (k.empty() || k.size() > kMaxKeyBytes) {
+      st = MakeError("InvalidArgument", "invalid key");
+    } else if (!o.version_id.empty() && o.version_id != "null") {
+      st = MakeError("NotImplemented", "Strata does not keep object versions: not deleted");
+    } else if (o.etag || o.last_modified_time || o.size) {
+      st = CheckDeleteConditions(c.bucket, o);
+    }
+    if (st.ok()) st = engine->DeleteObject(c.bucket, k);
     if (st.ok()) {
-      if (!d.quiet) x.Open("Deleted").Elem("Key", k).Close("Deleted");
+      if (!d.quiet) {
+        x.Open("Deleted").Elem("Key", k);
+        if (!o.version_id.empty()) x.Elem("VersionId", o.version_id);
+        x.Close("Deleted");
+      }
     } else {
       S3Error e = ToS3Error(st);
-      x.Open("Error").Elem("Key", k).Elem("Code", e.code).Elem("Message", e.message).Close("Error");
+      x.Open("Error").Elem("Key", k);
+      if (!o.version_id.empty()) x.Elem("VersionId", o.version_id);
+      x.Elem("Code", e.code).Elem("Message", e.message).Close("Error");
     }
   }
   SendXml(c, 200, x.Finish());
+  return Status::Ok();
+}
+
+Status Frontend::Impl::CheckDeleteConditions(const std::string& bucket,
+                                             const DeleteRequest::Object& o) {
+  auto failed = [] {
+    return MakeError("PreconditionFailed",
+                     "At least one of the pre-conditions you specified did not hold");
+  };
+  auto m = engine->HeadObject(bucket, o.key);
+  if (!m.ok()) {
+    if (m.error().IsNotFound()) return MakeError("NoSuchKey", "The specified key does not exist.");
+    return m.error();
+  }
+  if (o.etag && *o.etag != "*" && *o.etag != m->etag) return failed();
+  if (o.size) {
+    auto n = ParseUint64(*o.size);
+    if (!n) return MakeError("InvalidArgument", "Size must be a non-negative integer");
+    if (*n != m->size) return failed();
+  }
+  if (o.last_modified_time) {
+    auto t = ParseIso8601(*o.last_modified_time);
+    if (!t) return MakeError("InvalidArgument", "LastModifiedTime must be an ISO 8601 time");
+    if (*t / 1'000'000'000 != m->mtime_ns / 1'000'000'000) return failed();
+  }
   return Status::Ok();
 }
 

@@ -27,6 +27,7 @@
 
 #include "s3/aws_chunked.h"
 #include "s3/sigv4.h"
+#include "s3/xml.h"
 
 namespace strata::s3 {
 
@@ -146,6 +147,7 @@ struct Frontend::Impl {
   Status ListObjectsV2(Ctx& c);
   Status ListObjects(Ctx& c, bool v2);
   Status DeleteObjects(Ctx& c);
+  Status CheckDeleteConditions(const std::string& bucket, const DeleteRequest::Object& o);
 
   // object_handlers.cc
   Status PutObject(Ctx& c);

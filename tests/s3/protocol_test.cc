@@ -211,6 +211,29 @@ TEST_F(ProtocolTest, ListBucketsPages) {
   EXPECT_EQ(Get("/?continuation-token=%21%21").status, 400);
 }
 
+// DeleteObjects: an <Object> naming a version other than "null" is not deleted
+// (objects are unversioned), and a conditional delete's ETag / Size must hold.
+TEST_F(ProtocolTest, DeleteObjectsHonoursVersionsAndConditions) {
+  CreateBucket("bkt");
+  for (const char* k : {"v", "n", "e", "s"})
+    ASSERT_EQ(Put(std::string("/bkt/") + k, "data").status, 200);
+  const std::string etag = HexEncode(Md5("data"));
+  const std::string body =
+      "<Delete><Object><Key>v</Key><VersionId>3HL4kqtJlcpXroDTDmJ</VersionId></Object>"
+      "<Object><Key>n</Key><VersionId>null</VersionId></Object>"
+      "<Object><Key>e</Key><ETag>\"0000\"</ETag></Object>"
+      "<Object><Key>s</Key><ETag>\"" +
+      etag + "\"</ETag><Size>4</Size></Object></Delete>";
+  auto r = Send({"POST", "/bkt?delete", {}, body});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Get("/bkt/v").body, "data") << "a named version deleted the current object";
+  EXPECT_EQ(Get("/bkt/n").status, 404);
+  EXPECT_EQ(Get("/bkt/e").body, "data") << "an ETag that does not match deleted the object";
+  EXPECT_EQ(Get("/bkt/s").status, 404);
+  std::vector<std::string> codes = All(r.body, "Code");
+  EXPECT_EQ(codes, (std::vector<std::string>{"NotImplemented", "PreconditionFailed"})) << r.body;
+}
+
 // In us-east-1, re-creating a bucket you own answers 200 (AWS's legacy
 // behaviour there); in other regions 409 BucketAlreadyOwnedByYou.
 TEST_F(ProtocolTest, RecreatingYourBucketDependsOnTheRegion) {
