@@ -70,6 +70,8 @@ constexpr RouteRow kRoutes[] = {
     {M::kDelete, kBkt, "encryption", nullptr, nullptr, "DeleteBucketConfig", kAuth, &I::DeleteBucketConfig},
     {M::kDelete, kBkt, nullptr, nullptr, nullptr, "DeleteBucket", kAuth, &I::DeleteBucket},
     {M::kPost, kBkt, "delete", nullptr, nullptr, "DeleteObjects", kAuth, &I::DeleteObjects},
+    // Browser-based upload: the form's policy signature authenticates it (post_object.cc).
+    {M::kPost, kBkt, nullptr, nullptr, nullptr, "PostObject", kName, &I::PostObject},
     {M::kAny, kBkt, nullptr, nullptr, nullptr, "Bucket", kAuth, &I::MethodNotAllowed},
 
     // Objects.
