@@ -53,6 +53,8 @@ constexpr size_t kReadChunk = 256 * 1024;
 // Bytes after the file part (the closing boundary, ignored fields) read and
 // dropped so the connection can serve the next request; beyond it, close it.
 constexpr size_t kMaxTrailingBytes = 64 * 1024;
+// After an error, at most this much of the unread body is read and dropped.
+constexpr size_t kMaxDrainOnError = 8 << 20;
 
 Status Malformed(std::string_view why) {
   return MakeError("MalformedPOSTRequest",
@@ -515,19 +517,10 @@ std::string QueryEscape(std::string_view s) { return UriEncode(s, false); }
 
 }  // namespace
 
-Status Frontend::Impl::PostObject(Ctx& c) {
-  auto boundary = FormBoundary(c.H("content-type").value_or(""));
-  if (!boundary)
-    return MakeError("PreconditionFailed",
-                     "Bucket POST must be of the enclosure-type multipart/form-data");
-  if (c.req.content_length && *c.req.content_length > opts.max_put_size + (1u << 20))
-    return MakeError("EntityTooLarge", "Your proposed upload exceeds the maximum allowed size");
+namespace {
 
-  // The form authenticates the request (or leaves it anonymous), whatever the
-  // HTTP layer carried: its body is not what a header signature covers.
-  c.user = nullptr;
-  c.auth = AuthResult{};
-  FormReader form(c.req, *boundary);
+// The form's fields, its authentication and policy, then the file.
+Status PostForm(Frontend::Impl& impl, Ctx& c, FormReader& form) {
   Fields fields;
   PartHead file;
   size_t budget = kMaxPreFileBytes;
@@ -609,8 +602,8 @@ Status Frontend::Impl::PostObject(Ctx& c) {
           "InvalidArgument",
           fmt::format("x-amz-algorithm '{}' is not supported; use AWS4-HMAC-SHA256", *alg));
     STRATA_ASSIGN_OR_RETURN(CredentialScope scope, ParseCredential(*cred));
-    auto user = users_by_key.find(scope.access_key);
-    if (user == users_by_key.end())
+    auto user = impl.users_by_key.find(scope.access_key);
+    if (user == impl.users_by_key.end())
       return MakeError("InvalidAccessKeyId",
                        "The AWS Access Key Id you provided does not exist in our records.");
     const std::string signing_key =
@@ -629,8 +622,8 @@ Status Frontend::Impl::PostObject(Ctx& c) {
     c.user = user->second;
     c.auth.access_key = scope.access_key;
   }
-  STRATA_RETURN_IF_ERROR(Authorize(c, true));
-  STRATA_RETURN_IF_ERROR(CheckBucket(c));
+  STRATA_RETURN_IF_ERROR(impl.Authorize(c, true));
+  STRATA_RETURN_IF_ERROR(impl.CheckBucket(c));
 
   PutOptions o;
   ObjectMeta& m = o.meta;
@@ -652,9 +645,10 @@ Status Frontend::Impl::PostObject(Ctx& c) {
     STRATA_ASSIGN_OR_RETURN(m.tags, ParseTagging(t->second));
   }
 
-  FilePartSource src(form, limits.min_size, std::min<uint64_t>(limits.max_size, opts.max_put_size));
-  STRATA_ASSIGN_OR_RETURN(ObjectMeta r, engine->PutObject(c.bucket, c.key, src, std::move(o)));
-  bytes_in->Inc(r.size);
+  FilePartSource src(form, limits.min_size,
+                     std::min<uint64_t>(limits.max_size, impl.opts.max_put_size));
+  STRATA_ASSIGN_OR_RETURN(ObjectMeta r, impl.engine->PutObject(c.bucket, c.key, src, std::move(o)));
+  impl.bytes_in->Inc(r.size);
   // Fields after the file are ignored; the rest of the body is dropped.
   if (!form.DrainUpTo(kMaxTrailingBytes)) c.w.CloseAfter();
 
@@ -682,11 +676,34 @@ Status Frontend::Impl::PostObject(Ctx& c) {
   if (status == "201") {
     XmlWriter x("PostResponse");
     x.Elem("Location", location).Elem("Bucket", c.bucket).Elem("Key", c.key).Elem("ETag", etag);
-    SendXml(c, 201, x.Finish());
+    impl.SendXml(c, 201, x.Finish());
     return Status::Ok();
   }
   c.w.SetStatus(status == "200" ? 200 : 204);
   return c.w.Send("");
+}
+
+}  // namespace
+
+Status Frontend::Impl::PostObject(Ctx& c) {
+  auto boundary = FormBoundary(c.H("content-type").value_or(""));
+  if (!boundary)
+    return MakeError("PreconditionFailed",
+                     "Bucket POST must be of the enclosure-type multipart/form-data");
+  if (c.req.content_length && *c.req.content_length > opts.max_put_size + (1u << 20))
+    return MakeError("EntityTooLarge", "Your proposed upload exceeds the maximum allowed size");
+
+  // The form authenticates the request (or leaves it anonymous), whatever the
+  // HTTP layer carried: its body is not what a header signature covers.
+  c.user = nullptr;
+  c.auth = AuthResult{};
+  FormReader form(c.req, *boundary);
+  Status st = PostForm(*this, c, form);
+  // A refused form is answered after the rest of a modest body is read:
+  // clients (fetch, browsers) still sending it fail on a closed connection
+  // instead of seeing the error.
+  if (!st.ok() && !c.w.headers_sent()) (void)form.DrainUpTo(kMaxDrainOnError);
+  return st;
 }
 
 }  // namespace strata::s3
