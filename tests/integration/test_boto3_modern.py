@@ -6,7 +6,8 @@ checksum validation, aws-chunked trailers over HTTPS) against a real
 ctest runs this script with Debian's /usr/bin/python3; it looks for a Python
 whose boto3 is 1.36 or newer (STRATA_IT_MODERN_PYTHON, else the machine's
 pyenv/local Python 3 interpreters) and runs itself again under it. Without one
-it exits 77, which ctest reports as skipped: CI machines may lack it.
+it exits 77, which ctest reports as skipped: CI machines may lack it. (When
+STRATA_IT_MODERN_PYTHON is set, only that interpreter is tried.)
 
 Under the modern interpreter it runs
   1. every case of test_boto3.py (the whole boto3 suite), and
@@ -41,18 +42,24 @@ def _version_tuple(v):
     return tuple(out)
 
 
-def find_modern_python():
-    """(interpreter, boto3 version) of the first Python whose boto3 >= 1.36, or (None, why)."""
-    cands = []
-    if os.environ.get("STRATA_IT_MODERN_PYTHON"):
-        cands.append(os.environ["STRATA_IT_MODERN_PYTHON"])
-    cands += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.*/bin/python3")), reverse=True)
+def _default_candidates():
+    cands = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.*/bin/python3")), reverse=True)
     cands += sorted(glob.glob("/root/.pyenv/versions/3.*/bin/python3"), reverse=True)
     cands += sorted(glob.glob("/usr/local/bin/python3.*"), reverse=True)
     for name in ("python3.13", "python3.12", "python3.11"):
         w = shutil.which(name)
         if w:
             cands.append(w)
+    return cands
+
+
+def find_modern_python():
+    """(interpreter, boto3 version) of the first Python whose boto3 >= 1.36, or (None, why)."""
+    cands = []
+    if os.environ.get("STRATA_IT_MODERN_PYTHON"):  # an explicit choice: only it
+        cands.append(os.environ["STRATA_IT_MODERN_PYTHON"])
+    else:
+        cands += _default_candidates()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYENV"))}
     seen = set()
     tried = []
