@@ -233,13 +233,16 @@ const cases = [
     const sse = { SSECustomerAlgorithm: "AES256", SSECustomerKey: key.toString("base64"),
       SSECustomerKeyMD5: crypto.createHash("md5").update(key).digest("base64") };
     const data = crypto.randomBytes(300 * 1024);
-    await s3.send(new PutObjectCommand({ Bucket, Key: "ssec.bin", Body: data, ...sse }));
-    const { resp, body } = await getBytes("ssec.bin", sse);
-    assert.ok(body.equals(data), "SSE-C bytes differ");
-    assert.equal(resp.SSECustomerAlgorithm, "AES256");
-    const [status] = await failure(s3.send(new GetObjectCommand({ Bucket, Key: "ssec.bin" })));
-    assert.equal(status, 400, "GetObject without the SSE-C key");
-    await s3.send(new DeleteObjectCommand({ Bucket, Key: "ssec.bin" }));
+    try {
+      await s3.send(new PutObjectCommand({ Bucket, Key: "ssec.bin", Body: data, ...sse }));
+      const { resp, body } = await getBytes("ssec.bin", sse);
+      assert.ok(body.equals(data), "SSE-C bytes differ");
+      assert.equal(resp.SSECustomerAlgorithm, "AES256");
+      const [status] = await failure(s3.send(new GetObjectCommand({ Bucket, Key: "ssec.bin" })));
+      assert.equal(status, 400, "GetObject without the SSE-C key");
+    } finally {
+      await s3.send(new DeleteObjectCommand({ Bucket, Key: "ssec.bin" }));
+    }
   }]] : []),
   ["DeleteBucket", async () => {
     await s3.send(new DeleteBucketCommand({ Bucket }));
