@@ -12,8 +12,10 @@ import { Readable } from "node:stream";
 import zlib from "node:zlib";
 
 import {
+  CompleteMultipartUploadCommand,
   CopyObjectCommand,
   CreateBucketCommand,
+  CreateMultipartUploadCommand,
   DeleteBucketCommand,
   DeleteObjectCommand,
   DeleteObjectsCommand,
@@ -22,6 +24,7 @@ import {
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
+  UploadPartCommand,
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { createPresignedPost } from "@aws-sdk/s3-presigned-post";
@@ -191,6 +194,24 @@ const cases = [
     assert.equal((r.Errors || []).length, 0, JSON.stringify(r.Errors));
     const l = await s3.send(new ListObjectsV2Command({ Bucket }));
     assert.equal(l.KeyCount, 0);
+  }],
+  ["Multipart by hand: upload created without an algorithm, parts with default CRC32", async () => {
+    // The SDK adds x-amz-checksum-crc32 to every UploadPart; the upload itself
+    // names no algorithm. The answers must stay valid HTTP for the SDK.
+    const Key = "byhand.bin";
+    const p1 = crypto.randomBytes(5 * MiB), p2 = crypto.randomBytes(1000);
+    const up = await s3.send(new CreateMultipartUploadCommand({ Bucket, Key }));
+    const e1 = await s3.send(new UploadPartCommand({ Bucket, Key, UploadId: up.UploadId, PartNumber: 1, Body: p1 }));
+    assert.ok(lastWire("UploadPartCommand").headers["x-amz-checksum-crc32"], "the SDK sent no CRC32 on UploadPart");
+    const e2 = await s3.send(new UploadPartCommand({ Bucket, Key, UploadId: up.UploadId, PartNumber: 2, Body: p2 }));
+    const r = await s3.send(new CompleteMultipartUploadCommand({
+      Bucket, Key, UploadId: up.UploadId,
+      MultipartUpload: { Parts: [{ PartNumber: 1, ETag: e1.ETag }, { PartNumber: 2, ETag: e2.ETag }] },
+    }));
+    assert.match(r.ETag, /-2"$/);
+    const { body } = await getBytes(Key);
+    assert.ok(body.equals(Buffer.concat([p1, p2])), "multipart bytes differ");
+    await s3.send(new DeleteObjectCommand({ Bucket, Key }));
   }],
   ["createPresignedPost + form POST (fetch/FormData)", async () => {
     const data = crypto.randomBytes(200 * 1024);
