@@ -515,10 +515,6 @@ bool UnsupportedField(std::string_view name) {
 
 std::string QueryEscape(std::string_view s) { return UriEncode(s, false); }
 
-}  // namespace
-
-namespace {
-
 // The form's fields, its authentication and policy, then the file.
 Status PostForm(Frontend::Impl& impl, Ctx& c, FormReader& form) {
   Fields fields;

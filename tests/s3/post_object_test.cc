@@ -422,6 +422,27 @@ TEST_F(PostObjectTest, LargeFileStreamsIntact) {
   EXPECT_EQ(Header(r, "ETag"), Header(g, "ETag"));
 }
 
+TEST_F(PostObjectTest, QuotedBoundaryAndChunkedTransferEncoding) {
+  // A body without Content-Length (Transfer-Encoding: chunked) and a quoted
+  // boundary parameter, as RFC 2046 allows.
+  FieldList f = SignedFields("chunked.bin", R"({"key": "chunked.bin"})");
+  const std::string data(300 * 1024 + 5, 'c');
+  const std::string form = FormBody(f, FilePart{"c", "t/p", data});
+  std::string wire;
+  for (size_t i = 0; i < form.size(); i += 70000) {
+    const std::string piece = form.substr(i, 70000);
+    wire += fmt::format("{:x}\r\n{}\r\n", piece.size(), piece);
+  }
+  wire += "0\r\n\r\n";
+  Headers h = {{"Host", "127.0.0.1:9000"},
+               {"Content-Type",
+                fmt::format("multipart/form-data; charset=utf-8; boundary=\"{}\"", kBoundary)},
+               {"Transfer-Encoding", "chunked"}};
+  auto r = Raw(http::FormatRequest("POST", "/photos", h, wire));
+  ASSERT_EQ(r.status, 204) << r.body;
+  EXPECT_EQ(GetObject("/photos/chunked.bin").body, data);
+}
+
 TEST_F(PostObjectTest, FieldsAfterTheFileAreIgnored) {
   FieldList f = SignedFields("after.txt", R"({"key": "after.txt"})");
   auto r = Post(FormBody(f, FilePart{"f", "t/p", "data"}, {{"x-amz-meta-late", "1"}}));
