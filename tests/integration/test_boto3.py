@@ -288,6 +288,44 @@ class Boto3Tests:
         err = H.assert_s3_error(r, 403, "AccessDenied")
         assert "expired" in err.get("Message", "").lower(), err
 
+    def presigned_post_streams(self):
+        """A 96 MiB form upload: the server's resident memory grows far less than
+        the file (the file part is streamed to disk, not buffered)."""
+        size = 96 * MiB
+        data = os.urandom(1 * MiB) * 96
+        post = self.s3.generate_presigned_post(B, "post/large.bin", ExpiresIn=300)
+
+        def rss_kib():
+            with open(f"/proc/{self.srv.proc.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1])
+            return 0
+
+        base = rss_kib()
+        peak = [base]
+        done = threading.Event()
+
+        def sample():
+            while not done.is_set():
+                peak[0] = max(peak[0], rss_kib())
+                time.sleep(0.01)
+
+        th = threading.Thread(target=sample)
+        th.start()
+        try:
+            r = post_form(post["url"], post["fields"], "large.bin", data)
+        finally:
+            done.set()
+            th.join()
+        assert r.status == 204, r
+        grew_mib = (peak[0] - base) / 1024
+        print(f"  server RSS {base // 1024} MiB before, peak +{grew_mib:.0f} MiB during a 96 MiB POST", flush=True)
+        assert grew_mib < 48, f"server RSS grew {grew_mib:.0f} MiB during a 96 MiB POST: the file was buffered"
+        h = self.s3.head_object(Bucket=B, Key="post/large.bin")
+        assert h["ContentLength"] == size and h["ETag"] == etag_md5(data), h
+        self.s3.delete_object(Bucket=B, Key="post/large.bin")
+
     def sse_c(self):
         """SSE-C: the key is needed on every read (400 without it), never stored."""
         key = os.urandom(32)
@@ -831,6 +869,7 @@ CASES = ["transfer_multipart_50mib",
          "object_edge_cases",
          "presigned",
          "presigned_post",
+         "presigned_post_streams",
          "metadata_roundtrip",
          "range_gets",
          "conditional_get",
