@@ -326,6 +326,42 @@ class Boto3Tests:
         assert h["ContentLength"] == size and h["ETag"] == etag_md5(data), h
         self.s3.delete_object(Bucket=B, Key="post/large.bin")
 
+    def post_bad_input(self):
+        """Malformed forms get clear errors, and the connection keeps serving."""
+        import http.client
+        c = http.client.HTTPConnection("127.0.0.1", self.srv.port, timeout=30)
+        try:
+            def post(body, ctype):
+                c.request("POST", f"/{B}", body=body, headers={"Content-Type": ctype})
+                r = c.getresponse()
+                return H.Response(r.status, r.reason, {k.lower(): v for k, v in r.getheaders()}, r.read())
+            H.assert_s3_error(post(b"key=a&file=b", "application/x-www-form-urlencoded"), 412, "PreconditionFailed")
+            bnd = "xYzBoundary"
+            # A signed form whose file part never ends (authorized first, then read).
+            fields = self.s3.generate_presigned_post(B, "post/trunc", ExpiresIn=300)["fields"]
+            trunc = "".join(f"--{bnd}\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{v}\r\n"
+                            for k, v in fields.items())
+            trunc = (trunc + f"--{bnd}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\n"
+                     "no closing boundary").encode()
+            H.assert_s3_error(post(trunc, f"multipart/form-data; boundary={bnd}"), 400, "MalformedPOSTRequest")
+            nofile = f"--{bnd}\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nk\r\n--{bnd}--\r\n".encode()
+            H.assert_s3_error(post(nofile, f"multipart/form-data; boundary={bnd}"), 400, "InvalidArgument")
+            # An unsigned form with a file: anonymous, refused; 1 MiB of file read and dropped.
+            anon = (f"--{bnd}\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nanon\r\n"
+                    f"--{bnd}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\n").encode() + \
+                os.urandom(MiB) + f"\r\n--{bnd}--\r\n".encode()
+            H.assert_s3_error(post(anon, f"multipart/form-data; boundary={bnd}"), 403, "AccessDenied")
+            # Same connection: still served.
+            c.request("GET", "/health-check-not-a-bucket-name-x")
+            r = c.getresponse()
+            r.read()
+            assert r.status in (403, 404), r.status
+        finally:
+            c.close()
+        for k in ("anon", "post/trunc"):
+            st, _ = H.client_error_code(self.s3.head_object, Bucket=B, Key=k)
+            assert st == 404, (k, st)
+
     def sse_c(self):
         """SSE-C: the key is needed on every read (400 without it), never stored."""
         key = os.urandom(32)
@@ -870,6 +906,7 @@ CASES = ["transfer_multipart_50mib",
          "presigned",
          "presigned_post",
          "presigned_post_streams",
+         "post_bad_input",
          "metadata_roundtrip",
          "range_gets",
          "conditional_get",
