@@ -515,6 +515,87 @@ bool UnsupportedField(std::string_view name) {
 
 std::string QueryEscape(std::string_view s) { return UriEncode(s, false); }
 
+// Authentication: the policy's signature, with the signing key of the access
+// key in x-amz-credential, then the policy itself. Without a policy the
+// request is anonymous (no limits). Sets c.user when the signature holds.
+Result<PolicyLimits> AuthenticateForm(Frontend::Impl& impl, Ctx& c, const Fields& fields,
+                                      const std::string& key) {
+  auto policy_it = fields.find("policy");
+  if (policy_it == fields.end()) return PolicyLimits{};
+  auto field = [&](const char* name) -> std::optional<std::string> {
+    auto it = fields.find(name);
+    if (it == fields.end()) return std::nullopt;
+    return it->second;
+  };
+  auto alg = field("x-amz-algorithm");
+  auto cred = field("x-amz-credential");
+  auto date = field("x-amz-date");
+  auto sig = field("x-amz-signature");
+  if (!alg || !cred || !date || !sig)
+    return MakeError("InvalidArgument",
+                     "A POST with a policy must carry x-amz-algorithm, x-amz-credential, "
+                     "x-amz-date and x-amz-signature");
+  if (*alg != "AWS4-HMAC-SHA256")
+    return MakeError(
+        "InvalidArgument",
+        fmt::format("x-amz-algorithm '{}' is not supported; use AWS4-HMAC-SHA256", *alg));
+  STRATA_ASSIGN_OR_RETURN(CredentialScope scope, ParseCredential(*cred));
+  auto user = impl.users_by_key.find(scope.access_key);
+  if (user == impl.users_by_key.end())
+    return MakeError("InvalidAccessKeyId",
+                     "The AWS Access Key Id you provided does not exist in our records.");
+  const std::string signing_key =
+      DeriveSigningKey(user->second->secret_key, scope.date, scope.region, scope.service);
+  const std::string want = SignHex(signing_key, policy_it->second);
+  if (!ConstantTimeEquals(want, ToLower(*sig)))
+    return MakeError("SignatureDoesNotMatch",
+                     "The request signature we calculated does not match the signature you "
+                     "provided. Check your key and signing method.");
+  auto policy = Base64Decode(Trim(policy_it->second));
+  if (!policy) return BadPolicy("the policy is not valid base64.");
+  Fields values = fields;
+  values["bucket"] = c.bucket;
+  values["key"] = key;
+  STRATA_ASSIGN_OR_RETURN(PolicyLimits limits,
+                          CheckPolicy(*policy, fields, values, NowUnixNanos()));
+  c.user = user->second;
+  c.auth.access_key = scope.access_key;
+  return limits;
+}
+
+// The answer to a stored upload: a 303 redirect, a 201 PostResponse, 200 or 204.
+Status SendPostResponse(Frontend::Impl& impl, Ctx& c, const Fields& fields, const ObjectMeta& r) {
+  const std::string etag = QuoteETag(r.etag);
+  const std::string host(c.H("host").value_or("localhost"));
+  const std::string location = fmt::format("{}://{}/{}/{}", c.req.tls ? "https" : "http", host,
+                                           c.bucket, UriEncode(c.key, true));
+  c.w.AddHeader("ETag", etag);
+  std::string redirect;
+  if (auto it = fields.find("success_action_redirect"); it != fields.end())
+    redirect = it->second;
+  else if (auto old = fields.find("redirect"); old != fields.end())
+    redirect = old->second;
+  if (StartsWith(redirect, "http://") || StartsWith(redirect, "https://")) {
+    c.w.AddHeader("Location",
+                  fmt::format("{}{}bucket={}&key={}&etag={}", redirect,
+                              redirect.find('?') == std::string::npos ? "?" : "&",
+                              QueryEscape(c.bucket), QueryEscape(c.key), QueryEscape(etag)));
+    c.w.SetStatus(303);
+    return c.w.Send("");
+  }
+  c.w.AddHeader("Location", location);
+  std::string status;
+  if (auto it = fields.find("success_action_status"); it != fields.end()) status = it->second;
+  if (status == "201") {
+    XmlWriter x("PostResponse");
+    x.Elem("Location", location).Elem("Bucket", c.bucket).Elem("Key", c.key).Elem("ETag", etag);
+    impl.SendXml(c, 201, x.Finish());
+    return Status::Ok();
+  }
+  c.w.SetStatus(status == "200" ? 200 : 204);
+  return c.w.Send("");
+}
+
 // The form's fields, its authentication and policy, then the file.
 Status PostForm(Frontend::Impl& impl, Ctx& c, FormReader& form) {
   Fields fields;
@@ -575,49 +656,7 @@ Status PostForm(Frontend::Impl& impl, Ctx& c, FormReader& form) {
   c.key = key;
   c.has_key = true;
 
-  // Authentication: the policy's signature, with the signing key of the access
-  // key in x-amz-credential. Without a policy the request is anonymous.
-  PolicyLimits limits;
-  auto policy_it = fields.find("policy");
-  if (policy_it != fields.end()) {
-    auto field = [&](const char* name) -> std::optional<std::string> {
-      auto it = fields.find(name);
-      if (it == fields.end()) return std::nullopt;
-      return it->second;
-    };
-    auto alg = field("x-amz-algorithm");
-    auto cred = field("x-amz-credential");
-    auto date = field("x-amz-date");
-    auto sig = field("x-amz-signature");
-    if (!alg || !cred || !date || !sig)
-      return MakeError("InvalidArgument",
-                       "A POST with a policy must carry x-amz-algorithm, x-amz-credential, "
-                       "x-amz-date and x-amz-signature");
-    if (*alg != "AWS4-HMAC-SHA256")
-      return MakeError(
-          "InvalidArgument",
-          fmt::format("x-amz-algorithm '{}' is not supported; use AWS4-HMAC-SHA256", *alg));
-    STRATA_ASSIGN_OR_RETURN(CredentialScope scope, ParseCredential(*cred));
-    auto user = impl.users_by_key.find(scope.access_key);
-    if (user == impl.users_by_key.end())
-      return MakeError("InvalidAccessKeyId",
-                       "The AWS Access Key Id you provided does not exist in our records.");
-    const std::string signing_key =
-        DeriveSigningKey(user->second->secret_key, scope.date, scope.region, scope.service);
-    const std::string want = SignHex(signing_key, policy_it->second);
-    if (!ConstantTimeEquals(want, ToLower(*sig)))
-      return MakeError("SignatureDoesNotMatch",
-                       "The request signature we calculated does not match the signature you "
-                       "provided. Check your key and signing method.");
-    auto policy = Base64Decode(Trim(policy_it->second));
-    if (!policy) return BadPolicy("the policy is not valid base64.");
-    Fields values = fields;
-    values["bucket"] = c.bucket;
-    values["key"] = key;
-    STRATA_ASSIGN_OR_RETURN(limits, CheckPolicy(*policy, fields, values, NowUnixNanos()));
-    c.user = user->second;
-    c.auth.access_key = scope.access_key;
-  }
+  STRATA_ASSIGN_OR_RETURN(PolicyLimits limits, AuthenticateForm(impl, c, fields, key));
   STRATA_RETURN_IF_ERROR(impl.Authorize(c, true));
   STRATA_RETURN_IF_ERROR(impl.CheckBucket(c));
 
@@ -648,35 +687,7 @@ Status PostForm(Frontend::Impl& impl, Ctx& c, FormReader& form) {
   // Fields after the file are ignored; the rest of the body is dropped.
   if (!form.DrainUpTo(kMaxTrailingBytes)) c.w.CloseAfter();
 
-  const std::string etag = QuoteETag(r.etag);
-  const std::string host(c.H("host").value_or("localhost"));
-  const std::string location = fmt::format("{}://{}/{}/{}", c.req.tls ? "https" : "http", host,
-                                           c.bucket, UriEncode(c.key, true));
-  c.w.AddHeader("ETag", etag);
-  std::string redirect;
-  if (auto it = fields.find("success_action_redirect"); it != fields.end())
-    redirect = it->second;
-  else if (auto old = fields.find("redirect"); old != fields.end())
-    redirect = old->second;
-  if (StartsWith(redirect, "http://") || StartsWith(redirect, "https://")) {
-    c.w.AddHeader("Location",
-                  fmt::format("{}{}bucket={}&key={}&etag={}", redirect,
-                              redirect.find('?') == std::string::npos ? "?" : "&",
-                              QueryEscape(c.bucket), QueryEscape(c.key), QueryEscape(etag)));
-    c.w.SetStatus(303);
-    return c.w.Send("");
-  }
-  c.w.AddHeader("Location", location);
-  std::string status;
-  if (auto it = fields.find("success_action_status"); it != fields.end()) status = it->second;
-  if (status == "201") {
-    XmlWriter x("PostResponse");
-    x.Elem("Location", location).Elem("Bucket", c.bucket).Elem("Key", c.key).Elem("ETag", etag);
-    impl.SendXml(c, 201, x.Finish());
-    return Status::Ok();
-  }
-  c.w.SetStatus(status == "200" ? 200 : 204);
-  return c.w.Send("");
+  return SendPostResponse(impl, c, fields, r);
 }
 
 }  // namespace
