@@ -172,6 +172,9 @@ struct Frontend::Impl {
   Status ListParts(Ctx& c);
   Status ListUploads(Ctx& c);
 
+  // post_object.cc: browser-based upload (multipart/form-data with a POST policy)
+  Status PostObject(Ctx& c);
+
   // request.cc
   Result<objstore::PutOptions> PutOptionsFromHeaders(Ctx& c);
   Status SetupChecksum(Ctx& c, objstore::PutOptions& o, BodySource& body, bool single_part);

@@ -124,6 +124,8 @@ constexpr RouteRow kRoutes[] = {
     {M::kPost, kBkt, "delete", nullptr, nullptr, "DeleteObjects", kAuth, &I::DeleteObjects},
     {M::kPost, kBkt, "metadataConfiguration", nullptr, nullptr, "CreateBucketMetadataConfiguration", kAuth, kNI},
     {M::kPost, kBkt, "metadataTable", nullptr, nullptr, "CreateBucketMetadataTableConfiguration", kAuth, kNI},
+    // Browser-based upload: the form's policy signature authenticates it (post_object.cc).
+    {M::kPost, kBkt, nullptr, nullptr, nullptr, "PostObject", kName, &I::PostObject},
     {M::kAny, kBkt, nullptr, nullptr, nullptr, "Bucket", kAuth, &I::MethodNotAllowed},
 
     // Objects: GET (HEAD with a sub-resource runs these rows too).
