@@ -444,8 +444,10 @@ void Server::Impl::PauseAccept(bool for_slots) {
   accept_paused.store(true);
   accept_pauses.fetch_add(1);
   // A slot freed between MakeRoom and here saw accept_paused false and did not
-  // resume; seeing it here is guaranteed (both sides are seq_cst).
-  if (for_slots && slots.load() < opts.max_connections) {
+  // resume; seeing it here is guaranteed (both sides are seq_cst). A
+  // connection parked idle meanwhile is found by a second MakeRoom (and any
+  // left over by the sweeper's next tick).
+  if (for_slots && MakeRoom()) {
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLEXCLUSIVE;
     ev.data.ptr = nullptr;

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -15,6 +16,8 @@
 
 #include <strata/core/http_server.h>
 #include <strata/core/strings.h>
+
+#include "testutil/testutil.h"
 
 namespace strata::http {
 namespace {
@@ -305,6 +308,28 @@ TEST_F(HttpServerTest, HeaderClockStartsAtAccept) {
   EXPECT_LT(ms, 2300);
   EXPECT_GE(ms, 1400);
   EXPECT_EQ(server_->GetStats().header_timeouts, 1u);
+}
+
+// The header timeout includes the TLS handshake: a TLS connection that sends
+// nothing, or only the start of a ClientHello, is closed by it.
+TEST_F(HttpServerTest, HeaderTimeoutCoversTheTlsHandshake) {
+  strata::testing::TempDir dir;
+  const std::string cert = dir.Join("cert.pem"), key = dir.Join("key.pem");
+  const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
+                          "-keyout " + key + " -out " + cert + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl CLI failed";
+  ServerOptions o;
+  o.tls_cert_file = cert;
+  o.tls_key_file = key;
+  o.header_timeout_ms = 400;
+  StartServer(o);
+  const auto t0 = std::chrono::steady_clock::now();
+  Client silent(server_->port()), partial(server_->port());
+  partial.Send(std::string("\x16\x03\x01\x00\xc8\x01", 6));  // a ClientHello's first bytes
+  EXPECT_TRUE(silent.WaitClosed(5000));
+  EXPECT_TRUE(partial.WaitClosed(5000));
+  EXPECT_LT(MsSince(t0), 5000);
+  EXPECT_EQ(server_->GetStats().header_timeouts, 2u);
 }
 
 // A slow-loris sending one header byte per second is closed at the header
