@@ -214,7 +214,6 @@ class Connection {
   };
   static constexpr uint64_t kWaitMask = 7;
   std::atomic<uint64_t> state_{kBusy};
-  uint64_t park_seq_ = 0;                  // worker-owned: parks so far
   std::atomic<int64_t> deadline_ns_{0};    // when the state parked in expires
   std::atomic<int64_t> idle_since_ns_{0};  // kWaitFirst: accept; kWaitNext: end of the last request
   int64_t accepted_ns_ = 0;
