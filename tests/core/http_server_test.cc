@@ -455,7 +455,7 @@ TEST_F(HttpServerTest, AtTheLimitWithNothingIdleNewConnectionsWaitInTheBacklog) 
   ASSERT_TRUE(c.connected());  // the kernel completes it; the server does not accept it yet
   c.Send(kGet);
   EXPECT_EQ(c.ReadUntil("\r\n\r\n", 500), "");
-  EXPECT_TRUE(server_->GetStats().accept_paused);
+  EXPECT_GE(server_->GetStats().accept_pauses, 1u);  // (the sweeper's tick re-checks a pause)
   a.Send("Host: x\r\nConnection: close\r\n\r\n");
   EXPECT_NE(a.ReadResponse().find("200 OK"), std::string::npos);
   EXPECT_NE(c.ReadResponse().find("200 OK"), std::string::npos);
