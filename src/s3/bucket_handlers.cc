@@ -41,6 +41,7 @@ Status Frontend::Impl::CreateBucket(Ctx& c) {
   STRATA_ASSIGN_OR_RETURN(std::string body, ReadXmlBody(c));
   STRATA_ASSIGN_OR_RETURN(std::string location, ParseLocationConstraint(body));
   (void)location;  // single-region server: any constraint is accepted
+  STRATA_ASSIGN_OR_RETURN(auto directory, DirectoryBucketDocument(c, body));  // S3 Express
   if (auto existing = engine->GetBucket(c.bucket); existing.ok()) {
     if (existing->owner == c.user->access_key)
       return MakeError(
@@ -56,6 +57,8 @@ Status Frontend::Impl::CreateBucket(Ctx& c) {
         "BucketAlreadyOwnedByYou",
         "Your previous request to create the named bucket succeeded and you already own it.");
   STRATA_RETURN_IF_ERROR(st);
+  if (directory)
+    STRATA_RETURN_IF_ERROR(engine->SetBucketConfig(c.bucket, kDirectoryBucketConfigName, *directory));
   if (auto acl = c.H("x-amz-acl"); acl && (*acl == "public-read" || *acl == "public-read-write"))
     STRATA_RETURN_IF_ERROR(engine->SetBucketPublicRead(c.bucket, true));
   c.w.AddHeader("Location", "/" + c.bucket);

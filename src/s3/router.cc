@@ -30,10 +30,12 @@ constexpr const char* kCopySource = "x-amz-copy-source";
 // clang-format off
 constexpr RouteRow kRoutes[] = {
     // The service: GET / lists the caller's buckets.
+    {M::kGet, kSvc, "x-id", "ListDirectoryBuckets", nullptr, "ListDirectoryBuckets", kNameAuth, &I::ListDirectoryBuckets},
     {M::kGet, kSvc, nullptr, nullptr, nullptr, "ListBuckets", kNameAuth, &I::ListBuckets},
     {M::kAny, kSvc, nullptr, nullptr, nullptr, "ListBuckets", kName, &I::MethodNotAllowed},
 
     // Buckets.
+    {M::kGet, kBkt, "session", nullptr, nullptr, "CreateSession", kAuth, &I::CreateSession},
     {M::kGet, kBkt, "location", nullptr, nullptr, "GetBucketLocation", kAuth, &I::GetBucketLocation},
     {M::kGet, kBkt, "versioning", nullptr, nullptr, "GetBucketVersioning", kAuth, &I::GetBucketVersioning},
     {M::kGet, kBkt, "uploads", nullptr, nullptr, "ListMultipartUploads", kAuth, &I::ListUploads},
@@ -184,6 +186,7 @@ Status Frontend::Impl::ParseTarget(Ctx& c) {
 Status Frontend::Impl::Route(Ctx& c) {
   STRATA_RETURN_IF_ERROR(ParseTarget(c));
   STRATA_RETURN_IF_ERROR(Authenticate(c));
+  NoteExpressControlRequest(c);
 
   Resource resource = Resource::kService;
   if (!c.bucket.empty()) {
@@ -209,6 +212,7 @@ Status Frontend::Impl::Route(Ctx& c) {
       c.op = row->op;
       break;
   }
+  STRATA_RETURN_IF_ERROR(CheckDirectoryBucketOp(c));
   return (this->*row->handler)(c);
 }
 
