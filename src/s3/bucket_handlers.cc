@@ -22,6 +22,7 @@ Status Frontend::Impl::ListBuckets(Ctx& c) {
   x.Open("Buckets");
   for (const auto& b : buckets) {
     if (!c.user->admin && b.owner != c.user->access_key) continue;
+    if (IsDirectoryBucketName(b.name)) continue;  // S3 Express: ListDirectoryBuckets lists them
     x.Open("Bucket")
         .Elem("Name", b.name)
         .Elem("CreationDate", FormatIso8601(b.created_ns))
@@ -58,7 +59,8 @@ Status Frontend::Impl::CreateBucket(Ctx& c) {
         "Your previous request to create the named bucket succeeded and you already own it.");
   STRATA_RETURN_IF_ERROR(st);
   if (directory)
-    STRATA_RETURN_IF_ERROR(engine->SetBucketConfig(c.bucket, kDirectoryBucketConfigName, *directory));
+    STRATA_RETURN_IF_ERROR(
+        engine->SetBucketConfig(c.bucket, kDirectoryBucketConfigName, *directory));
   if (auto acl = c.H("x-amz-acl"); acl && (*acl == "public-read" || *acl == "public-read-write"))
     STRATA_RETURN_IF_ERROR(engine->SetBucketPublicRead(c.bucket, true));
   c.w.AddHeader("Location", "/" + c.bucket);

@@ -95,8 +95,9 @@ Result<std::string> DirectoryBucketZone(std::string_view bucket) {
   if (bucket.size() < 3 || bucket.size() > 63)
     return BadName(bucket, "must be 3 to 63 characters long, the --zone-id--x-s3 suffix included");
   if (!IsDirectoryBucketName(bucket))
-    return BadName(bucket, "is not a directory bucket name: it must end in --zone-id--x-s3 "
-                           "(e.g. mybucket--usw2-az1--x-s3)");
+    return BadName(bucket,
+                   "is not a directory bucket name: it must end in --zone-id--x-s3 "
+                   "(e.g. mybucket--usw2-az1--x-s3)");
   for (char c : bucket) {
     if (!IsLowerAlnum(c) && c != '-')
       return BadName(bucket, "may contain only lower-case letters, digits and '-'");
@@ -108,8 +109,9 @@ Result<std::string> DirectoryBucketZone(std::string_view bucket) {
   std::string_view base = stem.substr(0, cut);
   std::string_view zone = stem.substr(cut + 2);
   if (base.empty() || !IsLowerAlnum(base.front()) || !IsLowerAlnum(base.back()))
-    return BadName(bucket, "must start with a letter or digit and have a base name before "
-                           "--zone-id--x-s3 that ends with one");
+    return BadName(bucket,
+                   "must start with a letter or digit and have a base name before "
+                   "--zone-id--x-s3 that ends with one");
   if (zone.empty() || !IsLowerAlnum(zone.front()) || !IsLowerAlnum(zone.back()))
     return BadName(bucket, "has no valid zone id before --x-s3 (e.g. usw2-az1)");
   if (StartsWith(bucket, "xn--") || StartsWith(bucket, "sthree-") ||
@@ -128,8 +130,7 @@ Result<DirectoryBucketConfig> DirectoryBucketConfig::FromDocument(std::string_vi
   return DirectoryBucketConfig{std::string(f[0]), std::string(f[1]), std::string(f[2])};
 }
 
-Result<DirectoryBucketConfig> ParseCreateBucketType(std::string_view bucket,
-                                                    std::string_view xml) {
+Result<DirectoryBucketConfig> ParseCreateBucketType(std::string_view bucket, std::string_view xml) {
   std::string bucket_type, location_type, location_name, redundancy, constraint;
   bool has_location = false;
   if (!Trim(xml).empty()) {
@@ -161,8 +162,9 @@ Result<DirectoryBucketConfig> ParseCreateBucketType(std::string_view bucket,
                                             "\" is not valid; the only bucket type is Directory");
   if (!directory) {
     if (IsDirectoryBucketName(bucket))
-      return BadName(bucket, "ends in --x-s3, which is reserved for directory buckets: create it "
-                             "with CreateBucketConfiguration Bucket/Type=Directory and a Location");
+      return BadName(bucket,
+                     "ends in --x-s3, which is reserved for directory buckets: create it "
+                     "with CreateBucketConfiguration Bucket/Type=Directory and a Location");
     if (has_location || !redundancy.empty())
       return MakeError("InvalidArgument",
                        "Location and DataRedundancy are only supported for directory buckets "
@@ -175,8 +177,9 @@ Result<DirectoryBucketConfig> ParseCreateBucketType(std::string_view bucket,
                      "LocationConstraint is not supported for directory buckets; give Location "
                      "(Type and Name) instead");
   if (!has_location || location_name.empty())
-    return MakeError("InvalidArgument", "A directory bucket needs a Location with Type "
-                                        "(AvailabilityZone or LocalZone) and Name (the zone id)");
+    return MakeError("InvalidArgument",
+                     "A directory bucket needs a Location with Type "
+                     "(AvailabilityZone or LocalZone) and Name (the zone id)");
   if (location_type != "AvailabilityZone" && location_type != "LocalZone")
     return MakeError("InvalidArgument", "Location Type \"" + location_type +
                                             "\" is not valid; use AvailabilityZone or LocalZone");
@@ -188,8 +191,9 @@ Result<DirectoryBucketConfig> ParseCreateBucketType(std::string_view bucket,
       location_type == "AvailabilityZone" ? "SingleAvailabilityZone" : "SingleLocalZone";
   if (redundancy.empty()) redundancy = want_redundancy;
   if (redundancy != want_redundancy)
-    return MakeError("InvalidArgument", "DataRedundancy \"" + redundancy + "\" is not valid for a " +
-                                            location_type + " location; use " + want_redundancy);
+    return MakeError("InvalidArgument", "DataRedundancy \"" + redundancy +
+                                            "\" is not valid for a " + location_type +
+                                            " location; use " + want_redundancy);
   return DirectoryBucketConfig{location_type, location_name, redundancy};
 }
 
@@ -237,8 +241,7 @@ Result<std::string> VerifySessionToken(std::string_view token, std::string_view 
   if (!seal) return BadToken();
   const std::string key = SessionKey(user_secret);
   if (!sigv4::ConstantTimeEquals(*seal, Seal(key, payload))) return BadToken();
-  if (now_ns >= c.expires_ns)
-    return MakeError("ExpiredToken", "The provided token has expired.");
+  if (now_ns >= c.expires_ns) return MakeError("ExpiredToken", "The provided token has expired.");
   return SessionSecret(key, payload);
 }
 

@@ -68,8 +68,8 @@ enum class SessionMode : uint8_t { kReadWrite, kReadOnly };
 struct SessionClaims {
   std::string user_access_key;  // the long-term key of the user who created it
   std::string bucket;
-  std::string access_key;       // the session's own access key id
-  int64_t expires_ns = 0;       // Unix nanoseconds
+  std::string access_key;  // the session's own access key id
+  int64_t expires_ns = 0;  // Unix nanoseconds
   SessionMode mode = SessionMode::kReadWrite;
 };
 

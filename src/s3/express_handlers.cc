@@ -21,14 +21,37 @@ namespace {
 // The operations S3 serves on directory buckets (Regional and Zonal endpoint
 // API operations, by the router's operation names). "Bucket" and "Object" are
 // the router's MethodNotAllowed rows.
-constexpr std::string_view kDirectoryBucketOps[] = {
-    "CreateBucket", "DeleteBucket", "HeadBucket", "ListObjectsV2", "ListMultipartUploads",
-    "DeleteObjects", "CreateSession", "GetBucketPolicy", "PutBucketPolicy", "DeleteBucketPolicy",
-    "GetBucketEncryption", "PutBucketEncryption", "DeleteBucketEncryption",
-    "GetBucketLifecycleConfiguration", "PutBucketLifecycleConfiguration", "DeleteBucketLifecycle",
-    "PutObject", "GetObject", "HeadObject", "DeleteObject", "CopyObject", "RenameObject",
-    "GetObjectAttributes", "CreateMultipartUpload", "UploadPart", "UploadPartCopy",
-    "CompleteMultipartUpload", "AbortMultipartUpload", "ListParts", "Bucket", "Object"};
+constexpr std::string_view kDirectoryBucketOps[] = {"CreateBucket",
+                                                    "DeleteBucket",
+                                                    "HeadBucket",
+                                                    "ListObjectsV2",
+                                                    "ListMultipartUploads",
+                                                    "DeleteObjects",
+                                                    "CreateSession",
+                                                    "GetBucketPolicy",
+                                                    "PutBucketPolicy",
+                                                    "DeleteBucketPolicy",
+                                                    "GetBucketEncryption",
+                                                    "PutBucketEncryption",
+                                                    "DeleteBucketEncryption",
+                                                    "GetBucketLifecycleConfiguration",
+                                                    "PutBucketLifecycleConfiguration",
+                                                    "DeleteBucketLifecycle",
+                                                    "PutObject",
+                                                    "GetObject",
+                                                    "HeadObject",
+                                                    "DeleteObject",
+                                                    "CopyObject",
+                                                    "RenameObject",
+                                                    "GetObjectAttributes",
+                                                    "CreateMultipartUpload",
+                                                    "UploadPart",
+                                                    "UploadPartCopy",
+                                                    "CompleteMultipartUpload",
+                                                    "AbortMultipartUpload",
+                                                    "ListParts",
+                                                    "Bucket",
+                                                    "Object"};
 
 bool IsDirectoryBucketOp(std::string_view op) {
   return std::find(std::begin(kDirectoryBucketOps), std::end(kDirectoryBucketOps), op) !=
@@ -60,9 +83,8 @@ Status Frontend::Impl::AdoptExpressSession(Ctx& c, const ExpressSession& s) {
   c.user = s.user;
   c.auth.express_session = true;
   if (c.bucket != s.claims.bucket)
-    return MakeError("AccessDenied", "The session credentials are for bucket \"" +
-                                         s.claims.bucket + "\"; call CreateSession for \"" +
-                                         c.bucket + "\"");
+    return MakeError("AccessDenied", "The session credentials are for bucket \"" + s.claims.bucket +
+                                         "\"; call CreateSession for \"" + c.bucket + "\"");
   if (s.claims.mode == SessionMode::kReadOnly && c.req.method != "GET" && c.req.method != "HEAD")
     return MakeError("AccessDenied", "A ReadOnly session allows only GET and HEAD requests");
   return Status::Ok();
@@ -94,8 +116,9 @@ Status Frontend::Impl::CheckDirectoryBucketOp(Ctx& c) {
   }
   if (c.op == "PutObject" || c.op == "CopyObject" || c.op == "CreateMultipartUpload") {
     if (auto sc = c.H("x-amz-storage-class"); sc && Trim(*sc) != "EXPRESS_ONEZONE")
-      return MakeError("InvalidStorageClass", "Directory buckets hold only the EXPRESS_ONEZONE "
-                                              "storage class");
+      return MakeError("InvalidStorageClass",
+                       "Directory buckets hold only the EXPRESS_ONEZONE "
+                       "storage class");
   }
   if (c.op == "HeadBucket") {
     if (const std::string* doc = b->Config(kDirectoryBucketConfigName)) {
@@ -119,16 +142,19 @@ Status Frontend::Impl::CreateSession(Ctx& c) {
   if (c.user == nullptr)
     return MakeError("AccessDenied", "CreateSession needs a request signed with your credentials");
   if (c.auth.express_session)
-    return MakeError("AccessDenied", "CreateSession must be signed with your own credentials, not "
-                                     "with session credentials");
+    return MakeError("AccessDenied",
+                     "CreateSession must be signed with your own credentials, not "
+                     "with session credentials");
   SessionMode mode = SessionMode::kReadWrite;
   if (auto m = c.H("x-amz-create-session-mode")) {
     const std::string_view v = Trim(*m);
     if (v == "ReadOnly") {
       mode = SessionMode::kReadOnly;
     } else if (v != "ReadWrite") {
-      return MakeError("InvalidArgument", "x-amz-create-session-mode must be ReadWrite or "
-                                          "ReadOnly, not \"" + std::string(v) + "\"");
+      return MakeError("InvalidArgument",
+                       "x-amz-create-session-mode must be ReadWrite or "
+                       "ReadOnly, not \"" +
+                           std::string(v) + "\"");
     }
   }
   // A session's encryption settings would apply to every object written with
@@ -140,13 +166,15 @@ Status Frontend::Impl::CreateSession(Ctx& c) {
   }
   if (!IsDirectoryBucketName(c.bucket)) {
     STRATA_RETURN_IF_ERROR(CheckBucket(c));
-    return MakeError("InvalidRequest", "CreateSession is only supported on directory buckets "
-                                       "(names ending in --zone-id--x-s3)");
+    return MakeError("InvalidRequest",
+                     "CreateSession is only supported on directory buckets "
+                     "(names ending in --zone-id--x-s3)");
   }
   // A session for a directory bucket that does not exist yet is granted: with
   // a custom endpoint, SDKs sign CreateBucket itself with session credentials
   // of the new bucket. It carries no more than the user's own rights.
-  if (!engine->GetBucket(c.bucket).ok()) STRATA_RETURN_IF_ERROR(DirectoryBucketZone(c.bucket).status());
+  if (!engine->GetBucket(c.bucket).ok())
+    STRATA_RETURN_IF_ERROR(DirectoryBucketZone(c.bucket).status());
   SessionClaims claims;
   claims.user_access_key = c.user->access_key;
   claims.bucket = c.bucket;
@@ -171,7 +199,8 @@ Status Frontend::Impl::ListDirectoryBuckets(Ctx& c) {
   if (c.Has("max-directory-buckets")) {
     auto m = ParseUint64(c.Q("max-directory-buckets"));
     if (!m || *m > 1000)
-      return MakeError("InvalidArgument", "max-directory-buckets must be an integer from 0 to 1000");
+      return MakeError("InvalidArgument",
+                       "max-directory-buckets must be an integer from 0 to 1000");
     max = *m;
   }
   std::string after;

@@ -5,6 +5,8 @@
 // and x-amz-s3session-token. Expected values come from the Amazon S3 API
 // Reference (CreateBucket, CreateSession, ListDirectoryBuckets, ListObjectsV2
 // for directory buckets, the error code list), not from the frontend's code.
+#include "s3/express.h"
+
 #include <memory>
 #include <regex>
 #include <string>
@@ -21,7 +23,6 @@
 #include <strata/s3/frontend.h>
 
 #include "s3/errors.h"
-#include "s3/express.h"
 #include "testutil/testutil.h"
 
 namespace strata::s3 {
@@ -78,13 +79,13 @@ TEST(DirectoryBucketNameTest, ZoneIdComesFromTheName) {
 
 TEST(DirectoryBucketNameTest, BadNames) {
   for (const char* bad : {
-           "plain-bucket",                       // no suffix
-           "--usw2-az1--x-s3",                   // no base name
-           "bucket--x-s3",                       // no zone id
-           "Bucket--usw2-az1--x-s3",             // upper case
-           "my.bucket--usw2-az1--x-s3",          // dots
-           "bucket---usw2-az1--x-s3",            // base ends with '-'
-           "xn--bucket--usw2-az1--x-s3",         // reserved prefix
+           "plain-bucket",                // no suffix
+           "--usw2-az1--x-s3",            // no base name
+           "bucket--x-s3",                // no zone id
+           "Bucket--usw2-az1--x-s3",      // upper case
+           "my.bucket--usw2-az1--x-s3",   // dots
+           "bucket---usw2-az1--x-s3",     // base ends with '-'
+           "xn--bucket--usw2-az1--x-s3",  // reserved prefix
            "a-very-long-directory-bucket-name-that-goes-on-and-on--usw2-az1--x-s3",  // > 63
        }) {
     auto r = DirectoryBucketZone(bad);
@@ -104,9 +105,10 @@ TEST(DirectoryBucketNameTest, CreateBucketConfiguration) {
   // A general purpose bucket: no configuration, or a LocationConstraint only.
   ASSERT_OK_AND_ASSIGN(cfg, ParseCreateBucketType("general", ""));
   EXPECT_TRUE(cfg.location_type.empty());
-  ASSERT_OK_AND_ASSIGN(cfg, ParseCreateBucketType(
-                                "general", "<CreateBucketConfiguration><LocationConstraint>"
-                                           "eu-west-1</LocationConstraint></CreateBucketConfiguration>"));
+  ASSERT_OK_AND_ASSIGN(
+      cfg, ParseCreateBucketType("general",
+                                 "<CreateBucketConfiguration><LocationConstraint>"
+                                 "eu-west-1</LocationConstraint></CreateBucketConfiguration>"));
   EXPECT_TRUE(cfg.location_type.empty());
 
   auto code = [](std::string_view bucket, std::string_view xml) {
@@ -128,19 +130,22 @@ TEST(DirectoryBucketNameTest, CreateBucketConfiguration) {
   // Location only with Directory.
   EXPECT_EQ(code("general", config(az, "")), "InvalidArgument");
   EXPECT_EQ(code(kDir, config("", dir)), "InvalidArgument");
-  EXPECT_EQ(code(kDir, config("<Location><Type>Region</Type><Name>usw2-az1</Name></Location>",
-                              dir)),
-            "InvalidArgument");
+  EXPECT_EQ(
+      code(kDir, config("<Location><Type>Region</Type><Name>usw2-az1</Name></Location>", dir)),
+      "InvalidArgument");
   EXPECT_EQ(code(kDir, config("<Location><Type>AvailabilityZone</Type><Name>usw2-az2</Name>"
                               "</Location>",
                               dir)),
             "InvalidArgument");  // zone differs from the name's
-  EXPECT_EQ(code(kDir, config(az, "<Bucket><Type>Directory</Type><DataRedundancy>SingleLocalZone"
-                                  "</DataRedundancy></Bucket>")),
+  EXPECT_EQ(code(kDir, config(az,
+                              "<Bucket><Type>Directory</Type><DataRedundancy>SingleLocalZone"
+                              "</DataRedundancy></Bucket>")),
             "InvalidArgument");
   EXPECT_EQ(code(kDir, config(az, "<Bucket><Type>General</Type></Bucket>")), "InvalidArgument");
-  EXPECT_EQ(code(kDir, "<CreateBucketConfiguration><LocationConstraint>us-west-2"
-                       "</LocationConstraint>" + az + dir + "</CreateBucketConfiguration>"),
+  EXPECT_EQ(code(kDir,
+                 "<CreateBucketConfiguration><LocationConstraint>us-west-2"
+                 "</LocationConstraint>" +
+                     az + dir + "</CreateBucketConfiguration>"),
             "InvalidArgument");
   EXPECT_EQ(code(kDir, "<CreateBucketConfiguration>"), "MalformedXML");
 }
@@ -242,8 +247,11 @@ class ExpressTest : public ::testing::Test {
   // What botocore does first for a directory bucket: CreateSession signed for s3express.
   SessionCredentials NewSession(const std::string& bucket, Headers h = {},
                                 const std::string& ak = kAk, const std::string& secret = kSecret) {
-    auto r = Send({.target = "/" + bucket + "?session", .headers = std::move(h),
-                   .service = "s3express", .access_key = ak, .secret = secret});
+    auto r = Send({.target = "/" + bucket + "?session",
+                   .headers = std::move(h),
+                   .service = "s3express",
+                   .access_key = ak,
+                   .secret = secret});
     EXPECT_EQ(r.status, 200) << r.body;
     SessionCredentials c;
     c.access_key = First(r.body, "AccessKeyId");
@@ -307,8 +315,8 @@ TEST_F(ExpressTest, DirectoryBucketLifecycleWithSessionCredentials) {
   auto get = WithSession(s, {.target = obj});
   ASSERT_EQ(get.status, 200) << get.body;
   EXPECT_EQ(get.body, "hello express");
-  auto list = WithSession(s, {.target = std::string("/") + kDir +
-                                        "?list-type=2&prefix=photos%2F&delimiter=%2F"});
+  auto list = WithSession(
+      s, {.target = std::string("/") + kDir + "?list-type=2&prefix=photos%2F&delimiter=%2F"});
   ASSERT_EQ(list.status, 200) << list.body;
   EXPECT_EQ(All(list.body, "Prefix").back(), "photos/2024/");
   auto del = WithSession(s, {.method = "DELETE", .target = obj});
@@ -323,8 +331,7 @@ TEST_F(ExpressTest, DirectoryBucketLifecycleWithSessionCredentials) {
 
 TEST_F(ExpressTest, CreateBucketChecksNameAndConfiguration) {
   // A --x-s3 name without Directory, and Directory without a --x-s3 name.
-  ExpectError(Send({.method = "PUT", .target = std::string("/") + kDir}), 400,
-              "InvalidBucketName");
+  ExpectError(Send({.method = "PUT", .target = std::string("/") + kDir}), 400, "InvalidBucketName");
   ExpectError(Send({.method = "PUT", .target = "/general-bucket", .body = kDirConfig}), 400,
               "InvalidBucketName");
   std::string wrong_zone = kDirConfig;
@@ -335,7 +342,9 @@ TEST_F(ExpressTest, CreateBucketChecksNameAndConfiguration) {
   EXPECT_FALSE(engine_->GetBucket(kDir).ok());
   EXPECT_FALSE(engine_->GetBucket("general-bucket").ok());
   // Plain SigV4 (no session) creates one too: the Regional endpoint way.
-  auto r = Send({.method = "PUT", .target = std::string("/") + kDir, .body = kDirConfig,
+  auto r = Send({.method = "PUT",
+                 .target = std::string("/") + kDir,
+                 .body = kDirConfig,
                  .service = "s3express"});
   ASSERT_EQ(r.status, 200) << r.body;
   ASSERT_OK_AND_ASSIGN(objstore::BucketInfo b, engine_->GetBucket(kDir));
@@ -349,8 +358,7 @@ TEST_F(ExpressTest, ExpiredForgedAndMisusedSessionsAreRefused) {
   // Expired: a token made with alice's secret, five minutes past.
   SessionCredentials old = IssueSession(
       SessionClaims{kAk, kDir, "", NowUnixNanos() - kSec, SessionMode::kReadWrite}, kSecret);
-  ExpectError(WithSession(old, {.method = "PUT", .target = obj, .body = "x"}), 400,
-              "ExpiredToken");
+  ExpectError(WithSession(old, {.method = "PUT", .target = obj, .body = "x"}), 400, "ExpiredToken");
   // Forged: a token sealed with another secret, or altered.
   SessionCredentials forged = IssueSession(
       SessionClaims{kAk, kDir, "", NowUnixNanos() + 60 * kSec, SessionMode::kReadWrite},
@@ -367,15 +375,16 @@ TEST_F(ExpressTest, ExpiredForgedAndMisusedSessionsAreRefused) {
   wrong_secret.secret_key = kSecret;
   ExpectError(WithSession(wrong_secret, {.target = obj}), 403, "SignatureDoesNotMatch");
   // The session's keys without its token are no user's keys.
-  ExpectError(Send({.target = obj, .service = "s3express", .access_key = s.access_key,
+  ExpectError(Send({.target = obj,
+                    .service = "s3express",
+                    .access_key = s.access_key,
                     .secret = s.secret_key}),
               403, "InvalidAccessKeyId");
   // Bound to its bucket.
   ExpectError(WithSession(s, {.target = "/other--usw2-az1--x-s3/k"}), 403, "AccessDenied");
   // ReadOnly sessions read only.
   SessionCredentials ro = NewSession(kDir, {{"x-amz-create-session-mode", "ReadOnly"}});
-  ExpectError(WithSession(ro, {.method = "PUT", .target = obj, .body = "x"}), 403,
-              "AccessDenied");
+  ExpectError(WithSession(ro, {.method = "PUT", .target = obj, .body = "x"}), 403, "AccessDenied");
   ExpectError(WithSession(ro, {.target = obj}), 404, "NoSuchKey");
   // Nothing was written by any of these.
   EXPECT_FALSE(engine_->HeadObject(kDir, "k").ok());
@@ -385,11 +394,14 @@ TEST_F(ExpressTest, ExpiredForgedAndMisusedSessionsAreRefused) {
               "AccessDenied");
   ExpectError(Send({.target = std::string("/") + kDir + "?session", .anonymous = true}), 403,
               "AccessDenied");
-  ExpectError(Send({.target = std::string("/") + kDir + "?session", .service = "s3express",
-                    .access_key = kBobAk, .secret = kBobSecret}),
+  ExpectError(Send({.target = std::string("/") + kDir + "?session",
+                    .service = "s3express",
+                    .access_key = kBobAk,
+                    .secret = kBobSecret}),
               403, "AccessDenied");
   ExpectError(Send({.target = std::string("/") + kDir + "?session",
-                    .headers = {{"x-amz-create-session-mode", "Admin"}}, .service = "s3express"}),
+                    .headers = {{"x-amz-create-session-mode", "Admin"}},
+                    .service = "s3express"}),
               400, "InvalidArgument");
   // CreateSession is for directory buckets only.
   ASSERT_EQ(Send({.method = "PUT", .target = "/general-bucket"}).status, 200);
@@ -404,26 +416,31 @@ TEST_F(ExpressTest, ListDirectoryBuckets) {
   CreateDirectoryBucket("bbb--usw2-az1--x-s3");
   CreateDirectoryBucket("ccc--usw2-az1--x-s3");
   ASSERT_EQ(Send({.method = "PUT", .target = "/general-bucket"}).status, 200);
-  ASSERT_EQ(Send({.method = "PUT", .target = "/bob--usw2-az1--x-s3", .body = kDirConfig,
-                  .service = "s3express", .access_key = kBobAk, .secret = kBobSecret})
+  ASSERT_EQ(Send({.method = "PUT",
+                  .target = "/bob--usw2-az1--x-s3",
+                  .body = kDirConfig,
+                  .service = "s3express",
+                  .access_key = kBobAk,
+                  .secret = kBobSecret})
                 .status,
             200);
   // As botocore sends it: GET / signed for s3express.
   auto r = Send({.target = "/", .service = "s3express"});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_NE(r.body.find("<ListAllMyDirectoryBucketsResult"), std::string::npos) << r.body;
-  EXPECT_EQ(All(r.body, "Name"), (std::vector<std::string>{
-                                     "aaa--usw2-az1--x-s3", "bbb--usw2-az1--x-s3",
-                                     "ccc--usw2-az1--x-s3"}));
+  EXPECT_EQ(All(r.body, "Name"),
+            (std::vector<std::string>{"aaa--usw2-az1--x-s3", "bbb--usw2-az1--x-s3",
+                                      "ccc--usw2-az1--x-s3"}));
   EXPECT_EQ(First(r.body, "ContinuationToken"), "");
   // As other SDKs send it: ?x-id=ListDirectoryBuckets.
   auto x = Send({.target = "/?x-id=ListDirectoryBuckets"});
   ASSERT_EQ(x.status, 200) << x.body;
   EXPECT_EQ(All(x.body, "Name").size(), 3u);
-  // Plain ListBuckets is still ListBuckets.
+  // Plain ListBuckets is still ListBuckets, of general purpose buckets only.
   auto lb = Send({.target = "/"});
   ASSERT_EQ(lb.status, 200);
   EXPECT_NE(lb.body.find("<ListAllMyBucketsResult"), std::string::npos);
+  EXPECT_EQ(All(lb.body, "Name"), std::vector<std::string>{"general-bucket"}) << lb.body;
   // Pages.
   std::vector<std::string> seen;
   std::string token;
@@ -442,8 +459,8 @@ TEST_F(ExpressTest, ListDirectoryBuckets) {
   ExpectError(Send({.target = "/?continuation-token=%21%21", .service = "s3express"}), 400,
               "InvalidArgument");
   // Only the caller's own.
-  auto b = Send({.target = "/", .service = "s3express", .access_key = kBobAk,
-                 .secret = kBobSecret});
+  auto b =
+      Send({.target = "/", .service = "s3express", .access_key = kBobAk, .secret = kBobSecret});
   ASSERT_EQ(b.status, 200) << b.body;
   EXPECT_EQ(All(b.body, "Name"), std::vector<std::string>{"bob--usw2-az1--x-s3"}) << b.body;
   ExpectError(Send({.target = "/?x-id=ListDirectoryBuckets", .anonymous = true}), 403,
@@ -460,15 +477,18 @@ TEST_F(ExpressTest, WhatDirectoryBucketsDoNotSupport) {
   ExpectError(WithSession(s, {.target = b + "?versioning"}), 501, "NotImplemented");
   // "/" is the only delimiter, and prefixes end in it.
   ExpectError(WithSession(s, {.target = b + "?list-type=2&delimiter=-"}), 400, "InvalidArgument");
-  ExpectError(WithSession(s, {.target = b + "?list-type=2&prefix=photos"}), 400,
-              "InvalidArgument");
+  ExpectError(WithSession(s, {.target = b + "?list-type=2&prefix=photos"}), 400, "InvalidArgument");
   EXPECT_EQ(WithSession(s, {.target = b + "?list-type=2&prefix=photos%2F"}).status, 200);
   // One storage class.
-  ExpectError(WithSession(s, {.method = "PUT", .target = b + "/k", .body = "x",
+  ExpectError(WithSession(s, {.method = "PUT",
+                              .target = b + "/k",
+                              .body = "x",
                               .headers = {{"x-amz-storage-class", "STANDARD"}}}),
               400, "InvalidStorageClass");
   EXPECT_FALSE(engine_->HeadObject(kDir, "k").ok());
-  EXPECT_EQ(WithSession(s, {.method = "PUT", .target = b + "/k", .body = "x",
+  EXPECT_EQ(WithSession(s, {.method = "PUT",
+                            .target = b + "/k",
+                            .body = "x",
                             .headers = {{"x-amz-storage-class", "EXPRESS_ONEZONE"}}})
                 .status,
             200);
@@ -490,7 +510,8 @@ TEST_F(ExpressTest, PresignedExpiresOutOfRangeIs403) {
   sigv4::SigningParams sp;
   sp.credentials = {kAk, kSecret, ""};
   sp.now_ns = NowUnixNanos();
-  const std::string q = sigv4::PresignQuery("GET", "127.0.0.1:9000", "/general-bucket/k", "", 600, sp);
+  const std::string q =
+      sigv4::PresignQuery("GET", "127.0.0.1:9000", "/general-bucket/k", "", 600, sp);
   auto get = [&](const std::string& query) {
     return http::ServeInMemory(
         http::FrontendHandler(frontend_.get()),
