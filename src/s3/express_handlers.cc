@@ -21,37 +21,19 @@ namespace {
 // The operations S3 serves on directory buckets (Regional and Zonal endpoint
 // API operations, by the router's operation names). "Bucket" and "Object" are
 // the router's MethodNotAllowed rows.
-constexpr std::string_view kDirectoryBucketOps[] = {"CreateBucket",
-                                                    "DeleteBucket",
-                                                    "HeadBucket",
-                                                    "ListObjectsV2",
-                                                    "ListMultipartUploads",
-                                                    "DeleteObjects",
-                                                    "CreateSession",
-                                                    "GetBucketPolicy",
-                                                    "PutBucketPolicy",
-                                                    "DeleteBucketPolicy",
-                                                    "GetBucketEncryption",
-                                                    "PutBucketEncryption",
-                                                    "DeleteBucketEncryption",
-                                                    "GetBucketLifecycleConfiguration",
-                                                    "PutBucketLifecycleConfiguration",
-                                                    "DeleteBucketLifecycle",
-                                                    "PutObject",
-                                                    "GetObject",
-                                                    "HeadObject",
-                                                    "DeleteObject",
-                                                    "CopyObject",
-                                                    "RenameObject",
-                                                    "GetObjectAttributes",
-                                                    "CreateMultipartUpload",
-                                                    "UploadPart",
-                                                    "UploadPartCopy",
-                                                    "CompleteMultipartUpload",
-                                                    "AbortMultipartUpload",
-                                                    "ListParts",
-                                                    "Bucket",
-                                                    "Object"};
+// clang-format off
+constexpr std::string_view kDirectoryBucketOps[] = {
+    "CreateBucket", "DeleteBucket", "HeadBucket", "ListObjectsV2", "ListMultipartUploads",
+    "DeleteObjects", "CreateSession",
+    "GetBucketPolicy", "PutBucketPolicy", "DeleteBucketPolicy",
+    "GetBucketEncryption", "PutBucketEncryption", "DeleteBucketEncryption",
+    "GetBucketLifecycle", "GetBucketLifecycleConfiguration", "PutBucketLifecycleConfiguration",
+    "DeleteBucketLifecycle",
+    "PutObject", "GetObject", "HeadObject", "DeleteObject", "CopyObject", "RenameObject",
+    "GetObjectAttributes", "CreateMultipartUpload", "UploadPart", "UploadPartCopy",
+    "CompleteMultipartUpload", "AbortMultipartUpload", "ListParts",
+    "Bucket", "Object"};
+// clang-format on
 
 bool IsDirectoryBucketOp(std::string_view op) {
   return std::find(std::begin(kDirectoryBucketOps), std::end(kDirectoryBucketOps), op) !=
