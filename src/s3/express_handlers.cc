@@ -121,6 +121,13 @@ Result<std::optional<std::string>> Frontend::Impl::DirectoryBucketDocument(Ctx& 
 }
 
 Status Frontend::Impl::CreateSession(Ctx& c) {
+  // The AWS SDK for JavaScript v3 sends "/bucket//?session" (and "/bucket//key")
+  // to a path-style endpoint: refused here, before it makes keys with a leading "/".
+  if (c.has_key)
+    return MakeError("InvalidRequest",
+                     "CreateSession names a bucket, not an object (\"/" + c.bucket + "/" + c.key +
+                         "\"); with a path-style endpoint some SDKs add a '/' after the bucket: "
+                         "use a virtual-host-style endpoint for directory buckets");
   if (c.user == nullptr)
     return MakeError("AccessDenied", "CreateSession needs a request signed with your credentials");
   if (c.auth.express_session)

@@ -75,6 +75,7 @@ constexpr RouteRow kRoutes[] = {
     {M::kAny, kBkt, nullptr, nullptr, nullptr, "Bucket", kAuth, &I::MethodNotAllowed},
 
     // Objects.
+    {M::kGet, kObj, "session", nullptr, nullptr, "CreateSession", kAuth, &I::CreateSession},
     {M::kGet, kObj, "uploadId", nullptr, nullptr, "ListParts", kAuth, &I::ListParts},
     {M::kGet, kObj, "tagging", nullptr, nullptr, "GetObjectTagging", kAuth, &I::Tagging},
     {M::kGet, kObj, "acl", nullptr, nullptr, "GetObjectAcl", kAuth, &I::GetObjectAcl},

@@ -403,6 +403,9 @@ TEST_F(ExpressTest, ExpiredForgedAndMisusedSessionsAreRefused) {
                     .headers = {{"x-amz-create-session-mode", "Admin"}},
                     .service = "s3express"}),
               400, "InvalidArgument");
+  // On an object: refused (the AWS SDK for JavaScript's "/bucket//?session").
+  ExpectError(Send({.target = std::string("/") + kDir + "//?session", .service = "s3express"}),
+              400, "InvalidRequest");
   // CreateSession is for directory buckets only.
   ASSERT_EQ(Send({.method = "PUT", .target = "/general-bucket"}).status, 200);
   ExpectError(Send({.target = "/general-bucket?session", .service = "s3express"}), 400,
