@@ -251,7 +251,8 @@ Status Frontend::Impl::ListObjects(Ctx& c, bool v2) {
         .Elem("Size", o.size);
     if (fetch_owner)
       x.Open("Owner").Elem("ID", o.owner).Elem("DisplayName", o.owner).Close("Owner");
-    x.Elem("StorageClass", "STANDARD").Close("Contents");
+    x.Elem("StorageClass", IsDirectoryBucketName(c.bucket) ? "EXPRESS_ONEZONE" : "STANDARD")
+        .Close("Contents");
   }
   for (const std::string& cp : r.common_prefixes)
     x.Open("CommonPrefixes").Elem("Prefix", enc(cp)).Close("CommonPrefixes");

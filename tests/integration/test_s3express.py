@@ -121,6 +121,7 @@ class ExpressTests:
         s3.put_object(Bucket=BUCKET, Key="readme.txt", Body=b"hello express")
         got = s3.get_object(Bucket=BUCKET, Key="photos/2024/cat.jpg")
         assert got["Body"].read() == b"meow" * 1000
+        assert got.get("StorageClass") == "EXPRESS_ONEZONE", got
         listed = s3.list_objects_v2(Bucket=BUCKET)
         keys = sorted(o["Key"] for o in listed.get("Contents", []))
         assert keys == ["photos/2024/cat.jpg", "photos/2024/dog.jpg", "readme.txt"], listed

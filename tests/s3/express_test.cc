@@ -315,6 +315,10 @@ TEST_F(ExpressTest, DirectoryBucketLifecycleWithSessionCredentials) {
   auto get = WithSession(s, {.target = obj});
   ASSERT_EQ(get.status, 200) << get.body;
   EXPECT_EQ(get.body, "hello express");
+  // Directory buckets hold one storage class, which S3 names on reads and listings.
+  EXPECT_EQ(get.Header("x-amz-storage-class").value_or(""), "EXPRESS_ONEZONE");
+  auto flat = WithSession(s, {.target = std::string("/") + kDir + "?list-type=2"});
+  EXPECT_EQ(First(flat.body, "StorageClass"), "EXPRESS_ONEZONE") << flat.body;
   auto list = WithSession(
       s, {.target = std::string("/") + kDir + "?list-type=2&prefix=photos%2F&delimiter=%2F"});
   ASSERT_EQ(list.status, 200) << list.body;
