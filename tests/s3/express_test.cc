@@ -408,8 +408,8 @@ TEST_F(ExpressTest, ExpiredForgedAndMisusedSessionsAreRefused) {
                     .service = "s3express"}),
               400, "InvalidArgument");
   // On an object: refused (the AWS SDK for JavaScript's "/bucket//?session").
-  ExpectError(Send({.target = std::string("/") + kDir + "//?session", .service = "s3express"}),
-              400, "InvalidRequest");
+  ExpectError(Send({.target = std::string("/") + kDir + "//?session", .service = "s3express"}), 400,
+              "InvalidRequest");
   // CreateSession is for directory buckets only.
   ASSERT_EQ(Send({.method = "PUT", .target = "/general-bucket"}).status, 200);
   ExpectError(Send({.target = "/general-bucket?session", .service = "s3express"}), 400,
