@@ -21,12 +21,18 @@ Status Frontend::Impl::Authenticate(Ctx& c) {
   sr.headers.reserve(c.req.headers.size());
   for (const auto& h : c.req.headers) sr.headers.emplace_back(h.name, h.value);
   sr.now_ns = NowUnixNanos();
-  auto lookup = [this](std::string_view ak) -> std::optional<std::string> {
+  ExpressSession session;  // S3 Express: only the session's own key may sign with its token
+  STRATA_RETURN_IF_ERROR(ResolveExpressSession(c, sr.now_ns, session));
+  auto lookup = [this, &session](std::string_view ak) -> std::optional<std::string> {
+    if (session.user != nullptr)
+      return ak == session.claims.access_key ? std::optional(session.secret) : std::nullopt;
     auto it = users_by_key.find(std::string(ak));
     if (it == users_by_key.end()) return std::nullopt;
     return it->second->secret_key;
   };
   STRATA_ASSIGN_OR_RETURN(c.auth, VerifySigV4(sr, lookup, opts.max_clock_skew_ns));
+  if (session.user != nullptr && c.auth.payload_mode != PayloadMode::kAnonymous)
+    return AdoptExpressSession(c, session);
   if (c.auth.payload_mode != PayloadMode::kAnonymous) {
     auto it = users_by_key.find(c.auth.access_key);
     if (it == users_by_key.end())

@@ -47,6 +47,7 @@ Status Frontend::Impl::ListBuckets(Ctx& c) {
   for (const auto& b : buckets) {
     if (!region_matches) break;
     if (!c.user->admin && b.owner != c.user->access_key) continue;
+    if (IsDirectoryBucketName(b.name)) continue;  // S3 Express: ListDirectoryBuckets lists them
     if (!StartsWith(b.name, prefix) || (!after.empty() && b.name <= after)) continue;
     if (n == max_buckets) {
       next = Base64Encode(last);
@@ -76,6 +77,7 @@ Status Frontend::Impl::CreateBucket(Ctx& c) {
   STRATA_ASSIGN_OR_RETURN(std::string body, ReadXmlBody(c));
   STRATA_ASSIGN_OR_RETURN(std::string location, ParseLocationConstraint(body));
   (void)location;  // single-region server: any constraint is accepted
+  STRATA_ASSIGN_OR_RETURN(auto directory, DirectoryBucketDocument(c, body));  // S3 Express
   if (auto existing = engine->GetBucket(c.bucket); existing.ok()) {
     if (existing->owner == c.user->access_key) {
       // AWS's legacy us-east-1 behaviour: re-creating your own bucket there
@@ -99,6 +101,9 @@ Status Frontend::Impl::CreateBucket(Ctx& c) {
         "BucketAlreadyOwnedByYou",
         "Your previous request to create the named bucket succeeded and you already own it.");
   STRATA_RETURN_IF_ERROR(st);
+  if (directory)
+    STRATA_RETURN_IF_ERROR(
+        engine->SetBucketConfig(c.bucket, kDirectoryBucketConfigName, *directory));
   if (auto acl = c.H("x-amz-acl"); acl && (*acl == "public-read" || *acl == "public-read-write"))
     STRATA_RETURN_IF_ERROR(engine->SetBucketPublicRead(c.bucket, true));
   c.w.AddHeader("Location", "/" + c.bucket);
@@ -293,7 +298,8 @@ Status Frontend::Impl::ListObjects(Ctx& c, bool v2) {
         .Elem("Size", o.size);
     if (fetch_owner)
       x.Open("Owner").Elem("ID", o.owner).Elem("DisplayName", o.owner).Close("Owner");
-    x.Elem("StorageClass", "STANDARD").Close("Contents");
+    x.Elem("StorageClass", IsDirectoryBucketName(c.bucket) ? "EXPRESS_ONEZONE" : "STANDARD")
+        .Close("Contents");
   }
   for (const std::string& cp : r.common_prefixes)
     x.Open("CommonPrefixes").Elem("Prefix", enc(cp)).Close("CommonPrefixes");

@@ -21,6 +21,7 @@ constexpr CodeStatus kCodes[] = {
     {"ConditionalRequestConflict", 409},
     {"EntityTooLarge", 400},
     {"EntityTooSmall", 400},
+    {"ExpiredToken", 400},
     {"IncompleteBody", 400},
     {"InternalError", 500},
     {"InvalidAccessKeyId", 403},
@@ -36,6 +37,7 @@ constexpr CodeStatus kCodes[] = {
     {"InvalidRequest", 400},
     {"InvalidStorageClass", 400},
     {"InvalidTag", 400},
+    {"InvalidToken", 400},
     {"InvalidWriteOffset", 400},
     {"KeyTooLongError", 400},
     {"MalformedPOSTRequest", 400},
@@ -79,8 +81,13 @@ S3Error ToS3Error(const Status& st, std::string_view fallback_not_found) {
   size_t colon = m.find(": ");
   if (colon != std::string::npos && colon < 48) {
     std::string_view code(m.data(), colon);
-    if (int http = HttpStatusForCode(code); http != 0)
+    if (int http = HttpStatusForCode(code); http != 0) {
+      // A code S3 answers with 400 or 403 depending on the cause
+      // (AuthorizationQueryParametersError: malformed -> 400, X-Amz-Expires out
+      // of range -> 403): the Status kind says which.
+      if (http == 400 && st.code() == StatusCode::kPermissionDenied) http = 403;
       return {http, std::string(code), m.substr(colon + 2)};
+    }
   }
   if (HttpStatusForCode(m) != 0) return {HttpStatusForCode(m), m, m};
   switch (st.code()) {

@@ -26,6 +26,7 @@
 #include <strata/s3/frontend.h>
 
 #include "s3/aws_chunked.h"
+#include "s3/express.h"
 #include "s3/sigv4.h"
 #include "s3/xml.h"
 
@@ -174,6 +175,26 @@ struct Frontend::Impl {
 
   // post_object.cc: browser-based upload (multipart/form-data with a POST policy)
   Status PostObject(Ctx& c);
+  // express_handlers.cc: S3 Express One Zone (directory buckets, sessions).
+  struct ExpressSession {
+    const User* user = nullptr;  // set when the request carries a valid session token
+    SessionClaims claims;
+    std::string secret;  // the session's secret key, for VerifySigV4's lookup
+  };
+  // Authenticate: resolves x-amz-s3session-token (or X-Amz-S3session-Token) before
+  // the signature is checked, then confines the request to the session's bucket.
+  Status ResolveExpressSession(Ctx& c, int64_t now_ns, ExpressSession& s);
+  Status AdoptExpressSession(Ctx& c, const ExpressSession& s);
+  // Route: GET / signed for "s3express" is ListDirectoryBuckets (S3 serves it on
+  // its own host, s3express-control; here one endpoint serves both).
+  void NoteExpressControlRequest(Ctx& c);
+  // Route, before the handler: what directory buckets do not support answers
+  // NotImplemented; their ListObjectsV2 and storage-class rules.
+  Status CheckDirectoryBucketOp(Ctx& c);
+  // CreateBucket: validates the configuration; a directory bucket's document to store.
+  Result<std::optional<std::string>> DirectoryBucketDocument(Ctx& c, std::string_view body);
+  Status CreateSession(Ctx& c);
+  Status ListDirectoryBuckets(Ctx& c);
 
   // request.cc
   Result<objstore::PutOptions> PutOptionsFromHeaders(Ctx& c);

@@ -172,6 +172,7 @@ void Frontend::Impl::AddObjectHeaders(Ctx& c, const ObjectMeta& m, bool with_che
   w.AddHeader("ETag", QuoteETag(m.etag));
   w.AddHeader("Last-Modified", FormatHttpDate(m.mtime_ns));
   w.AddHeader("Accept-Ranges", "bytes");
+  if (IsDirectoryBucketName(c.bucket)) w.AddHeader("x-amz-storage-class", "EXPRESS_ONEZONE");
   auto override_or = [&](const char* param, const char* header, std::string_view stored) {
     std::string v = c.Q(param);
     if (!v.empty())

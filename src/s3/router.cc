@@ -38,6 +38,8 @@ constexpr const char* kGetObjectParams =
 // clang-format off
 constexpr RouteRow kRoutes[] = {
     // The service: GET / lists the caller's buckets.
+    // S3 Express: botocore sends GET / signed for "s3express" (Route adds the x-id).
+    {M::kGet, kSvc, "x-id", "ListDirectoryBuckets", nullptr, "ListDirectoryBuckets", kNameAuth, &I::ListDirectoryBuckets, "continuation-token max-directory-buckets"},
     {M::kGet, kSvc, nullptr, nullptr, nullptr, "ListBuckets", kNameAuth, &I::ListBuckets, "max-buckets continuation-token prefix bucket-region"},
     {M::kAny, kSvc, nullptr, nullptr, nullptr, "ListBuckets", kName, &I::MethodNotAllowed},
 
@@ -70,7 +72,7 @@ constexpr RouteRow kRoutes[] = {
     {M::kGet, kBkt, "requestPayment", nullptr, nullptr, "GetBucketRequestPayment", kAuth, kNI},
     {M::kGet, kBkt, "website", nullptr, nullptr, "GetBucketWebsite", kAuth, kNI},
     {M::kGet, kBkt, "versions", nullptr, nullptr, "ListObjectVersions", kAuth, kNI},
-    {M::kGet, kBkt, "session", nullptr, nullptr, "CreateSession", kAuth, kNI},
+    {M::kGet, kBkt, "session", nullptr, nullptr, "CreateSession", kAuth, &I::CreateSession},
     {M::kGet, kBkt, "list-type", "2", nullptr, "ListObjectsV2", kAuth, &I::ListObjectsV2, "prefix delimiter max-keys continuation-token start-after encoding-type fetch-owner"},
     {M::kGet, kBkt, nullptr, nullptr, nullptr, "ListObjects", kAuth, &I::ListObjectsV1, "prefix delimiter max-keys marker encoding-type list-type"},
     {M::kHead, kBkt, nullptr, nullptr, nullptr, "HeadBucket", kAuth, &I::HeadBucket},
@@ -129,6 +131,7 @@ constexpr RouteRow kRoutes[] = {
     {M::kAny, kBkt, nullptr, nullptr, nullptr, "Bucket", kAuth, &I::MethodNotAllowed},
 
     // Objects: GET (HEAD with a sub-resource runs these rows too).
+    {M::kGet, kObj, "session", nullptr, nullptr, "CreateSession", kAuth, &I::CreateSession},
     {M::kGet, kObj, "uploadId", nullptr, nullptr, "ListParts", kAuth, &I::ListParts, "max-parts part-number-marker"},
     {M::kGet, kObj, "tagging", nullptr, nullptr, "GetObjectTagging", kAuth, &I::GetObjectTagging, "versionId"},
     {M::kGet, kObj, "acl", nullptr, nullptr, "GetObjectAcl", kAuth, &I::GetObjectAcl, "versionId"},
@@ -305,6 +308,7 @@ Status Frontend::Impl::ParseTarget(Ctx& c) {
 Status Frontend::Impl::Route(Ctx& c) {
   STRATA_RETURN_IF_ERROR(ParseTarget(c));
   STRATA_RETURN_IF_ERROR(Authenticate(c));
+  NoteExpressControlRequest(c);
 
   Resource resource = Resource::kService;
   if (!c.bucket.empty()) {
@@ -331,6 +335,7 @@ Status Frontend::Impl::Route(Ctx& c) {
       break;
   }
   STRATA_RETURN_IF_ERROR(CheckQuery(*row, c.query));
+  STRATA_RETURN_IF_ERROR(CheckDirectoryBucketOp(c));
   return (this->*row->handler)(c);
 }
 

@@ -221,6 +221,7 @@ Result<AuthResult> VerifyCommon(const SigV4Request& req, const CredentialLookup&
 
   AuthResult r;
   r.access_key = std::string(p.cred.access_key);
+  r.service = std::string(p.cred.service);
   r.payload_mode = mode;
   r.presigned = presigned;
   if (mode == PayloadMode::kSignedHex) r.payload_sha256_hex = ToLower(p.payload_hash);
@@ -238,9 +239,12 @@ Status CheckScope(const CredentialScope& c, std::string_view amz_date, std::stri
     return Malformed(code, "the Credential is mal-formed; expecting \"<YOUR-AKID>/YYYYMMDD/"
                            "REGION/SERVICE/aws4_request\".");
   }
-  if (c.service != "s3") {
+  // One endpoint serves both signing names: "s3" and, for S3 Express One Zone
+  // (directory buckets, CreateSession, ListDirectoryBuckets), "s3express".
+  if (c.service != "s3" && c.service != kS3ExpressService) {
     return Malformed(code, "incorrect service \"" + std::string(c.service) +
-                               "\" in the Credential. This endpoint belongs to \"s3\".");
+                               "\" in the Credential. This endpoint belongs to \"s3\" and "
+                               "\"s3express\".");
   }
   if (amz_date.substr(0, 8) != c.date) {
     return Malformed(code, "Invalid credential date \"" + std::string(c.date) +
@@ -378,9 +382,13 @@ Result<AuthResult> VerifyQueryAuth(const SigV4Request& req, const CredentialLook
   STRATA_RETURN_IF_ERROR(CheckScope(p.cred, p.amz_date, kCode));
   auto exp = ParseInt64(*expires);
   if (!exp) return Malformed(kCode, "X-Amz-Expires should be a number.");
-  if (*exp < 0) return Malformed(kCode, "X-Amz-Expires must be non-negative.");
+  // Out-of-range lifetimes are refused as S3 refuses them: 403 Forbidden with
+  // AuthorizationQueryParametersError (the code's other uses are 400s), hence
+  // Denied rather than Malformed.
+  if (*exp < 0) return Denied(kCode, "X-Amz-Expires must be non-negative.");
   if (*exp > kMaxPresignedExpiresSec) {
-    return Malformed(kCode, "X-Amz-Expires must be less than a week (in seconds) that is 604800.");
+    return Denied(kCode, "X-Amz-Expires must be less than a week (in seconds); that is, the given "
+                         "X-Amz-Expires must be less than 604800 seconds.");
   }
   if (*t - req.now_ns > max_skew_ns) {
     return Denied("AccessDenied", "Request is not valid yet: X-Amz-Date " + p.amz_date +

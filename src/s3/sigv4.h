@@ -54,11 +54,19 @@ enum class PayloadMode {
   kAnonymous,                 // no authentication at all
 };
 
+// The signing name of S3 Express One Zone requests (CreateSession,
+// ListDirectoryBuckets, requests signed with session credentials).
+inline constexpr std::string_view kS3ExpressService = "s3express";
+
 struct AuthResult {
   std::string access_key;  // empty for kAnonymous
+  std::string service;     // the credential scope's service: "s3" or "s3express"
   PayloadMode payload_mode = PayloadMode::kAnonymous;
   std::string payload_sha256_hex;  // kSignedHex: lower-case hex the body must hash to
   bool presigned = false;          // authenticated by query parameters
+  // Set by the frontend, not the verifier: signed with S3 Express session
+  // credentials (CreateSession), which confine the request to one bucket.
+  bool express_session = false;
   // For the streaming signed modes (AwsChunkedDecoder): the request's signature
   // seeds the chunk signature chain.
   std::string seed_signature;  // hex
@@ -71,7 +79,9 @@ inline constexpr int64_t kDefaultMaxSkewNs = 15LL * 60 * 1'000'000'000;
 inline constexpr int64_t kMaxPresignedExpiresSec = 604800;  // one week, as S3
 
 // Verifies the request's signature. Region: whatever the client signed with
-// (taken from the credential scope); service must be "s3".
+// (taken from the credential scope); service must be "s3" or "s3express".
+// A presigned URL's X-Amz-Expires outside 0..604800 is refused with 403
+// AuthorizationQueryParametersError (kPermissionDenied), as S3 refuses it.
 Result<AuthResult> VerifySigV4(const SigV4Request& req, const CredentialLookup& lookup,
                                int64_t max_skew_ns = kDefaultMaxSkewNs);
 
