@@ -171,6 +171,8 @@ const std::map<std::tuple<On, std::string, std::string>, Implemented> kImplement
     {{On::kBucket, "GET", "uploads"}, {{200}}},
     {{On::kBucket, "GET", "acl"}, {{200}}},
     {{On::kBucket, "GET", "list-type=2"}, {{200}}},
+    // CreateSession: S3 Express, refused on a general purpose bucket (400).
+    {{On::kBucket, "GET", "session"}, {{400}}},
     // Configurations a bucket here never has: S3's "not configured" 404.
     {{On::kBucket, "GET", "policy"}, {{404}}},
     {{On::kBucket, "GET", "cors"}, {{404}}},
