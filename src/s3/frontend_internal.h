@@ -25,7 +25,9 @@
 #include <strata/objstore/local_engine.h>
 #include <strata/s3/frontend.h>
 
+#include "s3/acl.h"
 #include "s3/aws_chunked.h"
+#include "s3/policy.h"
 #include "s3/sigv4.h"
 
 namespace strata::s3 {
@@ -45,8 +47,12 @@ struct Ctx {
   bool has_key = false;
   std::multimap<std::string, std::string> query;  // decoded
   AuthResult auth;
+  // The user table this request was authenticated against (kept alive for it).
+  std::shared_ptr<const UserStore::Table> users;
   const User* user = nullptr;  // nullptr: anonymous
+  const Policy* user_policy = nullptr;  // the caller's user policy, if any
   std::string op = "Unknown";
+  const char* route_op = nullptr;  // the matched route's operation, set before Authorize
 
   bool Has(std::string_view name) const { return query.find(std::string(name)) != query.end(); }
   std::string Q(std::string_view name) const {
@@ -99,7 +105,17 @@ Status CheckCopySourceConditions(const Ctx& c, const objstore::ObjectMeta& src);
 struct Frontend::Impl {
   objstore::LocalEngine* engine;
   FrontendOptions opts;
-  std::unordered_map<std::string, const User*> users_by_key;
+  UserStore* users = nullptr;             // opts.user_store
+  std::unique_ptr<UserStore> own_users;   // when the options named none
+  // Parsed bucket policies and public access blocks by bucket, valid while the
+  // bucket's configs pointer is the one cached (a change replaces the map).
+  struct BucketAccess {
+    std::shared_ptr<const std::map<std::string, std::string>> configs;
+    std::shared_ptr<const Policy> policy;
+    uint8_t pab = 0;  // kBlockPublicAcls | kIgnorePublicAcls | ...
+  };
+  std::mutex access_mu;
+  std::unordered_map<std::string, std::shared_ptr<const BucketAccess>> access_cache;  // guarded by access_mu
   std::atomic<uint64_t> request_seq{0};
   uint64_t id_prefix = 0;
   metrics::Histogram* latency = nullptr;
@@ -124,6 +140,30 @@ struct Frontend::Impl {
   Status Authenticate(Ctx& c);
   Status Authorize(Ctx& c, bool write);
   Status CheckBucket(Ctx& c);
+  // One action on one resource of an existing bucket (key "" = the bucket):
+  // AccessDenied unless the policies and ACLs allow it (see auth.cc).
+  Status AuthorizeAction(Ctx& c, const objstore::BucketInfo& b, std::string_view action,
+                         std::string_view key, bool object_resource);
+  std::shared_ptr<const BucketAccess> AccessOf(const objstore::BucketInfo& b);
+  std::string DisplayName(const Ctx& c, std::string_view id) const;
+
+  // access_handlers.cc: bucket policies, public access blocks, ACLs.
+  Status GetBucketAcl(Ctx& c);
+  Status PutBucketAcl(Ctx& c);
+  Status GetObjectAcl(Ctx& c);
+  Status PutObjectAcl(Ctx& c);
+  Status PutBucketPolicy(Ctx& c);
+  Status GetBucketPolicy(Ctx& c);
+  Status DeleteBucketPolicy(Ctx& c);
+  Status GetBucketPolicyStatus(Ctx& c);
+  Status PutPublicAccessBlock(Ctx& c);
+  Status GetPublicAccessBlock(Ctx& c);
+  Status DeletePublicAccessBlock(Ctx& c);
+  // The ACL of a new bucket or object from x-amz-acl / x-amz-grant-*:
+  // checked before the bucket is created, stored after.
+  Result<std::optional<Acl>> NewBucketAcl(Ctx& c);
+  Status StoreNewBucketAcl(Ctx& c, const std::optional<Acl>& acl);
+  Status ObjectAclFromHeaders(Ctx& c, objstore::ObjectMeta& meta);
 
   // bucket_handlers.cc
   Status ListBuckets(Ctx& c);
@@ -132,9 +172,6 @@ struct Frontend::Impl {
   Status HeadBucket(Ctx& c);
   Status GetBucketLocation(Ctx& c);
   Status GetBucketVersioning(Ctx& c);
-  Status GetBucketAcl(Ctx& c);
-  Status PutBucketAcl(Ctx& c);
-  Status BucketAcl(Ctx& c, bool put);
   Status GetAbsentBucketConfig(Ctx& c);
   Status BucketConfigNotImplemented(Ctx& c);
   Status DeleteBucketConfig(Ctx& c);
@@ -152,8 +189,6 @@ struct Frontend::Impl {
   Status ServeObject(Ctx& c, bool head);
   Status DeleteObject(Ctx& c);
   Status Tagging(Ctx& c);
-  Status GetObjectAcl(Ctx& c);
-  Status PutObjectAcl(Ctx& c);
   void AddObjectHeaders(Ctx& c, const objstore::ObjectMeta& m, bool with_checksum);
 
   // multipart_handlers.cc

@@ -305,20 +305,6 @@ Status Frontend::Impl::DeleteObject(Ctx& c) {
   return Status::Ok();
 }
 
-// The bucket's ACL, once the object is known to exist.
-Status Frontend::Impl::GetObjectAcl(Ctx& c) {
-  STRATA_ASSIGN_OR_RETURN(ObjectMeta meta, engine->HeadObject(c.bucket, c.key));
-  (void)meta;
-  return BucketAcl(c, false);
-}
-
-// Accepted and ignored: access is decided per bucket.
-Status Frontend::Impl::PutObjectAcl(Ctx& c) {
-  STRATA_RETURN_IF_ERROR(engine->HeadObject(c.bucket, c.key).status());
-  SendXml(c, 200, "");
-  return Status::Ok();
-}
-
 Status Frontend::Impl::Tagging(Ctx& c) {
   std::string_view m = c.req.method;
   if (m == "GET") {

@@ -39,7 +39,9 @@ constexpr RouteRow kRoutes[] = {
     {M::kGet, kBkt, "uploads", nullptr, nullptr, "ListMultipartUploads", kAuth, &I::ListUploads},
     {M::kGet, kBkt, "acl", nullptr, nullptr, "GetBucketAcl", kAuth, &I::GetBucketAcl},
     // Configurations Strata never holds: the "does not exist" answer of S3.
-    {M::kGet, kBkt, "policy", nullptr, nullptr, "GetBucketPolicy", kAuth, &I::GetAbsentBucketConfig},
+    {M::kGet, kBkt, "policy", nullptr, nullptr, "GetBucketPolicy", kAuth, &I::GetBucketPolicy},
+    {M::kGet, kBkt, "policyStatus", nullptr, nullptr, "GetBucketPolicyStatus", kAuth, &I::GetBucketPolicyStatus},
+    {M::kGet, kBkt, "publicAccessBlock", nullptr, nullptr, "GetPublicAccessBlock", kAuth, &I::GetPublicAccessBlock},
     {M::kGet, kBkt, "cors", nullptr, nullptr, "GetBucketCors", kAuth, &I::GetAbsentBucketConfig},
     {M::kGet, kBkt, "lifecycle", nullptr, nullptr, "GetBucketLifecycle", kAuth, &I::GetAbsentBucketConfig},
     {M::kGet, kBkt, "tagging", nullptr, nullptr, "GetBucketTagging", kAuth, &I::GetAbsentBucketConfig},
@@ -58,12 +60,14 @@ constexpr RouteRow kRoutes[] = {
     {M::kPut, kBkt, "acl", nullptr, nullptr, "PutBucketAcl", kAuth, &I::PutBucketAcl},
     {M::kPut, kBkt, "versioning", nullptr, nullptr, "PutBucketConfig", kAuth, &I::BucketConfigNotImplemented},
     {M::kPut, kBkt, "tagging", nullptr, nullptr, "PutBucketConfig", kAuth, &I::BucketConfigNotImplemented},
-    {M::kPut, kBkt, "policy", nullptr, nullptr, "PutBucketConfig", kAuth, &I::BucketConfigNotImplemented},
+    {M::kPut, kBkt, "policy", nullptr, nullptr, "PutBucketPolicy", kAuth, &I::PutBucketPolicy},
+    {M::kPut, kBkt, "publicAccessBlock", nullptr, nullptr, "PutPublicAccessBlock", kAuth, &I::PutPublicAccessBlock},
     {M::kPut, kBkt, "cors", nullptr, nullptr, "PutBucketConfig", kAuth, &I::BucketConfigNotImplemented},
     {M::kPut, kBkt, "lifecycle", nullptr, nullptr, "PutBucketConfig", kAuth, &I::BucketConfigNotImplemented},
     // Anonymous callers are turned away by the handler, before any lookup.
     {M::kPut, kBkt, nullptr, nullptr, nullptr, "CreateBucket", kName, &I::CreateBucket},
-    {M::kDelete, kBkt, "policy", nullptr, nullptr, "DeleteBucketConfig", kAuth, &I::DeleteBucketConfig},
+    {M::kDelete, kBkt, "policy", nullptr, nullptr, "DeleteBucketPolicy", kAuth, &I::DeleteBucketPolicy},
+    {M::kDelete, kBkt, "publicAccessBlock", nullptr, nullptr, "DeletePublicAccessBlock", kAuth, &I::DeletePublicAccessBlock},
     {M::kDelete, kBkt, "cors", nullptr, nullptr, "DeleteBucketConfig", kAuth, &I::DeleteBucketConfig},
     {M::kDelete, kBkt, "lifecycle", nullptr, nullptr, "DeleteBucketConfig", kAuth, &I::DeleteBucketConfig},
     {M::kDelete, kBkt, "tagging", nullptr, nullptr, "DeleteBucketConfig", kAuth, &I::DeleteBucketConfig},
@@ -196,6 +200,7 @@ Status Frontend::Impl::Route(Ctx& c) {
   const Method method = ParseMethod(c.req.method);
   const RouteRow* row = FindRoute(method, resource, c.query, c.req);
   const bool write = method != Method::kGet && method != Method::kHead;
+  c.route_op = row->op;  // Authorize maps it to the IAM action
   switch (row->auth) {
     case AuthStep::kAuthorizeThenName:
       STRATA_RETURN_IF_ERROR(Authorize(c, write));
