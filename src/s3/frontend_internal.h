@@ -144,6 +144,7 @@ struct Frontend::Impl {
   // AccessDenied unless the policies and ACLs allow it (see auth.cc).
   Status AuthorizeAction(Ctx& c, const objstore::BucketInfo& b, std::string_view action,
                          std::string_view key, bool object_resource);
+  Status AuthorizeCopySource(Ctx& c, std::string_view bucket, std::string_view key);
   std::shared_ptr<const BucketAccess> AccessOf(const objstore::BucketInfo& b);
   std::string DisplayName(const Ctx& c, std::string_view id) const;
 

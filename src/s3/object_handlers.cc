@@ -72,15 +72,7 @@ Status Frontend::Impl::PutObject(Ctx& c) {
 Status Frontend::Impl::CopyObject(Ctx& c) {
   std::string sb, sk;
   STRATA_RETURN_IF_ERROR(ParseCopySource(*c.H("x-amz-copy-source"), sb, sk));
-  {
-    // The caller must be able to read the source bucket.
-    Ctx src_ctx(c.req, c.w, c.request_id);
-    src_ctx.bucket = sb;
-    src_ctx.key = sk;
-    src_ctx.has_key = true;
-    src_ctx.user = c.user;
-    STRATA_RETURN_IF_ERROR(Authorize(src_ctx, false));
-  }
+  STRATA_RETURN_IF_ERROR(AuthorizeCopySource(c, sb, sk));  // auth.cc
   STRATA_RETURN_IF_ERROR(CheckBucket(c));
   auto src_meta = engine->HeadObject(sb, sk);
   if (!src_meta.ok()) {
