@@ -40,7 +40,8 @@ struct UserArgs {
 
 // The root secret for the admin API.
 Result<std::string> RootSecret(const UserArgs& a, CLI::App* cmd) {
-  if (const char* p = std::getenv("STRATA_ROOT_PASSWORD"); p != nullptr && *p) return std::string(p);
+  if (const char* p = std::getenv("STRATA_ROOT_PASSWORD"); p != nullptr && *p)
+    return std::string(p);
   std::string dir = a.data;
   if (const char* env = std::getenv("STRATA_DATA"); env != nullptr && cmd->count("--data") == 0)
     dir = env;
@@ -65,11 +66,16 @@ struct Reply {
 
 int ExitFor(int http_status) {
   switch (http_status) {
-    case 400: return kExitUsage;
-    case 401: return kExitAuth;
-    case 404: return kExitNotFound;
-    case 409: return kExitConflict;
-    default: return kExitSomeFailed;
+    case 400:
+      return kExitUsage;
+    case 401:
+      return kExitAuth;
+    case 404:
+      return kExitNotFound;
+    case 409:
+      return kExitConflict;
+    default:
+      return kExitSomeFailed;
   }
 }
 
@@ -78,8 +84,8 @@ class Admin {
   Admin(std::string cmd, const UserArgs& a) : cmd_(std::move(cmd)), a_(a) {}
 
   // One call; prints the error and sets *rc when it fails.
-  std::optional<Reply> Call(CLI::App* app, std::string method, std::string target,
-                            std::string body, int* rc) {
+  std::optional<Reply> Call(CLI::App* app, std::string method, std::string target, std::string body,
+                            int* rc) {
     auto secret = RootSecret(a_, app);
     if (!secret.ok()) {
       fmt::print(stderr, "strata user {}: {}\n", cmd_, secret.error().message());
@@ -102,13 +108,15 @@ class Admin {
     while (!rest.empty() && rest.back() == '/') rest.pop_back();
     size_t colon = rest.rfind(':');
     if (colon == std::string::npos || rest.find('/') != std::string::npos) {
-      fmt::print(stderr, "strata user {}: --endpoint must be http://HOST:PORT (the admin port), got {}\n",
+      fmt::print(stderr,
+                 "strata user {}: --endpoint must be http://HOST:PORT (the admin port), got {}\n",
                  cmd_, ep);
       *rc = kExitUsage;
       return std::nullopt;
     }
     req.host = rest.substr(0, colon);
-    if (req.host.size() >= 2 && req.host.front() == '[') req.host = req.host.substr(1, req.host.size() - 2);
+    if (req.host.size() >= 2 && req.host.front() == '[')
+      req.host = req.host.substr(1, req.host.size() - 2);
     auto port = ParseUint64(rest.substr(colon + 1));
     if (!port || *port == 0 || *port > 65535) {
       fmt::print(stderr, "strata user {}: bad port in --endpoint {}\n", cmd_, ep);
@@ -144,7 +152,8 @@ class Admin {
       auto j = nlohmann::json::parse(r.body, nullptr, false);
       std::string msg = r.body;
       if (!j.is_discarded() && j.is_object() && j.contains("message") && j["message"].is_string())
-        msg = (j.contains("error") && j["error"].is_string() ? j["error"].get<std::string>() + ": " : "") +
+        msg = (j.contains("error") && j["error"].is_string() ? j["error"].get<std::string>() + ": "
+                                                             : "") +
               j["message"].get<std::string>();
       fmt::print(stderr, "strata user {}: {} (HTTP {})\n", cmd_, Trim(msg), r.status);
       *rc = ExitFor(r.status);
@@ -202,7 +211,7 @@ int CmdLs(CLI::App* app, const UserArgs& a) {
   }
   fmt::print("{:<24} {:<24} {}\n", "NAME", "ACCESS KEY", "POLICY");
   for (const auto& u : j["users"]) {
-    std::string pol = u.value("admin", false) ? "(root: everything)"
+    std::string pol = u.value("admin", false)        ? "(root: everything)"
                       : u.value("has_policy", false) ? "yes"
                                                      : "-";
     fmt::print("{:<24} {:<24} {}\n", u.value("name", ""), u.value("access_key", ""), pol);
@@ -255,8 +264,9 @@ void RegisterUserCommands(CLI::App& app, int* exit_code) {
       "user", "Manage the S3 users of a running strata server (through its admin port)");
   user->require_subcommand(1);
   auto common = [a](CLI::App* c) {
-    c->add_option("--endpoint", a->endpoint,
-                  "Admin API of the server (default STRATA_ADMIN_ENDPOINT or http://127.0.0.1:9001)");
+    c->add_option(
+        "--endpoint", a->endpoint,
+        "Admin API of the server (default STRATA_ADMIN_ENDPOINT or http://127.0.0.1:9001)");
     c->add_option("--data", a->data,
                   "The server's data directory, for the root secret in its credentials file "
                   "(STRATA_ROOT_PASSWORD takes precedence)")
@@ -272,7 +282,8 @@ void RegisterUserCommands(CLI::App& app, int* exit_code) {
       }
     });
   };
-  auto* add = user->add_subcommand("add", "Create a user (keys generated unless given); works at once");
+  auto* add =
+      user->add_subcommand("add", "Create a user (keys generated unless given); works at once");
   add->add_option("name", a->name, "User name (1-64 of A-Z a-z 0-9 +=,.@_-)")->required();
   add->add_option("--access-key", a->access_key, "Access key to use instead of a generated one");
   add->add_option("--secret-key", a->secret_key, "Secret key to use instead of a generated one");
@@ -282,7 +293,8 @@ void RegisterUserCommands(CLI::App& app, int* exit_code) {
   rm->add_option("name", a->name, "User name")->required();
   common(rm);
   wrap(rm, [a](CLI::App* c) { return CmdRm(c, *a); });
-  auto* ls = user->add_subcommand("ls", "List users (names, access keys, whether they have a policy)");
+  auto* ls =
+      user->add_subcommand("ls", "List users (names, access keys, whether they have a policy)");
   ls->add_flag("--json", a->json, "Print the admin API's JSON");
   common(ls);
   wrap(ls, [a](CLI::App* c) { return CmdLs(c, *a); });

@@ -29,8 +29,9 @@ uint8_t DecodePublicAccessBlock(std::string_view stored) {
 Result<uint8_t> ParsePublicAccessBlockXml(std::string_view xml) {
   pugi::xml_document doc;
   if (xml.empty() || !doc.load_buffer(xml.data(), xml.size(), pugi::parse_default))
-    return MakeError("MalformedXML", "The XML you provided was not well-formed or did not "
-                                     "validate against our published schema");
+    return MakeError("MalformedXML",
+                     "The XML you provided was not well-formed or did not "
+                     "validate against our published schema");
   pugi::xml_node root = doc.document_element();
   std::string_view rn = root.name();
   if (rn.substr(rn.find(':') == std::string_view::npos ? 0 : rn.find(':') + 1) !=
@@ -99,7 +100,9 @@ Status BlockedAcl() {
 Status Frontend::Impl::PutBucketPolicy(Ctx& c) {
   STRATA_ASSIGN_OR_RETURN(BucketInfo b, engine->GetBucket(c.bucket));
   STRATA_ASSIGN_OR_RETURN(std::string body, ReadXmlBody(c));
-  if (Trim(body).empty()) return MakeError("MalformedPolicy", "Policies must be valid JSON and the first byte must be '{'");
+  if (Trim(body).empty())
+    return MakeError("MalformedPolicy",
+                     "Policies must be valid JSON and the first byte must be '{'");
   STRATA_ASSIGN_OR_RETURN(auto policy, Policy::Parse(body, PolicyKind::kBucket, c.bucket));
   auto access = AccessOf(b);
   if ((access->pab & kBlockPublicPolicy) && policy->IsPublic())
@@ -192,8 +195,8 @@ auto HeaderOf(const Ctx& c) {
 // The ACL a PUT ?acl names: headers (canned or grants) or an AccessControlPolicy body.
 static Result<Acl> AclOfPut(Frontend::Impl& im, Ctx& c, std::string_view owner,
                             std::string_view bucket_owner, bool for_bucket) {
-  STRATA_ASSIGN_OR_RETURN(auto from_headers,
-                          AclFromHeaders(HeaderOf(c), owner, bucket_owner, for_bucket, ExistsIn(c)));
+  STRATA_ASSIGN_OR_RETURN(
+      auto from_headers, AclFromHeaders(HeaderOf(c), owner, bucket_owner, for_bucket, ExistsIn(c)));
   STRATA_ASSIGN_OR_RETURN(std::string body, im.ReadXmlBody(c));
   if (from_headers) {
     if (!Trim(body).empty())
@@ -252,6 +255,21 @@ Status Frontend::Impl::PutObjectAcl(Ctx& c) {
 
 Result<std::optional<Acl>> Frontend::Impl::NewBucketAcl(Ctx& c) {
   const std::string owner = c.user != nullptr ? c.user->access_key : std::string();
+  // Creating a bucket needs no Allow (every user may own buckets), but an
+  // explicit Deny of s3:CreateBucket in the user's policy refuses it.
+  if (c.user != nullptr && c.user_policy != nullptr) {
+    const std::string arn = "arn:aws:s3:::" + c.bucket;
+    PolicyRequest pr;
+    pr.action = "s3:CreateBucket";
+    pr.resource = arn;
+    pr.anonymous = false;
+    pr.user_id = c.user->access_key;
+    pr.user_name = c.user->name;
+    if (c.user_policy->Evaluate(pr) == Effect::kDeny)
+      return MakeError(
+          "AccessDenied",
+          "Access Denied: an explicit deny in the user policy refuses s3:CreateBucket on " + arn);
+  }
   return AclFromHeaders(HeaderOf(c), owner, owner, true, ExistsIn(c));
 }
 
@@ -270,7 +288,8 @@ Status Frontend::Impl::ObjectAclFromHeaders(Ctx& c, ObjectMeta& meta) {
     return Status::Ok();
   STRATA_ASSIGN_OR_RETURN(BucketInfo b, engine->GetBucket(c.bucket));
   const std::string owner = c.user != nullptr ? c.user->access_key : b.owner;
-  STRATA_ASSIGN_OR_RETURN(auto acl, AclFromHeaders(HeaderOf(c), owner, b.owner, false, ExistsIn(c)));
+  STRATA_ASSIGN_OR_RETURN(auto acl,
+                          AclFromHeaders(HeaderOf(c), owner, b.owner, false, ExistsIn(c)));
   if (!acl) return Status::Ok();
   if ((AccessOf(b)->pab & kBlockPublicAcls) && AclIsPublic(*acl)) return BlockedAcl();
   meta.internal[kAclConfig] = EncodeAcl(*acl);

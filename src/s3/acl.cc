@@ -23,8 +23,10 @@ struct PermName {
   uint8_t perm;
 };
 constexpr PermName kPerms[] = {
-    {"READ", kAclRead},          {"WRITE", kAclWrite},
-    {"READ_ACP", kAclReadAcp},   {"WRITE_ACP", kAclWriteAcp},
+    {"READ", kAclRead},
+    {"WRITE", kAclWrite},
+    {"READ_ACP", kAclReadAcp},
+    {"WRITE_ACP", kAclWriteAcp},
     {"FULL_CONTROL", kAclFullControl},
 };
 
@@ -42,7 +44,8 @@ Result<AclGrant> MakeGrantee(std::string_view kind, std::string_view value, uint
   AclGrant g;
   g.perm = perm;
   if (kind == "id") {
-    if (!exists(value)) return BadGrantee("Invalid id: no user has canonical id \"" + std::string(value) + "\"");
+    if (!exists(value))
+      return BadGrantee("Invalid id: no user has canonical id \"" + std::string(value) + "\"");
     g.type = GranteeType::kUser;
     g.id = std::string(value);
   } else if (kind == "uri") {
@@ -90,7 +93,8 @@ Result<Acl> CannedAcl(std::string_view name, std::string_view owner, std::string
   } else if (name == "aws-exec-read") {
     // The grantee is an AWS service; nothing to grant here.
   } else if (name == "bucket-owner-read" && !for_bucket) {
-    if (bucket_owner != owner) a.grants.push_back({GranteeType::kUser, std::string(bucket_owner), kAclRead});
+    if (bucket_owner != owner)
+      a.grants.push_back({GranteeType::kUser, std::string(bucket_owner), kAclRead});
   } else if (name == "bucket-owner-full-control" && !for_bucket) {
     if (bucket_owner != owner)
       a.grants.push_back({GranteeType::kUser, std::string(bucket_owner), kAclFullControl});
@@ -120,7 +124,8 @@ Result<std::optional<Acl>> AclFromHeaders(
   bool any_grant = false;
   for (const auto& [h, p] : kGrantHeaders) any_grant |= header(h).has_value();
   if (canned && any_grant)
-    return MakeError("InvalidRequest", "Specifying both Canned ACLs and Header Grants is not allowed");
+    return MakeError("InvalidRequest",
+                     "Specifying both Canned ACLs and Header Grants is not allowed");
   if (canned) {
     STRATA_ASSIGN_OR_RETURN(Acl a, CannedAcl(Trim(*canned), owner, bucket_owner, for_bucket));
     return std::optional<Acl>(std::move(a));
@@ -137,10 +142,12 @@ Result<std::optional<Acl>> AclFromHeaders(
       if (item.empty()) continue;
       size_t eq = item.find('=');
       if (eq == std::string_view::npos)
-        return MakeError("InvalidArgument", "grant \"" + std::string(item) + "\" is not type=\"value\"");
+        return MakeError("InvalidArgument",
+                         "grant \"" + std::string(item) + "\" is not type=\"value\"");
       std::string_view kind = Trim(item.substr(0, eq));
       std::string_view val = Trim(item.substr(eq + 1));
-      if (val.size() >= 2 && val.front() == '"' && val.back() == '"') val = val.substr(1, val.size() - 2);
+      if (val.size() >= 2 && val.front() == '"' && val.back() == '"')
+        val = val.substr(1, val.size() - 2);
       STRATA_ASSIGN_OR_RETURN(AclGrant g, MakeGrantee(kind, val, perm, exists));
       AddGrant(a, std::move(g));
     }
@@ -188,12 +195,14 @@ Result<Acl> ParseAclXml(std::string_view xml, std::string_view owner, const User
     for (const PermName& n : kPerms)
       if (perm_s == n.name) perm = n.perm;
     if (!grantee || perm == 0)
-      return MakeError("MalformedACLError", "each Grant needs a Grantee and a Permission "
-                                            "(READ, WRITE, READ_ACP, WRITE_ACP, FULL_CONTROL)");
+      return MakeError("MalformedACLError",
+                       "each Grant needs a Grantee and a Permission "
+                       "(READ, WRITE, READ_ACP, WRITE_ACP, FULL_CONTROL)");
     std::string type;
     for (pugi::xml_attribute at : grantee.attributes()) {
       std::string_view an = at.name();
-      if (an == "xsi:type" || (an.size() > 5 && an.substr(an.size() - 5) == ":type") || an == "type")
+      if (an == "xsi:type" || (an.size() > 5 && an.substr(an.size() - 5) == ":type") ||
+          an == "type")
         type = at.value();
     }
     std::string kind, value;
@@ -214,15 +223,17 @@ Result<Acl> ParseAclXml(std::string_view xml, std::string_view owner, const User
   return a;
 }
 
-std::string AclXml(const Acl& acl, const std::function<std::string(std::string_view)>& display_name) {
+std::string AclXml(const Acl& acl,
+                   const std::function<std::string(std::string_view)>& display_name) {
   XmlWriter x("AccessControlPolicy");
   x.Open("Owner").Elem("ID", acl.owner).Elem("DisplayName", display_name(acl.owner)).Close("Owner");
   x.Open("AccessControlList");
   for (const AclGrant& g : acl.grants) {
     x.Open("Grant");
     if (g.type == GranteeType::kUser) {
-      x.Open("Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
-             "xsi:type=\"CanonicalUser\"")
+      x.Open(
+           "Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+           "xsi:type=\"CanonicalUser\"")
           .Elem("ID", g.id)
           .Elem("DisplayName", display_name(g.id))
           .Close("Grantee");
@@ -286,7 +297,8 @@ bool AclAllows(const Acl& acl, uint8_t perm, std::string_view id, bool ignore_pu
       case GranteeType::kAuthenticatedUsers:
         if (!ignore_public && !id.empty()) return true;
         break;
-      case GranteeType::kLogDelivery: break;
+      case GranteeType::kLogDelivery:
+        break;
     }
   }
   return false;

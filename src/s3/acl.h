@@ -60,7 +60,8 @@ Result<std::optional<Acl>> AclFromHeaders(
 Result<Acl> ParseAclXml(std::string_view xml, std::string_view owner, const UserExists& exists);
 
 // <AccessControlPolicy>; display_name maps an id to a display name.
-std::string AclXml(const Acl& acl, const std::function<std::string(std::string_view)>& display_name);
+std::string AclXml(const Acl& acl,
+                   const std::function<std::string(std::string_view)>& display_name);
 
 std::string EncodeAcl(const Acl& acl);
 std::optional<Acl> DecodeAcl(std::string_view s);

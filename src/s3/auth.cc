@@ -43,7 +43,8 @@ class CtxConditions final : public ConditionValues {
       return c_.req.remote_addr;
     }
     if (k == "aws:securetransport") return std::string(c_.req.tls ? "true" : "false");
-    if (k == "aws:username") return c_.user ? std::optional<std::string>(c_.user->name) : std::nullopt;
+    if (k == "aws:username")
+      return c_.user ? std::optional<std::string>(c_.user->name) : std::nullopt;
     if (k == "aws:userid")
       return c_.user ? std::optional<std::string>(c_.user->access_key) : std::nullopt;
     if (k == "aws:principaltype")
@@ -142,7 +143,7 @@ Status Frontend::Impl::Authenticate(Ctx& c) {
 std::shared_ptr<const Frontend::Impl::BucketAccess> Frontend::Impl::AccessOf(
     const objstore::BucketInfo& b) {
   {
-    std::lock_guard lock(access_mu);
+    std::shared_lock lock(access_mu);
     auto it = access_cache.find(b.name);
     if (it != access_cache.end() && it->second->configs == b.configs) return it->second;
   }
@@ -162,8 +163,9 @@ std::shared_ptr<const Frontend::Impl::BucketAccess> Frontend::Impl::AccessOf(
       if (deny.ok()) a->policy = std::move(*deny);
     }
   }
-  if (const std::string* p = b.Config(kPublicAccessBlockConfig)) a->pab = DecodePublicAccessBlock(*p);
-  std::lock_guard lock(access_mu);
+  if (const std::string* p = b.Config(kPublicAccessBlockConfig))
+    a->pab = DecodePublicAccessBlock(*p);
+  std::unique_lock lock(access_mu);
   access_cache[b.name] = a;
   return a;
 }
@@ -195,10 +197,10 @@ Status Frontend::Impl::AuthorizeAction(Ctx& c, const objstore::BucketInfo& b,
     bucket_effect = Effect::kNone;
   const Effect user_effect = c.user_policy ? c.user_policy->Evaluate(pr) : Effect::kNone;
   if (bucket_effect == Effect::kDeny || user_effect == Effect::kDeny)
-    return MakeError("AccessDenied", fmt::format("Access Denied: an explicit deny in the {} policy "
-                                                 "refuses {} on {}",
-                                                 bucket_effect == Effect::kDeny ? "bucket" : "user",
-                                                 action, arn));
+    return MakeError("AccessDenied",
+                     fmt::format("Access Denied: an explicit deny in the {} policy "
+                                 "refuses {} on {}",
+                                 bucket_effect == Effect::kDeny ? "bucket" : "user", action, arn));
   if (owner) return Status::Ok();
   if (bucket_effect == Effect::kAllow || user_effect == Effect::kAllow) return Status::Ok();
   // ACL grants: the bucket's, then (for object reads and object ACLs) the object's.
@@ -240,8 +242,10 @@ Status Frontend::Impl::Authorize(Ctx& c, bool write) {
       CtxConditions cond(c, action);
       pr.conditions = &cond;
       if (c.user_policy->Evaluate(pr) == Effect::kDeny)
-        return MakeError("AccessDenied", "Access Denied: an explicit deny in the user policy "
-                                         "refuses " + action);
+        return MakeError("AccessDenied",
+                         "Access Denied: an explicit deny in the user policy "
+                         "refuses " +
+                             action);
     }
     return Status::Ok();  // each user lists the buckets it owns
   }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -114,7 +115,7 @@ struct Frontend::Impl {
     std::shared_ptr<const Policy> policy;
     uint8_t pab = 0;  // kBlockPublicAcls | kIgnorePublicAcls | ...
   };
-  std::mutex access_mu;
+  std::shared_mutex access_mu;
   std::unordered_map<std::string, std::shared_ptr<const BucketAccess>> access_cache;  // guarded by access_mu
   std::atomic<uint64_t> request_seq{0};
   uint64_t id_prefix = 0;
@@ -161,7 +162,8 @@ struct Frontend::Impl {
   Status GetPublicAccessBlock(Ctx& c);
   Status DeletePublicAccessBlock(Ctx& c);
   // The ACL of a new bucket or object from x-amz-acl / x-amz-grant-*:
-  // checked before the bucket is created, stored after.
+  // checked (with an explicit Deny of s3:CreateBucket in the user policy)
+  // before the bucket is created, stored after.
   Result<std::optional<Acl>> NewBucketAcl(Ctx& c);
   Status StoreNewBucketAcl(Ctx& c, const std::optional<Acl>& acl);
   Status ObjectAclFromHeaders(Ctx& c, objstore::ObjectMeta& meta);

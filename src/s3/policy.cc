@@ -118,8 +118,7 @@ Status Malformed(std::string_view what) { return MakeError("MalformedPolicy", wh
 
 // A JSON string or list of strings (numbers and booleans become their text,
 // as IAM accepts them in Condition values).
-Result<std::vector<std::string>> StringList(const json& j, std::string_view element,
-                                            bool scalars) {
+Result<std::vector<std::string>> StringList(const json& j, std::string_view element, bool scalars) {
   std::vector<std::string> out;
   auto one = [&](const json& v) -> Status {
     if (v.is_string()) {
@@ -189,11 +188,16 @@ std::optional<int64_t> ParseDate(std::string_view s) {
 
 bool MatchOne(Op op, std::string_view policy_value, std::string_view v) {
   switch (op) {
-    case Op::kStringEquals: return policy_value == v;
-    case Op::kStringEqualsIgnoreCase: return IEquals(policy_value, v);
-    case Op::kStringLike: return WildcardMatch(policy_value, v, false);
-    case Op::kBool: return IEquals(policy_value, v);
-    case Op::kIpAddress: return IpInCidr(policy_value, v);
+    case Op::kStringEquals:
+      return policy_value == v;
+    case Op::kStringEqualsIgnoreCase:
+      return IEquals(policy_value, v);
+    case Op::kStringLike:
+      return WildcardMatch(policy_value, v, false);
+    case Op::kBool:
+      return IEquals(policy_value, v);
+    case Op::kIpAddress:
+      return IpInCidr(policy_value, v);
     case Op::kNumericEquals:
     case Op::kNumericLessThan:
     case Op::kNumericLessThanEquals:
@@ -220,7 +224,8 @@ bool MatchOne(Op op, std::string_view policy_value, std::string_view v) {
       if (op == Op::kDateGreaterThan) return *a > *b;
       return *a >= *b;
     }
-    case Op::kNull: return false;
+    case Op::kNull:
+      return false;
   }
   return false;
 }
@@ -381,8 +386,7 @@ class PolicyParser {
   }
 
  private:
-  static Status ParseStatement(const json& s, PolicyKind kind, std::string_view bucket,
-                               Policy& p) {
+  static Status ParseStatement(const json& s, PolicyKind kind, std::string_view bucket, Policy& p) {
     PolicyStatement st;
     bool effect = false, action = false, resource = false;
     for (auto it = s.begin(); it != s.end(); ++it) {
@@ -419,7 +423,8 @@ class PolicyParser {
         resource = true;
         st.not_resource = k == "NotResource";
         STRATA_ASSIGN_OR_RETURN(st.resources, StringList(*it, k, false));
-        for (const std::string& r : st.resources) STRATA_RETURN_IF_ERROR(CheckResource(r, kind, bucket));
+        for (const std::string& r : st.resources)
+          STRATA_RETURN_IF_ERROR(CheckResource(r, kind, bucket));
       } else if (k == "Condition") {
         STRATA_RETURN_IF_ERROR(ParseConditions(*it, st.conditions));
       } else {
@@ -464,7 +469,8 @@ class PolicyParser {
     if (r == "*" && kind == PolicyKind::kIdentity) return Status::Ok();
     constexpr std::string_view kArn = "arn:aws:s3:::";
     if (!StartsWith(r, kArn) || r.size() == kArn.size())
-      return Malformed("Policy has invalid resource \"" + r + "\" (expected arn:aws:s3:::bucket[/key])");
+      return Malformed("Policy has invalid resource \"" + r +
+                       "\" (expected arn:aws:s3:::bucket[/key])");
     if (kind == PolicyKind::kBucket && !bucket.empty()) {
       std::string_view rest = std::string_view(r).substr(kArn.size());
       std::string_view b = rest.substr(0, rest.find('/'));
@@ -519,20 +525,29 @@ class PolicyParser {
         for (const std::string& v : c.values) {
           bool ok = true;
           switch (c.op) {
-            case Op::kIpAddress: ok = ValidCidr(v); break;
+            case Op::kIpAddress:
+              ok = ValidCidr(v);
+              break;
             case Op::kBool:
-            case Op::kNull: ok = IEquals(v, "true") || IEquals(v, "false"); break;
+            case Op::kNull:
+              ok = IEquals(v, "true") || IEquals(v, "false");
+              break;
             case Op::kNumericEquals:
             case Op::kNumericLessThan:
             case Op::kNumericLessThanEquals:
             case Op::kNumericGreaterThan:
-            case Op::kNumericGreaterThanEquals: ok = ParseNumber(v).has_value(); break;
+            case Op::kNumericGreaterThanEquals:
+              ok = ParseNumber(v).has_value();
+              break;
             case Op::kDateEquals:
             case Op::kDateLessThan:
             case Op::kDateLessThanEquals:
             case Op::kDateGreaterThan:
-            case Op::kDateGreaterThanEquals: ok = ParseDate(v).has_value(); break;
-            default: break;
+            case Op::kDateGreaterThanEquals:
+              ok = ParseDate(v).has_value();
+              break;
+            default:
+              break;
           }
           if (!ok)
             return Malformed("Invalid value \"" + v + "\" for condition " + op_it.key() + " " +

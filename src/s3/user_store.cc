@@ -1,8 +1,6 @@
 // The runtime user table (see include/strata/s3/user_store.h). File format:
 // {"users": [{"name", "access_key", "secret_key", "policy"?}]}, policy being
 // the document text as the admin set it.
-#include <strata/s3/user_store.h>
-
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -14,6 +12,7 @@
 
 #include <strata/core/file_util.h>
 #include <strata/core/strings.h>
+#include <strata/s3/user_store.h>
 
 #include "s3/policy.h"
 
@@ -64,14 +63,15 @@ Result<std::vector<User>> ParseUsers(const std::string& path, const std::string&
       return Status::Corruption(path + ": expected {\"users\": [...]}");
     for (const auto& x : j["users"]) {
       if (!x.is_object() || !x.contains("name") || !x["name"].is_string() ||
-          !x.contains("access_key") || !x["access_key"].is_string() ||
-          !x.contains("secret_key") || !x["secret_key"].is_string())
+          !x.contains("access_key") || !x["access_key"].is_string() || !x.contains("secret_key") ||
+          !x["secret_key"].is_string())
         return Status::Corruption(path + ": each user needs name, access_key and secret_key");
       User u;
       u.name = x["name"].get<std::string>();
       u.access_key = x["access_key"].get<std::string>();
       u.secret_key = x["secret_key"].get<std::string>();
-      if (x.contains("policy") && x["policy"].is_string()) u.policy = x["policy"].get<std::string>();
+      if (x.contains("policy") && x["policy"].is_string())
+        u.policy = x["policy"].get<std::string>();
       users.push_back(std::move(u));
     }
     return users;
@@ -86,7 +86,8 @@ Result<std::vector<User>> ParseUsers(const std::string& path, const std::string&
     std::istringstream ls(line);
     User u;
     if (!(ls >> u.name >> u.access_key >> u.secret_key))
-      return Status::Corruption(fmt::format("{}:{}: expected \"name access_key secret_key\"", path, n));
+      return Status::Corruption(
+          fmt::format("{}:{}: expected \"name access_key secret_key\"", path, n));
     users.push_back(std::move(u));
   }
   return users;
@@ -131,7 +132,8 @@ Status UserStore::Publish(std::shared_ptr<Table> next) {
   if (!path_.empty()) {
     nlohmann::json users = nlohmann::json::array();
     for (const auto& e : next->ordered) {
-      if (std::find(fixed_keys_.begin(), fixed_keys_.end(), e->user.access_key) != fixed_keys_.end())
+      if (std::find(fixed_keys_.begin(), fixed_keys_.end(), e->user.access_key) !=
+          fixed_keys_.end())
         continue;
       nlohmann::json u = {{"name", e->user.name},
                           {"access_key", e->user.access_key},
@@ -165,7 +167,8 @@ Result<User> UserStore::Add(User u) {
   std::lock_guard w(write_mu_);
   auto cur = Snapshot();
   for (const auto& e : cur->ordered) {
-    if (e->user.name == u.name) return Status::AlreadyExists("user \"" + u.name + "\" already exists");
+    if (e->user.name == u.name)
+      return Status::AlreadyExists("user \"" + u.name + "\" already exists");
     if (e->user.access_key == u.access_key)
       return Status::AlreadyExists("access key \"" + u.access_key + "\" is taken");
   }
@@ -185,7 +188,8 @@ Status UserStore::Remove(std::string_view name) {
                          [&](const auto& e) { return e->user.name == name; });
   if (it == next->ordered.end())
     return Status::NotFound("user \"" + std::string(name) + "\" does not exist");
-  if (std::find(fixed_keys_.begin(), fixed_keys_.end(), (*it)->user.access_key) != fixed_keys_.end())
+  if (std::find(fixed_keys_.begin(), fixed_keys_.end(), (*it)->user.access_key) !=
+      fixed_keys_.end())
     return Status::InvalidArgument("user \"" + std::string(name) +
                                    "\" is the root user of this server and cannot be removed");
   next->by_key.erase((*it)->user.access_key);

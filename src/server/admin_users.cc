@@ -42,10 +42,21 @@ void FromStatus(http::ResponseWriter& w, const Status& st) {
   }
   int status = 500;
   switch (st.code()) {
-    case StatusCode::kNotFound: status = 404; if (code.empty()) code = "NoSuchUser"; break;
-    case StatusCode::kAlreadyExists: status = 409; if (code.empty()) code = "UserExists"; break;
-    case StatusCode::kInvalidArgument: status = 400; if (code.empty()) code = "InvalidArgument"; break;
-    default: if (code.empty()) code = "InternalError"; break;
+    case StatusCode::kNotFound:
+      status = 404;
+      if (code.empty()) code = "NoSuchUser";
+      break;
+    case StatusCode::kAlreadyExists:
+      status = 409;
+      if (code.empty()) code = "UserExists";
+      break;
+    case StatusCode::kInvalidArgument:
+      status = 400;
+      if (code.empty()) code = "InvalidArgument";
+      break;
+    default:
+      if (code.empty()) code = "InternalError";
+      break;
   }
   Error(w, status, code, m);
 }
@@ -63,7 +74,8 @@ void AdminUsers(http::Request& req, http::ResponseWriter& w, s3::UserStore* stor
     return Error(w, 401, "Unauthorized",
                  "admin calls need \"Authorization: Bearer <root secret key>\"");
   }
-  std::string_view rest = std::string_view(req.path).substr(std::string_view(kAdminUsersPath).size());
+  std::string_view rest =
+      std::string_view(req.path).substr(std::string_view(kAdminUsersPath).size());
   auto body = [&]() -> Result<std::string> { return req.ReadAllBody(64 * 1024); };
   if (rest.empty() || rest == "/") {
     if (req.method == "GET") {
@@ -81,16 +93,20 @@ void AdminUsers(http::Request& req, http::ResponseWriter& w, s3::UserStore* stor
       if (!b.ok()) return FromStatus(w, b.error());
       json j = json::parse(*b, nullptr, false);
       if (j.is_discarded() || !j.is_object() || !j.contains("name") || !j["name"].is_string())
-        return Error(w, 400, "InvalidArgument", "expected {\"name\": ..., \"access_key\"?, \"secret_key\"?}");
+        return Error(w, 400, "InvalidArgument",
+                     "expected {\"name\": ..., \"access_key\"?, \"secret_key\"?}");
       s3::User u;
       u.name = j["name"].get<std::string>();
-      if (j.contains("access_key") && j["access_key"].is_string()) u.access_key = j["access_key"].get<std::string>();
-      if (j.contains("secret_key") && j["secret_key"].is_string()) u.secret_key = j["secret_key"].get<std::string>();
+      if (j.contains("access_key") && j["access_key"].is_string())
+        u.access_key = j["access_key"].get<std::string>();
+      if (j.contains("secret_key") && j["secret_key"].is_string())
+        u.secret_key = j["secret_key"].get<std::string>();
       auto added = store->Add(std::move(u));
       if (!added.ok()) return FromStatus(w, added.error());
-      return Reply(w, 201, json{{"name", added->name},
-                                {"access_key", added->access_key},
-                                {"secret_key", added->secret_key}});
+      return Reply(w, 201,
+                   json{{"name", added->name},
+                        {"access_key", added->access_key},
+                        {"secret_key", added->secret_key}});
     }
     return Error(w, 405, "MethodNotAllowed", "use GET or POST on " + std::string(kAdminUsersPath));
   }
@@ -99,13 +115,16 @@ void AdminUsers(http::Request& req, http::ResponseWriter& w, s3::UserStore* stor
   std::string_view name = rest.substr(0, rest.find('/'));
   std::string_view sub = rest.size() > name.size() ? rest.substr(name.size()) : "";
   auto decoded = UriDecode(name);
-  if (!decoded || decoded->empty()) return Error(w, 400, "InvalidArgument", "bad user name in path");
+  if (!decoded || decoded->empty())
+    return Error(w, 400, "InvalidArgument", "bad user name in path");
   if (sub.empty()) {
     if (req.method == "GET") {
       auto u = store->Find(*decoded);
       if (!u) return Error(w, 404, "NoSuchUser", "user \"" + *decoded + "\" does not exist");
-      return Reply(w, 200, json{{"name", u->name}, {"access_key", u->access_key},
-                                {"has_policy", !u->policy.empty()}});
+      return Reply(w, 200,
+                   json{{"name", u->name},
+                        {"access_key", u->access_key},
+                        {"has_policy", !u->policy.empty()}});
     }
     if (req.method == "DELETE") {
       Status st = store->Remove(*decoded);
@@ -116,7 +135,8 @@ void AdminUsers(http::Request& req, http::ResponseWriter& w, s3::UserStore* stor
     }
     return Error(w, 405, "MethodNotAllowed", "use GET or DELETE on a user");
   }
-  if (sub != "/policy") return Error(w, 404, "NotFound", "unknown admin path " + std::string(req.path));
+  if (sub != "/policy")
+    return Error(w, 404, "NotFound", "unknown admin path " + std::string(req.path));
   if (req.method == "GET") {
     auto u = store->Find(*decoded);
     if (!u) return Error(w, 404, "NoSuchUser", "user \"" + *decoded + "\" does not exist");

@@ -33,7 +33,8 @@ using Headers = std::vector<std::pair<std::string, std::string>>;
 
 std::string First(const std::string& xml, const std::string& tag) {
   std::smatch m;
-  if (std::regex_search(xml, m, std::regex("<" + tag + ">([^<]*)</" + tag + ">"))) return m[1].str();
+  if (std::regex_search(xml, m, std::regex("<" + tag + ">([^<]*)</" + tag + ">")))
+    return m[1].str();
   return "";
 }
 
@@ -44,9 +45,9 @@ struct Who {
 };
 
 const Who kOwner{"olivia", "AKOLIVIA", "olivia-secret-1"};
-const Who kAlice{"alice", "AKALICE", "alice-secret-12"};   // user policy allows shared/
-const Who kNora{"nora", "AKNORA", "nora-secret-123"};      // no statement anywhere
-const Who kDave{"dave", "AKDAVE", "dave-secret-123"};      // denied by the bucket policy
+const Who kAlice{"alice", "AKALICE", "alice-secret-12"};  // user policy allows shared/
+const Who kNora{"nora", "AKNORA", "nora-secret-123"};     // no statement anywhere
+const Who kDave{"dave", "AKDAVE", "dave-secret-123"};     // denied by the bucket policy
 const Who kAnon{"", "", ""};
 
 class AccessTest : public ::testing::Test {
@@ -124,17 +125,30 @@ std::string MatrixPolicy(const std::string& id) {
      "Resource":"arn:aws:s3:::mtx/shared/*"}]})";
 }
 
-enum class Action { kGetObject, kPutObject, kDeleteObject, kListBucket, kGetBucketPolicy, kPutBucketPolicy };
+enum class Action {
+  kGetObject,
+  kPutObject,
+  kDeleteObject,
+  kListBucket,
+  kGetBucketPolicy,
+  kPutBucketPolicy
+};
 enum class Res { kBucket, kShared, kElsewhere };
 
 const char* Name(Action a) {
   switch (a) {
-    case Action::kGetObject: return "GetObject";
-    case Action::kPutObject: return "PutObject";
-    case Action::kDeleteObject: return "DeleteObject";
-    case Action::kListBucket: return "ListBucket";
-    case Action::kGetBucketPolicy: return "GetBucketPolicy";
-    case Action::kPutBucketPolicy: return "PutBucketPolicy";
+    case Action::kGetObject:
+      return "GetObject";
+    case Action::kPutObject:
+      return "PutObject";
+    case Action::kDeleteObject:
+      return "DeleteObject";
+    case Action::kListBucket:
+      return "ListBucket";
+    case Action::kGetBucketPolicy:
+      return "GetBucketPolicy";
+    case Action::kPutBucketPolicy:
+      return "PutBucketPolicy";
   }
   return "?";
 }
@@ -148,16 +162,18 @@ TEST_F(AccessTest, UsersTimesActionsTimesResources) {
       {"Effect":"Allow","Action":["s3:GetObject","s3:PutObject","s3:DeleteObject"],
        "Resource":"arn:aws:s3:::mtx/shared/*"},
       {"Effect":"Allow","Action":"s3:ListBucket","Resource":"arn:aws:s3:::mtx"}]})"));
-  ASSERT_OK(store_->SetPolicy("dave", R"({"Statement":[{"Effect":"Allow","Action":"s3:*","Resource":"*"}]})"));
+  ASSERT_OK(store_->SetPolicy(
+      "dave", R"({"Statement":[{"Effect":"Allow","Action":"s3:*","Resource":"*"}]})"));
 
   const std::vector<const Who*> users = {&kOwner, &kAlice, &kNora, &kDave, &kAnon};
-  const std::vector<Action> actions = {Action::kGetObject,  Action::kPutObject,
-                                       Action::kDeleteObject, Action::kListBucket,
+  const std::vector<Action> actions = {Action::kGetObject,       Action::kPutObject,
+                                       Action::kDeleteObject,    Action::kListBucket,
                                        Action::kGetBucketPolicy, Action::kPutBucketPolicy};
   // Expected: allowed?  AWS: owner everything but the explicit deny; alice her
   // Allows; nora and anonymous only the public statement; dave nothing.
   auto expect = [](const Who& w, Action a, Res r) {
-    const bool object = a == Action::kGetObject || a == Action::kPutObject || a == Action::kDeleteObject;
+    const bool object =
+        a == Action::kGetObject || a == Action::kPutObject || a == Action::kDeleteObject;
     if (&w == &kDave) return false;
     if (&w == &kOwner) return !(a == Action::kDeleteObject && r == Res::kShared);
     if (object && r == Res::kShared && a == Action::kGetObject) return true;  // public statement
@@ -168,8 +184,10 @@ TEST_F(AccessTest, UsersTimesActionsTimesResources) {
   int cases = 0;
   for (const Who* w : users) {
     for (Action a : actions) {
-      const bool object = a == Action::kGetObject || a == Action::kPutObject || a == Action::kDeleteObject;
-      for (Res r : object ? std::vector<Res>{Res::kShared, Res::kElsewhere} : std::vector<Res>{Res::kBucket}) {
+      const bool object =
+          a == Action::kGetObject || a == Action::kPutObject || a == Action::kDeleteObject;
+      for (Res r : object ? std::vector<Res>{Res::kShared, Res::kElsewhere}
+                          : std::vector<Res>{Res::kBucket}) {
         const std::string key = r == Res::kShared ? "shared/doc" : "private/doc";
         // Known state before each request (written by root, who may do anything).
         const Who root{"root", "AKROOT", "root-secret-123"};
@@ -184,7 +202,9 @@ TEST_F(AccessTest, UsersTimesActionsTimesResources) {
         switch (a) {
           case Action::kGetObject:
             resp = Send(*w, "GET", "/mtx/" + key);
-            if (allowed) EXPECT_EQ(resp.body, before) << what;
+            if (allowed) {
+              EXPECT_EQ(resp.body, before) << what;
+            }
             break;
           case Action::kPutObject:
             resp = Send(*w, "PUT", "/mtx/" + key, "written-by-" + w->name);
@@ -196,11 +216,15 @@ TEST_F(AccessTest, UsersTimesActionsTimesResources) {
             break;
           case Action::kListBucket:
             resp = Send(*w, "GET", "/mtx?list-type=2");
-            if (allowed) EXPECT_EQ(First(resp.body, "KeyCount"), "2") << what << resp.body;
+            if (allowed) {
+              EXPECT_EQ(First(resp.body, "KeyCount"), "2") << what << resp.body;
+            }
             break;
           case Action::kGetBucketPolicy:
             resp = Send(*w, "GET", "/mtx?policy");
-            if (allowed) EXPECT_NE(resp.body.find("PublicReadShared"), std::string::npos) << what;
+            if (allowed) {
+              EXPECT_NE(resp.body.find("PublicReadShared"), std::string::npos) << what;
+            }
             break;
           case Action::kPutBucketPolicy: {
             const std::string id = "v" + std::to_string(++policy_version);
@@ -208,7 +232,8 @@ TEST_F(AccessTest, UsersTimesActionsTimesResources) {
             auto b = engine_->GetBucket("mtx");
             ASSERT_TRUE(b.ok());
             ASSERT_NE(b->Config("policy"), nullptr);
-            EXPECT_EQ(b->Config("policy")->find("\"Id\":\"" + id + "\"") != std::string::npos, allowed)
+            EXPECT_EQ(b->Config("policy")->find("\"Id\":\"" + id + "\"") != std::string::npos,
+                      allowed)
                 << what;
             break;
           }
@@ -250,14 +275,17 @@ TEST_F(AccessTest, BucketPolicyOperations) {
   EXPECT_EQ(First(none.body, "Code"), "NoSuchBucketPolicy");
   EXPECT_EQ(First(Send(kOwner, "GET", "/pbk?policyStatus").body, "Code"), "NoSuchBucketPolicy");
   // Malformed: 400 MalformedPolicy, nothing stored.
-  for (const std::string bad : {"{", R"({"Statement":[{"Effect":"Allow"}]})",
-                                R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::elsewhere/*"}]})"}) {
+  for (
+      const std::string bad :
+      {"{", R"({"Statement":[{"Effect":"Allow"}]})",
+       R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::elsewhere/*"}]})"}) {
     auto r = Send(kOwner, "PUT", "/pbk?policy", bad);
     EXPECT_EQ(r.status, 400) << bad;
     EXPECT_EQ(First(r.body, "Code"), "MalformedPolicy") << r.body;
   }
   EXPECT_EQ(engine_->GetBucket("pbk")->Config("policy"), nullptr);
-  const std::string pub = R"({"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::pbk/*"}]})";
+  const std::string pub =
+      R"({"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::pbk/*"}]})";
   ASSERT_EQ(Send(kOwner, "PUT", "/pbk?policy", pub).status, 204);
   auto got = Send(kOwner, "GET", "/pbk?policy");
   EXPECT_EQ(got.status, 200);
@@ -268,19 +296,25 @@ TEST_F(AccessTest, BucketPolicyOperations) {
   EXPECT_EQ(Send(kAnon, "PUT", "/pbk/anon", "x").status, 403);
   EXPECT_FALSE(Exists("pbk", "anon"));
   // RestrictPublicBuckets: the public policy no longer serves anonymous callers.
-  const std::string pab = "<PublicAccessBlockConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
-                          "<RestrictPublicBuckets>true</RestrictPublicBuckets></PublicAccessBlockConfiguration>";
+  const std::string pab =
+      "<PublicAccessBlockConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+      "<RestrictPublicBuckets>true</RestrictPublicBuckets></PublicAccessBlockConfiguration>";
   ASSERT_EQ(Send(kOwner, "PUT", "/pbk?publicAccessBlock", pab).status, 200);
-  EXPECT_EQ(First(Send(kOwner, "GET", "/pbk?publicAccessBlock").body, "RestrictPublicBuckets"), "true");
-  EXPECT_EQ(First(Send(kOwner, "GET", "/pbk?publicAccessBlock").body, "BlockPublicPolicy"), "false");
+  EXPECT_EQ(First(Send(kOwner, "GET", "/pbk?publicAccessBlock").body, "RestrictPublicBuckets"),
+            "true");
+  EXPECT_EQ(First(Send(kOwner, "GET", "/pbk?publicAccessBlock").body, "BlockPublicPolicy"),
+            "false");
   EXPECT_EQ(Send(kAnon, "GET", "/pbk/obj").status, 403);
   EXPECT_EQ(Send(kNora, "GET", "/pbk/obj").status, 200);  // same account: still allowed
   // BlockPublicPolicy: a public policy is refused, the old one stays.
   ASSERT_EQ(Send(kOwner, "PUT", "/pbk?publicAccessBlock",
                  "<PublicAccessBlockConfiguration><BlockPublicPolicy>true</BlockPublicPolicy>"
-                 "</PublicAccessBlockConfiguration>").status, 200);
+                 "</PublicAccessBlockConfiguration>")
+                .status,
+            200);
   EXPECT_EQ(Send(kAnon, "GET", "/pbk/obj").status, 200);  // Restrict is off again
-  const std::string pub2 = R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::pbk/*"}]})";
+  const std::string pub2 =
+      R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::pbk/*"}]})";
   auto blocked = Send(kOwner, "PUT", "/pbk?policy", pub2);
   EXPECT_EQ(blocked.status, 403) << blocked.body;
   EXPECT_EQ(*engine_->GetBucket("pbk")->Config("policy"), pub);
@@ -304,17 +338,21 @@ TEST_F(AccessTest, AclGrantsAndCannedAcls) {
   EXPECT_EQ(Send(kAlice, "GET", "/acl?list-type=2").status, 403);
   EXPECT_EQ(Send(kNora, "PUT", "/acl/n", "x").status, 403);  // READ is not WRITE
   auto acl = Send(kOwner, "GET", "/acl?acl");
-  EXPECT_NE(acl.body.find("<ID>AKNORA</ID><DisplayName>nora</DisplayName>"), std::string::npos) << acl.body;
+  EXPECT_NE(acl.body.find("<ID>AKNORA</ID><DisplayName>nora</DisplayName>"), std::string::npos)
+      << acl.body;
   EXPECT_NE(acl.body.find("<Permission>READ</Permission>"), std::string::npos);
   // Unknown id: 400, nothing changed.
-  EXPECT_EQ(Send(kOwner, "PUT", "/acl?acl", "", {{"x-amz-grant-read", "id=\"AKNOBODY\""}}).status, 400);
+  EXPECT_EQ(Send(kOwner, "PUT", "/acl?acl", "", {{"x-amz-grant-read", "id=\"AKNOBODY\""}}).status,
+            400);
   EXPECT_EQ(Send(kNora, "GET", "/acl?list-type=2").status, 200);
   // An AccessControlPolicy body granting WRITE to alice.
   const std::string body =
       "<AccessControlPolicy><Owner><ID>AKOLIVIA</ID></Owner><AccessControlList>"
-      "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:type=\"CanonicalUser\">"
+      "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+      "xsi:type=\"CanonicalUser\">"
       "<ID>AKOLIVIA</ID></Grantee><Permission>FULL_CONTROL</Permission></Grant>"
-      "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:type=\"CanonicalUser\">"
+      "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+      "xsi:type=\"CanonicalUser\">"
       "<ID>AKALICE</ID></Grantee><Permission>WRITE</Permission></Grant>"
       "</AccessControlList></AccessControlPolicy>";
   ASSERT_EQ(Send(kOwner, "PUT", "/acl?acl", body).status, 200);
@@ -327,7 +365,9 @@ TEST_F(AccessTest, AclGrantsAndCannedAcls) {
   EXPECT_EQ(Send(kAnon, "GET", "/acl/a").body, "aaa");
   ASSERT_EQ(Send(kOwner, "PUT", "/acl?publicAccessBlock",
                  "<PublicAccessBlockConfiguration><IgnorePublicAcls>true</IgnorePublicAcls>"
-                 "<BlockPublicAcls>true</BlockPublicAcls></PublicAccessBlockConfiguration>").status, 200);
+                 "<BlockPublicAcls>true</BlockPublicAcls></PublicAccessBlockConfiguration>")
+                .status,
+            200);
   EXPECT_EQ(Send(kAnon, "GET", "/acl/a").status, 403);
   EXPECT_EQ(Send(kOwner, "PUT", "/acl?acl", "", {{"x-amz-acl", "public-read-write"}}).status, 403);
   EXPECT_EQ(Send(kOwner, "PUT", "/acl/pub", "x", {{"x-amz-acl", "public-read"}}).status, 403);
@@ -357,7 +397,8 @@ TEST_F(AccessTest, MultiObjectDeleteAndCopyAreAuthorizedPerObject) {
   auto r = Send(kAlice, "POST", "/mdb?delete", del);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_NE(r.body.find("<Deleted><Key>shared/1</Key></Deleted>"), std::string::npos) << r.body;
-  EXPECT_NE(r.body.find("<Key>private/2</Key><Code>AccessDenied</Code>"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("<Key>private/2</Key><Code>AccessDenied</Code>"), std::string::npos)
+      << r.body;
   EXPECT_FALSE(Exists("mdb", "shared/1"));
   EXPECT_TRUE(Exists("mdb", "private/2"));
   // Copying needs s3:GetObject on the source: alice owns "amb" but cannot read private/2.
@@ -383,9 +424,16 @@ TEST_F(AccessTest, UsersChangeWhileServing) {
   EXPECT_EQ(Send(eve, "GET", "/").status, 200);
   ASSERT_EQ(Send(eve, "PUT", "/eves").status, 200);
   // A user policy that denies: effective on the next request.
-  ASSERT_OK(store_->SetPolicy("eve", R"({"Statement":[{"Effect":"Deny","Action":"s3:PutObject","Resource":"*"}]})"));
+  ASSERT_OK(store_->SetPolicy(
+      "eve", R"({"Statement":[{"Effect":"Deny","Action":"s3:PutObject","Resource":"*"}]})"));
   EXPECT_EQ(Send(eve, "PUT", "/eves/x", "x").status, 403);
   EXPECT_FALSE(Exists("eves", "x"));
+  ASSERT_OK(store_->SetPolicy(
+      "eve",
+      R"({"Statement":[{"Effect":"Deny","Action":"s3:CreateBucket","Resource":"arn:aws:s3:::no-*"}]})"));
+  EXPECT_EQ(Send(eve, "PUT", "/no-eve").status, 403);
+  EXPECT_FALSE(engine_->GetBucket("no-eve").ok());
+  EXPECT_EQ(Send(eve, "PUT", "/yes-eve").status, 200);
   ASSERT_OK(store_->SetPolicy("eve", std::nullopt));
   EXPECT_EQ(Send(eve, "PUT", "/eves/x", "x").status, 200);
   // A malformed user policy is refused and changes nothing.
@@ -396,13 +444,14 @@ TEST_F(AccessTest, UsersChangeWhileServing) {
   ASSERT_OK(store_->Add(u).status());
   EXPECT_FALSE(store_->Add(u).ok());  // the same name twice
   // Persisted: a store reopened from the same file has the users and policies.
-  ASSERT_OK(store_->SetPolicy("alice", R"({"Statement":[{"Effect":"Allow","Action":"s3:GetObject","Resource":"*"}]})"));
+  ASSERT_OK(store_->SetPolicy(
+      "alice", R"({"Statement":[{"Effect":"Allow","Action":"s3:GetObject","Resource":"*"}]})"));
   ASSERT_OK_AND_ASSIGN(auto again, UserStore::Open({}, dir_.Join("users")));
   auto alice = again->Find("alice");
   ASSERT_TRUE(alice.has_value());
   EXPECT_EQ(alice->secret_key, kAlice.sk);
   EXPECT_NE(alice->policy.find("s3:GetObject"), std::string::npos);
-  EXPECT_TRUE(again->Find("eve").has_value());  // re-added above
+  EXPECT_TRUE(again->Find("eve").has_value());    // re-added above
   EXPECT_FALSE(again->Find("root").has_value());  // fixed users are never written
   struct stat st;
   ASSERT_EQ(::stat(dir_.Join("users").c_str(), &st), 0);

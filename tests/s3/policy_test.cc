@@ -69,7 +69,8 @@ TEST(PolicyParse, AcceptsTheDocumentsOfTheS3Examples) {
       "Principal":"*","Action":["s3:GetObject","s3:GetObjectVersion"],
       "Resource":["arn:aws:s3:::bkt/*"]}]})");
   // A single statement object, Principal {"AWS": [...]}, CanonicalUser.
-  Bucket(R"({"Statement":{"Effect":"Deny","Principal":{"AWS":["arn:aws:iam::111122223333:user/bob"]},
+  Bucket(
+      R"({"Statement":{"Effect":"Deny","Principal":{"AWS":["arn:aws:iam::111122223333:user/bob"]},
       "NotAction":"s3:Get*","NotResource":"arn:aws:s3:::bkt/public/*"}})");
   Bucket(R"({"Version":"2008-10-17","Id":"x","Statement":[{"Effect":"Allow",
       "Principal":{"CanonicalUser":"AKID"},"Action":"s3:*","Resource":"arn:aws:s3:::bkt"}]})");
@@ -80,31 +81,50 @@ TEST(PolicyParse, AcceptsTheDocumentsOfTheS3Examples) {
 TEST(PolicyParse, RefusesMalformedDocuments) {
   ExpectMalformed("not json");
   ExpectMalformed("[]");
-  ExpectMalformed(R"({"Version":"2012-10-17"})");                                  // no Statement
-  ExpectMalformed(R"({"Version":"2020-01-01","Statement":[]})");                   // bad version
-  ExpectMalformed(R"({"Statement":[]})");                                          // empty list
-  ExpectMalformed(R"({"Statement":[{"Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::bkt"}]})");
-  ExpectMalformed(R"({"Statement":[{"Effect":"Maybe","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::bkt"}]})");
-  ExpectMalformed(R"({"Statement":[{"Effect":"Allow","Action":"s3:*","Resource":"arn:aws:s3:::bkt"}]})");  // no Principal
-  ExpectMalformed(R"({"Statement":[{"Effect":"Allow","Principal":"*","Resource":"arn:aws:s3:::bkt"}]})");  // no Action
-  ExpectMalformed(R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*"}]})");  // no Resource
-  ExpectMalformed(R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","NotAction":"s3:Get*","Resource":"arn:aws:s3:::bkt"}]})");
-  ExpectMalformed(R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"iam:CreateUser","Resource":"arn:aws:s3:::bkt"}]})");
-  ExpectMalformed(R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::other/*"}]})");  // not this bucket
-  ExpectMalformed(R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"bkt/*"}]})");
-  ExpectMalformed(R"({"Statement":[{"Effect":"Allow","Principal":{"Service":"s3.amazonaws.com"},"Action":"s3:*","Resource":"arn:aws:s3:::bkt"}]})");
-  ExpectMalformed(R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::bkt","Condition":{"StringSortOf":{"s3:prefix":"a"}}}]})");
-  ExpectMalformed(R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::bkt","Condition":{"StringEquals":{"s3:no-such-key":"a"}}}]})");
-  ExpectMalformed(R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::bkt","Condition":{"IpAddress":{"aws:SourceIp":"300.1.1.1/8"}}}]})");
-  ExpectMalformed(R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::bkt","Condition":{"Bool":{"aws:SecureTransport":"yes"}}}]})");
-  ExpectMalformed(R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::bkt","Extra":1}]})");
+  ExpectMalformed(R"({"Version":"2012-10-17"})");                 // no Statement
+  ExpectMalformed(R"({"Version":"2020-01-01","Statement":[]})");  // bad version
+  ExpectMalformed(R"({"Statement":[]})");                         // empty list
+  ExpectMalformed(
+      R"({"Statement":[{"Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::bkt"}]})");
+  ExpectMalformed(
+      R"({"Statement":[{"Effect":"Maybe","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::bkt"}]})");
+  ExpectMalformed(
+      R"({"Statement":[{"Effect":"Allow","Action":"s3:*","Resource":"arn:aws:s3:::bkt"}]})");  // no
+                                                                                               // Principal
+  ExpectMalformed(
+      R"({"Statement":[{"Effect":"Allow","Principal":"*","Resource":"arn:aws:s3:::bkt"}]})");  // no
+                                                                                               // Action
+  ExpectMalformed(
+      R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*"}]})");  // no Resource
+  ExpectMalformed(
+      R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","NotAction":"s3:Get*","Resource":"arn:aws:s3:::bkt"}]})");
+  ExpectMalformed(
+      R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"iam:CreateUser","Resource":"arn:aws:s3:::bkt"}]})");
+  ExpectMalformed(
+      R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::other/*"}]})");  // not this bucket
+  ExpectMalformed(
+      R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"bkt/*"}]})");
+  ExpectMalformed(
+      R"({"Statement":[{"Effect":"Allow","Principal":{"Service":"s3.amazonaws.com"},"Action":"s3:*","Resource":"arn:aws:s3:::bkt"}]})");
+  ExpectMalformed(
+      R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::bkt","Condition":{"StringSortOf":{"s3:prefix":"a"}}}]})");
+  ExpectMalformed(
+      R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::bkt","Condition":{"StringEquals":{"s3:no-such-key":"a"}}}]})");
+  ExpectMalformed(
+      R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::bkt","Condition":{"IpAddress":{"aws:SourceIp":"300.1.1.1/8"}}}]})");
+  ExpectMalformed(
+      R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::bkt","Condition":{"Bool":{"aws:SecureTransport":"yes"}}}]})");
+  ExpectMalformed(
+      R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::bkt","Extra":1}]})");
   // A user policy names no Principal.
-  ExpectMalformed(R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"*"}]})",
-                  PolicyKind::kIdentity);
+  ExpectMalformed(
+      R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"*"}]})",
+      PolicyKind::kIdentity);
 }
 
 TEST(PolicyEval, ActionWildcardsAreCaseInsensitiveResourcesAreNot) {
-  auto p = Identity(R"({"Statement":[{"Effect":"Allow","Action":"s3:get*","Resource":"arn:aws:s3:::bkt/photos/*.jpg"}]})");
+  auto p = Identity(
+      R"({"Statement":[{"Effect":"Allow","Action":"s3:get*","Resource":"arn:aws:s3:::bkt/photos/*.jpg"}]})");
   Req r;
   r.user_id = "AK";
   r.resource = "arn:aws:s3:::bkt/photos/2024/cat.jpg";
@@ -118,7 +138,8 @@ TEST(PolicyEval, ActionWildcardsAreCaseInsensitiveResourcesAreNot) {
   EXPECT_EQ(p->Evaluate(r.Get()), Effect::kNone);
   r.resource = "arn:aws:s3:::bkt/photos/cat.png";
   EXPECT_EQ(p->Evaluate(r.Get()), Effect::kNone);
-  auto q = Identity(R"({"Statement":[{"Effect":"Allow","Action":"s3:?etObject","Resource":"arn:aws:s3:::bkt/a?c"}]})");
+  auto q = Identity(
+      R"({"Statement":[{"Effect":"Allow","Action":"s3:?etObject","Resource":"arn:aws:s3:::bkt/a?c"}]})");
   r.resource = "arn:aws:s3:::bkt/abc";
   EXPECT_EQ(q->Evaluate(r.Get()), Effect::kAllow);
   r.resource = "arn:aws:s3:::bkt/abbc";
@@ -167,11 +188,13 @@ TEST(PolicyEval, PrincipalsNameUsersByIdOrArnAndStarIncludesAnonymous) {
   r.user_id = "AKCAROL";
   r.user_name = "carol";
   EXPECT_EQ(p->Evaluate(r.Get()), Effect::kNone);
-  auto star = Bucket(R"({"Statement":[{"Effect":"Allow","Principal":{"AWS":"*"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"}]})");
+  auto star = Bucket(
+      R"({"Statement":[{"Effect":"Allow","Principal":{"AWS":"*"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"}]})");
   r.user_id.clear();
   EXPECT_EQ(star->Evaluate(r.Get()), Effect::kAllow);
   // NotPrincipal: everyone but the named one.
-  auto notp = Bucket(R"({"Statement":[{"Effect":"Deny","NotPrincipal":{"AWS":"AKALICE"},"Action":"s3:*","Resource":"arn:aws:s3:::bkt/*"}]})");
+  auto notp = Bucket(
+      R"({"Statement":[{"Effect":"Deny","NotPrincipal":{"AWS":"AKALICE"},"Action":"s3:*","Resource":"arn:aws:s3:::bkt/*"}]})");
   EXPECT_EQ(notp->Evaluate(r.Get()), Effect::kDeny);
   r.user_id = "AKALICE";
   EXPECT_EQ(notp->Evaluate(r.Get()), Effect::kNone);
@@ -289,13 +312,28 @@ TEST(PolicyEval, IfExistsNullNumericAndResourceVariables) {
 }
 
 TEST(PolicyEval, IsPublicFollowsAwsDefinition) {
-  EXPECT_TRUE(Bucket(R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"}]})")->IsPublic());
-  EXPECT_TRUE(Bucket(R"({"Statement":[{"Effect":"Allow","Principal":{"AWS":"*"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*",
-      "Condition":{"IpAddress":{"aws:SourceIp":"0.0.0.0/0"}}}]})")->IsPublic());
-  EXPECT_FALSE(Bucket(R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*",
-      "Condition":{"IpAddress":{"aws:SourceIp":"10.0.0.0/8"}}}]})")->IsPublic());
-  EXPECT_FALSE(Bucket(R"({"Statement":[{"Effect":"Allow","Principal":{"AWS":"AKALICE"},"Action":"s3:*","Resource":"arn:aws:s3:::bkt/*"}]})")->IsPublic());
-  EXPECT_FALSE(Bucket(R"({"Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::bkt/*"}]})")->IsPublic());
+  EXPECT_TRUE(
+      Bucket(
+          R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"}]})")
+          ->IsPublic());
+  EXPECT_TRUE(
+      Bucket(
+          R"({"Statement":[{"Effect":"Allow","Principal":{"AWS":"*"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*",
+      "Condition":{"IpAddress":{"aws:SourceIp":"0.0.0.0/0"}}}]})")
+          ->IsPublic());
+  EXPECT_FALSE(
+      Bucket(
+          R"({"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*",
+      "Condition":{"IpAddress":{"aws:SourceIp":"10.0.0.0/8"}}}]})")
+          ->IsPublic());
+  EXPECT_FALSE(
+      Bucket(
+          R"({"Statement":[{"Effect":"Allow","Principal":{"AWS":"AKALICE"},"Action":"s3:*","Resource":"arn:aws:s3:::bkt/*"}]})")
+          ->IsPublic());
+  EXPECT_FALSE(
+      Bucket(
+          R"({"Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::bkt/*"}]})")
+          ->IsPublic());
 }
 
 TEST(PolicyActions, OperationsMapToTheActionsAwsDocuments) {
@@ -321,7 +359,8 @@ TEST(Acl, CannedAclsGrantHeadersAndXmlRoundTrip) {
       return std::string_view(it->second);
     };
   };
-  ASSERT_OK_AND_ASSIGN(auto pr, AclFromHeaders(hdr({{"x-amz-acl", "public-read"}}), "AKOWNER", "AKOWNER", true, exists));
+  ASSERT_OK_AND_ASSIGN(auto pr, AclFromHeaders(hdr({{"x-amz-acl", "public-read"}}), "AKOWNER",
+                                               "AKOWNER", true, exists));
   ASSERT_TRUE(pr.has_value());
   EXPECT_TRUE(AclAllows(*pr, kAclRead, "", false));
   EXPECT_FALSE(AclAllows(*pr, kAclWrite, "", false));
@@ -329,9 +368,12 @@ TEST(Acl, CannedAclsGrantHeadersAndXmlRoundTrip) {
   EXPECT_TRUE(AclAllows(*pr, kAclFullControl, "AKOWNER", true));
   EXPECT_TRUE(AclIsPublic(*pr));
 
-  ASSERT_OK_AND_ASSIGN(auto g, AclFromHeaders(hdr({{"x-amz-grant-read", "id=\"AKNORA\""},
-                                                   {"x-amz-grant-write-acp", "uri=\"http://acs.amazonaws.com/groups/global/AuthenticatedUsers\""}}),
-                                              "AKOWNER", "AKOWNER", true, exists));
+  ASSERT_OK_AND_ASSIGN(
+      auto g,
+      AclFromHeaders(hdr({{"x-amz-grant-read", "id=\"AKNORA\""},
+                          {"x-amz-grant-write-acp",
+                           "uri=\"http://acs.amazonaws.com/groups/global/AuthenticatedUsers\""}}),
+                     "AKOWNER", "AKOWNER", true, exists));
   ASSERT_TRUE(g.has_value());
   EXPECT_TRUE(AclAllows(*g, kAclRead, "AKNORA", false));
   EXPECT_FALSE(AclAllows(*g, kAclWrite, "AKNORA", false));
@@ -342,10 +384,19 @@ TEST(Acl, CannedAclsGrantHeadersAndXmlRoundTrip) {
   EXPECT_EQ(EncodeAcl(*back), EncodeAcl(*g));
 
   // Unknown ids, e-mail grants, canned + grants together: refused.
-  EXPECT_FALSE(AclFromHeaders(hdr({{"x-amz-grant-read", "id=\"AKNOBODY\""}}), "AKOWNER", "AKOWNER", true, exists).ok());
-  EXPECT_FALSE(AclFromHeaders(hdr({{"x-amz-grant-read", "emailAddress=\"a@b.c\""}}), "AKOWNER", "AKOWNER", true, exists).ok());
-  EXPECT_FALSE(AclFromHeaders(hdr({{"x-amz-acl", "private"}, {"x-amz-grant-read", "id=\"AKNORA\""}}), "AKOWNER", "AKOWNER", true, exists).ok());
-  EXPECT_FALSE(AclFromHeaders(hdr({{"x-amz-acl", "everyone-writes"}}), "AKOWNER", "AKOWNER", true, exists).ok());
+  EXPECT_FALSE(AclFromHeaders(hdr({{"x-amz-grant-read", "id=\"AKNOBODY\""}}), "AKOWNER", "AKOWNER",
+                              true, exists)
+                   .ok());
+  EXPECT_FALSE(AclFromHeaders(hdr({{"x-amz-grant-read", "emailAddress=\"a@b.c\""}}), "AKOWNER",
+                              "AKOWNER", true, exists)
+                   .ok());
+  EXPECT_FALSE(
+      AclFromHeaders(hdr({{"x-amz-acl", "private"}, {"x-amz-grant-read", "id=\"AKNORA\""}}),
+                     "AKOWNER", "AKOWNER", true, exists)
+          .ok());
+  EXPECT_FALSE(
+      AclFromHeaders(hdr({{"x-amz-acl", "everyone-writes"}}), "AKOWNER", "AKOWNER", true, exists)
+          .ok());
 
   const std::string xml = AclXml(*g, [](std::string_view id) { return std::string(id); });
   ASSERT_OK_AND_ASSIGN(Acl parsed, ParseAclXml(xml, "AKOWNER", exists));

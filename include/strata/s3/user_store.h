@@ -31,8 +31,8 @@ struct User {
   std::string name;
   std::string access_key;  // also the user's canonical id (ListBuckets Owner ID, ACL grants)
   std::string secret_key;
-  bool admin = false;      // sees and manages every bucket
-  std::string policy;      // user (identity) policy document, JSON; "" none
+  bool admin = false;  // sees and manages every bucket
+  std::string policy;  // user (identity) policy document, JSON; "" none
 };
 
 class UserStore {
