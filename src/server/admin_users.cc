@@ -50,6 +50,10 @@ void FromStatus(http::ResponseWriter& w, const Status& st) {
       status = 409;
       if (code.empty()) code = "UserExists";
       break;
+    case StatusCode::kResourceExhausted:
+      status = 413;
+      if (code.empty()) code = "TooLarge";
+      break;
     case StatusCode::kInvalidArgument:
       status = 400;
       if (code.empty()) code = "InvalidArgument";
