@@ -12,7 +12,7 @@ build_pkgs=(
   libfuse3-dev libsqlite3-dev libhiredis-dev pybind11-dev python3-dev
 )
 test_pkgs=(
-  awscli python3 python3-boto3 s3cmd rclone curl procps openssl redis-server
+  awscli python3 python3-boto3 python3-requests s3cmd rclone curl procps openssl redis-server
   fuse3 python3-numpy python3-torch
 )
 bench_pkgs=( nginx wrk hyperfine python3-numpy python3-hnswlib python3-faiss libhnswlib-dev dataset-fashion-mnist

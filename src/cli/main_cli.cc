@@ -1,8 +1,11 @@
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -22,8 +25,42 @@
 namespace strata::cli {
 namespace {
 
+constexpr log::Logger kLog("server");
+
+// Every client connection is a descriptor, and the usual soft limit (1024) is
+// far below --max-connections: raise it to the hard limit, as nginx's
+// worker_rlimit_nofile and systemd's LimitNOFILE= are used to.
+void RaiseDescriptorLimit(const server::ServerOptions& opts) {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  const rlim_t before = rl.rlim_cur;
+  rlim_t target = rl.rlim_max;
+  if (target == RLIM_INFINITY)
+    target = 1 << 20;  // Linux refuses more than fs.nr_open (default 2^20)
+  if (before < target) {
+    rl.rlim_cur = target;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+      kLog.Warn("cannot raise the open-file limit (ulimit -n) from {} to {}: {}", before, target,
+                std::strerror(errno));
+      rl.rlim_cur = before;
+    }
+  }
+  if (rl.rlim_cur != before) {
+    kLog.Info("open-file limit (ulimit -n): {} (raised from {})", rl.rlim_cur, before);
+  } else {
+    kLog.Info("open-file limit (ulimit -n): {}", rl.rlim_cur);
+  }
+  if (opts.enable_s3 && rl.rlim_cur < static_cast<rlim_t>(opts.max_connections) + 256) {
+    kLog.Warn(
+        "open-file limit {} is below --max-connections {}: when descriptors run out, new "
+        "connections wait (raise the hard limit: ulimit -Hn, LimitNOFILE=)",
+        rl.rlim_cur, opts.max_connections);
+  }
+}
+
 int RunServer(server::ServerOptions opts, const std::string& log_level) {
   log::SetLevel(log::ParseLevel(log_level));
+  RaiseDescriptorLimit(opts);
   // Block the stop signals before any thread starts so they reach sigwait only.
   const sigset_t set = BlockStopSignals();
 
@@ -110,13 +147,21 @@ int Main(int argc, char** argv) {
   srv->add_option("--tls-key", sopts.tls_key_file, "PEM private key for --tls-cert");
   srv->add_option("--threads", sopts.threads, "HTTP worker threads (0 = 4 x cores, at least 8)")
       ->capture_default_str();
-  srv->add_option("--max-connections", sopts.max_connections, "Concurrent client connections")
+  srv->add_option(
+         "--max-connections", sopts.max_connections,
+         "Open client connections per frontend (at the limit the oldest idle ones are closed)")
+      ->capture_default_str();
+  srv->add_option("--max-connections-per-ip", sopts.max_connections_per_ip,
+                  "Open client connections per frontend from one address (0 = no cap)")
       ->capture_default_str();
   srv->add_option("--max-header-bytes", sopts.max_header_bytes, "Largest request head accepted")
       ->capture_default_str();
-  srv->add_option("--header-timeout-ms", sopts.header_timeout_ms, "Time allowed to send a request head")
+  srv->add_option(
+         "--header-timeout-ms", sopts.header_timeout_ms,
+         "Time to send a complete request head, from accept (a silent connection is closed then)")
       ->capture_default_str();
-  srv->add_option("--idle-timeout-ms", sopts.idle_timeout_ms, "Keep-alive idle timeout")
+  srv->add_option("--idle-timeout-ms", sopts.idle_timeout_ms,
+                  "Keep-alive idle timeout between requests")
       ->capture_default_str();
   srv->add_option("--io-timeout-ms", sopts.io_timeout_ms, "Timeout of each body read or write")
       ->capture_default_str();

@@ -5,8 +5,10 @@
 // epoll server (http_server.cc) and the in-memory entry (http_in_memory.cc)
 // both serve through ServeOneRequest.
 //
-// Thread-safety: a Connection is served by one thread at a time; parked_,
-// deadline_ns_ and in_head_ are read by the server's sweeper.
+// Thread-safety: a Connection is served by one thread at a time. While it
+// waits in epoll, the server's sweeper and acceptor read state_, deadline_ns_
+// and idle_since_ns_, and may claim it for closing by one compare-and-swap of
+// state_ (see Wait*).
 #pragma once
 
 #include <poll.h>
@@ -18,6 +20,7 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -35,13 +38,11 @@ namespace strata::http {
 class Connection {
  public:
   Connection(int fd, SSL* ssl, std::string remote, const ServerOptions* opts)
-      : fd_(fd), ssl_(ssl), remote_(std::move(remote)), opts_(opts) {
-    buf_.resize(std::max<size_t>(opts->max_header_bytes + 4096, 32 * 1024));
-  }
+      : fd_(fd), ssl_(ssl), remote_(std::move(remote)), opts_(opts) {}  // buffer: EnsureBuffer
   // In memory (ServeInMemory): reads come from `in`, writes are appended to *out.
   Connection(std::string_view in, std::string* out, const ServerOptions* opts)
       : fd_(-1), ssl_(nullptr), remote_("in-memory"), opts_(opts), mem_in_(in), mem_out_(out) {
-    buf_.resize(std::max<size_t>(opts->max_header_bytes + 4096, 32 * 1024));
+    EnsureBuffer();
   }
   ~Connection() {
     if (ssl_ != nullptr) {
@@ -177,6 +178,12 @@ class Connection {
     return Status::Ok();
   }
 
+  // The input buffer is allocated when the first bytes arrive, so a connection
+  // that never sends anything costs no buffer (thousands may be open).
+  void EnsureBuffer() {
+    if (buf_.empty()) buf_.resize(std::max<size_t>(opts_->max_header_bytes + 4096, 32 * 1024));
+  }
+
   // --- request parsing ---------------------------------------------------------
   // Input buffer: [rpos_, wpos_) holds unread bytes.
   std::string buf_;
@@ -194,10 +201,24 @@ class Connection {
   bool continue_sent_ = false;
   bool head_only_ = false;      // HEAD request: no response body
 
-  // Parks state for epoll: true while waiting in epoll (the sweeper may shut it down).
-  std::atomic<bool> parked_{false};
-  std::atomic<int64_t> deadline_ns_{0};
-  std::atomic<bool> in_head_{false};
+  // --- the server's view (http_server.cc) -------------------------------------
+  // What a connection is doing, the low 3 bits of state_; the bits above count
+  // the times it was parked, so a compare-and-swap from a state read earlier
+  // fails once the connection has been served and parked again.
+  enum Wait : uint64_t {
+    kBusy = 0,       // a worker owns it
+    kWaitFirst = 1,  // parked, no byte of a first request yet (TLS: handshake not done)
+    kWaitHead = 2,   // parked with part of a request head
+    kWaitNext = 3,   // parked between requests (keep-alive)
+    kClosing = 4,    // claimed by the sweeper or an eviction: the worker that wakes closes it
+  };
+  static constexpr uint64_t kWaitMask = 7;
+  std::atomic<uint64_t> state_{kBusy};
+  std::atomic<int64_t> deadline_ns_{0};    // when the state parked in expires
+  std::atomic<int64_t> idle_since_ns_{0};  // kWaitFirst: accept; kWaitNext: end of the last request
+  int64_t accepted_ns_ = 0;
+  uint64_t requests_started_ = 0;  // complete heads read on this connection
+  bool slot_held_ = false;         // counted in the server's limits; guarded by its conns_mu
   bool handshake_done_ = false;
 
   void Compact() {

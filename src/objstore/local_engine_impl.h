@@ -540,6 +540,31 @@ class LocalEngineImpl final : public LocalEngine {
   Status ReadUpload(std::string_view bucket, std::string_view key, std::string_view upload_id,
                     UploadRecord* r);
 
+  // Completed uploads, so that a retried Complete (the same upload and parts,
+  // sent again after a lost reply) gets the object's result as in S3 instead
+  // of NoSuchUpload. In memory and bounded (kMaxCompletedUploads, each for
+  // kCompletedUploadTtlNs; lost at restart): a record answers only while the
+  // key still holds the object that upload created (same ETag and mtime), so
+  // an overwrite or delete ends it.
+  struct CompletedUpload {
+    std::string bucket, key;
+    std::string parts;  // "number:etag;" of the completed list
+    std::string etag;
+    int64_t mtime_ns = 0;
+    int64_t completed_ns = 0;  // MonotonicNanos()
+  };
+  static constexpr size_t kMaxCompletedUploads = 4096;
+  static constexpr int64_t kCompletedUploadTtlNs = 3600'000'000'000;
+  static std::string PartsFingerprint(const std::vector<CompletePart>& parts);
+  void RememberCompleted(std::string_view upload_id, CompletedUpload c);
+  // The completed object for a retried Complete, or NoUpload.
+  Result<ObjectMeta> CompletedResult(std::string_view bucket, std::string_view key,
+                                     std::string_view upload_id,
+                                     const std::vector<CompletePart>& parts);
+  std::mutex completed_mu_;
+  std::map<std::string, CompletedUpload, std::less<>> completed_;  // guarded by completed_mu_
+  std::list<std::string> completed_order_;  // guarded by completed_mu_, oldest first
+
   EngineOptions options_;
   std::string root_, data_root_, tmp_root_;
   std::unique_ptr<rocksdb::DB> db_;

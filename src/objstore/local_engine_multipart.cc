@@ -36,6 +36,27 @@ bool HexToRaw(std::string_view hex, std::string* out) {
   return true;
 }
 
+// The list a Complete names: not empty, ascending part numbers. S3 answers
+// InvalidPartOrder for a list out of ascending order; a part listed twice
+// names no part of the upload as listed: InvalidPart.
+Status CheckPartList(const std::vector<CompletePart>& parts) {
+  if (parts.empty()) {
+    return Status::InvalidArgument("InvalidPart: the part list is empty; give at least one part");
+  }
+  for (size_t i = 1; i < parts.size(); ++i) {
+    if (parts[i].number == parts[i - 1].number) {
+      return Status::InvalidArgument("InvalidPart: part " + std::to_string(parts[i].number) +
+                                     " is listed more than once");
+    }
+    if (parts[i].number < parts[i - 1].number) {
+      return Status::InvalidArgument("InvalidPartOrder: part numbers must be ascending, but part " +
+                                     std::to_string(parts[i].number) + " follows part " +
+                                     std::to_string(parts[i - 1].number));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status LocalEngineImpl::ReadUpload(std::string_view bucket, std::string_view key,
@@ -138,6 +159,7 @@ Result<PartInfo> LocalEngineImpl::UploadPart(std::string_view bucket, std::strin
   info.etag = pr.etag;
   info.mtime_ns = pr.mtime_ns;
   info.checksum = pr.checksum;
+  info.checksum_algorithm = pr.checksum_algorithm;
   return info;
 }
 
@@ -149,15 +171,12 @@ Result<ObjectMeta> LocalEngineImpl::CompleteMultipartUpload(std::string_view buc
   STRATA_RETURN_IF_ERROR(CheckBucket(bucket));
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
   STRATA_RETURN_IF_ERROR(ValidateUploadId(upload_id));
-  if (parts.empty()) {
-    return Status::InvalidArgument("InvalidPart: the part list is empty; give at least one part");
-  }
-  for (size_t i = 1; i < parts.size(); ++i) {
-    if (parts[i].number <= parts[i - 1].number) {
-      return Status::InvalidArgument("InvalidPartOrder: part numbers must be ascending, but part " +
-                                     std::to_string(parts[i].number) + " follows part " +
-                                     std::to_string(parts[i - 1].number));
-    }
+  STRATA_RETURN_IF_ERROR(CheckPartList(parts));
+  {
+    UploadRecord probe;
+    Status st = ReadUpload(bucket, key, upload_id, &probe);
+    if (st.IsNotFound()) return CompletedResult(bucket, key, upload_id, parts);
+    STRATA_RETURN_IF_ERROR(st);
   }
   const std::string ukey = UploadKey(bucket, key, upload_id);
   const std::string dbkey = ObjectKey(bucket, key);
@@ -290,7 +309,54 @@ Result<ObjectMeta> LocalEngineImpl::CompleteMultipartUpload(std::string_view buc
   }
   CollectGarbage(garbage);
   objects_put_.fetch_add(1, std::memory_order_relaxed);
+  RememberCompleted(upload_id,
+                    CompletedUpload{std::string(bucket), std::string(key), PartsFingerprint(parts),
+                                    meta.etag, meta.mtime_ns, MonotonicNanos()});
   return meta;
+}
+
+std::string LocalEngineImpl::PartsFingerprint(const std::vector<CompletePart>& parts) {
+  std::string f;
+  for (const CompletePart& p : parts) {
+    f += std::to_string(p.number);
+    f += ':';
+    f += NormalizeEtag(p.etag);
+    f += ';';
+  }
+  return f;
+}
+
+void LocalEngineImpl::RememberCompleted(std::string_view upload_id, CompletedUpload c) {
+  std::lock_guard lk(completed_mu_);
+  auto [it, inserted] = completed_.insert_or_assign(std::string(upload_id), std::move(c));
+  if (inserted) completed_order_.push_back(it->first);
+  while (completed_.size() > kMaxCompletedUploads) {
+    completed_.erase(completed_order_.front());
+    completed_order_.pop_front();
+  }
+}
+
+Result<ObjectMeta> LocalEngineImpl::CompletedResult(std::string_view bucket, std::string_view key,
+                                                    std::string_view upload_id,
+                                                    const std::vector<CompletePart>& parts) {
+  CompletedUpload rec;
+  {
+    std::lock_guard lk(completed_mu_);
+    auto it = completed_.find(upload_id);
+    if (it == completed_.end() ||
+        MonotonicNanos() - it->second.completed_ns > kCompletedUploadTtlNs)
+      return NoUpload(upload_id);
+    rec = it->second;
+  }
+  if (rec.bucket != bucket || rec.key != key || rec.parts != PartsFingerprint(parts))
+    return NoUpload(upload_id);
+  Result<ObjectMeta> m = HeadObject(bucket, key);
+  if (!m.ok()) {
+    if (m.error().IsNotFound()) return NoUpload(upload_id);
+    return m.error();
+  }
+  if (m->etag != rec.etag || m->mtime_ns != rec.mtime_ns) return NoUpload(upload_id);
+  return m;
 }
 
 Status LocalEngineImpl::AbortMultipartUpload(std::string_view bucket, std::string_view key,
@@ -340,6 +406,7 @@ Result<std::vector<PartInfo>> LocalEngineImpl::ListParts(std::string_view bucket
     info.etag = std::move(pr.etag);
     info.mtime_ns = pr.mtime_ns;
     info.checksum = std::move(pr.checksum);
+    info.checksum_algorithm = pr.checksum_algorithm;
     out.push_back(std::move(info));
   }
   STRATA_RETURN_IF_ERROR(FromRocks(it->status(), "list parts"));

@@ -2,6 +2,7 @@
 // versioning (never enabled), the configurations Strata
 // does not hold, ListObjects v1 and v2, and multi-object delete.
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include <strata/core/etag.h>
@@ -15,19 +16,53 @@ namespace strata::s3 {
 
 using objstore::ObjectMeta;
 
+// max-buckets (1..10000; all when absent), continuation-token (opaque: the
+// last name of the previous page, base64), prefix and bucket-region (one
+// region here), as the current ListBuckets has them.
 Status Frontend::Impl::ListBuckets(Ctx& c) {
+  size_t max_buckets = SIZE_MAX;
+  if (c.Has("max-buckets")) {
+    auto mb = ParseInt64(c.Q("max-buckets"));
+    if (!mb || *mb < 1 || *mb > 10000)
+      return MakeError("InvalidArgument", "max-buckets must be an integer from 1 to 10000");
+    max_buckets = static_cast<size_t>(*mb);
+  }
+  std::string after;
+  if (std::string token = c.Q("continuation-token"); !token.empty()) {
+    auto t = Base64Decode(token);
+    if (!t || t->empty())
+      return MakeError("InvalidArgument", "The continuation token provided is incorrect");
+    after = *t;
+  }
+  const std::string prefix = c.Q("prefix");
+  const bool region_matches = !c.Has("bucket-region") || c.Q("bucket-region") == opts.region;
   STRATA_ASSIGN_OR_RETURN(auto buckets, engine->ListBuckets());
+  std::sort(buckets.begin(), buckets.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
   XmlWriter x("ListAllMyBucketsResult");
   x.Open("Owner").Elem("ID", c.user->access_key).Elem("DisplayName", c.user->name).Close("Owner");
   x.Open("Buckets");
+  size_t n = 0;
+  std::string last, next;
   for (const auto& b : buckets) {
+    if (!region_matches) break;
     if (!c.user->admin && b.owner != c.user->access_key) continue;
+    if (!StartsWith(b.name, prefix) || (!after.empty() && b.name <= after)) continue;
+    if (n == max_buckets) {
+      next = Base64Encode(last);
+      break;
+    }
+    ++n;
+    last = b.name;
     x.Open("Bucket")
         .Elem("Name", b.name)
         .Elem("CreationDate", FormatIso8601(b.created_ns))
+        .Elem("BucketRegion", opts.region)
         .Close("Bucket");
   }
   x.Close("Buckets");
+  if (!next.empty()) x.Elem("ContinuationToken", next);
+  if (c.Has("prefix")) x.Elem("Prefix", prefix);
   SendXml(c, 200, x.Finish());
   return Status::Ok();
 }
@@ -43,10 +78,18 @@ Status Frontend::Impl::CreateBucket(Ctx& c) {
   (void)location;  // single-region server: any constraint is accepted
   STRATA_ASSIGN_OR_RETURN(std::optional<Acl> acl, NewBucketAcl(c));
   if (auto existing = engine->GetBucket(c.bucket); existing.ok()) {
-    if (existing->owner == c.user->access_key)
+    if (existing->owner == c.user->access_key) {
+      // AWS's legacy us-east-1 behaviour: re-creating your own bucket there
+      // succeeds and changes nothing; elsewhere it is 409.
+      if (opts.region == "us-east-1") {
+        c.w.AddHeader("Location", "/" + c.bucket);
+        c.w.SetStatus(200);
+        return c.w.Send("");
+      }
       return MakeError(
           "BucketAlreadyOwnedByYou",
           "Your previous request to create the named bucket succeeded and you already own it.");
+    }
     return MakeError("BucketAlreadyExists",
                      "The requested bucket name is not available. Please select a different name "
                      "and try again.");
@@ -109,7 +152,7 @@ struct Absent {
 const Absent kAbsent[] = {
     {"GetBucketPolicy", "NoSuchBucketPolicy", "The bucket policy does not exist"},
     {"GetBucketCors", "NoSuchCORSConfiguration", "The CORS configuration does not exist"},
-    {"GetBucketLifecycle", "NoSuchLifecycleConfiguration",
+    {"GetBucketLifecycleConfiguration", "NoSuchLifecycleConfiguration",
      "The lifecycle configuration does not exist"},
     {"GetBucketTagging", "NoSuchTagSet", "The TagSet does not exist"},
     {"GetBucketEncryption", "ServerSideEncryptionConfigurationNotFoundError",
@@ -126,11 +169,6 @@ Status Frontend::Impl::GetAbsentBucketConfig(Ctx& c) {
     if (c.op == a.op) return MakeError(a.code, a.msg);
   }
   return Status::Internal("no absent-configuration answer for " + c.op);
-}
-
-Status Frontend::Impl::BucketConfigNotImplemented(Ctx& c) {
-  (void)c;
-  return MakeError("NotImplemented", "This bucket sub-resource is not supported by Strata");
 }
 
 // Deleting a configuration that never exists succeeds, as in S3.
@@ -157,6 +195,8 @@ Status Frontend::Impl::ListObjects(Ctx& c, bool v2) {
       return MakeError("InvalidArgument", "max-keys must be a non-negative integer");
     lo.max_keys = static_cast<int>(std::min<int64_t>(*mk, 1000));
   }
+  if (!v2 && c.Has("list-type") && c.Q("list-type") != "1")
+    return MakeError("InvalidArgument", "Invalid List Type specified in Request: use 1 or 2");
   std::string encoding = c.Q("encoding-type");
   if (!encoding.empty() && encoding != "url")
     return MakeError("InvalidArgument", "Invalid Encoding Method specified in Request");
@@ -166,9 +206,10 @@ Status Frontend::Impl::ListObjects(Ctx& c, bool v2) {
   if (v2) {
     token = c.Q("continuation-token");
     start_after = c.Q("start-after");
-    if (c.Has("continuation-token")) {
+    // An empty token is no token (what SDKs send on a first page).
+    if (!token.empty()) {
       auto t = Base64Decode(token);
-      if (!t || token.empty())
+      if (!t || t->empty())
         return MakeError("InvalidArgument", "The continuation token provided is incorrect");
       lo.start_after = *t;
     } else {
@@ -178,12 +219,18 @@ Status Frontend::Impl::ListObjects(Ctx& c, bool v2) {
     marker = c.Q("marker");
     lo.start_after = marker;
   }
-  STRATA_ASSIGN_OR_RETURN(objstore::ListResult r, engine->ListObjects(c.bucket, lo));
+  // max-keys=0 asks for no keys: an empty, complete answer (S3: not truncated).
+  objstore::ListResult r;
+  if (lo.max_keys > 0) {
+    STRATA_ASSIGN_OR_RETURN(r, engine->ListObjects(c.bucket, lo));
+  }
   bool fetch_owner = !v2 || c.Q("fetch-owner") == "true";
   XmlWriter x("ListBucketResult");
-  x.Elem("Name", c.bucket).Elem("Prefix", enc(lo.prefix));
+  // v1 answers Prefix as sent even with encoding-type=url (botocore decodes
+  // only Delimiter, Marker, NextMarker, keys and common prefixes there).
+  x.Elem("Name", c.bucket).Elem("Prefix", v2 ? enc(lo.prefix) : lo.prefix);
   if (v2) {
-    if (c.Has("continuation-token")) x.Elem("ContinuationToken", token);
+    if (!token.empty()) x.Elem("ContinuationToken", token);
     if (!start_after.empty()) x.Elem("StartAfter", enc(start_after));
     x.Elem("KeyCount", static_cast<uint64_t>(r.objects.size() + r.common_prefixes.size()));
     if (r.truncated) x.Elem("NextContinuationToken", Base64Encode(r.next_marker));
@@ -211,26 +258,67 @@ Status Frontend::Impl::ListObjects(Ctx& c, bool v2) {
   return Status::Ok();
 }
 
+// Per key, as S3: a version other than "null" is not deleted (NotImplemented:
+// unversioned), and the conditions of a conditional delete (ETag,
+// LastModifiedTime, Size) must hold, else PreconditionFailed for that key.
 Status Frontend::Impl::DeleteObjects(Ctx& c) {
   STRATA_RETURN_IF_ERROR(CheckBucket(c));
   STRATA_ASSIGN_OR_RETURN(std::string body, ReadXmlBody(c));
   STRATA_ASSIGN_OR_RETURN(DeleteRequest d, ParseDelete(body));
   STRATA_ASSIGN_OR_RETURN(objstore::BucketInfo bucket, engine->GetBucket(c.bucket));
   XmlWriter x("DeleteResult");
-  for (const std::string& k : d.keys) {
-    // Each key is authorized as its own DeleteObject, as S3 does.
-    Status st = k.empty() || k.size() > kMaxKeyBytes
-                    ? MakeError("InvalidArgument", "invalid key")
-                    : AuthorizeAction(c, bucket, "s3:DeleteObject", k, true);
+  for (const DeleteRequest::Object& o : d.objects) {
+    const std::string& k = o.key;
+    Status st = Status::Ok();
+    if (k.empty() || k.size() > kMaxKeyBytes) {
+      st = MakeError("InvalidArgument", "invalid key");
+    } else if (st = AuthorizeAction(c, bucket, "s3:DeleteObject", k, true); !st.ok()) {
+      // Each key is authorized as its own DeleteObject, as S3 does (auth.cc).
+    } else if (!o.version_id.empty() && o.version_id != "null") {
+      st = MakeError("NotImplemented", "Strata does not keep object versions: not deleted");
+    } else if (o.etag || o.last_modified_time || o.size) {
+      st = CheckDeleteConditions(c.bucket, o);
+    }
     if (st.ok()) st = engine->DeleteObject(c.bucket, k);
     if (st.ok()) {
-      if (!d.quiet) x.Open("Deleted").Elem("Key", k).Close("Deleted");
+      if (!d.quiet) {
+        x.Open("Deleted").Elem("Key", k);
+        if (!o.version_id.empty()) x.Elem("VersionId", o.version_id);
+        x.Close("Deleted");
+      }
     } else {
       S3Error e = ToS3Error(st);
-      x.Open("Error").Elem("Key", k).Elem("Code", e.code).Elem("Message", e.message).Close("Error");
+      x.Open("Error").Elem("Key", k);
+      if (!o.version_id.empty()) x.Elem("VersionId", o.version_id);
+      x.Elem("Code", e.code).Elem("Message", e.message).Close("Error");
     }
   }
   SendXml(c, 200, x.Finish());
+  return Status::Ok();
+}
+
+Status Frontend::Impl::CheckDeleteConditions(const std::string& bucket,
+                                             const DeleteRequest::Object& o) {
+  auto failed = [] {
+    return MakeError("PreconditionFailed",
+                     "At least one of the pre-conditions you specified did not hold");
+  };
+  auto m = engine->HeadObject(bucket, o.key);
+  if (!m.ok()) {
+    if (m.error().IsNotFound()) return MakeError("NoSuchKey", "The specified key does not exist.");
+    return m.error();
+  }
+  if (o.etag && *o.etag != "*" && *o.etag != m->etag) return failed();
+  if (o.size) {
+    auto n = ParseUint64(*o.size);
+    if (!n) return MakeError("InvalidArgument", "Size must be a non-negative integer");
+    if (*n != m->size) return failed();
+  }
+  if (o.last_modified_time) {
+    auto t = ParseIso8601(*o.last_modified_time);
+    if (!t) return MakeError("InvalidArgument", "LastModifiedTime must be an ISO 8601 time");
+    if (*t / 1'000'000'000 != m->mtime_ns / 1'000'000'000) return failed();
+  }
   return Status::Ok();
 }
 

@@ -79,8 +79,11 @@ void Frontend::Handle(http::Request& req, http::ResponseWriter& w) { impl_->Hand
 void Frontend::HandleTransportError(int status, std::string_view message, http::ResponseWriter& w) {
   std::string id =
       fmt::format("{:016X}{:08X}", impl_->id_prefix, impl_->request_seq.fetch_add(1) & 0xffffffff);
-  S3Error e{status, status == 431 ? "RequestHeaderSectionTooLarge" : "InvalidRequest",
-            std::string(message)};
+  // 503 is the HTTP layer's "too many connections from this address": S3's SlowDown.
+  const char* code = status == 431   ? "RequestHeaderSectionTooLarge"
+                     : status == 503 ? "SlowDown"
+                                     : "InvalidRequest";
+  S3Error e{status, code, std::string(message)};
   w.AddHeader("x-amz-request-id", id);
   w.AddHeader("x-amz-id-2", id);
   w.AddHeader("Content-Type", "application/xml");

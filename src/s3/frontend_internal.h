@@ -30,6 +30,7 @@
 #include "s3/aws_chunked.h"
 #include "s3/policy.h"
 #include "s3/sigv4.h"
+#include "s3/xml.h"
 
 namespace strata::s3 {
 
@@ -94,6 +95,10 @@ struct ByteRange {
 // (multiple ranges -> whole object, as S3). Error: unsatisfiable.
 Result<std::optional<ByteRange>> ParseRange(std::string_view h, uint64_t size);
 
+// x-amz-copy-source-range: exactly "bytes=first-last" within the source (not
+// clamped, unlike Range): InvalidArgument when malformed, InvalidRange past the end.
+Result<ByteRange> ParseCopySourceRange(std::string_view h, uint64_t size);
+
 // True when the body is aws-chunked framed (a streaming payload mode).
 bool IsAwsChunked(const Ctx& c);
 // The decoded body length the client promised, for the engine's size check.
@@ -136,6 +141,7 @@ struct Frontend::Impl {
   Status Route(Ctx& c);
   Status ParseTarget(Ctx& c);
   Status MethodNotAllowed(Ctx& c);
+  Status NotImplemented(Ctx& c);
 
   // auth.cc
   Status Authenticate(Ctx& c);
@@ -176,12 +182,12 @@ struct Frontend::Impl {
   Status GetBucketLocation(Ctx& c);
   Status GetBucketVersioning(Ctx& c);
   Status GetAbsentBucketConfig(Ctx& c);
-  Status BucketConfigNotImplemented(Ctx& c);
   Status DeleteBucketConfig(Ctx& c);
   Status ListObjectsV1(Ctx& c);
   Status ListObjectsV2(Ctx& c);
   Status ListObjects(Ctx& c, bool v2);
   Status DeleteObjects(Ctx& c);
+  Status CheckDeleteConditions(const std::string& bucket, const DeleteRequest::Object& o);
 
   // object_handlers.cc
   Status PutObject(Ctx& c);
@@ -191,7 +197,9 @@ struct Frontend::Impl {
   Status HeadObject(Ctx& c);
   Status ServeObject(Ctx& c, bool head);
   Status DeleteObject(Ctx& c);
-  Status Tagging(Ctx& c);
+  Status GetObjectTagging(Ctx& c);
+  Status PutObjectTagging(Ctx& c);
+  Status DeleteObjectTagging(Ctx& c);
   void AddObjectHeaders(Ctx& c, const objstore::ObjectMeta& m, bool with_checksum);
 
   // multipart_handlers.cc
@@ -201,6 +209,9 @@ struct Frontend::Impl {
   Status AbortUpload(Ctx& c);
   Status ListParts(Ctx& c);
   Status ListUploads(Ctx& c);
+
+  // post_object.cc: browser-based upload (multipart/form-data with a POST policy)
+  Status PostObject(Ctx& c);
 
   // request.cc
   Result<objstore::PutOptions> PutOptionsFromHeaders(Ctx& c);

@@ -93,14 +93,9 @@ Status Frontend::Impl::UploadPart(Ctx& c) {
     STRATA_RETURN_IF_ERROR(CheckCopySourceConditions(c, sm));
     uint64_t start = 0, length = sm.size;
     if (auto rh = c.H("x-amz-copy-source-range")) {
-      auto r = ParseRange(*rh, sm.size);
-      if (!r.ok() || !*r)
-        return MakeError(
-            "InvalidRange",
-            "The x-amz-copy-source-range value must be of the form bytes=first-last where first "
-            "and last are the zero-based offsets of the first and last bytes to copy");
-      start = (*r)->start;
-      length = (*r)->length;
+      STRATA_ASSIGN_OR_RETURN(ByteRange r, ParseCopySourceRange(*rh, sm.size));
+      start = r.start;
+      length = r.length;
     }
     if (length > opts.max_put_size)
       return MakeError("EntityTooLarge", "a copied part can be at most 5 GiB");
@@ -111,9 +106,8 @@ Status Frontend::Impl::UploadPart(Ctx& c) {
         engine->UploadPart(c.bucket, c.key, upload_id, static_cast<int>(*pn), body, std::move(o)));
     XmlWriter x("CopyPartResult");
     x.Elem("LastModified", FormatIso8601(p.mtime_ns)).Elem("ETag", QuoteETag(p.etag));
-    if (!p.checksum.empty())
-      x.Elem(fmt::format("Checksum{}", ChecksumAlgorithmName(upload.checksum_algorithm)),
-             p.checksum);
+    if (!p.checksum.empty() && p.checksum_algorithm != ChecksumAlgorithm::kNone)
+      x.Elem(fmt::format("Checksum{}", ChecksumAlgorithmName(p.checksum_algorithm)), p.checksum);
     SendXml(c, 200, x.Finish());
     return Status::Ok();
   }
@@ -125,7 +119,9 @@ Status Frontend::Impl::UploadPart(Ctx& c) {
       engine->UploadPart(c.bucket, c.key, upload_id, static_cast<int>(*pn), body, std::move(o)));
   bytes_in->Inc(p.size);
   c.w.AddHeader("ETag", QuoteETag(p.etag));
-  if (!p.checksum.empty()) c.w.AddHeader(ChecksumHeaderName(upload.checksum_algorithm), p.checksum);
+  // The part's algorithm, which is the header's when the upload has none.
+  if (!p.checksum.empty() && p.checksum_algorithm != ChecksumAlgorithm::kNone)
+    c.w.AddHeader(ChecksumHeaderName(p.checksum_algorithm), p.checksum);
   c.w.SetStatus(200);
   return c.w.Send("");
 }
@@ -133,9 +129,21 @@ Status Frontend::Impl::UploadPart(Ctx& c) {
 Status Frontend::Impl::CompleteUpload(Ctx& c) {
   std::string upload_id = c.Q("uploadId");
   STRATA_RETURN_IF_ERROR(CheckBucket(c));
-  STRATA_ASSIGN_OR_RETURN(PutOptions upload, engine->GetUpload(c.bucket, c.key, upload_id));
+  // An upload that is gone may be one this request completed before (a retry
+  // after a lost reply): the engine answers that from its completed record.
+  PutOptions upload;
+  Status missing = Status::Ok();
+  if (auto u = engine->GetUpload(c.bucket, c.key, upload_id); u.ok()) {
+    upload = std::move(*u);
+  } else if (u.error().IsNotFound()) {
+    missing = u.error();
+  } else {
+    return u.error();
+  }
   STRATA_ASSIGN_OR_RETURN(std::string body, ReadXmlBody(c));
-  STRATA_ASSIGN_OR_RETURN(std::vector<objstore::CompletePart> parts, ParseCompleteMultipart(body));
+  auto parsed = ParseCompleteMultipart(body);
+  if (!parsed.ok()) return missing.ok() ? parsed.error() : missing;
+  std::vector<objstore::CompletePart> parts = std::move(*parsed);
   objstore::CompleteOptions co;
   if (auto inm = c.H("if-none-match")) {
     if (Trim(*inm) != "*")
@@ -226,9 +234,8 @@ Status Frontend::Impl::ListParts(Ctx& c) {
         .Elem("PartNumber", static_cast<uint64_t>(p.number))
         .Elem("LastModified", FormatIso8601(p.mtime_ns));
     x.Elem("ETag", QuoteETag(p.etag)).Elem("Size", p.size);
-    if (!p.checksum.empty())
-      x.Elem(fmt::format("Checksum{}", ChecksumAlgorithmName(upload.checksum_algorithm)),
-             p.checksum);
+    if (!p.checksum.empty() && p.checksum_algorithm != ChecksumAlgorithm::kNone)
+      x.Elem(fmt::format("Checksum{}", ChecksumAlgorithmName(p.checksum_algorithm)), p.checksum);
     x.Close("Part");
   }
   x.Elem("NextPartNumberMarker", static_cast<uint64_t>(last))
@@ -243,19 +250,29 @@ Status Frontend::Impl::ListUploads(Ctx& c) {
   std::string prefix = c.Q("prefix");
   STRATA_ASSIGN_OR_RETURN(auto uploads, engine->ListMultipartUploads(c.bucket, prefix));
   std::string key_marker = c.Q("key-marker");
+  // With key-marker, upload-id-marker resumes within that key's uploads.
+  std::string id_marker = key_marker.empty() ? "" : c.Q("upload-id-marker");
   int max_uploads = 1000;
   if (auto mu = ParseInt64(c.Q("max-uploads")); mu && *mu >= 0 && *mu < 1000)
     max_uploads = static_cast<int>(*mu);
+  std::string encoding = c.Q("encoding-type");
+  if (!encoding.empty() && encoding != "url")
+    return MakeError("InvalidArgument", "Invalid Encoding Method specified in Request");
+  auto enc = [url = encoding == "url"](std::string_view s) {
+    return url ? UriEncode(s, true) : std::string(s);
+  };
   XmlWriter x("ListMultipartUploadsResult");
-  x.Elem("Bucket", c.bucket)
-      .Elem("KeyMarker", key_marker)
-      .Elem("UploadIdMarker", c.Q("upload-id-marker"));
-  x.Elem("Prefix", prefix).Elem("MaxUploads", static_cast<uint64_t>(max_uploads));
+  x.Elem("Bucket", c.bucket).Elem("KeyMarker", enc(key_marker)).Elem("UploadIdMarker", id_marker);
+  x.Elem("Prefix", enc(prefix)).Elem("MaxUploads", static_cast<uint64_t>(max_uploads));
+  if (!encoding.empty()) x.Elem("EncodingType", encoding);
   int n = 0;
   bool truncated = false;
   std::string next_key, next_id;
   for (const auto& u : uploads) {
-    if (!key_marker.empty() && u.key <= key_marker) continue;
+    if (!key_marker.empty() &&
+        (u.key < key_marker ||
+         (u.key == key_marker && (id_marker.empty() || u.upload_id <= id_marker))))
+      continue;
     if (n == max_uploads) {
       truncated = true;
       break;
@@ -263,14 +280,14 @@ Status Frontend::Impl::ListUploads(Ctx& c) {
     ++n;
     next_key = u.key;
     next_id = u.upload_id;
-    x.Open("Upload").Elem("Key", u.key).Elem("UploadId", u.upload_id);
+    x.Open("Upload").Elem("Key", enc(u.key)).Elem("UploadId", u.upload_id);
     x.Open("Initiator").Elem("ID", u.owner).Elem("DisplayName", u.owner).Close("Initiator");
     x.Open("Owner").Elem("ID", u.owner).Elem("DisplayName", u.owner).Close("Owner");
     x.Elem("StorageClass", "STANDARD")
         .Elem("Initiated", FormatIso8601(u.initiated_ns))
         .Close("Upload");
   }
-  if (truncated) x.Elem("NextKeyMarker", next_key).Elem("NextUploadIdMarker", next_id);
+  if (truncated) x.Elem("NextKeyMarker", enc(next_key)).Elem("NextUploadIdMarker", next_id);
   x.Elem("IsTruncated", truncated);
   SendXml(c, 200, x.Finish());
   return Status::Ok();

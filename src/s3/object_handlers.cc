@@ -248,12 +248,13 @@ Status Frontend::Impl::ServeObject(Ctx& c, bool head) {
     if (range_h)
       return MakeError("InvalidRequest",
                        "Cannot specify both Range header and partNumber query parameter");
-    if (m.parts.empty()) {
-      if (*pn != 1)
-        return MakeError("InvalidPartNumber", "The requested partnumber is not satisfiable");
-    } else {
-      if (*pn > m.parts.size())
-        return MakeError("InvalidPartNumber", "The requested partnumber is not satisfiable");
+    // Past the last part S3 answers 400 InvalidPart (a single-part object has part 1).
+    const uint64_t count = m.parts.empty() ? 1 : m.parts.size();
+    if (*pn > count)
+      return MakeError("InvalidPart", fmt::format("part {} was requested, but the object has {} "
+                                                  "part{}",
+                                                  *pn, count, count == 1 ? "" : "s"));
+    if (!m.parts.empty()) {
       for (size_t i = 0; i + 1 < *pn; ++i) start += m.parts[i].size;
       length = m.parts[*pn - 1].size;
     }
@@ -297,24 +298,27 @@ Status Frontend::Impl::DeleteObject(Ctx& c) {
   return Status::Ok();
 }
 
-Status Frontend::Impl::Tagging(Ctx& c) {
-  std::string_view m = c.req.method;
-  if (m == "GET") {
-    STRATA_ASSIGN_OR_RETURN(ObjectMeta meta, engine->HeadObject(c.bucket, c.key));
-    XmlWriter x("Tagging");
-    x.Open("TagSet");
-    for (const auto& [k, v] : meta.tags) x.Open("Tag").Elem("Key", k).Elem("Value", v).Close("Tag");
-    x.Close("TagSet");
-    SendXml(c, 200, x.Finish());
-    return Status::Ok();
-  }
-  std::map<std::string, std::string> tags;
-  if (m == "PUT") {
-    STRATA_ASSIGN_OR_RETURN(std::string body, ReadXmlBody(c));
-    STRATA_ASSIGN_OR_RETURN(tags, ParseTagging(body));
-  }
+Status Frontend::Impl::GetObjectTagging(Ctx& c) {
+  STRATA_ASSIGN_OR_RETURN(ObjectMeta meta, engine->HeadObject(c.bucket, c.key));
+  XmlWriter x("Tagging");
+  x.Open("TagSet");
+  for (const auto& [k, v] : meta.tags) x.Open("Tag").Elem("Key", k).Elem("Value", v).Close("Tag");
+  x.Close("TagSet");
+  SendXml(c, 200, x.Finish());
+  return Status::Ok();
+}
+
+Status Frontend::Impl::PutObjectTagging(Ctx& c) {
+  STRATA_ASSIGN_OR_RETURN(std::string body, ReadXmlBody(c));
+  STRATA_ASSIGN_OR_RETURN(auto tags, ParseTagging(body));
   STRATA_RETURN_IF_ERROR(engine->SetObjectTags(c.bucket, c.key, std::move(tags)));
-  c.w.SetStatus(m == "PUT" ? 200 : 204);
+  c.w.SetStatus(200);
+  return Status::Ok();
+}
+
+Status Frontend::Impl::DeleteObjectTagging(Ctx& c) {
+  STRATA_RETURN_IF_ERROR(engine->SetObjectTags(c.bucket, c.key, {}));
+  c.w.SetStatus(204);
   return Status::Ok();
 }
 

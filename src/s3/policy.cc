@@ -673,6 +673,7 @@ constexpr OpAction kOpActions[] = {
     {"HeadObject", "s3:GetObject"},
     {"GetObjectAttributes", "s3:GetObjectAttributes"},
     {"PutObject", "s3:PutObject"},
+    {"PostObject", "s3:PutObject"},
     {"CopyObject", "s3:PutObject"},
     {"RenameObject", "s3:PutObject"},
     {"DeleteObject", "s3:DeleteObject"},

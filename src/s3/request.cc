@@ -109,6 +109,29 @@ Result<std::optional<ByteRange>> ParseRange(std::string_view h, uint64_t size) {
   return std::optional<ByteRange>(ByteRange{*start, end - *start + 1});
 }
 
+Result<ByteRange> ParseCopySourceRange(std::string_view h, uint64_t size) {
+  auto malformed = [] {
+    return MakeError("InvalidArgument",
+                     "The x-amz-copy-source-range value must be of the form bytes=first-last "
+                     "where first and last are the zero-based offsets of the first and last "
+                     "bytes to copy");
+  };
+  h = Trim(h);
+  if (!StartsWith(h, "bytes=")) return malformed();
+  std::string_view spec = h.substr(6);
+  size_t dash = spec.find('-');
+  if (dash == std::string_view::npos) return malformed();
+  auto first = ParseUint64(spec.substr(0, dash));
+  auto last = ParseUint64(spec.substr(dash + 1));
+  if (!first || !last || *last < *first) return malformed();
+  if (*last >= size)
+    return MakeError("InvalidRange",
+                     fmt::format("The requested range {} is not satisfiable: the source object "
+                                 "is {} bytes",
+                                 h, size));
+  return ByteRange{*first, *last - *first + 1};
+}
+
 bool IsAwsChunked(const Ctx& c) {
   return c.auth.payload_mode == PayloadMode::kStreamingSigned ||
          c.auth.payload_mode == PayloadMode::kStreamingSignedTrailer ||
@@ -140,7 +163,19 @@ Result<std::optional<uint64_t>> ExpectedSize(const Ctx& c, uint64_t max) {
 }
 
 Status ParseCopySource(std::string_view h, std::string& bucket, std::string& key) {
-  if (size_t q = h.find('?'); q != std::string_view::npos) h = h.substr(0, q);
+  if (size_t q = h.find('?'); q != std::string_view::npos) {
+    // Only the current object ("null" version) can be copied: a named version
+    // must not silently become the current one.
+    std::string_view v = h.substr(q + 1);
+    if (!StartsWith(v, "versionId="))
+      return MakeError("InvalidArgument",
+                       "x-amz-copy-source may only carry ?versionId= after the key");
+    if (v.substr(10) != "null")
+      return MakeError("NotImplemented",
+                       "Strata does not keep object versions: a copy source can only name the "
+                       "current object (versionId=null)");
+    h = h.substr(0, q);
+  }
   auto decoded = UriDecode(h, false);
   if (!decoded) return MakeError("InvalidArgument", "Invalid copy source encoding");
   std::string_view s(*decoded);
@@ -232,17 +267,22 @@ Result<PutOptions> Frontend::Impl::PutOptionsFromHeaders(Ctx& c) {
   for (const char* name : kStoredHeaders)
     if (auto v = c.H(name)) m.headers[name] = std::string(*v);
   // aws-chunked is transport framing, not a stored encoding.
+  // The rest of the value is kept as sent ("deflate, gzip" stays so).
   if (auto ce = m.headers.find("content-encoding"); ce != m.headers.end()) {
     std::string kept;
+    bool dropped = false;
     for (std::string_view part : Split(ce->second, ',')) {
-      part = Trim(part);
-      if (part.empty() || IEquals(part, "aws-chunked")) continue;
+      if (IEquals(Trim(part), "aws-chunked")) {
+        dropped = true;
+        continue;
+      }
       if (!kept.empty()) kept += ",";
       kept += part;
     }
+    if (dropped) kept = std::string(Trim(kept));
     if (kept.empty())
       m.headers.erase(ce);
-    else
+    else if (dropped)
       ce->second = kept;
   }
   if (auto tagging = c.H("x-amz-tagging")) {

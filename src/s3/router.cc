@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include <fmt/format.h>
+
 #include <strata/core/strings.h>
 
 #include "s3/errors.h"
@@ -27,81 +29,156 @@ constexpr const char* kCopySource = "x-amz-copy-source";
 
 // Rows of one resource together; within a (method, resource), rows with a
 // sub-resource first, in the order they are tried, then the fallback row.
+// Operations Strata does not implement keep one row each (handler
+// NotImplemented), so an implementation replaces exactly that row.
+constexpr auto kNI = &I::NotImplemented;
+constexpr const char* kGetObjectParams =
+    "partNumber versionId response-content-type response-content-language response-expires "
+    "response-cache-control response-content-disposition response-content-encoding";
 // clang-format off
 constexpr RouteRow kRoutes[] = {
     // The service: GET / lists the caller's buckets.
-    {M::kGet, kSvc, nullptr, nullptr, nullptr, "ListBuckets", kNameAuth, &I::ListBuckets},
+    {M::kGet, kSvc, nullptr, nullptr, nullptr, "ListBuckets", kNameAuth, &I::ListBuckets, "max-buckets continuation-token prefix bucket-region"},
     {M::kAny, kSvc, nullptr, nullptr, nullptr, "ListBuckets", kName, &I::MethodNotAllowed},
 
-    // Buckets.
+    // Buckets: GET.
     {M::kGet, kBkt, "location", nullptr, nullptr, "GetBucketLocation", kAuth, &I::GetBucketLocation},
     {M::kGet, kBkt, "versioning", nullptr, nullptr, "GetBucketVersioning", kAuth, &I::GetBucketVersioning},
-    {M::kGet, kBkt, "uploads", nullptr, nullptr, "ListMultipartUploads", kAuth, &I::ListUploads},
+    {M::kGet, kBkt, "uploads", nullptr, nullptr, "ListMultipartUploads", kAuth, &I::ListUploads, "prefix key-marker upload-id-marker max-uploads encoding-type"},
     {M::kGet, kBkt, "acl", nullptr, nullptr, "GetBucketAcl", kAuth, &I::GetBucketAcl},
     // Configurations Strata never holds: the "does not exist" answer of S3.
     {M::kGet, kBkt, "policy", nullptr, nullptr, "GetBucketPolicy", kAuth, &I::GetBucketPolicy},
-    {M::kGet, kBkt, "policyStatus", nullptr, nullptr, "GetBucketPolicyStatus", kAuth, &I::GetBucketPolicyStatus},
-    {M::kGet, kBkt, "publicAccessBlock", nullptr, nullptr, "GetPublicAccessBlock", kAuth, &I::GetPublicAccessBlock},
     {M::kGet, kBkt, "cors", nullptr, nullptr, "GetBucketCors", kAuth, &I::GetAbsentBucketConfig},
-    {M::kGet, kBkt, "lifecycle", nullptr, nullptr, "GetBucketLifecycle", kAuth, &I::GetAbsentBucketConfig},
+    {M::kGet, kBkt, "lifecycle", nullptr, nullptr, "GetBucketLifecycleConfiguration", kAuth, &I::GetAbsentBucketConfig},
     {M::kGet, kBkt, "tagging", nullptr, nullptr, "GetBucketTagging", kAuth, &I::GetAbsentBucketConfig},
     {M::kGet, kBkt, "encryption", nullptr, nullptr, "GetBucketEncryption", kAuth, &I::GetAbsentBucketConfig},
     {M::kGet, kBkt, "object-lock", nullptr, nullptr, "GetObjectLockConfiguration", kAuth, &I::GetAbsentBucketConfig},
-    {M::kGet, kBkt, "website", nullptr, nullptr, "GetBucketConfig", kAuth, &I::BucketConfigNotImplemented},
-    {M::kGet, kBkt, "logging", nullptr, nullptr, "GetBucketConfig", kAuth, &I::BucketConfigNotImplemented},
-    {M::kGet, kBkt, "notification", nullptr, nullptr, "GetBucketConfig", kAuth, &I::BucketConfigNotImplemented},
-    {M::kGet, kBkt, "replication", nullptr, nullptr, "GetBucketConfig", kAuth, &I::BucketConfigNotImplemented},
-    {M::kGet, kBkt, "requestPayment", nullptr, nullptr, "GetBucketConfig", kAuth, &I::BucketConfigNotImplemented},
-    {M::kGet, kBkt, "accelerate", nullptr, nullptr, "GetBucketConfig", kAuth, &I::BucketConfigNotImplemented},
-    {M::kGet, kBkt, "ownershipControls", nullptr, nullptr, "GetBucketConfig", kAuth, &I::BucketConfigNotImplemented},
-    {M::kGet, kBkt, "list-type", "2", nullptr, "ListObjectsV2", kAuth, &I::ListObjectsV2},
-    {M::kGet, kBkt, nullptr, nullptr, nullptr, "ListObjects", kAuth, &I::ListObjectsV1},
+    {M::kGet, kBkt, "abac", nullptr, nullptr, "GetBucketAbac", kAuth, kNI},
+    {M::kGet, kBkt, "accelerate", nullptr, nullptr, "GetBucketAccelerateConfiguration", kAuth, kNI},
+    {M::kGet, kBkt, "analytics", nullptr, nullptr, "GetBucketAnalyticsConfiguration", kAuth, kNI},
+    {M::kGet, kBkt, "intelligent-tiering", nullptr, nullptr, "GetBucketIntelligentTieringConfiguration", kAuth, kNI},
+    {M::kGet, kBkt, "inventory", nullptr, nullptr, "GetBucketInventoryConfiguration", kAuth, kNI},
+    {M::kGet, kBkt, "logging", nullptr, nullptr, "GetBucketLogging", kAuth, kNI},
+    {M::kGet, kBkt, "metadataConfiguration", nullptr, nullptr, "GetBucketMetadataConfiguration", kAuth, kNI},
+    {M::kGet, kBkt, "metadataTable", nullptr, nullptr, "GetBucketMetadataTableConfiguration", kAuth, kNI},
+    {M::kGet, kBkt, "metrics", nullptr, nullptr, "GetBucketMetricsConfiguration", kAuth, kNI},
+    {M::kGet, kBkt, "notification", nullptr, nullptr, "GetBucketNotificationConfiguration", kAuth, kNI},
+    {M::kGet, kBkt, "ownershipControls", nullptr, nullptr, "GetBucketOwnershipControls", kAuth, kNI},
+    {M::kGet, kBkt, "policyStatus", nullptr, nullptr, "GetBucketPolicyStatus", kAuth, &I::GetBucketPolicyStatus},
+    {M::kGet, kBkt, "publicAccessBlock", nullptr, nullptr, "GetPublicAccessBlock", kAuth, &I::GetPublicAccessBlock},
+    {M::kGet, kBkt, "replication", nullptr, nullptr, "GetBucketReplication", kAuth, kNI},
+    {M::kGet, kBkt, "requestPayment", nullptr, nullptr, "GetBucketRequestPayment", kAuth, kNI},
+    {M::kGet, kBkt, "website", nullptr, nullptr, "GetBucketWebsite", kAuth, kNI},
+    {M::kGet, kBkt, "versions", nullptr, nullptr, "ListObjectVersions", kAuth, kNI},
+    {M::kGet, kBkt, "session", nullptr, nullptr, "CreateSession", kAuth, kNI},
+    {M::kGet, kBkt, "list-type", "2", nullptr, "ListObjectsV2", kAuth, &I::ListObjectsV2, "prefix delimiter max-keys continuation-token start-after encoding-type fetch-owner"},
+    {M::kGet, kBkt, nullptr, nullptr, nullptr, "ListObjects", kAuth, &I::ListObjectsV1, "prefix delimiter max-keys marker encoding-type list-type"},
     {M::kHead, kBkt, nullptr, nullptr, nullptr, "HeadBucket", kAuth, &I::HeadBucket},
+
+    // Buckets: PUT.
     {M::kPut, kBkt, "acl", nullptr, nullptr, "PutBucketAcl", kAuth, &I::PutBucketAcl},
-    {M::kPut, kBkt, "versioning", nullptr, nullptr, "PutBucketConfig", kAuth, &I::BucketConfigNotImplemented},
-    {M::kPut, kBkt, "tagging", nullptr, nullptr, "PutBucketConfig", kAuth, &I::BucketConfigNotImplemented},
+    {M::kPut, kBkt, "abac", nullptr, nullptr, "PutBucketAbac", kAuth, kNI},
+    {M::kPut, kBkt, "accelerate", nullptr, nullptr, "PutBucketAccelerateConfiguration", kAuth, kNI},
+    {M::kPut, kBkt, "analytics", nullptr, nullptr, "PutBucketAnalyticsConfiguration", kAuth, kNI},
+    {M::kPut, kBkt, "cors", nullptr, nullptr, "PutBucketCors", kAuth, kNI},
+    {M::kPut, kBkt, "encryption", nullptr, nullptr, "PutBucketEncryption", kAuth, kNI},
+    {M::kPut, kBkt, "intelligent-tiering", nullptr, nullptr, "PutBucketIntelligentTieringConfiguration", kAuth, kNI},
+    {M::kPut, kBkt, "inventory", nullptr, nullptr, "PutBucketInventoryConfiguration", kAuth, kNI},
+    {M::kPut, kBkt, "lifecycle", nullptr, nullptr, "PutBucketLifecycleConfiguration", kAuth, kNI},
+    {M::kPut, kBkt, "logging", nullptr, nullptr, "PutBucketLogging", kAuth, kNI},
+    {M::kPut, kBkt, "metadataInventoryTable", nullptr, nullptr, "UpdateBucketMetadataInventoryTableConfiguration", kAuth, kNI},
+    {M::kPut, kBkt, "metadataJournalTable", nullptr, nullptr, "UpdateBucketMetadataJournalTableConfiguration", kAuth, kNI},
+    {M::kPut, kBkt, "metrics", nullptr, nullptr, "PutBucketMetricsConfiguration", kAuth, kNI},
+    {M::kPut, kBkt, "notification", nullptr, nullptr, "PutBucketNotificationConfiguration", kAuth, kNI},
+    {M::kPut, kBkt, "object-lock", nullptr, nullptr, "PutObjectLockConfiguration", kAuth, kNI},
+    {M::kPut, kBkt, "ownershipControls", nullptr, nullptr, "PutBucketOwnershipControls", kAuth, kNI},
     {M::kPut, kBkt, "policy", nullptr, nullptr, "PutBucketPolicy", kAuth, &I::PutBucketPolicy},
     {M::kPut, kBkt, "publicAccessBlock", nullptr, nullptr, "PutPublicAccessBlock", kAuth, &I::PutPublicAccessBlock},
-    {M::kPut, kBkt, "cors", nullptr, nullptr, "PutBucketConfig", kAuth, &I::BucketConfigNotImplemented},
-    {M::kPut, kBkt, "lifecycle", nullptr, nullptr, "PutBucketConfig", kAuth, &I::BucketConfigNotImplemented},
+    {M::kPut, kBkt, "replication", nullptr, nullptr, "PutBucketReplication", kAuth, kNI},
+    {M::kPut, kBkt, "requestPayment", nullptr, nullptr, "PutBucketRequestPayment", kAuth, kNI},
+    {M::kPut, kBkt, "tagging", nullptr, nullptr, "PutBucketTagging", kAuth, kNI},
+    {M::kPut, kBkt, "versioning", nullptr, nullptr, "PutBucketVersioning", kAuth, kNI},
+    {M::kPut, kBkt, "website", nullptr, nullptr, "PutBucketWebsite", kAuth, kNI},
     // Anonymous callers are turned away by the handler, before any lookup.
     {M::kPut, kBkt, nullptr, nullptr, nullptr, "CreateBucket", kName, &I::CreateBucket},
+
+    // Buckets: DELETE. Deleting a configuration a bucket never has succeeds, as in S3.
     {M::kDelete, kBkt, "policy", nullptr, nullptr, "DeleteBucketPolicy", kAuth, &I::DeleteBucketPolicy},
+    {M::kDelete, kBkt, "cors", nullptr, nullptr, "DeleteBucketCors", kAuth, &I::DeleteBucketConfig},
+    {M::kDelete, kBkt, "lifecycle", nullptr, nullptr, "DeleteBucketLifecycle", kAuth, &I::DeleteBucketConfig},
+    {M::kDelete, kBkt, "tagging", nullptr, nullptr, "DeleteBucketTagging", kAuth, &I::DeleteBucketConfig},
+    {M::kDelete, kBkt, "encryption", nullptr, nullptr, "DeleteBucketEncryption", kAuth, &I::DeleteBucketConfig},
+    {M::kDelete, kBkt, "analytics", nullptr, nullptr, "DeleteBucketAnalyticsConfiguration", kAuth, kNI},
+    {M::kDelete, kBkt, "intelligent-tiering", nullptr, nullptr, "DeleteBucketIntelligentTieringConfiguration", kAuth, kNI},
+    {M::kDelete, kBkt, "inventory", nullptr, nullptr, "DeleteBucketInventoryConfiguration", kAuth, kNI},
+    {M::kDelete, kBkt, "metadataConfiguration", nullptr, nullptr, "DeleteBucketMetadataConfiguration", kAuth, kNI},
+    {M::kDelete, kBkt, "metadataTable", nullptr, nullptr, "DeleteBucketMetadataTableConfiguration", kAuth, kNI},
+    {M::kDelete, kBkt, "metrics", nullptr, nullptr, "DeleteBucketMetricsConfiguration", kAuth, kNI},
+    {M::kDelete, kBkt, "ownershipControls", nullptr, nullptr, "DeleteBucketOwnershipControls", kAuth, kNI},
     {M::kDelete, kBkt, "publicAccessBlock", nullptr, nullptr, "DeletePublicAccessBlock", kAuth, &I::DeletePublicAccessBlock},
-    {M::kDelete, kBkt, "cors", nullptr, nullptr, "DeleteBucketConfig", kAuth, &I::DeleteBucketConfig},
-    {M::kDelete, kBkt, "lifecycle", nullptr, nullptr, "DeleteBucketConfig", kAuth, &I::DeleteBucketConfig},
-    {M::kDelete, kBkt, "tagging", nullptr, nullptr, "DeleteBucketConfig", kAuth, &I::DeleteBucketConfig},
-    {M::kDelete, kBkt, "encryption", nullptr, nullptr, "DeleteBucketConfig", kAuth, &I::DeleteBucketConfig},
+    {M::kDelete, kBkt, "replication", nullptr, nullptr, "DeleteBucketReplication", kAuth, kNI},
+    {M::kDelete, kBkt, "website", nullptr, nullptr, "DeleteBucketWebsite", kAuth, kNI},
     {M::kDelete, kBkt, nullptr, nullptr, nullptr, "DeleteBucket", kAuth, &I::DeleteBucket},
+
+    // Buckets: POST.
     {M::kPost, kBkt, "delete", nullptr, nullptr, "DeleteObjects", kAuth, &I::DeleteObjects},
+    {M::kPost, kBkt, "metadataConfiguration", nullptr, nullptr, "CreateBucketMetadataConfiguration", kAuth, kNI},
+    {M::kPost, kBkt, "metadataTable", nullptr, nullptr, "CreateBucketMetadataTableConfiguration", kAuth, kNI},
+    // Browser-based upload: the form's policy signature authenticates it (post_object.cc).
+    {M::kPost, kBkt, nullptr, nullptr, nullptr, "PostObject", kName, &I::PostObject},
     {M::kAny, kBkt, nullptr, nullptr, nullptr, "Bucket", kAuth, &I::MethodNotAllowed},
 
-    // Objects.
-    {M::kGet, kObj, "uploadId", nullptr, nullptr, "ListParts", kAuth, &I::ListParts},
-    {M::kGet, kObj, "tagging", nullptr, nullptr, "GetObjectTagging", kAuth, &I::Tagging},
-    {M::kGet, kObj, "acl", nullptr, nullptr, "GetObjectAcl", kAuth, &I::GetObjectAcl},
-    {M::kGet, kObj, nullptr, nullptr, nullptr, "GetObject", kAuth, &I::GetObject},
-    {M::kHead, kObj, "uploadId", nullptr, nullptr, "ListParts", kAuth, &I::ListParts},
-    {M::kHead, kObj, "tagging", nullptr, nullptr, "GetObjectTagging", kAuth, &I::Tagging},
-    {M::kHead, kObj, "acl", nullptr, nullptr, "GetObjectAcl", kAuth, &I::GetObjectAcl},
-    {M::kHead, kObj, nullptr, nullptr, nullptr, "HeadObject", kAuth, &I::HeadObject},
-    {M::kPut, kObj, "tagging", nullptr, nullptr, "PutObjectTagging", kAuth, &I::Tagging},
-    {M::kPut, kObj, "acl", nullptr, nullptr, "PutObjectAcl", kAuth, &I::PutObjectAcl},
-    {M::kPut, kObj, "uploadId", nullptr, kCopySource, "UploadPartCopy", kAuth, &I::UploadPart},
-    {M::kPut, kObj, "uploadId", nullptr, nullptr, "UploadPart", kAuth, &I::UploadPart},
-    {M::kPut, kObj, "partNumber", nullptr, kCopySource, "UploadPartCopy", kAuth, &I::UploadPart},
-    {M::kPut, kObj, "partNumber", nullptr, nullptr, "UploadPart", kAuth, &I::UploadPart},
+    // Objects: GET (HEAD with a sub-resource runs these rows too).
+    {M::kGet, kObj, "uploadId", nullptr, nullptr, "ListParts", kAuth, &I::ListParts, "max-parts part-number-marker"},
+    {M::kGet, kObj, "tagging", nullptr, nullptr, "GetObjectTagging", kAuth, &I::GetObjectTagging, "versionId"},
+    {M::kGet, kObj, "acl", nullptr, nullptr, "GetObjectAcl", kAuth, &I::GetObjectAcl, "versionId"},
+    {M::kGet, kObj, "attributes", nullptr, nullptr, "GetObjectAttributes", kAuth, kNI},
+    {M::kGet, kObj, "legal-hold", nullptr, nullptr, "GetObjectLegalHold", kAuth, kNI},
+    {M::kGet, kObj, "retention", nullptr, nullptr, "GetObjectRetention", kAuth, kNI},
+    {M::kGet, kObj, "torrent", nullptr, nullptr, "GetObjectTorrent", kAuth, kNI},
+    {M::kGet, kObj, nullptr, nullptr, nullptr, "GetObject", kAuth, &I::GetObject, kGetObjectParams},
+    {M::kHead, kObj, nullptr, nullptr, nullptr, "HeadObject", kAuth, &I::HeadObject, kGetObjectParams},
+
+    // Objects: PUT.
+    {M::kPut, kObj, "tagging", nullptr, nullptr, "PutObjectTagging", kAuth, &I::PutObjectTagging, "versionId"},
+    {M::kPut, kObj, "acl", nullptr, nullptr, "PutObjectAcl", kAuth, &I::PutObjectAcl, "versionId"},
+    {M::kPut, kObj, "uploadId", nullptr, kCopySource, "UploadPartCopy", kAuth, &I::UploadPart, "partNumber"},
+    {M::kPut, kObj, "uploadId", nullptr, nullptr, "UploadPart", kAuth, &I::UploadPart, "partNumber"},
+    {M::kPut, kObj, "partNumber", nullptr, kCopySource, "UploadPartCopy", kAuth, &I::UploadPart, "uploadId"},
+    {M::kPut, kObj, "partNumber", nullptr, nullptr, "UploadPart", kAuth, &I::UploadPart, "uploadId"},
     {M::kPut, kObj, "renameObject", nullptr, nullptr, "RenameObject", kAuth, &I::RenameObject},
+    {M::kPut, kObj, "legal-hold", nullptr, nullptr, "PutObjectLegalHold", kAuth, kNI},
+    {M::kPut, kObj, "retention", nullptr, nullptr, "PutObjectRetention", kAuth, kNI},
+    {M::kPut, kObj, "encryption", nullptr, nullptr, "UpdateObjectEncryption", kAuth, kNI},
     {M::kPut, kObj, nullptr, nullptr, kCopySource, "CopyObject", kAuth, &I::CopyObject},
     {M::kPut, kObj, nullptr, nullptr, nullptr, "PutObject", kAuth, &I::PutObject},
+
+    // Objects: DELETE and POST.
     {M::kDelete, kObj, "uploadId", nullptr, nullptr, "AbortMultipartUpload", kAuth, &I::AbortUpload},
-    {M::kDelete, kObj, "tagging", nullptr, nullptr, "DeleteObjectTagging", kAuth, &I::Tagging},
-    {M::kDelete, kObj, nullptr, nullptr, nullptr, "DeleteObject", kAuth, &I::DeleteObject},
+    {M::kDelete, kObj, "tagging", nullptr, nullptr, "DeleteObjectTagging", kAuth, &I::DeleteObjectTagging, "versionId"},
+    {M::kDelete, kObj, nullptr, nullptr, nullptr, "DeleteObject", kAuth, &I::DeleteObject, "versionId"},
     {M::kPost, kObj, "uploads", nullptr, nullptr, "CreateMultipartUpload", kAuth, &I::CreateUpload},
     {M::kPost, kObj, "uploadId", nullptr, nullptr, "CompleteMultipartUpload", kAuth, &I::CompleteUpload},
+    {M::kPost, kObj, "restore", nullptr, nullptr, "RestoreObject", kAuth, kNI},
+    {M::kPost, kObj, "select", nullptr, nullptr, "SelectObjectContent", kAuth, kNI},
     {M::kAny, kObj, nullptr, nullptr, nullptr, "Object", kAuth, &I::MethodNotAllowed},
 };
 // clang-format on
+
+// Names a space-separated list holds.
+bool ListHas(const char* list, std::string_view name) {
+  if (list == nullptr) return false;
+  for (std::string_view item : Split(list, ' ')) {
+    if (item == name) return true;
+  }
+  return false;
+}
+
+// Parameters every row accepts: presigned-URL authentication and the
+// operation name some SDKs add (x-id=PutObject).
+bool IsGlobalParam(std::string_view name) {
+  return name == "x-id" || (name.size() > 6 && IEquals(name.substr(0, 6), "x-amz-"));
+}
 
 bool Matches(const RouteRow& row, Method method, Resource resource,
              const std::multimap<std::string, std::string>& query, const http::Request& req) {
@@ -132,10 +209,50 @@ std::span<const RouteRow> RouteTable() { return kRoutes; }
 const RouteRow* FindRoute(Method method, Resource resource,
                           const std::multimap<std::string, std::string>& query,
                           const http::Request& req) {
+  // HEAD names no sub-resource operation of its own: it gets the GET answer
+  // without the body, so it can never reach a handler that writes.
+  if (method == Method::kHead) {
+    for (const RouteRow& row : kRoutes) {
+      if (row.sub != nullptr && row.method == Method::kGet &&
+          Matches(row, Method::kGet, resource, query, req))
+        return &row;
+    }
+  }
   for (const RouteRow& row : kRoutes) {
     if (Matches(row, method, resource, query, req)) return &row;
   }
   return nullptr;  // unreachable: every resource ends in a kAny row
+}
+
+bool IsUnimplemented(const RouteRow& row) {
+  return row.handler == &Frontend::Impl::NotImplemented ||
+         row.handler == &Frontend::Impl::MethodNotAllowed;
+}
+
+Status CheckQuery(const RouteRow& row, const std::multimap<std::string, std::string>& query) {
+  if (IsUnimplemented(row)) return Status::Ok();
+  for (const auto& [name, value] : query) {
+    if (name.empty() || IsGlobalParam(name)) continue;
+    if (row.sub != nullptr && name == row.sub) continue;
+    if (!ListHas(row.params, name)) {
+      for (const RouteRow& other : kRoutes) {
+        if (other.resource == row.resource && other.sub != nullptr && name == other.sub)
+          return MakeError("MethodNotAllowed",
+                           fmt::format("The specified method is not allowed against the "
+                                       "\"{}\" sub-resource.",
+                                       name));
+      }
+      return MakeError("NotImplemented",
+                       fmt::format("{} with the query parameter \"{}\" is not implemented by "
+                                   "Strata; nothing was changed.",
+                                   row.op, name));
+    }
+    if (name == "versionId" && value != "null")
+      return MakeError("NotImplemented",
+                       "Strata does not keep object versions: only versionId=null (the current "
+                       "object) is accepted; nothing was changed.");
+  }
+  return Status::Ok();
 }
 
 // Query parameters, then bucket and key: virtual-host style first, then path style.
@@ -214,7 +331,14 @@ Status Frontend::Impl::Route(Ctx& c) {
       c.op = row->op;
       break;
   }
+  STRATA_RETURN_IF_ERROR(CheckQuery(*row, c.query));
   return (this->*row->handler)(c);
+}
+
+// Nothing is read or changed: the request's body is left unread (SendError
+// closes the connection after the answer rather than draining it).
+Status Frontend::Impl::NotImplemented(Ctx& c) {
+  return MakeError("NotImplemented", c.op + " is not implemented by Strata; nothing was changed.");
 }
 
 Status Frontend::Impl::MethodNotAllowed(Ctx& c) {

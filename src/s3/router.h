@@ -4,11 +4,19 @@
 // rows of the request's resource in order and runs the first that matches, so
 // where a request names several sub-resources the earlier row wins.
 //
-// Each (method, resource) that S3 serves has a fallback row (no sub-resource)
-// that also takes sub-resources no row names: PUT ?retention reaches PutObject,
-// as before the table. Making the router strict (NotImplemented for an unknown
-// sub-resource) is a check in FindRoute before a fallback row is taken.
-// A last row per resource (Method::kAny) answers MethodNotAllowed.
+// The router is strict: no request reaches an operation other than the one it
+// names. Every (method, sub-resource) pair S3 defines has a row; the ones
+// Strata does not implement run NotImplemented (501, nothing touched). Each
+// row lists the query parameters its operation reads (`params`); a request
+// carrying any other parameter is refused before the handler runs: 405
+// MethodNotAllowed when it is a sub-resource of some other row of the resource
+// (DELETE /bucket?location), else 501 NotImplemented (PUT /bucket/key?frobnicate
+// never becomes a PutObject). Accepted on every row: the presigned-URL
+// parameters (X-Amz-*) and the SDKs' `x-id`. A `versionId` other than "null"
+// answers NotImplemented (objects are unversioned). HEAD with a sub-resource
+// runs that sub-resource's GET row (its answer without the body), never a
+// handler that writes. A last row per resource (Method::kAny) answers
+// MethodNotAllowed.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +53,9 @@ struct RouteRow {
   const char* op;         // operation name: metrics label, logs, error mapping
   AuthStep auth;
   Status (Frontend::Impl::*handler)(Ctx& c);
+  // Space-separated query parameters the operation reads besides `sub`
+  // ("prefix max-keys"); nullptr: none.
+  const char* params = nullptr;
 };
 
 // The whole table, rows of one resource together, in matching order.
@@ -54,5 +65,12 @@ std::span<const RouteRow> RouteTable();
 const RouteRow* FindRoute(Method method, Resource resource,
                           const std::multimap<std::string, std::string>& query,
                           const http::Request& req);
+
+// OK when every query parameter is one `row` reads (see above); else the
+// MethodNotAllowed or NotImplemented error naming the parameter.
+Status CheckQuery(const RouteRow& row, const std::multimap<std::string, std::string>& query);
+
+// True when the row's handler only answers NotImplemented or MethodNotAllowed.
+bool IsUnimplemented(const RouteRow& row);
 
 }  // namespace strata::s3

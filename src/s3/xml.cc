@@ -2,6 +2,7 @@
 
 #include <pugixml.hpp>
 
+#include <strata/core/etag.h>
 #include <strata/core/strings.h>
 
 #include "s3/errors.h"
@@ -78,9 +79,21 @@ Result<DeleteRequest> ParseDelete(std::string_view xml) {
     if (LocalName(o) != "Object") continue;
     pugi::xml_node k = Child(o, "Key");
     if (!k) return MakeError("MalformedXML", "each <Object> needs a <Key>");
-    d.keys.emplace_back(k.text().get());
+    DeleteRequest::Object obj;
+    obj.key = k.text().get();
+    obj.version_id = Child(o, "VersionId").text().get();
+    auto opt = [&o](const char* name) -> std::optional<std::string> {
+      pugi::xml_node n = Child(o, name);
+      if (!n) return std::nullopt;
+      return std::string(Trim(n.text().get()));
+    };
+    obj.etag = opt("ETag");
+    if (obj.etag) obj.etag = UnquoteETag(*obj.etag);
+    obj.last_modified_time = opt("LastModifiedTime");
+    obj.size = opt("Size");
+    d.objects.push_back(std::move(obj));
   }
-  if (d.keys.size() > 1000)
+  if (d.objects.size() > 1000)
     return MakeError("MalformedXML", "DeleteObjects takes at most 1000 keys per request");
   return d;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,13 +13,21 @@
 namespace strata::s3 {
 
 struct DeleteRequest {
+  struct Object {
+    std::string key;
+    std::string version_id;  // "" when absent
+    // Conditions of a conditional delete; unset when absent.
+    std::optional<std::string> etag;                // quotes stripped
+    std::optional<std::string> last_modified_time;  // as sent (ISO 8601)
+    std::optional<std::string> size;                // as sent
+  };
   bool quiet = false;
-  std::vector<std::string> keys;
+  std::vector<Object> objects;
 };
 
 // <CompleteMultipartUpload><Part><PartNumber/><ETag/><ChecksumCRC32/>...</Part>...
 Result<std::vector<objstore::CompletePart>> ParseCompleteMultipart(std::string_view xml);
-// <Delete><Quiet/><Object><Key/></Object>...</Delete>
+// <Delete><Quiet/><Object><Key/><VersionId/><ETag/><LastModifiedTime/><Size/></Object>...</Delete>
 Result<DeleteRequest> ParseDelete(std::string_view xml);
 // <Tagging><TagSet><Tag><Key/><Value/></Tag>...</TagSet></Tagging>
 Result<std::map<std::string, std::string>> ParseTagging(std::string_view xml);

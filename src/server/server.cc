@@ -196,6 +196,7 @@ struct StrataServer::Impl {
     st = ParseHostPort(address, h.bind_address, h.port);
     h.threads = opts.threads;
     h.max_connections = opts.max_connections;
+    h.max_connections_per_ip = opts.max_connections_per_ip;
     h.max_header_bytes = opts.max_header_bytes;
     h.header_timeout_ms = opts.header_timeout_ms;
     h.idle_timeout_ms = opts.idle_timeout_ms;
@@ -272,6 +273,23 @@ Status StrataServer::Start() {
                          [srv] { return static_cast<double>(srv->GetStats().open_connections); });
     reg.AddCallbackGauge("strata_http_s3_header_timeouts", "Connections closed for a slow request head",
                          [srv] { return static_cast<double>(srv->GetStats().header_timeouts); });
+    reg.AddCallbackGauge("strata_http_s3_idle_timeouts",
+                         "Keep-alive connections closed idle past the idle timeout",
+                         [srv] { return static_cast<double>(srv->GetStats().idle_timeouts); });
+    reg.AddCallbackGauge(
+        "strata_http_s3_connections_accepted", "S3 client connections accepted",
+        [srv] { return static_cast<double>(srv->GetStats().connections_accepted); });
+    reg.AddCallbackGauge(
+        "strata_http_s3_connections_evicted",
+        "Idle S3 connections closed to make room for a new one (at a connection limit)",
+        [srv] { return static_cast<double>(srv->GetStats().connections_evicted); });
+    reg.AddCallbackGauge(
+        "strata_http_s3_connections_rejected",
+        "S3 connections answered 503: over --max-connections-per-ip with all busy",
+        [srv] { return static_cast<double>(srv->GetStats().connections_rejected); });
+    reg.AddCallbackGauge("strata_http_s3_accept_paused",
+                         "1 while the S3 port is not accepting (at the connection limit)",
+                         [srv] { return srv->GetStats().accept_paused ? 1.0 : 0.0; });
   }
   if (im.opts.enable_vector) {
     vector::CollectionOptions vo;

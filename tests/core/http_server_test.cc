@@ -1,18 +1,23 @@
-#include <strata/core/http_server.h>
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include <strata/core/http_server.h>
 #include <strata/core/strings.h>
+
+#include "testutil/testutil.h"
 
 namespace strata::http {
 namespace {
@@ -122,8 +127,8 @@ void EchoHandler(Request& req, ResponseWriter& w) {
 
 class HttpServerTest : public ::testing::Test {
  protected:
-  void StartServer(ServerOptions o = {}) {
-    o.threads = 4;
+  void StartServer(ServerOptions o = {}, int threads = 4) {
+    o.threads = threads;
     server_ = std::make_unique<Server>(o, EchoHandler);
     ASSERT_TRUE(server_->Start().ok());
   }
@@ -249,17 +254,249 @@ TEST_F(HttpServerTest, SlowLorisIsCutOffWhileOthersAreServed) {
   EXPECT_GE(server_->GetStats().header_timeouts, 1u);
 }
 
-TEST_F(HttpServerTest, ConnectionLimit) {
+// Milliseconds since t0.
+int64_t MsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               t0)
+      .count();
+}
+
+constexpr std::string_view kGet = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+
+// A connection that sends nothing is closed after the header timeout, counted
+// from accept; the (much longer) idle timeout is for keep-alive connections
+// between requests. This was the starvation defect: silent connections held
+// their slot for the 60 s idle timeout.
+TEST_F(HttpServerTest, SilentConnectionIsClosedAtTheHeaderTimeoutNotTheIdleTimeout) {
+  ServerOptions o;
+  o.header_timeout_ms = 400;
+  o.idle_timeout_ms = 60'000;
+  StartServer(o);
+  const auto t0 = std::chrono::steady_clock::now();
+  Client silent(server_->port());
+  ASSERT_TRUE(silent.connected());
+  EXPECT_TRUE(silent.WaitClosed(5000));
+  const int64_t ms = MsSince(t0);
+  EXPECT_GE(ms, 350) << "closed before its header timeout";
+  EXPECT_LT(ms, 5000);
+  EXPECT_EQ(server_->GetStats().header_timeouts, 1u);
+  EXPECT_EQ(server_->GetStats().idle_timeouts, 0u);
+}
+
+// The first head's clock starts at accept, not at its first byte: waiting
+// before sending does not buy a fresh header timeout.
+TEST_F(HttpServerTest, HeaderClockStartsAtAccept) {
+  ServerOptions o;
+  o.header_timeout_ms = 1500;
+  StartServer(o);
+  const auto t0 = std::chrono::steady_clock::now();
+  Client slow(server_->port());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  slow.Send("GET / HTTP/1.1\r\n");
+  std::atomic<bool> stop{false};
+  std::thread trickle([&] {
+    while (!stop.load()) {
+      slow.Send("X");
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  EXPECT_TRUE(slow.WaitClosed(5000));
+  const int64_t ms = MsSince(t0);
+  stop = true;
+  trickle.join();
+  // From the first byte it would be closed at 2.5 s.
+  EXPECT_LT(ms, 2300);
+  EXPECT_GE(ms, 1400);
+  EXPECT_EQ(server_->GetStats().header_timeouts, 1u);
+}
+
+// The header timeout includes the TLS handshake: a TLS connection that sends
+// nothing, or only the start of a ClientHello, is closed by it.
+TEST_F(HttpServerTest, HeaderTimeoutCoversTheTlsHandshake) {
+  strata::testing::TempDir dir;
+  const std::string cert = dir.Join("cert.pem"), key = dir.Join("key.pem");
+  const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
+                          "-keyout " + key + " -out " + cert + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl CLI failed";
+  ServerOptions o;
+  o.tls_cert_file = cert;
+  o.tls_key_file = key;
+  o.header_timeout_ms = 400;
+  StartServer(o);
+  const auto t0 = std::chrono::steady_clock::now();
+  Client silent(server_->port()), partial(server_->port());
+  partial.Send(std::string("\x16\x03\x01\x00\xc8\x01", 6));  // a ClientHello's first bytes
+  EXPECT_TRUE(silent.WaitClosed(5000));
+  EXPECT_TRUE(partial.WaitClosed(5000));
+  EXPECT_LT(MsSince(t0), 5000);
+  EXPECT_EQ(server_->GetStats().header_timeouts, 2u);
+}
+
+// A slow-loris sending one header byte per second is closed at the header
+// deadline, however steadily it sends; other clients are served meanwhile.
+TEST_F(HttpServerTest, SlowLorisOneBytePerSecondIsClosedAtTheHeaderDeadline) {
+  ServerOptions o;
+  o.header_timeout_ms = 2500;
+  StartServer(o);
+  const auto t0 = std::chrono::steady_clock::now();
+  Client slow(server_->port());
+  std::atomic<bool> stop{false};
+  std::thread trickle([&] {
+    const std::string head = "GET /slow HTTP/1.1\r\nHost: x\r\nX-Pad: aaaaaaaaaaaaaaaaaaaa";
+    for (size_t i = 0; i < head.size() && !stop.load(); ++i) {
+      slow.Send(head.substr(i, 1));
+      for (int k = 0; k < 10 && !stop.load(); ++k)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  Client fast(server_->port());
+  fast.Send(kGet);
+  EXPECT_NE(fast.ReadResponse().find("200 OK"), std::string::npos);
+  EXPECT_TRUE(slow.WaitClosed(8000));
+  const int64_t ms = MsSince(t0);
+  stop = true;
+  trickle.join();
+  EXPECT_GE(ms, 2400);
+  EXPECT_LT(ms, 4500);
+  EXPECT_EQ(server_->GetStats().header_timeouts, 1u);
+}
+
+// After a first request, the idle timeout applies between requests: a pause
+// longer than the header timeout is fine, one longer than the idle timeout
+// closes the connection.
+TEST_F(HttpServerTest, IdleTimeoutAppliesBetweenRequests) {
+  ServerOptions o;
+  o.header_timeout_ms = 300;
+  o.idle_timeout_ms = 1500;
+  StartServer(o);
+  Client c(server_->port());
+  c.Send(kGet);
+  EXPECT_NE(c.ReadResponse().find("200 OK"), std::string::npos);
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));  // > header timeout
+  c.Send(kGet);
+  EXPECT_NE(c.ReadResponse().find("200 OK"), std::string::npos);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(c.WaitClosed(5000));
+  const int64_t ms = MsSince(t0);
+  EXPECT_GE(ms, 1400);
+  EXPECT_LT(ms, 4000);
+  EXPECT_EQ(server_->GetStats().idle_timeouts, 1u);
+  EXPECT_EQ(server_->GetStats().header_timeouts, 0u);
+}
+
+// Idle connections are parked in epoll and hold no worker thread: with one
+// worker and a hundred silent or half-sent connections, a request is served.
+TEST_F(HttpServerTest, WaitingConnectionsHoldNoThread) {
+  server_ = std::make_unique<Server>(
+      [] {
+        ServerOptions o;
+        o.threads = 1;
+        return o;
+      }(),
+      EchoHandler);
+  ASSERT_TRUE(server_->Start().ok());
+  std::vector<std::unique_ptr<Client>> idle;
+  for (int i = 0; i < 100; ++i) {
+    idle.push_back(std::make_unique<Client>(server_->port()));
+    if (i % 2 == 0) idle.back()->Send("GET / HTTP/1.1\r\nHost:");
+  }
+  Client c(server_->port());
+  c.Send(kGet);
+  EXPECT_NE(c.ReadResponse().find("200 OK"), std::string::npos);
+}
+
+// At max_connections a new connection closes the oldest idle one: one that has
+// sent nothing first, then the longest-idle keep-alive one. Nobody gets 503.
+// One worker: with several, two acceptors may each close one for the same
+// waiting connection (the server accepts that race for speed).
+TEST_F(HttpServerTest, AtTheConnectionLimitTheOldestIdleConnectionMakesRoom) {
+  ServerOptions o;
+  o.max_connections = 3;
+  StartServer(o, /*threads=*/1);
+  Client never(server_->port());
+  Client a(server_->port());
+  a.Send(kGet);
+  EXPECT_NE(a.ReadResponse().find("200 OK"), std::string::npos);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  Client b(server_->port());
+  b.Send(kGet);
+  EXPECT_NE(b.ReadResponse().find("200 OK"), std::string::npos);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // b parked again
+  // Full. c takes the slot of the connection that never sent anything.
+  Client c(server_->port());
+  c.Send(kGet);
+  EXPECT_NE(c.ReadResponse().find("200 OK"), std::string::npos);
+  EXPECT_TRUE(never.WaitClosed(2000));
+  // d takes the slot of a, idle longest of the keep-alive ones.
+  Client d(server_->port());
+  d.Send(kGet);
+  EXPECT_NE(d.ReadResponse().find("200 OK"), std::string::npos);
+  EXPECT_TRUE(a.WaitClosed(2000));
+  b.Send(kGet);
+  EXPECT_NE(b.ReadResponse().find("200 OK"), std::string::npos);
+  const auto st = server_->GetStats();
+  EXPECT_EQ(st.connections_evicted, 2u);
+  EXPECT_EQ(st.connections_rejected, 0u);
+  EXPECT_EQ(st.open_connections, 3);
+}
+
+// At max_connections with every connection busy (here: mid-head), a new one
+// is not accepted and answered 503; it waits in the listen backlog and is
+// served once a slot frees.
+TEST_F(HttpServerTest, AtTheLimitWithNothingIdleNewConnectionsWaitInTheBacklog) {
   ServerOptions o;
   o.max_connections = 2;
   StartServer(o);
   Client a(server_->port()), b(server_->port());
-  a.Send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
-  b.Send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
-  EXPECT_NE(a.ReadResponse().find("200"), std::string::npos);
-  EXPECT_NE(b.ReadResponse().find("200"), std::string::npos);
+  a.Send("GET / HTTP/1.1\r\n");
+  b.Send("GET / HTTP/1.1\r\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   Client c(server_->port());
-  EXPECT_NE(c.ReadUntil("\r\n\r\n").find("503"), std::string::npos);
+  ASSERT_TRUE(c.connected());  // the kernel completes it; the server does not accept it yet
+  c.Send(kGet);
+  EXPECT_EQ(c.ReadUntil("\r\n\r\n", 500), "");
+  EXPECT_GE(server_->GetStats().accept_pauses, 1u);  // (the sweeper's tick re-checks a pause)
+  a.Send("Host: x\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(a.ReadResponse().find("200 OK"), std::string::npos);
+  EXPECT_NE(c.ReadResponse().find("200 OK"), std::string::npos);
+  b.Send("Host: x\r\n\r\n");
+  EXPECT_NE(b.ReadResponse().find("200 OK"), std::string::npos);
+  const auto st = server_->GetStats();
+  EXPECT_EQ(st.connections_rejected, 0u);
+  EXPECT_GE(st.accept_pauses, 1u);
+  EXPECT_FALSE(st.accept_paused);
+}
+
+// Over max_connections_per_ip, that address's oldest idle connection makes
+// room; when all of its connections are busy, the new one gets 503.
+TEST_F(HttpServerTest, PerAddressCap) {
+  ServerOptions o;
+  o.max_connections_per_ip = 2;
+  StartServer(o);
+  Client a(server_->port()), b(server_->port());
+  a.Send("GET / HTTP/1.1\r\n");
+  b.Send("GET / HTTP/1.1\r\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  {
+    Client c(server_->port());
+    std::string r = c.ReadUntil("\r\n\r\n", 2000);
+    EXPECT_NE(r.find("503"), std::string::npos) << r;
+    EXPECT_NE(r.find("Retry-After: 1"), std::string::npos) << r;
+    EXPECT_TRUE(c.WaitClosed(2000));
+  }
+  EXPECT_EQ(server_->GetStats().connections_rejected, 1u);
+  a.Send("Host: x\r\n\r\n");
+  EXPECT_NE(a.ReadResponse().find("200 OK"), std::string::npos);
+  // a is idle now (once parked): the next connection from this address closes it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  Client d(server_->port());
+  d.Send(kGet);
+  EXPECT_NE(d.ReadResponse().find("200 OK"), std::string::npos);
+  EXPECT_TRUE(a.WaitClosed(2000));
+  b.Send("Host: x\r\n\r\n");
+  EXPECT_NE(b.ReadResponse().find("200 OK"), std::string::npos);
+  EXPECT_EQ(server_->GetStats().connections_evicted, 1u);
+  EXPECT_EQ(server_->GetStats().connections_rejected, 1u);
 }
 
 TEST_F(HttpServerTest, Http10ClosesByDefault) {

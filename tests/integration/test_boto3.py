@@ -1,6 +1,12 @@
 #!/usr/bin/python3
 """boto3 (Debian boto3 1.26 / botocore 1.29) against a real `strata server`.
 
+test_boto3_modern.py runs the same cases with a current boto3 (>= 1.36: default
+CRC checksums) as well.
+
+Cases that need S3 features built on other branches run only when named in
+STRATA_IT_ENABLE (comma-separated): "sse-c" (SSE-C PutObject/GetObject).
+
 Usage: /usr/bin/python3 test_boto3.py --strata build/strata
 """
 
@@ -21,6 +27,21 @@ from boto3.s3.transfer import TransferConfig  # noqa: E402
 
 MiB = H.MiB
 B = "boto3-main"
+
+
+def enabled(feature):
+    """True when STRATA_IT_ENABLE names the feature (cases for S3 features that
+    land with another branch; the lead turns them on at merge)."""
+    return feature in [f.strip() for f in os.environ.get("STRATA_IT_ENABLE", "").split(",")]
+
+
+def post_form(url, fields, filename, data, content_type="application/octet-stream"):
+    """A browser-style multipart/form-data POST (fields first, the file last);
+    returns H.Response. No redirects are followed."""
+    import requests
+    r = requests.post(url, data=fields, files={"file": (filename, data, content_type)},
+                      allow_redirects=False, timeout=30)
+    return H.Response(r.status_code, r.reason, {k.lower(): v for k, v in r.headers.items()}, r.content)
 
 
 def etag_md5(data):
@@ -216,6 +237,150 @@ class Boto3Tests:
                                              ExpiresIn=300)
         r = H.url_request(url.replace("pre/get.bin", "pre/put.bin"))
         H.assert_s3_error(r, 403, "SignatureDoesNotMatch")
+
+    def presigned_post(self):
+        """generate_presigned_post, then the form POSTed as a browser would (PostObject)."""
+        data = os.urandom(50_000)
+        post = self.s3.generate_presigned_post(
+            B, "post/${filename}",
+            Fields={"Content-Type": "text/plain", "success_action_status": "201",
+                    "x-amz-meta-who": "boto3"},
+            Conditions=[{"Content-Type": "text/plain"}, {"success_action_status": "201"},
+                        {"x-amz-meta-who": "boto3"}, ["content-length-range", 1, 100_000]],
+            ExpiresIn=300)
+        r = post_form(post["url"], post["fields"], "hello.txt", data, "text/plain")
+        assert r.status == 201, r
+        root = ET.fromstring(r.body)
+        got = {c.tag.rsplit("}", 1)[-1]: c.text for c in root}
+        assert root.tag.endswith("PostResponse"), r.body
+        assert got.get("Bucket") == B and got.get("Key") == "post/hello.txt", got
+        assert got.get("ETag") == etag_md5(data), got
+        o = self.s3.get_object(Bucket=B, Key="post/hello.txt")
+        assert o["Body"].read() == data
+        assert o["ContentType"] == "text/plain", o["ContentType"]
+        assert o["Metadata"] == {"who": "boto3"}, o["Metadata"]
+        # Without success_action_status: 204 No Content.
+        plain = self.s3.generate_presigned_post(B, "post/plain.bin", ExpiresIn=300)
+        r = post_form(plain["url"], plain["fields"], "plain.bin", b"plain")
+        assert r.status == 204 and r.body == b"", r
+        assert self.s3.get_object(Bucket=B, Key="post/plain.bin")["Body"].read() == b"plain"
+        # Over content-length-range: EntityTooLarge, nothing stored.
+        r = post_form(post["url"], post["fields"], "huge.txt", os.urandom(100_001), "text/plain")
+        H.assert_s3_error(r, 400, "EntityTooLarge")
+        st, _ = H.client_error_code(self.s3.head_object, Bucket=B, Key="post/huge.txt")
+        assert st == 404, st
+        # A field the policy does not allow: AccessDenied.
+        fields = dict(post["fields"], **{"Content-Type": "text/html"})
+        r = post_form(post["url"], fields, "evil.html", b"<html>", "text/html")
+        err = H.assert_s3_error(r, 403, "AccessDenied")
+        assert "Invalid according to Policy" in err.get("Message", ""), err
+        # A tampered signature.
+        fields = dict(plain["fields"])
+        fields["x-amz-signature"] = ("0" if fields["x-amz-signature"][0] != "0" else "1") + \
+            fields["x-amz-signature"][1:]
+        r = post_form(plain["url"], fields, "plain.bin", b"tampered")
+        H.assert_s3_error(r, 403, "SignatureDoesNotMatch")
+        assert self.s3.get_object(Bucket=B, Key="post/plain.bin")["Body"].read() == b"plain"
+        # An expired policy.
+        short = self.s3.generate_presigned_post(B, "post/late.bin", ExpiresIn=1)
+        time.sleep(2.2)
+        r = post_form(short["url"], short["fields"], "late.bin", b"late")
+        err = H.assert_s3_error(r, 403, "AccessDenied")
+        assert "expired" in err.get("Message", "").lower(), err
+
+    def presigned_post_streams(self):
+        """A 96 MiB form upload: the server's resident memory grows far less than
+        the file (the file part is streamed to disk, not buffered)."""
+        size = 96 * MiB
+        data = os.urandom(1 * MiB) * 96
+        post = self.s3.generate_presigned_post(B, "post/large.bin", ExpiresIn=300)
+
+        def rss_kib():
+            with open(f"/proc/{self.srv.proc.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1])
+            return 0
+
+        base = rss_kib()
+        peak = [base]
+        done = threading.Event()
+
+        def sample():
+            while not done.is_set():
+                peak[0] = max(peak[0], rss_kib())
+                time.sleep(0.01)
+
+        th = threading.Thread(target=sample)
+        th.start()
+        try:
+            r = post_form(post["url"], post["fields"], "large.bin", data)
+        finally:
+            done.set()
+            th.join()
+        assert r.status == 204, r
+        grew_mib = (peak[0] - base) / 1024
+        print(f"  server RSS {base // 1024} MiB before, peak +{grew_mib:.0f} MiB during a 96 MiB POST", flush=True)
+        assert grew_mib < 48, f"server RSS grew {grew_mib:.0f} MiB during a 96 MiB POST: the file was buffered"
+        h = self.s3.head_object(Bucket=B, Key="post/large.bin")
+        assert h["ContentLength"] == size and h["ETag"] == etag_md5(data), h
+        self.s3.delete_object(Bucket=B, Key="post/large.bin")
+
+    def post_bad_input(self):
+        """Malformed forms get clear errors, and the connection keeps serving."""
+        import http.client
+        c = http.client.HTTPConnection("127.0.0.1", self.srv.port, timeout=30)
+        try:
+            def post(body, ctype):
+                c.request("POST", f"/{B}", body=body, headers={"Content-Type": ctype})
+                r = c.getresponse()
+                return H.Response(r.status, r.reason, {k.lower(): v for k, v in r.getheaders()}, r.read())
+            H.assert_s3_error(post(b"key=a&file=b", "application/x-www-form-urlencoded"), 412, "PreconditionFailed")
+            bnd = "xYzBoundary"
+            # A signed form whose file part never ends (authorized first, then read).
+            fields = self.s3.generate_presigned_post(B, "post/trunc", ExpiresIn=300)["fields"]
+            trunc = "".join(f"--{bnd}\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{v}\r\n"
+                            for k, v in fields.items())
+            trunc = (trunc + f"--{bnd}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\n"
+                     "no closing boundary").encode()
+            H.assert_s3_error(post(trunc, f"multipart/form-data; boundary={bnd}"), 400, "MalformedPOSTRequest")
+            nofile = f"--{bnd}\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nk\r\n--{bnd}--\r\n".encode()
+            H.assert_s3_error(post(nofile, f"multipart/form-data; boundary={bnd}"), 400, "InvalidArgument")
+            # An unsigned form with a file: anonymous, refused; 1 MiB of file read and dropped.
+            anon = (f"--{bnd}\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nanon\r\n"
+                    f"--{bnd}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\n").encode() + \
+                os.urandom(MiB) + f"\r\n--{bnd}--\r\n".encode()
+            H.assert_s3_error(post(anon, f"multipart/form-data; boundary={bnd}"), 403, "AccessDenied")
+            # Same connection: still served.
+            c.request("GET", "/health-check-not-a-bucket-name-x")
+            r = c.getresponse()
+            r.read()
+            assert r.status in (403, 404), r.status
+        finally:
+            c.close()
+        for k in ("anon", "post/trunc"):
+            st, _ = H.client_error_code(self.s3.head_object, Bucket=B, Key=k)
+            assert st == 404, (k, st)
+
+    def sse_c(self):
+        """SSE-C: the key is needed on every read (400 without it), never stored."""
+        key = os.urandom(32)
+        data = os.urandom(300_000)
+        self.s3.put_object(Bucket=B, Key="ssec/obj", Body=data, SSECustomerAlgorithm="AES256",
+                           SSECustomerKey=key)
+        o = self.s3.get_object(Bucket=B, Key="ssec/obj", SSECustomerAlgorithm="AES256", SSECustomerKey=key)
+        assert o["Body"].read() == data
+        assert o.get("SSECustomerAlgorithm") == "AES256", o.get("SSECustomerAlgorithm")
+        r = self.s3.get_object(Bucket=B, Key="ssec/obj", SSECustomerAlgorithm="AES256", SSECustomerKey=key,
+                               Range="bytes=1000-1999")
+        assert r["Body"].read() == data[1000:2000]
+        st, code = H.client_error_code(self.s3.get_object, Bucket=B, Key="ssec/obj")
+        assert st == 400, (st, code)
+        st, code = H.client_error_code(self.s3.get_object, Bucket=B, Key="ssec/obj",
+                                       SSECustomerAlgorithm="AES256", SSECustomerKey=os.urandom(32))
+        assert st == 403 or st == 400, (st, code)
+        h = self.s3.head_object(Bucket=B, Key="ssec/obj", SSECustomerAlgorithm="AES256", SSECustomerKey=key)
+        assert h["ContentLength"] == len(data)
 
     # ---- metadata
     def metadata_roundtrip(self):
@@ -431,7 +596,7 @@ class Boto3Tests:
         h = self.s3.head_object(Bucket=B, Key="mp/obj", PartNumber=2)
         assert h["ContentLength"] == len(p2), h["ContentLength"]
         st, code = H.client_error_code(self.s3.get_object, Bucket=B, Key="mp/obj", PartNumber=3)
-        assert (st, code) == (416, "InvalidPartNumber"), (st, code)
+        assert (st, code) == (400, "InvalidPart"), (st, code)  # S3: a part past the last
         # Re-uploading a part replaces it; order and gaps.
         up = self.s3.create_multipart_upload(Bucket=B, Key="mp/replaced")["UploadId"]
         a1 = self.s3.upload_part(Bucket=B, Key="mp/replaced", UploadId=up, PartNumber=1, Body=p1)["ETag"]
@@ -569,8 +734,12 @@ class Boto3Tests:
     def checksums(self):
         data = os.urandom(100_000)
         small = b"small checksum body"
-        cases = [("CRC32", "ChecksumCRC32", H.crc32_b64), ("SHA256", "ChecksumSHA256", H.sha256_b64),
-                 ("CRC32C", "ChecksumCRC32C", H.crc32c_b64)]
+        cases = [("CRC32", "ChecksumCRC32", H.crc32_b64), ("SHA256", "ChecksumSHA256", H.sha256_b64)]
+        from botocore.compat import HAS_CRT
+        if HAS_CRT:  # current botocore computes CRC32C only with awscrt
+            cases.append(("CRC32C", "ChecksumCRC32C", H.crc32c_b64))
+        else:
+            print("  (no awscrt: CRC32C left out here; the Debian boto3 run covers it)", flush=True)
         for algo, field, fn in cases:
             for name, body in (("big", data), ("small", small)):
                 key = f"ck/{algo}/{name}"
@@ -583,8 +752,13 @@ class Boto3Tests:
                 assert g.get(field) == want, f"GET {algo}: {g.get(field)} != {want}"
                 h = self.s3.head_object(Bucket=B, Key=key, ChecksumMode="ENABLED")
                 assert h.get(field) == want, f"HEAD {algo}: {h.get(field)} != {want}"
-        # Without ChecksumMode the checksum is not returned.
-        g = self.s3.get_object(Bucket=B, Key="ck/CRC32/small")
+        # Without ChecksumMode the checksum is not returned. (boto3 >= 1.36 asks
+        # for it by default; "when_required" makes it ask only when told.)
+        try:
+            plain = self.srv.client(response_checksum_validation="when_required")
+        except TypeError:  # botocore < 1.36 has no such option and never asks
+            plain = self.s3
+        g = plain.get_object(Bucket=B, Key="ck/CRC32/small")
         g["Body"].read()
         assert "ChecksumCRC32" not in g, "checksum returned without x-amz-checksum-mode"
 
@@ -597,8 +771,10 @@ class Boto3Tests:
         self.s3.put_object(Bucket="boto3-full", Key="x", Body=b"x")
         st, code = H.client_error_code(self.s3.delete_bucket, Bucket="boto3-full")
         assert (st, code) == (409, "BucketNotEmpty"), (st, code)
-        st, code = H.client_error_code(self.s3.create_bucket, Bucket="boto3-full")
-        assert (st, code) == (409, "BucketAlreadyOwnedByYou"), (st, code)
+        # us-east-1 (the harness's region): re-creating your own bucket answers 200
+        # and changes nothing (AWS's legacy behaviour there).
+        self.s3.create_bucket(Bucket="boto3-full")
+        assert self.s3.get_object(Bucket="boto3-full", Key="x")["Body"].read() == b"x"
         self.s3.delete_object(Bucket="boto3-full", Key="x")
         self.s3.delete_bucket(Bucket="boto3-full")
         st, code = H.client_error_code(self.s3.head_bucket, Bucket="boto3-full")
@@ -721,6 +897,40 @@ class Boto3Tests:
         assert self.s3.get_object(Bucket=B, Key="vh/put")["Body"].read() == b"via vhost"
 
 
+# In order: later cases use buckets and users the earlier ones made.
+CASES = ["transfer_multipart_50mib",
+         "paginate_2500",
+         "delimiter_listing",
+         "special_keys",
+         "list_xml_fields",
+         "bucket_acl",
+         "object_edge_cases",
+         "presigned",
+         "presigned_post",
+         "presigned_post_streams",
+         "post_bad_input",
+         "metadata_roundtrip",
+         "range_gets",
+         "conditional_get",
+         "conditional_put",
+         "conditional_put_if_match_and_complete",
+         "conditional_put_conflict_409",
+         "copy_object",
+         "tagging",
+         "delete_objects",
+         "multipart",
+         "concurrent_put_etags",
+         "concurrent_overwrite_reads",
+         "checksums",
+         "bucket_rules",
+         "auth_errors",
+         "anonymous_and_acl",
+         "second_user",
+         "rename",
+         "append",
+         "virtual_host"]
+
+
 def main():
     args = H.parse_args()
     runner = H.Runner("boto3")
@@ -732,19 +942,14 @@ def main():
             t = Boto3Tests(srv, work, bob)
             if not runner.case("create bucket", t.setup):
                 return runner.finish()
-            for name in ["transfer_multipart_50mib", "paginate_2500", "delimiter_listing", "special_keys",
-                         "list_xml_fields", "bucket_acl", "object_edge_cases", "presigned",
-                         "metadata_roundtrip", "range_gets", "conditional_get", "conditional_put",
-                         "conditional_put_if_match_and_complete", "conditional_put_conflict_409",
-                         "copy_object", "tagging", "delete_objects", "multipart", "concurrent_put_etags",
-                         "concurrent_overwrite_reads", "checksums",
-                         "bucket_rules", "auth_errors", "anonymous_and_acl", "second_user", "rename",
-                         "append", "virtual_host"]:
+            for name in CASES + (["sse_c"] if enabled("sse-c") else []):
                 runner.case(name, getattr(t, name))
                 if not srv.alive():
                     print(f"strata server died:\n{srv.log_tail()}", flush=True)
                     runner.results.append(("server alive", False, 0, "server process exited"))
                     break
+        if not enabled("sse-c"):
+            print("SKIP sse_c: SSE-C lands with the sse branch; STRATA_IT_ENABLE=sse-c runs it", flush=True)
         rc = srv.stop()
         runner.case("server exits 0 on SIGTERM", lambda: _check_rc(rc))
     finally:

@@ -15,14 +15,14 @@ JS_DIR = os.path.join(H.HERE, "js")
 
 
 def ensure_node_modules():
-    marker = os.path.join(JS_DIR, "node_modules", "@aws-sdk", "lib-storage", "package.json")
+    marker = os.path.join(JS_DIR, "node_modules", "@aws-sdk", "s3-presigned-post", "package.json")
     if os.path.exists(marker):
         return
     env = H.clean_env({"HOME": os.environ.get("HOME", "/tmp")})
     cmd = [H.NPM, "ci" if os.path.exists(os.path.join(JS_DIR, "package-lock.json")) else "install",
            "--no-audit", "--no-fund"]
     H.run_tool(cmd, env, timeout=300, cwd=JS_DIR)
-    assert os.path.exists(marker), "npm did not install @aws-sdk/lib-storage"
+    assert os.path.exists(marker), "npm did not install @aws-sdk/s3-presigned-post"
 
 
 def main():

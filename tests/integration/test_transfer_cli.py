@@ -131,8 +131,10 @@ class TransferCliTests:
         self.run("mb", f"s3://{BUCKET}", f"s3://{BUCKET2}")
         p = self.run("ls")
         assert BUCKET in p.out and BUCKET2 in p.out, p.out
+        # The server is in us-east-1, where S3 answers 200 to re-creating a bucket
+        # you own (AWS's legacy behaviour; `aws s3 mb` succeeds there too).
         p = self.run("mb", f"s3://{BUCKET}", check=False)
-        assert p.returncode == 5, f"mb of an existing bucket: exit {p.returncode}"
+        assert p.returncode == 0, f"mb of an existing own bucket in us-east-1: exit {p.returncode}"
         # Bucket names via the env endpoint instead of the flag.
         env = dict(self.env, AWS_ENDPOINT_URL=self.srv.endpoint)
         p = self.run("ls", "--json", env=env, endpoint=False)

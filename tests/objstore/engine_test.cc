@@ -909,6 +909,27 @@ TEST_F(MultipartTest, CompleteConcatenatesPartsByReference) {
   EXPECT_TRUE(got == whole);
 }
 
+// A retried Complete (same upload, same parts) answers the object that upload
+// created, while it is still the key's object; otherwise NotFound.
+TEST_F(MultipartTest, RetriedCompleteAnswersTheCompletedObject) {
+  ASSERT_OK_AND_ASSIGN(std::string id, engine_->CreateMultipartUpload("b", "mp", {}));
+  ASSERT_OK_AND_ASSIGN(PartInfo i1, Upload(id, 1, Bytes(2000, 1)));
+  const std::vector<CompletePart> parts = {{1, i1.etag, ""}};
+  ASSERT_OK_AND_ASSIGN(ObjectMeta first,
+                       engine_->CompleteMultipartUpload("b", "mp", id, parts, Small()));
+  ASSERT_OK_AND_ASSIGN(ObjectMeta again,
+                       engine_->CompleteMultipartUpload("b", "mp", id, parts, Small()));
+  EXPECT_EQ(again.etag, first.etag);
+  EXPECT_EQ(again.size, 2000u);
+  EXPECT_STATUS_CODE(engine_->CompleteMultipartUpload("b", "mp", id, {{1, "0123", ""}}, Small()),
+                     StatusCode::kNotFound);
+  EXPECT_STATUS_CODE(engine_->CompleteMultipartUpload("b", "other", id, parts, Small()),
+                     StatusCode::kNotFound);
+  ASSERT_OK(engine_->DeleteObject("b", "mp"));
+  EXPECT_STATUS_CODE(engine_->CompleteMultipartUpload("b", "mp", id, parts, Small()),
+                     StatusCode::kNotFound);
+}
+
 TEST_F(MultipartTest, CompleteValidatesPartList) {
   ASSERT_OK_AND_ASSIGN(std::string id, engine_->CreateMultipartUpload("b", "mp", {}));
   ASSERT_OK_AND_ASSIGN(PartInfo i1, Upload(id, 1, Bytes(2000, 1)));
@@ -921,7 +942,8 @@ TEST_F(MultipartTest, CompleteValidatesPartList) {
     EXPECT_TRUE(StartsWith(r.error().message(), prefix)) << r.error().ToString();
   };
   expect_prefix({{2, i2.etag, ""}, {1, i1.etag, ""}}, "InvalidPartOrder: ");
-  expect_prefix({{1, i1.etag, ""}, {1, i1.etag, ""}}, "InvalidPartOrder: ");
+  // A part listed twice is InvalidPart (S3); only a descending list is InvalidPartOrder.
+  expect_prefix({{1, i1.etag, ""}, {1, i1.etag, ""}}, "InvalidPart: ");
   expect_prefix({{1, i1.etag, ""}, {7, i1.etag, ""}}, "InvalidPart: ");
   expect_prefix({{1, i2.etag, ""}}, "InvalidPart: ");
   expect_prefix({}, "InvalidPart: ");

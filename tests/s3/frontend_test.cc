@@ -23,119 +23,14 @@
 #include <strata/objstore/local_engine.h>
 #include <strata/s3/frontend.h>
 
+#include "s3/frontend_fixture.h"
 #include "s3/router.h"
 #include "testutil/testutil.h"
 
 namespace strata::s3 {
 namespace {
 
-using Headers = std::vector<std::pair<std::string, std::string>>;
-
-constexpr char kAk[] = "AKIDFRONTENDTEST";
-constexpr char kSecret[] = "frontend-test-secret";
-
-// Text of every <tag>...</tag> in document order.
-std::vector<std::string> All(const std::string& xml, const std::string& tag) {
-  std::vector<std::string> out;
-  const std::regex re("<" + tag + ">([^<]*)</" + tag + ">");
-  for (auto it = std::sregex_iterator(xml.begin(), xml.end(), re); it != std::sregex_iterator();
-       ++it)
-    out.push_back((*it)[1].str());
-  return out;
-}
-
-// Text of the first <tag>...</tag>; "" if none.
-std::string First(const std::string& xml, const std::string& tag) {
-  auto v = All(xml, tag);
-  return v.empty() ? std::string() : v.front();
-}
-
-// The Prefix of each CommonPrefixes element.
-std::vector<std::string> CommonPrefixes(const std::string& xml) {
-  std::vector<std::string> out;
-  const std::regex re("<CommonPrefixes><Prefix>([^<]*)</Prefix></CommonPrefixes>");
-  for (auto it = std::sregex_iterator(xml.begin(), xml.end(), re); it != std::sregex_iterator();
-       ++it)
-    out.push_back((*it)[1].str());
-  return out;
-}
-
-std::string Header(const http::RecordedResponse& r, std::string_view name) {
-  return std::string(r.Header(name).value_or(""));
-}
-
-class FrontendTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    objstore::EngineOptions eo;
-    eo.data_dir = dir_.Join("data");
-    eo.sync = false;
-    ASSERT_OK_AND_ASSIGN(engine_, objstore::LocalEngine::Open(eo));
-    FrontendOptions fo;
-    fo.users.push_back(User{"alice", kAk, kSecret, false});
-    frontend_ = std::make_unique<Frontend>(engine_.get(), fo);
-  }
-
-  struct Call {
-    std::string method = "GET";
-    std::string target = "/";
-    Headers headers;
-    std::string body;
-    std::string access_key = kAk;
-    std::string secret = kSecret;
-    bool unsigned_payload = false;
-  };
-
-  http::RecordedResponse Send(Call call) {
-    Headers h = std::move(call.headers);
-    h.emplace_back("Host", "127.0.0.1:9000");
-    const size_t q = call.target.find('?');
-    const std::string path = call.target.substr(0, q);
-    const std::string query = q == std::string::npos ? "" : call.target.substr(q + 1);
-    sigv4::SigningParams sp;
-    sp.credentials.access_key = call.access_key;
-    sp.credentials.secret_key = call.secret;
-    sp.now_ns = NowUnixNanos();
-    const std::string payload = call.unsigned_payload ? std::string(sigv4::kUnsignedPayload)
-                                                      : sigv4::PayloadSha256Hex(call.body);
-    sigv4::SignRequest(call.method, path, query, h, payload, sp);
-    if (!call.body.empty() || call.method == "PUT" || call.method == "POST")
-      h.emplace_back("Content-Length", std::to_string(call.body.size()));
-    Frontend* f = frontend_.get();
-    return http::ServeInMemory(http::FrontendHandler(f),
-                               http::FormatRequest(call.method, call.target, h, call.body),
-                               http::WithFrontendErrors(http::ServerOptions{}, f));
-  }
-
-  http::RecordedResponse Get(const std::string& target, Headers h = {}) {
-    return Send({"GET", target, std::move(h)});
-  }
-  http::RecordedResponse Put(const std::string& target, std::string body, Headers h = {}) {
-    return Send({"PUT", target, std::move(h), std::move(body)});
-  }
-
-  void CreateBucket(const std::string& name) {
-    auto r = Put("/" + name, "");
-    ASSERT_EQ(r.status, 200) << r.body;
-  }
-
-  // Checks the S3 error document: the code, a message, the resource and the
-  // request id (the same as the x-amz-request-id header).
-  static void ExpectError(const http::RecordedResponse& r, int status, const std::string& code,
-                          const std::string& resource) {
-    EXPECT_EQ(r.status, status) << r.body;
-    EXPECT_EQ(First(r.body, "Code"), code) << r.body;
-    EXPECT_FALSE(First(r.body, "Message").empty()) << r.body;
-    EXPECT_EQ(First(r.body, "Resource"), resource) << r.body;
-    EXPECT_FALSE(First(r.body, "RequestId").empty()) << r.body;
-    EXPECT_EQ(First(r.body, "RequestId"), Header(r, "x-amz-request-id"));
-    EXPECT_NE(r.body.find("<Error>"), std::string::npos) << r.body;
-  }
-
-  testing::TempDir dir_;
-  std::unique_ptr<objstore::LocalEngine> engine_;
-  std::unique_ptr<Frontend> frontend_;
-};
+using namespace s3test;  // NOLINT: the fixture and its helpers
 
 TEST_F(FrontendTest, CreateBucketAnswersLocationAndHeadBucketFindsIt) {
   auto r = Put("/photos", "");
@@ -465,13 +360,31 @@ TEST(RouteTableTest, EveryResourceEndsInAMethodNotAllowedRow) {
   }
 }
 
-TEST(RouteTableTest, SubResourcesNoRowNamesReachTheFallback) {
-  // As before the table: an unknown sub-resource is served by the plain operation.
+TEST(RouteTableTest, SubResourcesSelectTheirRowNeverTheFallback) {
   http::Request req;
   const std::multimap<std::string, std::string> retention{{"retention", ""}};
-  EXPECT_STREQ(FindRoute(Method::kPut, Resource::kObject, retention, req)->op, "PutObject");
-  EXPECT_STREQ(FindRoute(Method::kGet, Resource::kObject, retention, req)->op, "GetObject");
-  EXPECT_STREQ(FindRoute(Method::kPut, Resource::kBucket, retention, req)->op, "CreateBucket");
+  EXPECT_STREQ(FindRoute(Method::kPut, Resource::kObject, retention, req)->op,
+               "PutObjectRetention");
+  EXPECT_STREQ(FindRoute(Method::kGet, Resource::kObject, retention, req)->op,
+               "GetObjectRetention");
+  const std::multimap<std::string, std::string> encryption{{"encryption", ""}};
+  EXPECT_STREQ(FindRoute(Method::kPut, Resource::kBucket, encryption, req)->op,
+               "PutBucketEncryption");
+  // HEAD with a sub-resource is that sub-resource's GET, never a write.
+  const std::multimap<std::string, std::string> tagging{{"tagging", ""}};
+  EXPECT_STREQ(FindRoute(Method::kHead, Resource::kObject, tagging, req)->op, "GetObjectTagging");
+  // A parameter no row reads is refused before any handler runs; a
+  // sub-resource of another method is MethodNotAllowed.
+  const RouteRow* put = FindRoute(Method::kPut, Resource::kObject, {}, req);
+  ASSERT_STREQ(put->op, "PutObject");
+  EXPECT_EQ(CheckQuery(*put, {{"frobnicate", ""}}).message().substr(0, 14), "NotImplemented");
+  const RouteRow* del = FindRoute(Method::kDelete, Resource::kBucket, {}, req);
+  ASSERT_STREQ(del->op, "DeleteBucket");
+  EXPECT_EQ(CheckQuery(*del, {{"location", ""}}).message().substr(0, 16), "MethodNotAllowed");
+  EXPECT_TRUE(CheckQuery(*put, {{"X-Amz-Signature", "ab"}, {"x-id", "PutObject"}}).ok());
+  const RouteRow* get = FindRoute(Method::kGet, Resource::kObject, {}, req);
+  EXPECT_TRUE(CheckQuery(*get, {{"versionId", "null"}}).ok());
+  EXPECT_FALSE(CheckQuery(*get, {{"versionId", "3HL4kqtJlcpXroDTDmJ"}}).ok());
   const std::multimap<std::string, std::string> v1{{"list-type", "1"}};
   EXPECT_STREQ(FindRoute(Method::kGet, Resource::kBucket, v1, req)->op, "ListObjects");
   // The earlier row wins when several sub-resources are named.

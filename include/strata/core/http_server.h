@@ -3,13 +3,26 @@
 // Design: N worker threads wait on one epoll set with EPOLLONESHOT; the thread
 // that wakes for a connection parses and serves its request inline (no handoff
 // on the fast path). Header bytes are read non-blockingly and kept per
-// connection, so a slow client that trickles its headers holds no thread; a
-// sweeper closes connections whose headers take longer than header_timeout or
-// that idle past idle_timeout. Bodies are read and responses written in blocking
-// style (poll with io_timeout) from the handler, so handlers stream: a body is
-// never buffered whole by the server. `Expect: 100-continue` is answered when
-// the handler first reads the body, or not at all when it answers first.
-// Responses can use sendfile. Optional TLS via OpenSSL.
+// connection, so a connection waiting for (the rest of) a request head holds no
+// thread. Bodies are read and responses written in blocking style (poll with
+// io_timeout) from the handler, so handlers stream: a body is never buffered
+// whole by the server. `Expect: 100-continue` is answered when the handler
+// first reads the body, or not at all when it answers first. Responses can use
+// sendfile. Optional TLS via OpenSSL.
+//
+// Connections cannot starve the server (see ServerOptions for the numbers):
+// - header_timeout runs from accept until the first request head is complete
+//   (a connection that sends nothing is closed then, as Go's ReadHeaderTimeout
+//   and nginx's client_header_timeout do), and on a keep-alive connection from
+//   the first byte of each later head; idle_timeout applies only between
+//   requests, after a first one.
+// - At max_connections (or max_connections_per_ip for one address) the oldest
+//   connections that have not sent a byte of a request are closed to make room
+//   (never-used ones first, then idle keep-alive ones; nginx reuses its
+//   "reusable" connections the same way). When none is idle the server stops
+//   accepting: new connections wait in the kernel's listen backlog instead of
+//   being accepted and answered 503. Only an address over its own cap with
+//   every connection busy gets a 503.
 //
 // Thread-safety: Start/Stop from one thread. Handlers run concurrently on
 // worker threads; one request per connection at a time.
@@ -115,9 +128,24 @@ struct ServerOptions {
   int port = 0;                       // 0 = pick a free port (see Server::port())
   int threads = 0;                    // 0 = max(8, 4 * cores): handlers may block on disk
   size_t max_header_bytes = 16 * 1024;  // request line + headers; beyond -> 431
-  int max_connections = 1024;         // beyond -> accepted and closed at once
-  int header_timeout_ms = 10'000;     // slow-loris bound for the request head
-  int idle_timeout_ms = 60'000;       // keep-alive connections
+  // Open connections. At the limit the oldest idle ones are closed; when none
+  // is idle, accepting waits (the kernel's backlog holds new connections).
+  // Each connection is a file descriptor: `strata server` raises ulimit -n.
+  int max_connections = 4096;
+  // Open connections from one remote address; 0 = no cap. At the cap that
+  // address's oldest idle connection is closed; when all of them are busy the
+  // new one gets 503 and is closed. Generous because one host (a proxy, a
+  // NAT, a parallel client) legitimately holds many; it keeps one address's
+  // idle or slow connections from taking every slot of max_connections.
+  int max_connections_per_ip = 1024;
+  // Time to send a complete request head: from accept for the first request
+  // (so a connection that sends nothing is closed after it), from the first
+  // byte of the head for later ones on a keep-alive connection. Includes the
+  // TLS handshake. 10 s: long enough for any client, short enough that idle
+  // sockets cannot pile up (Go's ReadHeaderTimeout is commonly 5-10 s, nginx's
+  // client_header_timeout 60 s).
+  int header_timeout_ms = 10'000;
+  int idle_timeout_ms = 60'000;       // between requests on a keep-alive connection
   int io_timeout_ms = 30'000;         // each body read / response write
   std::string tls_cert_file;          // both set -> TLS
   std::string tls_key_file;
@@ -139,10 +167,14 @@ class Server {
 
   struct Stats {
     uint64_t connections_accepted = 0;
-    uint64_t connections_rejected = 0;
+    uint64_t connections_rejected = 0;  // over max_connections_per_ip, all busy: 503
+    uint64_t connections_evicted = 0;   // idle, closed to make room for a new one
     uint64_t requests = 0;
-    uint64_t header_timeouts = 0;
+    uint64_t header_timeouts = 0;  // closed without a complete head in time
+    uint64_t idle_timeouts = 0;    // keep-alive connections idle past idle_timeout
+    uint64_t accept_pauses = 0;    // times accepting stopped (no slot, no descriptor)
     int open_connections = 0;
+    bool accept_paused = false;  // not accepting right now
   };
   Stats GetStats() const;
 

@@ -162,6 +162,9 @@ struct PartInfo {
   std::string etag;             // hex md5, no quotes
   int64_t mtime_ns = 0;
   std::string checksum;         // base64, "" if none
+  // The part's own algorithm: the upload's, or the one its x-amz-checksum-*
+  // header named when the upload was created without one.
+  ChecksumAlgorithm checksum_algorithm = ChecksumAlgorithm::kNone;
 };
 
 struct CompletePart {

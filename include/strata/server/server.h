@@ -48,7 +48,8 @@ struct ServerOptions {
   std::string tls_cert_file;
   std::string tls_key_file;
   int threads = 0;                 // HTTP worker threads per frontend; 0 = auto
-  int max_connections = 1024;
+  int max_connections = 4096;      // per frontend; see http::ServerOptions
+  int max_connections_per_ip = 1024;  // per frontend and remote address; 0 = no cap
   size_t max_header_bytes = 16 * 1024;
   int header_timeout_ms = 10'000;
   int idle_timeout_ms = 60'000;
