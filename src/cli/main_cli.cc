@@ -20,6 +20,7 @@
 #include "cli/datapath_cmds.h"
 #include "cli/features_cmds.h"
 #include "cli/fs_cmds.h"
+#include "cli/user_cmds.h"
 
 namespace strata::cli {
 namespace {
@@ -168,19 +169,12 @@ int Main(int argc, char** argv) {
                 "Do not fsync on commit (faster; an acknowledged write still survives kill -9 but not power loss)");
   srv->add_option("--log-level", log_level, "trace|debug|info|warn|error")->capture_default_str();
 
-  std::string user_data = "./strata-data";
-  std::string user_name;
-  auto* user = app.add_subcommand("user", "Manage S3 users of a data directory");
-  user->require_subcommand(1);
-  auto* user_add = user->add_subcommand("add", "Create a user with its own access and secret key");
-  user_add->add_option("name", user_name, "User name")->required();
-  user_add->add_option("--data", user_data, "Data directory")->capture_default_str();
-
   int transfer_rc = -1;  // set by the transfer subcommands' callbacks (run inside parse)
   RegisterTransferCommands(app, &transfer_rc);
   RegisterDatapathCommands(app, &transfer_rc);
   RegisterFeaturesCommands(app, &transfer_rc);
   RegisterFsCommands(app, &transfer_rc);
+  RegisterUserCommands(app, &transfer_rc);
 
   try {
     app.parse(argc, argv);
@@ -208,16 +202,6 @@ int Main(int argc, char** argv) {
     if (const char* k = std::getenv("STRATA_VECTOR_API_KEY"); k != nullptr && sopts.vector_api_key.empty())
       sopts.vector_api_key = k;
     return RunServer(sopts, log_level);
-  }
-  if (user_add->parsed()) {
-    auto u = server::AddUser(user_data, user_name);
-    if (!u.ok()) {
-      fmt::print(stderr, "strata user add: {}\n", u.error().ToString());
-      return 1;
-    }
-    fmt::print("user {} created\n  AccessKey: {}\n  SecretKey: {}\n(restart the server to load it)\n",
-               u->name, u->access_key, u->secret_key);
-    return 0;
   }
   return 0;
 }

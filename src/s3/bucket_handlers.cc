@@ -1,5 +1,5 @@
 // Bucket operations: ListBuckets, Create/Delete/HeadBucket, location,
-// versioning (never enabled), ACLs (canned only), the configurations Strata
+// versioning (never enabled), the configurations Strata
 // does not hold, ListObjects v1 and v2, and multi-object delete.
 #include <algorithm>
 #include <cstdint>
@@ -78,6 +78,7 @@ Status Frontend::Impl::CreateBucket(Ctx& c) {
   STRATA_ASSIGN_OR_RETURN(std::string location, ParseLocationConstraint(body));
   (void)location;  // single-region server: any constraint is accepted
   STRATA_ASSIGN_OR_RETURN(auto directory, DirectoryBucketDocument(c, body));  // S3 Express
+  STRATA_ASSIGN_OR_RETURN(std::optional<Acl> acl, NewBucketAcl(c));
   if (auto existing = engine->GetBucket(c.bucket); existing.ok()) {
     if (existing->owner == c.user->access_key) {
       // AWS's legacy us-east-1 behaviour: re-creating your own bucket there
@@ -104,8 +105,7 @@ Status Frontend::Impl::CreateBucket(Ctx& c) {
   if (directory)
     STRATA_RETURN_IF_ERROR(
         engine->SetBucketConfig(c.bucket, kDirectoryBucketConfigName, *directory));
-  if (auto acl = c.H("x-amz-acl"); acl && (*acl == "public-read" || *acl == "public-read-write"))
-    STRATA_RETURN_IF_ERROR(engine->SetBucketPublicRead(c.bucket, true));
+  STRATA_RETURN_IF_ERROR(StoreNewBucketAcl(c, acl));
   c.w.AddHeader("Location", "/" + c.bucket);
   c.w.SetStatus(200);
   return c.w.Send("");
@@ -180,49 +180,6 @@ Status Frontend::Impl::GetAbsentBucketConfig(Ctx& c) {
 Status Frontend::Impl::DeleteBucketConfig(Ctx& c) {
   STRATA_RETURN_IF_ERROR(CheckBucket(c));
   c.w.SetStatus(204);
-  return Status::Ok();
-}
-
-Status Frontend::Impl::GetBucketAcl(Ctx& c) { return BucketAcl(c, false); }
-
-Status Frontend::Impl::PutBucketAcl(Ctx& c) { return BucketAcl(c, true); }
-
-Status Frontend::Impl::BucketAcl(Ctx& c, bool put) {
-  STRATA_ASSIGN_OR_RETURN(objstore::BucketInfo b, engine->GetBucket(c.bucket));
-  if (put) {
-    if (c.user == nullptr || (!c.user->admin && b.owner != c.user->access_key))
-      return MakeError("AccessDenied", "Only the bucket owner may change its ACL");
-    std::string acl(c.H("x-amz-acl").value_or(""));
-    if (acl.empty())
-      return MakeError("NotImplemented",
-                       "Only canned ACLs (x-amz-acl: private|public-read) are supported");
-    if (acl != "private" && acl != "public-read" && acl != "public-read-write" &&
-        acl != "authenticated-read")
-      return MakeError("InvalidArgument", "unsupported canned ACL \"" + acl + "\"");
-    STRATA_RETURN_IF_ERROR(
-        engine->SetBucketPublicRead(c.bucket, acl == "public-read" || acl == "public-read-write"));
-    c.w.SetStatus(200);
-    return c.w.Send("");
-  }
-  XmlWriter x("AccessControlPolicy");
-  x.Open("Owner").Elem("ID", b.owner).Elem("DisplayName", b.owner).Close("Owner");
-  x.Open("AccessControlList");
-  x.Open("Grant");
-  x.Open(
-       "Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:type=\"CanonicalUser\"")
-      .Elem("ID", b.owner)
-      .Elem("DisplayName", b.owner)
-      .Close("Grantee");
-  x.Elem("Permission", "FULL_CONTROL").Close("Grant");
-  if (b.public_read) {
-    x.Open("Grant");
-    x.Open("Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:type=\"Group\"")
-        .Elem("URI", "http://acs.amazonaws.com/groups/global/AllUsers")
-        .Close("Grantee");
-    x.Elem("Permission", "READ").Close("Grant");
-  }
-  x.Close("AccessControlList");
-  SendXml(c, 200, x.Finish());
   return Status::Ok();
 }
 
@@ -314,12 +271,15 @@ Status Frontend::Impl::DeleteObjects(Ctx& c) {
   STRATA_RETURN_IF_ERROR(CheckBucket(c));
   STRATA_ASSIGN_OR_RETURN(std::string body, ReadXmlBody(c));
   STRATA_ASSIGN_OR_RETURN(DeleteRequest d, ParseDelete(body));
+  STRATA_ASSIGN_OR_RETURN(objstore::BucketInfo bucket, engine->GetBucket(c.bucket));
   XmlWriter x("DeleteResult");
   for (const DeleteRequest::Object& o : d.objects) {
     const std::string& k = o.key;
     Status st = Status::Ok();
     if (k.empty() || k.size() > kMaxKeyBytes) {
       st = MakeError("InvalidArgument", "invalid key");
+    } else if (st = AuthorizeAction(c, bucket, "s3:DeleteObject", k, true); !st.ok()) {
+      // Each key is authorized as its own DeleteObject, as S3 does (auth.cc).
     } else if (!o.version_id.empty() && o.version_id != "null") {
       st = MakeError("NotImplemented", "Strata does not keep object versions: not deleted");
     } else if (o.etag || o.last_modified_time || o.size) {

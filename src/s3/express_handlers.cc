@@ -52,17 +52,19 @@ Status Frontend::Impl::ResolveExpressSession(Ctx& c, int64_t now_ns, ExpressSess
     return Status::Ok();
   }
   STRATA_ASSIGN_OR_RETURN(SessionClaims claims, ReadSessionToken(token));
-  auto it = users_by_key.find(claims.user_access_key);
-  if (it == users_by_key.end())
+  auto it = c.users->by_key.find(claims.user_access_key);
+  if (it == c.users->by_key.end())
     return MakeError("InvalidToken", "The provided token is malformed or otherwise invalid.");
-  STRATA_ASSIGN_OR_RETURN(s.secret, VerifySessionToken(token, it->second->secret_key, now_ns));
-  s.user = it->second;
+  STRATA_ASSIGN_OR_RETURN(s.secret, VerifySessionToken(token, it->second->user.secret_key, now_ns));
+  s.user = &it->second->user;
+  s.user_policy = it->second->policy.get();
   s.claims = std::move(claims);
   return Status::Ok();
 }
 
 Status Frontend::Impl::AdoptExpressSession(Ctx& c, const ExpressSession& s) {
   c.user = s.user;
+  c.user_policy = s.user_policy;
   c.auth.express_session = true;
   if (c.bucket != s.claims.bucket)
     return MakeError("AccessDenied", "The session credentials are for bucket \"" + s.claims.bucket +

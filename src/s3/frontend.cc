@@ -55,7 +55,14 @@ Frontend::Frontend(objstore::LocalEngine* engine, FrontendOptions options)
     : impl_(std::make_unique<Impl>()) {
   impl_->engine = engine;
   impl_->opts = std::move(options);
-  for (const User& u : impl_->opts.users) impl_->users_by_key[u.access_key] = &u;
+  if (impl_->opts.user_store == nullptr) {
+    auto store = UserStore::Open(impl_->opts.users, "");
+    if (!store.ok()) kLog.Error("S3 users: {}", store.error().ToString());
+    impl_->own_users = store.ok() ? std::move(*store) : nullptr;
+    if (!impl_->own_users) impl_->own_users = std::move(*UserStore::Open({}, ""));
+    impl_->opts.user_store = impl_->own_users.get();
+  }
+  impl_->users = impl_->opts.user_store;
   std::random_device rd;
   impl_->id_prefix = (uint64_t{rd()} << 32) ^ rd();
   auto& reg = metrics::Registry::Global();

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -25,8 +26,10 @@
 #include <strata/objstore/local_engine.h>
 #include <strata/s3/frontend.h>
 
+#include "s3/acl.h"
 #include "s3/aws_chunked.h"
 #include "s3/express.h"
+#include "s3/policy.h"
 #include "s3/sigv4.h"
 #include "s3/xml.h"
 
@@ -47,8 +50,12 @@ struct Ctx {
   bool has_key = false;
   std::multimap<std::string, std::string> query;  // decoded
   AuthResult auth;
+  // The user table this request was authenticated against (kept alive for it).
+  std::shared_ptr<const UserStore::Table> users;
   const User* user = nullptr;  // nullptr: anonymous
+  const Policy* user_policy = nullptr;  // the caller's user policy, if any
   std::string op = "Unknown";
+  const char* route_op = nullptr;  // the matched route's operation, set before Authorize
 
   bool Has(std::string_view name) const { return query.find(std::string(name)) != query.end(); }
   std::string Q(std::string_view name) const {
@@ -105,7 +112,17 @@ Status CheckCopySourceConditions(const Ctx& c, const objstore::ObjectMeta& src);
 struct Frontend::Impl {
   objstore::LocalEngine* engine;
   FrontendOptions opts;
-  std::unordered_map<std::string, const User*> users_by_key;
+  UserStore* users = nullptr;             // opts.user_store
+  std::unique_ptr<UserStore> own_users;   // when the options named none
+  // Parsed bucket policies and public access blocks by bucket, valid while the
+  // bucket's configs pointer is the one cached (a change replaces the map).
+  struct BucketAccess {
+    std::shared_ptr<const std::map<std::string, std::string>> configs;
+    std::shared_ptr<const Policy> policy;
+    uint8_t pab = 0;  // kBlockPublicAcls | kIgnorePublicAcls | ...
+  };
+  std::shared_mutex access_mu;
+  std::unordered_map<std::string, std::shared_ptr<const BucketAccess>> access_cache;  // guarded by access_mu
   std::atomic<uint64_t> request_seq{0};
   uint64_t id_prefix = 0;
   metrics::Histogram* latency = nullptr;
@@ -131,6 +148,32 @@ struct Frontend::Impl {
   Status Authenticate(Ctx& c);
   Status Authorize(Ctx& c, bool write);
   Status CheckBucket(Ctx& c);
+  // One action on one resource of an existing bucket (key "" = the bucket):
+  // AccessDenied unless the policies and ACLs allow it (see auth.cc).
+  Status AuthorizeAction(Ctx& c, const objstore::BucketInfo& b, std::string_view action,
+                         std::string_view key, bool object_resource);
+  Status AuthorizeCopySource(Ctx& c, std::string_view bucket, std::string_view key);
+  std::shared_ptr<const BucketAccess> AccessOf(const objstore::BucketInfo& b);
+  std::string DisplayName(const Ctx& c, std::string_view id) const;
+
+  // access_handlers.cc: bucket policies, public access blocks, ACLs.
+  Status GetBucketAcl(Ctx& c);
+  Status PutBucketAcl(Ctx& c);
+  Status GetObjectAcl(Ctx& c);
+  Status PutObjectAcl(Ctx& c);
+  Status PutBucketPolicy(Ctx& c);
+  Status GetBucketPolicy(Ctx& c);
+  Status DeleteBucketPolicy(Ctx& c);
+  Status GetBucketPolicyStatus(Ctx& c);
+  Status PutPublicAccessBlock(Ctx& c);
+  Status GetPublicAccessBlock(Ctx& c);
+  Status DeletePublicAccessBlock(Ctx& c);
+  // The ACL of a new bucket or object from x-amz-acl / x-amz-grant-*:
+  // checked (with an explicit Deny of s3:CreateBucket in the user policy)
+  // before the bucket is created, stored after.
+  Result<std::optional<Acl>> NewBucketAcl(Ctx& c);
+  Status StoreNewBucketAcl(Ctx& c, const std::optional<Acl>& acl);
+  Status ObjectAclFromHeaders(Ctx& c, objstore::ObjectMeta& meta);
 
   // bucket_handlers.cc
   Status ListBuckets(Ctx& c);
@@ -139,9 +182,6 @@ struct Frontend::Impl {
   Status HeadBucket(Ctx& c);
   Status GetBucketLocation(Ctx& c);
   Status GetBucketVersioning(Ctx& c);
-  Status GetBucketAcl(Ctx& c);
-  Status PutBucketAcl(Ctx& c);
-  Status BucketAcl(Ctx& c, bool put);
   Status GetAbsentBucketConfig(Ctx& c);
   Status DeleteBucketConfig(Ctx& c);
   Status ListObjectsV1(Ctx& c);
@@ -161,8 +201,6 @@ struct Frontend::Impl {
   Status GetObjectTagging(Ctx& c);
   Status PutObjectTagging(Ctx& c);
   Status DeleteObjectTagging(Ctx& c);
-  Status GetObjectAcl(Ctx& c);
-  Status PutObjectAcl(Ctx& c);
   void AddObjectHeaders(Ctx& c, const objstore::ObjectMeta& m, bool with_checksum);
 
   // multipart_handlers.cc
@@ -178,6 +216,7 @@ struct Frontend::Impl {
   // express_handlers.cc: S3 Express One Zone (directory buckets, sessions).
   struct ExpressSession {
     const User* user = nullptr;  // set when the request carries a valid session token
+    const Policy* user_policy = nullptr;  // the user's own policy, nullptr none
     SessionClaims claims;
     std::string secret;  // the session's secret key, for VerifySigV4's lookup
   };

@@ -87,12 +87,7 @@ Status Frontend::Impl::UploadPart(Ctx& c) {
   if (auto src = c.H("x-amz-copy-source")) {
     std::string sb, sk;
     STRATA_RETURN_IF_ERROR(ParseCopySource(*src, sb, sk));
-    Ctx src_ctx(c.req, c.w, c.request_id);
-    src_ctx.bucket = sb;
-    src_ctx.key = sk;
-    src_ctx.has_key = true;
-    src_ctx.user = c.user;
-    STRATA_RETURN_IF_ERROR(Authorize(src_ctx, false));
+    STRATA_RETURN_IF_ERROR(AuthorizeCopySource(c, sb, sk));  // auth.cc
     STRATA_ASSIGN_OR_RETURN(auto reader, engine->OpenObject(sb, sk));
     const ObjectMeta& sm = reader->meta();
     STRATA_RETURN_IF_ERROR(CheckCopySourceConditions(c, sm));

@@ -72,15 +72,7 @@ Status Frontend::Impl::PutObject(Ctx& c) {
 Status Frontend::Impl::CopyObject(Ctx& c) {
   std::string sb, sk;
   STRATA_RETURN_IF_ERROR(ParseCopySource(*c.H("x-amz-copy-source"), sb, sk));
-  {
-    // The caller must be able to read the source bucket.
-    Ctx src_ctx(c.req, c.w, c.request_id);
-    src_ctx.bucket = sb;
-    src_ctx.key = sk;
-    src_ctx.has_key = true;
-    src_ctx.user = c.user;
-    STRATA_RETURN_IF_ERROR(Authorize(src_ctx, false));
-  }
+  STRATA_RETURN_IF_ERROR(AuthorizeCopySource(c, sb, sk));  // auth.cc
   STRATA_RETURN_IF_ERROR(CheckBucket(c));
   auto src_meta = engine->HeadObject(sb, sk);
   if (!src_meta.ok()) {
@@ -304,20 +296,6 @@ Status Frontend::Impl::DeleteObject(Ctx& c) {
   }
   STRATA_RETURN_IF_ERROR(engine->DeleteObject(c.bucket, c.key));
   c.w.SetStatus(204);
-  return Status::Ok();
-}
-
-// The bucket's ACL, once the object is known to exist.
-Status Frontend::Impl::GetObjectAcl(Ctx& c) {
-  STRATA_ASSIGN_OR_RETURN(ObjectMeta meta, engine->HeadObject(c.bucket, c.key));
-  (void)meta;
-  return BucketAcl(c, false);
-}
-
-// Accepted and ignored: access is decided per bucket.
-Status Frontend::Impl::PutObjectAcl(Ctx& c) {
-  STRATA_RETURN_IF_ERROR(engine->HeadObject(c.bucket, c.key).status());
-  SendXml(c, 200, "");
   return Status::Ok();
 }
 

@@ -540,12 +540,12 @@ Result<PolicyLimits> AuthenticateForm(Frontend::Impl& impl, Ctx& c, const Fields
         "InvalidArgument",
         fmt::format("x-amz-algorithm '{}' is not supported; use AWS4-HMAC-SHA256", *alg));
   STRATA_ASSIGN_OR_RETURN(CredentialScope scope, ParseCredential(*cred));
-  auto user = impl.users_by_key.find(scope.access_key);
-  if (user == impl.users_by_key.end())
+  auto user = c.users->by_key.find(scope.access_key);
+  if (user == c.users->by_key.end())
     return MakeError("InvalidAccessKeyId",
                      "The AWS Access Key Id you provided does not exist in our records.");
   const std::string signing_key =
-      DeriveSigningKey(user->second->secret_key, scope.date, scope.region, scope.service);
+      DeriveSigningKey(user->second->user.secret_key, scope.date, scope.region, scope.service);
   const std::string want = SignHex(signing_key, policy_it->second);
   if (!ConstantTimeEquals(want, ToLower(*sig)))
     return MakeError("SignatureDoesNotMatch",
@@ -558,7 +558,8 @@ Result<PolicyLimits> AuthenticateForm(Frontend::Impl& impl, Ctx& c, const Fields
   values["key"] = key;
   STRATA_ASSIGN_OR_RETURN(PolicyLimits limits,
                           CheckPolicy(*policy, fields, values, NowUnixNanos()));
-  c.user = user->second;
+  c.user = &user->second->user;
+  c.user_policy = user->second->policy.get();
   c.auth.access_key = scope.access_key;
   return limits;
 }
@@ -703,6 +704,7 @@ Status Frontend::Impl::PostObject(Ctx& c) {
   // The form authenticates the request (or leaves it anonymous), whatever the
   // HTTP layer carried: its body is not what a header signature covers.
   c.user = nullptr;
+  c.user_policy = nullptr;
   c.auth = AuthResult{};
   FormReader form(c.req, *boundary);
   Status st = PostForm(*this, c, form);

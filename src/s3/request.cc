@@ -302,6 +302,7 @@ Result<PutOptions> Frontend::Impl::PutOptionsFromHeaders(Ctx& c) {
     o.if_none_match_star = true;
   }
   if (auto im = c.H("if-match")) o.if_match = UnquoteETag(*im);
+  STRATA_RETURN_IF_ERROR(ObjectAclFromHeaders(c, o.meta));  // access_handlers.cc
   return o;
 }
 

@@ -49,7 +49,7 @@ constexpr RouteRow kRoutes[] = {
     {M::kGet, kBkt, "uploads", nullptr, nullptr, "ListMultipartUploads", kAuth, &I::ListUploads, "prefix key-marker upload-id-marker max-uploads encoding-type"},
     {M::kGet, kBkt, "acl", nullptr, nullptr, "GetBucketAcl", kAuth, &I::GetBucketAcl},
     // Configurations Strata never holds: the "does not exist" answer of S3.
-    {M::kGet, kBkt, "policy", nullptr, nullptr, "GetBucketPolicy", kAuth, &I::GetAbsentBucketConfig},
+    {M::kGet, kBkt, "policy", nullptr, nullptr, "GetBucketPolicy", kAuth, &I::GetBucketPolicy},
     {M::kGet, kBkt, "cors", nullptr, nullptr, "GetBucketCors", kAuth, &I::GetAbsentBucketConfig},
     {M::kGet, kBkt, "lifecycle", nullptr, nullptr, "GetBucketLifecycleConfiguration", kAuth, &I::GetAbsentBucketConfig},
     {M::kGet, kBkt, "tagging", nullptr, nullptr, "GetBucketTagging", kAuth, &I::GetAbsentBucketConfig},
@@ -66,8 +66,8 @@ constexpr RouteRow kRoutes[] = {
     {M::kGet, kBkt, "metrics", nullptr, nullptr, "GetBucketMetricsConfiguration", kAuth, kNI},
     {M::kGet, kBkt, "notification", nullptr, nullptr, "GetBucketNotificationConfiguration", kAuth, kNI},
     {M::kGet, kBkt, "ownershipControls", nullptr, nullptr, "GetBucketOwnershipControls", kAuth, kNI},
-    {M::kGet, kBkt, "policyStatus", nullptr, nullptr, "GetBucketPolicyStatus", kAuth, kNI},
-    {M::kGet, kBkt, "publicAccessBlock", nullptr, nullptr, "GetPublicAccessBlock", kAuth, kNI},
+    {M::kGet, kBkt, "policyStatus", nullptr, nullptr, "GetBucketPolicyStatus", kAuth, &I::GetBucketPolicyStatus},
+    {M::kGet, kBkt, "publicAccessBlock", nullptr, nullptr, "GetPublicAccessBlock", kAuth, &I::GetPublicAccessBlock},
     {M::kGet, kBkt, "replication", nullptr, nullptr, "GetBucketReplication", kAuth, kNI},
     {M::kGet, kBkt, "requestPayment", nullptr, nullptr, "GetBucketRequestPayment", kAuth, kNI},
     {M::kGet, kBkt, "website", nullptr, nullptr, "GetBucketWebsite", kAuth, kNI},
@@ -94,8 +94,8 @@ constexpr RouteRow kRoutes[] = {
     {M::kPut, kBkt, "notification", nullptr, nullptr, "PutBucketNotificationConfiguration", kAuth, kNI},
     {M::kPut, kBkt, "object-lock", nullptr, nullptr, "PutObjectLockConfiguration", kAuth, kNI},
     {M::kPut, kBkt, "ownershipControls", nullptr, nullptr, "PutBucketOwnershipControls", kAuth, kNI},
-    {M::kPut, kBkt, "policy", nullptr, nullptr, "PutBucketPolicy", kAuth, kNI},
-    {M::kPut, kBkt, "publicAccessBlock", nullptr, nullptr, "PutPublicAccessBlock", kAuth, kNI},
+    {M::kPut, kBkt, "policy", nullptr, nullptr, "PutBucketPolicy", kAuth, &I::PutBucketPolicy},
+    {M::kPut, kBkt, "publicAccessBlock", nullptr, nullptr, "PutPublicAccessBlock", kAuth, &I::PutPublicAccessBlock},
     {M::kPut, kBkt, "replication", nullptr, nullptr, "PutBucketReplication", kAuth, kNI},
     {M::kPut, kBkt, "requestPayment", nullptr, nullptr, "PutBucketRequestPayment", kAuth, kNI},
     {M::kPut, kBkt, "tagging", nullptr, nullptr, "PutBucketTagging", kAuth, kNI},
@@ -105,7 +105,7 @@ constexpr RouteRow kRoutes[] = {
     {M::kPut, kBkt, nullptr, nullptr, nullptr, "CreateBucket", kName, &I::CreateBucket},
 
     // Buckets: DELETE. Deleting a configuration a bucket never has succeeds, as in S3.
-    {M::kDelete, kBkt, "policy", nullptr, nullptr, "DeleteBucketPolicy", kAuth, &I::DeleteBucketConfig},
+    {M::kDelete, kBkt, "policy", nullptr, nullptr, "DeleteBucketPolicy", kAuth, &I::DeleteBucketPolicy},
     {M::kDelete, kBkt, "cors", nullptr, nullptr, "DeleteBucketCors", kAuth, &I::DeleteBucketConfig},
     {M::kDelete, kBkt, "lifecycle", nullptr, nullptr, "DeleteBucketLifecycle", kAuth, &I::DeleteBucketConfig},
     {M::kDelete, kBkt, "tagging", nullptr, nullptr, "DeleteBucketTagging", kAuth, &I::DeleteBucketConfig},
@@ -117,7 +117,7 @@ constexpr RouteRow kRoutes[] = {
     {M::kDelete, kBkt, "metadataTable", nullptr, nullptr, "DeleteBucketMetadataTableConfiguration", kAuth, kNI},
     {M::kDelete, kBkt, "metrics", nullptr, nullptr, "DeleteBucketMetricsConfiguration", kAuth, kNI},
     {M::kDelete, kBkt, "ownershipControls", nullptr, nullptr, "DeleteBucketOwnershipControls", kAuth, kNI},
-    {M::kDelete, kBkt, "publicAccessBlock", nullptr, nullptr, "DeletePublicAccessBlock", kAuth, kNI},
+    {M::kDelete, kBkt, "publicAccessBlock", nullptr, nullptr, "DeletePublicAccessBlock", kAuth, &I::DeletePublicAccessBlock},
     {M::kDelete, kBkt, "replication", nullptr, nullptr, "DeleteBucketReplication", kAuth, kNI},
     {M::kDelete, kBkt, "website", nullptr, nullptr, "DeleteBucketWebsite", kAuth, kNI},
     {M::kDelete, kBkt, nullptr, nullptr, nullptr, "DeleteBucket", kAuth, &I::DeleteBucket},
@@ -321,6 +321,7 @@ Status Frontend::Impl::Route(Ctx& c) {
   const Method method = ParseMethod(c.req.method);
   const RouteRow* row = FindRoute(method, resource, c.query, c.req);
   const bool write = method != Method::kGet && method != Method::kHead;
+  c.route_op = row->op;  // Authorize maps it to the IAM action
   switch (row->auth) {
     case AuthStep::kAuthorizeThenName:
       STRATA_RETURN_IF_ERROR(Authorize(c, write));

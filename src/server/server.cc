@@ -18,7 +18,10 @@
 #include <strata/features/online_service.h>
 #include <strata/features/repo.h>
 #include <strata/qdrant/handler.h>
+#include <strata/s3/user_store.h>
 #include <strata/vector/collection.h>
+
+#include "server/admin_users.h"
 
 namespace strata::server {
 namespace {
@@ -92,32 +95,7 @@ Result<Credentials> LoadOrCreateCredentials(const std::string& data_dir) {
     }
   }
   creds.users.push_back(root);
-  STRATA_ASSIGN_OR_RETURN(auto extra, ReadUsers(data_dir + "/users"));
-  for (auto& u : extra) {
-    if (u.access_key == root.access_key) continue;
-    creds.users.push_back(std::move(u));
-  }
   return creds;
-}
-
-Result<s3::User> AddUser(const std::string& data_dir, const std::string& name) {
-  if (name.empty() || name.find_first_of(" \t\n") != std::string::npos)
-    return Status::InvalidArgument("user names are non-empty and contain no spaces");
-  std::string path = data_dir + "/users";
-  STRATA_ASSIGN_OR_RETURN(auto users, ReadUsers(path));
-  for (const auto& u : users)
-    if (u.name == name) return Status::AlreadyExists("user \"" + name + "\" already exists");
-  s3::User u;
-  u.name = name;
-  u.access_key = "STRATA" + RandomString(14, kKeyAlphabet);
-  u.secret_key = RandomString(40, kSecretAlphabet);
-  users.push_back(u);
-  std::string content = "# name access_key secret_key\n";
-  for (const auto& x : users) content += fmt::format("{} {} {}\n", x.name, x.access_key, x.secret_key);
-  std::error_code ec;
-  std::filesystem::create_directories(data_dir, ec);
-  STRATA_RETURN_IF_ERROR(WriteFileAtomic(path, content, {.mode = 0600}));
-  return u;
 }
 
 Status ParseHostPort(const std::string& s, std::string& host, int& port) {
@@ -136,6 +114,7 @@ struct StrataServer::Impl {
   ServerOptions opts;
   Credentials creds;
   std::unique_ptr<objstore::LocalEngine> engine;
+  std::unique_ptr<s3::UserStore> users;  // root (fixed) + DATA/users, changed by the admin API
   std::unique_ptr<s3::Frontend> s3;
   std::unique_ptr<http::Server> s3_http;
   std::unique_ptr<http::Server> admin_http;
@@ -229,7 +208,9 @@ struct StrataServer::Impl {
   }
 
   void Admin(http::Request& req, http::ResponseWriter& w) {
-    if (req.path == "/metrics") {
+    if (StartsWith(req.path, kAdminUsersPath)) {
+      AdminUsers(req, w, users.get(), creds.users[0]);
+    } else if (req.path == "/metrics") {
       w.AddHeader("Content-Type", "text/plain; version=0.0.4");
       (void)w.Send(metrics::Registry::Global().ExportPrometheus());
     } else if (req.path == "/health" || req.path == "/health/live" || req.path == "/health/ready" ||
@@ -253,6 +234,7 @@ StrataServer::~StrataServer() { Stop(); }
 Status StrataServer::Start() {
   Impl& im = *impl_;
   STRATA_ASSIGN_OR_RETURN(im.creds, LoadOrCreateCredentials(im.opts.data_dir));
+  STRATA_ASSIGN_OR_RETURN(im.users, s3::UserStore::Open(im.creds.users, im.opts.data_dir + "/users"));
   objstore::EngineOptions eo;
   eo.data_dir = im.opts.data_dir + "/store";
   eo.sync = im.opts.sync;
@@ -277,7 +259,7 @@ Status StrataServer::Start() {
   if (im.opts.enable_s3) {
     s3::FrontendOptions fo;
     fo.region = im.opts.region;
-    fo.users = im.creds.users;
+    fo.user_store = im.users.get();
     fo.domains = im.opts.domains;
     im.s3 = std::make_unique<s3::Frontend>(engine, fo);
     Status st;
@@ -360,6 +342,7 @@ void StrataServer::Stop() {
   impl_->qdrant_handler.reset();
   impl_->collections.reset();
   impl_->s3.reset();
+  impl_->users.reset();
   impl_->engine.reset();
 }
 

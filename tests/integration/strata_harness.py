@@ -278,12 +278,18 @@ class StrataServer:
         finally:
             c.close()
 
+    def user_cmd(self, *args, check=True):
+        """`strata user ARGS --endpoint <admin> ` against the running server, as root."""
+        out = subprocess.run([self.binary, "user", *args, "--endpoint", f"http://127.0.0.1:{self.admin_port}"],
+                             capture_output=True, text=True, timeout=30,
+                             env=clean_env({"STRATA_ROOT_PASSWORD": self.secret_key}))
+        if check and out.returncode != 0:
+            raise RuntimeError(f"strata user {args[0]} failed ({out.returncode}): {out.stderr}{out.stdout}")
+        return out
+
     def add_user(self, name):
-        """`strata user add NAME --data DIR` (before start); returns (access, secret)."""
-        out = subprocess.run([self.binary, "user", "add", name, "--data", self.data_dir],
-                             capture_output=True, text=True, env=clean_env(), timeout=30)
-        if out.returncode != 0:
-            raise RuntimeError(f"strata user add failed ({out.returncode}): {out.stderr}{out.stdout}")
+        """`strata user add NAME` on the running server; returns (access, secret)."""
+        out = self.user_cmd("add", name)
         ak = sk = None
         for line in out.stdout.splitlines():
             line = line.strip()

@@ -936,8 +936,8 @@ def main():
     runner = H.Runner("boto3")
     srv = H.StrataServer(args.strata)
     try:
-        bob = srv.add_user("bob")
         srv.start()
+        bob = srv.add_user("bob")
         with H.tempdir() as work:
             t = Boto3Tests(srv, work, bob)
             if not runner.case("create bucket", t.setup):

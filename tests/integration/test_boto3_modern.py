@@ -386,8 +386,8 @@ def child():
     # 1. The whole boto3 suite with this boto3.
     srv = H.StrataServer(args.strata)
     try:
-        bob = srv.add_user("bob")
         srv.start()
+        bob = srv.add_user("bob")
         with H.tempdir() as work:
             t = test_boto3.Boto3Tests(srv, work, bob)
             if runner.case("suite: create bucket", t.setup):

@@ -3,7 +3,7 @@
 // HTTP layer only through strata::http::Request/ResponseWriter.
 //
 // Thread-safety: Handle() is called concurrently from the server's workers;
-// the user table is immutable after construction.
+// users come from a UserStore that may change while requests run.
 #pragma once
 
 #include <cstdint>
@@ -13,18 +13,15 @@
 
 #include <strata/core/http_server.h>
 #include <strata/objstore/local_engine.h>
+#include <strata/s3/user_store.h>
 
 namespace strata::s3 {
 
-struct User {
-  std::string name;
-  std::string access_key;
-  std::string secret_key;
-  bool admin = false;  // sees and manages every bucket
-};
-
 struct FrontendOptions {
   std::string region = "us-east-1";
+  // The users and their policies, consulted per request; not owned, must
+  // outlive the Frontend. nullptr: a store of `users` in memory, fixed.
+  UserStore* user_store = nullptr;
   std::vector<User> users;
   // Virtual-host-style addressing: "bucket.<domain>" in the Host header.
   std::vector<std::string> domains = {"localhost"};

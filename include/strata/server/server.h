@@ -7,7 +7,8 @@
 //
 // Credentials: the root user comes from STRATA_ROOT_USER/STRATA_ROOT_PASSWORD,
 // else from DATA/credentials (created at first start, mode 0600); further users
-// from DATA/users (one "name access_key secret_key" per line, `strata user add`).
+// and their policies live in DATA/users (s3::UserStore), managed while the
+// server runs through the admin API (/admin/v1/users, `strata user ...`).
 //
 // Thread-safety: Start/Stop from one thread.
 #pragma once
@@ -56,14 +57,12 @@ struct ServerOptions {
   bool sync = true;                // fsync data and WAL on every commit
 };
 
-// The root credentials and any extra users for a data directory.
+// The root credentials of a data directory.
 struct Credentials {
-  std::vector<s3::User> users;     // users[0] is root
+  std::vector<s3::User> users;     // users[0] is root (the only entry)
   bool generated = false;          // root keys were created by this call
 };
 Result<Credentials> LoadOrCreateCredentials(const std::string& data_dir);
-// Appends a user to DATA/users; returns it (keys generated).
-Result<s3::User> AddUser(const std::string& data_dir, const std::string& name);
 
 class StrataServer {
  public:
