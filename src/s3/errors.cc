@@ -33,6 +33,7 @@ constexpr CodeStatus kCodes[] = {
     {"InvalidPartOrder", 400},
     {"InvalidRange", 416},
     {"InvalidRequest", 400},
+    {"KMS.NotFoundException", 400},
     {"InvalidStorageClass", 400},
     {"InvalidTag", 400},
     {"InvalidWriteOffset", 400},

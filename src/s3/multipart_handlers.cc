@@ -62,6 +62,8 @@ Status Frontend::Impl::CreateUpload(Ctx& c) {
     o.meta.checksum_composite = o.checksum_algorithm != ChecksumAlgorithm::kNone;
   ChecksumAlgorithm alg = o.checksum_algorithm;
   bool composite = o.meta.checksum_composite;
+  STRATA_RETURN_IF_ERROR(SseForWrite(c, o));
+  SseResponseHeaders(c, o.meta);
   STRATA_ASSIGN_OR_RETURN(std::string id,
                           engine->CreateMultipartUpload(c.bucket, c.key, std::move(o)));
   if (alg != ChecksumAlgorithm::kNone) {
@@ -84,6 +86,8 @@ Status Frontend::Impl::UploadPart(Ctx& c) {
   STRATA_ASSIGN_OR_RETURN(PutOptions upload, engine->GetUpload(c.bucket, c.key, upload_id));
   PutOptions o;
   o.checksum_algorithm = upload.checksum_algorithm;
+  STRATA_RETURN_IF_ERROR(SseForPart(c, upload, o));
+  SseResponseHeaders(c, upload.meta);
   if (auto src = c.H("x-amz-copy-source")) {
     std::string sb, sk;
     STRATA_RETURN_IF_ERROR(ParseCopySource(*src, sb, sk));
@@ -93,7 +97,7 @@ Status Frontend::Impl::UploadPart(Ctx& c) {
     src_ctx.has_key = true;
     src_ctx.user = c.user;
     STRATA_RETURN_IF_ERROR(Authorize(src_ctx, false));
-    STRATA_ASSIGN_OR_RETURN(auto reader, engine->OpenObject(sb, sk));
+    STRATA_ASSIGN_OR_RETURN(auto reader, engine->OpenObject(sb, sk, SseReader(c, true)));
     const ObjectMeta& sm = reader->meta();
     STRATA_RETURN_IF_ERROR(CheckCopySourceConditions(c, sm));
     uint64_t start = 0, length = sm.size;
@@ -166,6 +170,7 @@ Status Frontend::Impl::CompleteUpload(Ctx& c) {
   }
   STRATA_ASSIGN_OR_RETURN(ObjectMeta m,
                           engine->CompleteMultipartUpload(c.bucket, c.key, upload_id, parts, co));
+  SseResponseHeaders(c, m);
   if (auto wanted = c.H(ChecksumHeaderName(alg));
       wanted && full_object && !m.checksum.empty() && Trim(*wanted) != m.checksum) {
     kLog.Warn("CompleteMultipartUpload {}: client's full-object {} {} differs from ours {}",
