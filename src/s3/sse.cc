@@ -96,10 +96,13 @@ SseWrite ParseDefault(const std::string& doc) {
 }  // namespace
 
 Result<CustomerKey> ParseCustomerKey(const Ctx& c, bool copy_source) {
-  const std::string pre = copy_source ? "x-amz-copy-source-" : "";
-  auto alg = c.H(pre + kHdrCustAlg);
-  auto key = c.H(pre + kHdrCustKey);
-  auto md5 = c.H(pre + kHdrCustMd5);
+  // x-amz-server-side-encryption-customer-* or x-amz-copy-source-server-side-encryption-customer-*.
+  auto name = [copy_source](std::string_view h) {
+    return copy_source ? "x-amz-copy-source-" + std::string(h.substr(6)) : std::string(h);
+  };
+  auto alg = c.H(name(kHdrCustAlg));
+  auto key = c.H(name(kHdrCustKey));
+  auto md5 = c.H(name(kHdrCustMd5));
   CustomerKey out;
   if (!alg && !key && !md5) return out;
   if (!alg || Trim(*alg) != "AES256")

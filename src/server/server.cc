@@ -18,6 +18,7 @@
 #include <strata/features/online_service.h>
 #include <strata/features/repo.h>
 #include <strata/qdrant/handler.h>
+#include <strata/s3/kms.h>
 #include <strata/vector/collection.h>
 
 namespace strata::server {
@@ -278,6 +279,11 @@ Status StrataServer::Start() {
     fo.region = im.opts.region;
     fo.users = im.creds.users;
     fo.domains = im.opts.domains;
+    s3::KmsOptions ko;
+    ko.master_key_file =
+        im.opts.kms_key_file.empty() ? im.opts.data_dir + "/kms-master.key" : im.opts.kms_key_file;
+    ko.key_ids = im.opts.kms_keys;
+    STRATA_ASSIGN_OR_RETURN(fo.kms, s3::KeyManager::Open(ko));
     im.s3 = std::make_unique<s3::Frontend>(engine, fo);
     Status st;
     int unused = 0;

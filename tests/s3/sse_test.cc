@@ -57,10 +57,11 @@ std::string Pattern(const std::string& tag, size_t n) {
 struct CustKey {
   std::string raw;
   Headers headers(bool copy_source = false) const {
-    const std::string pre = copy_source ? "x-amz-copy-source-" : "";
-    return {{pre + "x-amz-server-side-encryption-customer-algorithm", "AES256"},
-            {pre + "x-amz-server-side-encryption-customer-key", Base64Encode(raw)},
-            {pre + "x-amz-server-side-encryption-customer-key-MD5", Base64Encode(Md5(raw))}};
+    // S3: x-amz-copy-source-server-side-encryption-customer-{algorithm,key,key-MD5}.
+    const std::string pre = copy_source ? "x-amz-copy-source-" : "x-amz-";
+    return {{pre + "server-side-encryption-customer-algorithm", "AES256"},
+            {pre + "server-side-encryption-customer-key", Base64Encode(raw)},
+            {pre + "server-side-encryption-customer-key-MD5", Base64Encode(Md5(raw))}};
   }
 };
 
