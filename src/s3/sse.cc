@@ -206,6 +206,8 @@ Status Frontend::Impl::SseForWrite(Ctx& c, PutOptions& o) {
     if (!wrapped.ok()) return wrapped.error();
     sse_meta[kSseKey] = Base64Encode(*wrapped);
   }
+  // Unencrypted writes that are not copies keep their path unchanged.
+  if (sse_meta.empty() && !c.H("x-amz-copy-source")) return Status::Ok();
   // The SSE entries replace whatever the metadata carried (a copy's source).
   auto apply = [sse_meta](ObjectMeta& meta) {
     std::erase_if(meta.internal, [](const auto& kv) { return StartsWith(kv.first, "sse"); });
