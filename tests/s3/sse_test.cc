@@ -420,3 +420,53 @@ TEST_F(SseTest, NoPlaintextOnDiskForEncryptedObjects) {
 
 }  // namespace
 }  // namespace strata::s3
+
+namespace strata::s3 {
+namespace {
+
+TEST_F(SseTest, AppendsToOrAsEncryptedObjectsAreNotImplemented) {
+  ASSERT_EQ(Send("PUT", "/bkt/enc", sse_s3_, "abc").status, 200);
+  ExpectError(Send("PUT", "/bkt/enc", {{"x-amz-write-offset-bytes", "3"}}, "def"), 501,
+              "NotImplemented");
+  ExpectError(Send("PUT", "/bkt/new", Join(sse_s3_, {{"x-amz-write-offset-bytes", "0"}}), "x"), 501,
+              "NotImplemented");
+  EXPECT_EQ(Send("GET", "/bkt/enc").body, "abc");
+  ExpectError(Send("GET", "/bkt/new"), 404, "NoSuchKey");
+}
+
+// A frontend built without a key manager cannot keep SSE-S3/SSE-KMS promises:
+// it refuses them (501) instead of storing the data in the clear; SSE-C needs
+// no server key and works.
+TEST(SseWithoutKms, SseS3AndKmsAreRefusedSseCWorks) {
+  testing::TempDir dir;
+  objstore::EngineOptions eo;
+  eo.data_dir = dir.Join("data");
+  eo.sync = false;
+  ASSERT_OK_AND_ASSIGN(auto engine, objstore::LocalEngine::Open(eo));
+  ASSERT_OK(engine->CreateBucket("bkt", kAk));
+  FrontendOptions fo;
+  fo.users.push_back(User{"alice", kAk, kSecret, false});
+  Frontend f(engine.get(), fo);
+  auto send = [&](Headers h, const std::string& body, const std::string& method = "PUT") {
+    h.emplace_back("Host", "127.0.0.1:9000");
+    sigv4::SigningParams sp;
+    sp.credentials.access_key = kAk;
+    sp.credentials.secret_key = kSecret;
+    sp.now_ns = NowUnixNanos();
+    sigv4::SignRequest(method, "/bkt/o", "", h, sigv4::PayloadSha256Hex(body), sp);
+    h.emplace_back("Content-Length", std::to_string(body.size()));
+    return http::ServeInMemory(http::FrontendHandler(&f), http::FormatRequest(method, "/bkt/o", h, body),
+                               http::WithFrontendErrors(http::ServerOptions{}, &f));
+  };
+  auto r = send({{"x-amz-server-side-encryption", "AES256"}}, "secret");
+  EXPECT_EQ(r.status, 501) << r.body;
+  r = send({{"x-amz-server-side-encryption", "aws:kms"}}, "secret");
+  EXPECT_EQ(r.status, 501) << r.body;
+  EXPECT_FALSE(engine->HeadObject("bkt", "o").ok());
+  CustKey k{std::string(32, 'z')};
+  r = send(k.headers(), "secret");
+  EXPECT_EQ(r.status, 200) << r.body;
+}
+
+}  // namespace
+}  // namespace strata::s3
