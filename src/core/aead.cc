@@ -1,12 +1,12 @@
-#include <strata/core/aead.h>
-
-#include <openssl/evp.h>
-#include <openssl/rand.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include <strata/core/aead.h>
 
 namespace strata::crypto {
 namespace {
@@ -29,9 +29,9 @@ Status AesGcmSeal(std::string_view key, const GcmIv& iv, std::string_view aad, c
   int len = 0;
   if (EVP_EncryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, k, iv.data()) != 1)
     return Fail("init");
-  if (!aad.empty() &&
-      EVP_EncryptUpdate(ctx.get(), nullptr, &len, reinterpret_cast<const unsigned char*>(aad.data()),
-                        static_cast<int>(aad.size())) != 1)
+  if (!aad.empty() && EVP_EncryptUpdate(ctx.get(), nullptr, &len,
+                                        reinterpret_cast<const unsigned char*>(aad.data()),
+                                        static_cast<int>(aad.size())) != 1)
     return Fail("aad");
   auto* o = reinterpret_cast<unsigned char*>(out);
   size_t done = 0;
@@ -59,9 +59,9 @@ Status AesGcmOpen(std::string_view key, const GcmIv& iv, std::string_view aad, c
   int len = 0;
   if (EVP_DecryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, k, iv.data()) != 1)
     return Fail("init");
-  if (!aad.empty() &&
-      EVP_DecryptUpdate(ctx.get(), nullptr, &len, reinterpret_cast<const unsigned char*>(aad.data()),
-                        static_cast<int>(aad.size())) != 1)
+  if (!aad.empty() && EVP_DecryptUpdate(ctx.get(), nullptr, &len,
+                                        reinterpret_cast<const unsigned char*>(aad.data()),
+                                        static_cast<int>(aad.size())) != 1)
     return Fail("aad");
   auto* o = reinterpret_cast<unsigned char*>(out);
   size_t done = 0;

@@ -73,7 +73,8 @@ Status SealBlock(std::string_view key, uint64_t nonce, uint64_t block, const cha
 Status OpenBlock(std::string_view key, uint64_t nonce, uint64_t block, const char* in, size_t n,
                  char* out) {
   Status st = crypto::AesGcmOpen(key, SealIv(nonce, block), {}, in, n, out);
-  if (!st.ok()) return Status(st.code(), "sealed block " + std::to_string(block) + ": " + st.message());
+  if (!st.ok())
+    return Status(st.code(), "sealed block " + std::to_string(block) + ": " + st.message());
   return st;
 }
 

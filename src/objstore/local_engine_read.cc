@@ -98,7 +98,8 @@ Result<std::unique_ptr<LocalObjectReader>> LocalEngineImpl::OpenReader(
       auto plain = std::make_unique<std::string>(p.length, '\0');
       Status st = OpenBlock(r->data_key_, p.nonce, 0, sealed.data(), sealed.size(), plain->data());
       if (!st.ok())
-        return Status(st.code(), "object " + Q(key) + " in bucket " + Q(bucket) + ": " + st.message());
+        return Status(st.code(),
+                      "object " + Q(key) + " in bucket " + Q(bucket) + ": " + st.message());
       r->plain_.push_back(std::move(plain));
       return std::string_view(*r->plain_.back());
     };

@@ -1,5 +1,3 @@
-#include <strata/s3/kms.h>
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +12,7 @@
 #include <strata/core/checksum.h>
 #include <strata/core/file_util.h>
 #include <strata/core/strings.h>
+#include <strata/s3/kms.h>
 
 namespace strata::s3 {
 namespace {
@@ -60,20 +59,23 @@ Result<std::shared_ptr<const KeyManager>> KeyManager::Open(const KmsOptions& opt
 }
 
 Result<std::shared_ptr<const KeyManager>> KeyManager::FromMasterKey(std::string master,
-                                                                   const KmsOptions& options) {
+                                                                    const KmsOptions& options) {
   if (master.size() != crypto::kAes256KeyBytes)
     return Status::InvalidArgument("the KMS master key is 32 bytes");
   std::shared_ptr<KeyManager> k(new KeyManager());
   k->master_ = std::move(master);
   for (const std::string& id : options.key_ids) {
     if (id.empty() || id.size() > 256 || id.find_first_of(" \t\r\n") != std::string::npos)
-      return Status::InvalidArgument("KMS key id \"" + id + "\" must be 1-256 characters, no spaces");
+      return Status::InvalidArgument("KMS key id \"" + id +
+                                     "\" must be 1-256 characters, no spaces");
     k->key_ids_.push_back(id);
   }
   if (k->key_ids_.empty()) k->key_ids_.push_back(kBuiltinKeyId);
-  k->default_key_id_ = options.default_key_id.empty() ? k->key_ids_.front() : options.default_key_id;
+  k->default_key_id_ =
+      options.default_key_id.empty() ? k->key_ids_.front() : options.default_key_id;
   if (std::find(k->key_ids_.begin(), k->key_ids_.end(), k->default_key_id_) == k->key_ids_.end())
-    return Status::InvalidArgument("default KMS key \"" + k->default_key_id_ + "\" is not declared");
+    return Status::InvalidArgument("default KMS key \"" + k->default_key_id_ +
+                                   "\" is not declared");
   return std::shared_ptr<const KeyManager>(std::move(k));
 }
 
@@ -101,8 +103,8 @@ std::string KeyManager::Resolve(std::string_view key_id) const {
 std::string KeyManager::NewDataKey() { return crypto::RandomString(crypto::kAes256KeyBytes); }
 
 std::string KeyManager::Kek(std::string_view key_id) const {
-  return HmacSha256(master_, key_id.empty() ? std::string("strata:sse-s3")
-                                            : "strata:kms:" + std::string(key_id));
+  return HmacSha256(
+      master_, key_id.empty() ? std::string("strata:sse-s3") : "strata:kms:" + std::string(key_id));
 }
 
 Result<std::string> KeyManager::Wrap(std::string_view key_id, std::string_view data_key,
@@ -125,8 +127,8 @@ Result<std::string> KeyManager::WrapWith(std::string_view kek, std::string_view 
   STRATA_RETURN_IF_ERROR(crypto::RandomBytes(iv.data(), iv.size()));
   std::string out(iv.size() + data_key.size() + crypto::kGcmTagBytes, '\0');
   std::memcpy(out.data(), iv.data(), iv.size());
-  STRATA_RETURN_IF_ERROR(crypto::AesGcmSeal(kek, iv, aad, data_key.data(), data_key.size(),
-                                            out.data() + iv.size()));
+  STRATA_RETURN_IF_ERROR(
+      crypto::AesGcmSeal(kek, iv, aad, data_key.data(), data_key.size(), out.data() + iv.size()));
   return out;
 }
 

@@ -57,13 +57,14 @@ Status NeedsKms() {
 }
 
 Status UnknownKmsKey(std::string_view id) {
-  return MakeError("KMS.NotFoundException",
-                   "Invalid keyId \"" + std::string(id) + "\": no such KMS key is declared on "
-                   "this server (strata server --kms-key NAME)");
+  return MakeError("KMS.NotFoundException", "Invalid keyId \"" + std::string(id) +
+                                                "\": no such KMS key is declared on "
+                                                "this server (strata server --kms-key NAME)");
 }
 
 Status NotApplicable() {
-  return MakeError("InvalidRequest", "The encryption parameters are not applicable to this object.");
+  return MakeError("InvalidRequest",
+                   "The encryption parameters are not applicable to this object.");
 }
 
 // The requested scheme of a write (after the bucket default).
@@ -121,8 +122,9 @@ Result<CustomerKey> ParseCustomerKey(const Ctx& c, bool copy_source) {
   if (!raw || raw->size() != crypto::kAes256KeyBytes)
     return MakeError("InvalidArgument", "The secret key was invalid for the specified algorithm.");
   if (Base64Encode(Md5(*raw)) != Trim(*md5))
-    return MakeError("InvalidArgument",
-                     "The calculated MD5 hash of the key did not match the hash that was provided.");
+    return MakeError(
+        "InvalidArgument",
+        "The calculated MD5 hash of the key did not match the hash that was provided.");
   out.present = true;
   out.key = std::move(*raw);
   out.md5 = std::string(Trim(*md5));
@@ -187,8 +189,8 @@ Status Frontend::Impl::SseForWrite(Ctx& c, PutOptions& o) {
     sse_meta[kSse] = w.scheme;
     if (w.scheme == kSseKms) {
       if (!opts.kms) return NeedsKms();
-      std::string id = w.kms_key_id.empty() ? opts.kms->default_key_id()
-                                            : opts.kms->Resolve(w.kms_key_id);
+      std::string id =
+          w.kms_key_id.empty() ? opts.kms->default_key_id() : opts.kms->Resolve(w.kms_key_id);
       if (id.empty()) return UnknownKmsKey(w.kms_key_id);
       sse_meta[kSseKmsKeyId] = id;
       if (!w.context.empty()) sse_meta[kSseContext] = w.context;
@@ -251,8 +253,9 @@ Status Frontend::Impl::SseForPart(Ctx& c, const PutOptions& upload, PutOptions& 
                        "requests must include the appropriate encryption parameters.");
     key = KeyManager::UnwrapWith(ck.key, *wrapped, WrapAad(in));
     if (!key.ok() && key.error().code() == StatusCode::kPermissionDenied)
-      return MakeError("AccessDenied",
-                       "The SSE-C key does not match the key the multipart upload was created with");
+      return MakeError(
+          "AccessDenied",
+          "The SSE-C key does not match the key the multipart upload was created with");
   } else {
     if (ck.present) return NotApplicable();
     if (!opts.kms) return NeedsKms();
@@ -359,7 +362,9 @@ Status Frontend::Impl::GetBucketEncryption(Ctx& c) {
   XmlWriter x("ServerSideEncryptionConfiguration");
   x.Open("Rule").Open("ApplyServerSideEncryptionByDefault").Elem("SSEAlgorithm", w.scheme);
   if (!w.kms_key_id.empty()) x.Elem("KMSMasterKeyID", w.kms_key_id);
-  x.Close("ApplyServerSideEncryptionByDefault").Elem("BucketKeyEnabled", w.bucket_key).Close("Rule");
+  x.Close("ApplyServerSideEncryptionByDefault")
+      .Elem("BucketKeyEnabled", w.bucket_key)
+      .Close("Rule");
   SendXml(c, 200, x.Finish());
   return Status::Ok();
 }

@@ -78,7 +78,8 @@ class SealedTest : public ::testing::Test {
     ASSERT_OK_AND_ASSIGN(engine_, LocalEngine::Open(options_));
     ASSERT_OK(engine_->CreateBucket("b", "alice"));
   }
-  Result<ObjectMeta> PutSealed(const std::string& k, const std::string& data, const std::string& key) {
+  Result<ObjectMeta> PutSealed(const std::string& k, const std::string& data,
+                               const std::string& key) {
     Source s(data);
     PutOptions o;
     o.data_key = key;
@@ -128,9 +129,13 @@ TEST_F(SealedTest, EveryPieceKindRoundTripsWithPlaintextDigests) {
 TEST_F(SealedTest, RangesDecryptAcrossBlocks) {
   const std::string data = Data(4096 * 10 + 123, 7);
   ASSERT_OK(PutSealed("r", data, key_).status());
-  const std::vector<std::pair<uint64_t, uint64_t>> ranges = {
-      {0, 1}, {4095, 2}, {4096, 4096}, {4000, 9000}, {data.size() - 1, 1}, {100, data.size() - 100},
-      {4096 * 10, 123}};
+  const std::vector<std::pair<uint64_t, uint64_t>> ranges = {{0, 1},
+                                                             {4095, 2},
+                                                             {4096, 4096},
+                                                             {4000, 9000},
+                                                             {data.size() - 1, 1},
+                                                             {100, data.size() - 100},
+                                                             {4096 * 10, 123}};
   for (auto [off, len] : ranges) {
     for (bool stream : {true, false}) {
       ASSERT_OK_AND_ASSIGN(std::string got, Read("r", key_, off, len, stream));
@@ -217,14 +222,16 @@ TEST_F(SealedTest, MultipartCopyAndAppend) {
   // sealed -> plain and plain -> sealed under another key.
   PutOptions to_plain;
   to_plain.source_key = KeyFn(key_);
-  ASSERT_OK(engine_->CopyObject("b", "mp", "b", "plain", std::nullopt, std::move(to_plain)).status());
+  ASSERT_OK(
+      engine_->CopyObject("b", "mp", "b", "plain", std::nullopt, std::move(to_plain)).status());
   Sink sink;
   ASSERT_OK_AND_ASSIGN(auto r, engine_->OpenObject("b", "plain"));
   ASSERT_OK(r->Stream(0, UINT64_MAX, sink));
   EXPECT_EQ(sink.out, p1 + p2);
   PutOptions to_sealed;
   to_sealed.data_key = wrong_;
-  ASSERT_OK(engine_->CopyObject("b", "plain", "b", "resealed", std::nullopt, std::move(to_sealed)).status());
+  ASSERT_OK(engine_->CopyObject("b", "plain", "b", "resealed", std::nullopt, std::move(to_sealed))
+                .status());
   ASSERT_OK_AND_ASSIGN(std::string back, Read("resealed", wrong_, 0, UINT64_MAX));
   EXPECT_EQ(back, p1 + p2);
   EXPECT_FALSE(Read("resealed", key_, 0, 10).ok());

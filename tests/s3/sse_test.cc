@@ -86,8 +86,8 @@ class SseTest : public ::testing::Test {
     ASSERT_EQ(Send("PUT", "/bkt").status, 200);
   }
 
-  http::RecordedResponse Send(const std::string& method, const std::string& target,
-                              Headers h = {}, const std::string& body = "") {
+  http::RecordedResponse Send(const std::string& method, const std::string& target, Headers h = {},
+                              const std::string& body = "") {
     h.emplace_back("Host", "127.0.0.1:9000");
     const size_t q = target.find('?');
     const std::string path = target.substr(0, q);
@@ -117,8 +117,9 @@ class SseTest : public ::testing::Test {
     const std::string id = First(init.body, "UploadId");
     std::string xml = "<CompleteMultipartUpload>";
     for (size_t i = 0; i < parts.size(); ++i) {
-      auto p = Send("PUT", "/bkt/" + key + "?partNumber=" + std::to_string(i + 1) + "&uploadId=" + id,
-                    part_headers, parts[i]);
+      auto p =
+          Send("PUT", "/bkt/" + key + "?partNumber=" + std::to_string(i + 1) + "&uploadId=" + id,
+               part_headers, parts[i]);
       EXPECT_EQ(p.status, 200) << p.body;
       xml += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + H(p, "ETag") +
              "</ETag></Part>";
@@ -142,7 +143,8 @@ TEST_F(SseTest, SseS3PutGetHeadReturnTheHeaderAndKeepTheMd5Etag) {
   auto put = Send("PUT", "/bkt/a", sse_s3_, body);
   ASSERT_EQ(put.status, 200) << put.body;
   EXPECT_EQ(H(put, "x-amz-server-side-encryption"), "AES256");
-  // SSE-S3 keeps the MD5 ETag (S3: "objects encrypted by SSE-S3 ... have ETags that are an MD5 digest").
+  // SSE-S3 keeps the MD5 ETag (S3: "objects encrypted by SSE-S3 ... have ETags that are an MD5
+  // digest").
   EXPECT_EQ(H(put, "ETag"), "\"" + HexEncode(Md5(body)) + "\"");
   auto get = Send("GET", "/bkt/a");
   ASSERT_EQ(get.status, 200) << get.body;
@@ -161,11 +163,15 @@ TEST_F(SseTest, RangedGetsAcrossCipherBlocks) {
   const uint64_t mib = 1 << 20;
   const std::string body = Pattern("range", 2 * mib + mib / 2 + 17);
   ASSERT_EQ(Send("PUT", "/bkt/big", sse_s3_, body).status, 200);
-  std::vector<std::pair<uint64_t, uint64_t>> ranges = {
-      {0, 0}, {mib - 5, mib + 5}, {mib - 1, mib}, {10, 2 * mib + 100}, {body.size() - 3, body.size() - 1},
-      {2 * mib, body.size() - 1}};
+  std::vector<std::pair<uint64_t, uint64_t>> ranges = {{0, 0},
+                                                       {mib - 5, mib + 5},
+                                                       {mib - 1, mib},
+                                                       {10, 2 * mib + 100},
+                                                       {body.size() - 3, body.size() - 1},
+                                                       {2 * mib, body.size() - 1}};
   for (auto [a, b] : ranges) {
-    auto r = Send("GET", "/bkt/big", {{"Range", "bytes=" + std::to_string(a) + "-" + std::to_string(b)}});
+    auto r = Send("GET", "/bkt/big",
+                  {{"Range", "bytes=" + std::to_string(a) + "-" + std::to_string(b)}});
     ASSERT_EQ(r.status, 206) << a << "-" << b << " " << r.body.substr(0, 200);
     EXPECT_EQ(r.body, body.substr(a, b - a + 1)) << a << "-" << b;
   }
@@ -216,9 +222,10 @@ TEST_F(SseTest, BadSseRequestsAreRefusedAndStoreNothing) {
   Headers bad_md5 = cust_.headers();
   bad_md5[2].second = Base64Encode(Md5("something else"));
   ExpectError(Send("PUT", "/bkt/x", bad_md5, "x"), 400, "InvalidArgument");
-  Headers short_key = {{"x-amz-server-side-encryption-customer-algorithm", "AES256"},
-                       {"x-amz-server-side-encryption-customer-key", Base64Encode("short")},
-                       {"x-amz-server-side-encryption-customer-key-MD5", Base64Encode(Md5("short"))}};
+  Headers short_key = {
+      {"x-amz-server-side-encryption-customer-algorithm", "AES256"},
+      {"x-amz-server-side-encryption-customer-key", Base64Encode("short")},
+      {"x-amz-server-side-encryption-customer-key-MD5", Base64Encode(Md5("short"))}};
   ExpectError(Send("PUT", "/bkt/x", short_key, "x"), 400, "InvalidArgument");
   ExpectError(Send("GET", "/bkt/x"), 404, "NoSuchKey");
 }
@@ -277,9 +284,9 @@ TEST_F(SseTest, MultipartWithSseCPartsCarryTheKey) {
   auto u2 = Send("PUT", "/bkt/mc?partNumber=2&uploadId=" + id, cust_.headers(), p2);
   ASSERT_EQ(u1.status, 200) << u1.body;
   ASSERT_EQ(u2.status, 200) << u2.body;
-  std::string xml = "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>" + H(u1, "ETag") +
-                    "</ETag></Part><Part><PartNumber>2</PartNumber><ETag>" + H(u2, "ETag") +
-                    "</ETag></Part></CompleteMultipartUpload>";
+  std::string xml = "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>" +
+                    H(u1, "ETag") + "</ETag></Part><Part><PartNumber>2</PartNumber><ETag>" +
+                    H(u2, "ETag") + "</ETag></Part></CompleteMultipartUpload>";
   ASSERT_EQ(Send("POST", "/bkt/mc?uploadId=" + id, {}, xml).status, 200);
   ExpectError(Send("GET", "/bkt/mc"), 400, "InvalidRequest");
   auto get = Send("GET", "/bkt/mc", cust_.headers());
@@ -342,7 +349,8 @@ TEST_F(SseTest, UploadPartCopyFromSseCSource) {
 }
 
 TEST_F(SseTest, BucketDefaultEncryption) {
-  ExpectError(Send("GET", "/bkt?encryption"), 404, "ServerSideEncryptionConfigurationNotFoundError");
+  ExpectError(Send("GET", "/bkt?encryption"), 404,
+              "ServerSideEncryptionConfigurationNotFoundError");
   const std::string kms_doc =
       "<ServerSideEncryptionConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Rule>"
       "<ApplyServerSideEncryptionByDefault><SSEAlgorithm>aws:kms</SSEAlgorithm>"
@@ -360,7 +368,8 @@ TEST_F(SseTest, BucketDefaultEncryption) {
   EXPECT_EQ(H(obj, "x-amz-server-side-encryption-aws-kms-key-id"), "beta");
   EXPECT_EQ(H(Send("HEAD", "/bkt/defaulted"), "x-amz-server-side-encryption"), "aws:kms");
   // Explicit headers win over the default.
-  EXPECT_EQ(H(Send("PUT", "/bkt/explicit", sse_s3_, "e"), "x-amz-server-side-encryption"), "AES256");
+  EXPECT_EQ(H(Send("PUT", "/bkt/explicit", sse_s3_, "e"), "x-amz-server-side-encryption"),
+            "AES256");
   // Bad documents are refused and change nothing.
   ExpectError(Send("PUT", "/bkt?encryption", {}, "<nope"), 400, "MalformedXML");
   std::string unknown = kms_doc;
@@ -369,7 +378,8 @@ TEST_F(SseTest, BucketDefaultEncryption) {
   EXPECT_EQ(First(Send("GET", "/bkt?encryption").body, "KMSMasterKeyID"), "beta");
   auto del = Send("DELETE", "/bkt?encryption");
   EXPECT_EQ(del.status, 204);
-  ExpectError(Send("GET", "/bkt?encryption"), 404, "ServerSideEncryptionConfigurationNotFoundError");
+  ExpectError(Send("GET", "/bkt?encryption"), 404,
+              "ServerSideEncryptionConfigurationNotFoundError");
   EXPECT_EQ(H(Send("PUT", "/bkt/after", {}, "a"), "x-amz-server-side-encryption"), "");
   // The bucket still exists and still holds its objects.
   EXPECT_EQ(Send("GET", "/bkt/defaulted").body, "by default");
@@ -390,9 +400,8 @@ std::string ReadAllFiles(const std::string& dir) {
 TEST_F(SseTest, NoPlaintextOnDiskForEncryptedObjects) {
   // Sizes: embedded in the record (100), a body record (4000), a data file (3 MiB + 5).
   const std::vector<size_t> sizes = {100, 4000, (3u << 20) + 5};
-  std::vector<Headers> schemes = {sse_s3_,
-                                  {{"x-amz-server-side-encryption", "aws:kms"}},
-                                  cust_.headers()};
+  std::vector<Headers> schemes = {
+      sse_s3_, {{"x-amz-server-side-encryption", "aws:kms"}}, cust_.headers()};
   for (size_t s = 0; s < schemes.size(); ++s) {
     for (size_t n : sizes) {
       const std::string tag = "secret" + std::to_string(s) + "x" + std::to_string(n);
@@ -455,7 +464,8 @@ TEST(SseWithoutKms, SseS3AndKmsAreRefusedSseCWorks) {
     sp.now_ns = NowUnixNanos();
     sigv4::SignRequest(method, "/bkt/o", "", h, sigv4::PayloadSha256Hex(body), sp);
     h.emplace_back("Content-Length", std::to_string(body.size()));
-    return http::ServeInMemory(http::FrontendHandler(&f), http::FormatRequest(method, "/bkt/o", h, body),
+    return http::ServeInMemory(http::FrontendHandler(&f),
+                               http::FormatRequest(method, "/bkt/o", h, body),
                                http::WithFrontendErrors(http::ServerOptions{}, &f));
   };
   auto r = send({{"x-amz-server-side-encryption", "AES256"}}, "secret");

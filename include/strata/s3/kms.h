@@ -22,10 +22,10 @@
 namespace strata::s3 {
 
 struct KmsOptions {
-  std::string master_key_file;        // required; created 0600 when missing
-  std::vector<std::string> key_ids;   // named SSE-KMS keys
-  std::string default_key_id;         // aws:kms without a key id; "" = the first of key_ids,
-                                      // or "aws/s3" (always declared) when none
+  std::string master_key_file;       // required; created 0600 when missing
+  std::vector<std::string> key_ids;  // named SSE-KMS keys
+  std::string default_key_id;        // aws:kms without a key id; "" = the first of key_ids,
+                                     // or "aws/s3" (always declared) when none
 };
 
 class KeyManager {
