@@ -63,9 +63,11 @@ Status Frontend::Impl::CreateUpload(Ctx& c) {
   ChecksumAlgorithm alg = o.checksum_algorithm;
   bool composite = o.meta.checksum_composite;
   STRATA_RETURN_IF_ERROR(SseForWrite(c, o));
-  SseResponseHeaders(c, o.meta);
+  ObjectMeta sse_view;  // what the SSE response headers are made from
+  sse_view.internal = o.meta.internal;
   STRATA_ASSIGN_OR_RETURN(std::string id,
                           engine->CreateMultipartUpload(c.bucket, c.key, std::move(o)));
+  SseResponseHeaders(c, sse_view);
   if (alg != ChecksumAlgorithm::kNone) {
     c.w.AddHeader("x-amz-checksum-algorithm", ChecksumAlgorithmName(alg));
     c.w.AddHeader("x-amz-checksum-type", composite ? "COMPOSITE" : "FULL_OBJECT");
@@ -87,7 +89,6 @@ Status Frontend::Impl::UploadPart(Ctx& c) {
   PutOptions o;
   o.checksum_algorithm = upload.checksum_algorithm;
   STRATA_RETURN_IF_ERROR(SseForPart(c, upload, o));
-  SseResponseHeaders(c, upload.meta);
   if (auto src = c.H("x-amz-copy-source")) {
     std::string sb, sk;
     STRATA_RETURN_IF_ERROR(ParseCopySource(*src, sb, sk));
@@ -118,6 +119,7 @@ Status Frontend::Impl::UploadPart(Ctx& c) {
     STRATA_ASSIGN_OR_RETURN(
         objstore::PartInfo p,
         engine->UploadPart(c.bucket, c.key, upload_id, static_cast<int>(*pn), body, std::move(o)));
+    SseResponseHeaders(c, upload.meta);
     XmlWriter x("CopyPartResult");
     x.Elem("LastModified", FormatIso8601(p.mtime_ns)).Elem("ETag", QuoteETag(p.etag));
     if (!p.checksum.empty())
@@ -134,6 +136,7 @@ Status Frontend::Impl::UploadPart(Ctx& c) {
       engine->UploadPart(c.bucket, c.key, upload_id, static_cast<int>(*pn), body, std::move(o)));
   bytes_in->Inc(p.size);
   c.w.AddHeader("ETag", QuoteETag(p.etag));
+  SseResponseHeaders(c, upload.meta);
   if (!p.checksum.empty()) c.w.AddHeader(ChecksumHeaderName(upload.checksum_algorithm), p.checksum);
   c.w.SetStatus(200);
   return c.w.Send("");

@@ -284,6 +284,8 @@ TEST_F(SseTest, MultipartWithSseCPartsCarryTheKey) {
   auto u2 = Send("PUT", "/bkt/mc?partNumber=2&uploadId=" + id, cust_.headers(), p2);
   ASSERT_EQ(u1.status, 200) << u1.body;
   ASSERT_EQ(u2.status, 200) << u2.body;
+  EXPECT_EQ(H(u1, "x-amz-server-side-encryption-customer-algorithm"), "AES256");
+  EXPECT_EQ(H(u1, "x-amz-server-side-encryption-customer-key-MD5"), Base64Encode(Md5(cust_.raw)));
   std::string xml = "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>" +
                     H(u1, "ETag") + "</ETag></Part><Part><PartNumber>2</PartNumber><ETag>" +
                     H(u2, "ETag") + "</ETag></Part></CompleteMultipartUpload>";
