@@ -62,6 +62,15 @@ Status UnknownKmsKey(std::string_view id) {
                                                 "this server (strata server --kms-key NAME)");
 }
 
+// Unwraps under the server's keys; a key id no longer declared (the server
+// restarted without its --kms-key) is the KMS error, not a missing object.
+Result<std::string> KmsUnwrap(const KeyManager& kms, const std::string* id,
+                              std::string_view wrapped, std::string_view aad) {
+  Result<std::string> key = kms.Unwrap(id ? *id : "", wrapped, aad);
+  if (!key.ok() && key.error().code() == StatusCode::kNotFound) return UnknownKmsKey(*id);
+  return key;
+}
+
 Status NotApplicable() {
   return MakeError("InvalidRequest",
                    "The encryption parameters are not applicable to this object.");
@@ -260,7 +269,7 @@ Status Frontend::Impl::SseForPart(Ctx& c, const PutOptions& upload, PutOptions& 
     if (ck.present) return NotApplicable();
     if (!opts.kms) return NeedsKms();
     const std::string* id = Find(in, kSseKmsKeyId);
-    key = opts.kms->Unwrap(id ? *id : "", *wrapped, WrapAad(in));
+    key = KmsUnwrap(*opts.kms, id, *wrapped, WrapAad(in));
   }
   if (!key.ok()) return key.error();
   o.data_key = std::move(*key);
@@ -292,7 +301,7 @@ objstore::DataKeyFn Frontend::Impl::SseReader(Ctx& c, bool copy_source) {
     if (ck.present) return NotApplicable();
     if (!opts.kms) return NeedsKms();
     const std::string* id = Find(m.internal, kSseKmsKeyId);
-    return opts.kms->Unwrap(id ? *id : "", *wrapped, WrapAad(m.internal));
+    return KmsUnwrap(*opts.kms, id, *wrapped, WrapAad(m.internal));
   };
 }
 

@@ -205,6 +205,29 @@ TEST_F(SseTest, SseKmsWithKeyIdAndDefaultKey) {
   EXPECT_EQ(Send("GET", "/bkt/e").body, "y");
 }
 
+// The keys live with the server: after a restart without the key id (or with
+// another master key) the object is refused, never served as ciphertext.
+TEST_F(SseTest, ObjectsNeedTheServersKeys) {
+  ASSERT_EQ(Send("PUT", "/bkt/k",
+                 {{"x-amz-server-side-encryption", "aws:kms"},
+                  {"x-amz-server-side-encryption-aws-kms-key-id", "beta"}},
+                 "kms data")
+                .status,
+            200);
+  ASSERT_EQ(Send("PUT", "/bkt/s", sse_s3_, "s3 data").status, 200);
+  FrontendOptions fo;
+  fo.users.push_back(User{"alice", kAk, kSecret, false});
+  KmsOptions only_alpha;
+  only_alpha.key_ids = {"alpha"};
+  ASSERT_OK_AND_ASSIGN(fo.kms, KeyManager::FromMasterKey(std::string(32, '\x42'), only_alpha));
+  frontend_ = std::make_unique<Frontend>(engine_.get(), fo);
+  ExpectError(Send("GET", "/bkt/k"), 400, "KMS.NotFoundException");
+  EXPECT_EQ(Send("GET", "/bkt/s").body, "s3 data");
+  ASSERT_OK_AND_ASSIGN(fo.kms, KeyManager::FromMasterKey(std::string(32, '\x43'), only_alpha));
+  frontend_ = std::make_unique<Frontend>(engine_.get(), fo);
+  ExpectError(Send("GET", "/bkt/s"), 403, "AccessDenied");
+}
+
 TEST_F(SseTest, BadSseRequestsAreRefusedAndStoreNothing) {
   ExpectError(Send("PUT", "/bkt/x", {{"x-amz-server-side-encryption", "AES128"}}, "x"), 400,
               "InvalidArgument");
