@@ -243,5 +243,29 @@ TEST_F(SealedTest, MultipartCopyAndAppend) {
   EXPECT_EQ(app.error().code(), StatusCode::kNotSupported);
 }
 
+// Tiny embedded parts are merged into one piece at Complete when plain; sealed
+// ones keep their own nonces and stay separate pieces.
+TEST_F(SealedTest, TinySealedPartsAreNotMerged) {
+  ASSERT_OK_AND_ASSIGN(std::string id, engine_->CreateMultipartUpload("b", "tiny", {}));
+  std::vector<CompletePart> parts;
+  std::string all;
+  for (int n = 1; n <= 3; ++n) {
+    const std::string p = Data(100, 30 + n);
+    all += p;
+    Source s(p);
+    PutOptions o;
+    o.data_key = key_;
+    ASSERT_OK_AND_ASSIGN(PartInfo pi, engine_->UploadPart("b", "tiny", id, n, s, std::move(o)));
+    parts.push_back({n, pi.etag, ""});
+  }
+  CompleteOptions co;
+  co.min_part_size = 0;
+  ASSERT_OK(engine_->CompleteMultipartUpload("b", "tiny", id, parts, co).status());
+  ASSERT_OK_AND_ASSIGN(std::string got, Read("tiny", key_, 0, UINT64_MAX));
+  EXPECT_EQ(got, all);
+  ASSERT_OK_AND_ASSIGN(std::string mid, Read("tiny", key_, 95, 110, false));
+  EXPECT_EQ(mid, all.substr(95, 110));
+}
+
 }  // namespace
 }  // namespace strata::objstore
