@@ -120,6 +120,11 @@ int Main(int argc, char** argv) {
   srv->add_option("--data", sopts.data_dir, "Data directory (objects, metadata, credentials)")
       ->capture_default_str();
   srv->add_option("--s3-address", sopts.s3_address, "S3 API listen address")->capture_default_str();
+  srv->add_option("--kms-key-file", sopts.kms_key_file,
+                  "Master key of S3 server-side encryption, 64 hex chars (default: DATA/kms-master.key, "
+                  "created 0600 at first start)");
+  srv->add_option("--kms-key", sopts.kms_keys,
+                  "Declare a named SSE-KMS key id (repeatable; the first is the default; none: \"aws/s3\")");
   srv->add_option("--admin-address", sopts.admin_address, "Admin listen address (/metrics, /health)")
       ->capture_default_str();
   srv->add_flag("--no-s3{false}", sopts.enable_s3, "Do not serve the S3 API");

@@ -55,6 +55,62 @@ ScratchBuffer::~ScratchBuffer() {
   tl_scratch.size[slot] = size_;
 }
 
+// ---- sealed blocks ----------------------------------------------------------
+
+crypto::GcmIv SealIv(uint64_t nonce, uint64_t block) {
+  crypto::GcmIv iv{};
+  for (int i = 0; i < 8; ++i) iv[i] = static_cast<uint8_t>(nonce >> (8 * i));
+  for (int i = 0; i < 4; ++i) iv[8 + i] = static_cast<uint8_t>(block >> (24 - 8 * i));
+  return iv;
+}
+
+Status SealBlock(std::string_view key, uint64_t nonce, uint64_t block, const char* in, size_t n,
+                 char* out) {
+  if (block > UINT32_MAX) return Status::InvalidArgument("too many blocks to seal");
+  return crypto::AesGcmSeal(key, SealIv(nonce, block), {}, in, n, out);
+}
+
+Status OpenBlock(std::string_view key, uint64_t nonce, uint64_t block, const char* in, size_t n,
+                 char* out) {
+  Status st = crypto::AesGcmOpen(key, SealIv(nonce, block), {}, in, n, out);
+  if (!st.ok())
+    return Status(st.code(), "sealed block " + std::to_string(block) + ": " + st.message());
+  return st;
+}
+
+Status SealingWriter::SealOne(const char* data, size_t n) {
+  sealed_.resize(static_cast<size_t>(block_size_) + kSealTagBytes);
+  STRATA_RETURN_IF_ERROR(SealBlock(key_, nonce_, index_++, data, n, sealed_.data()));
+  return w_->Append(sealed_.data(), n + kSealTagBytes);
+}
+
+Status SealingWriter::Append(const char* data, size_t n) {
+  while (n > 0) {
+    if (plain_.empty() && n >= block_size_) {
+      STRATA_RETURN_IF_ERROR(SealOne(data, block_size_));
+      data += block_size_;
+      n -= block_size_;
+      continue;
+    }
+    size_t take = std::min<size_t>(n, block_size_ - plain_.size());
+    plain_.append(data, take);
+    data += take;
+    n -= take;
+    if (plain_.size() == block_size_) {
+      STRATA_RETURN_IF_ERROR(SealOne(plain_.data(), plain_.size()));
+      plain_.clear();
+    }
+  }
+  return Status::Ok();
+}
+
+Status SealingWriter::Flush() {
+  if (plain_.empty()) return Status::Ok();
+  Status st = SealOne(plain_.data(), plain_.size());
+  plain_.clear();
+  return st;
+}
+
 // ---- DataFileWriter ---------------------------------------------------------
 
 DataFileWriter::~DataFileWriter() {

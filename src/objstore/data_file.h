@@ -15,8 +15,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include <strata/core/aead.h>
 #include <strata/core/status.h>
 
 namespace strata::objstore {
@@ -31,6 +33,29 @@ inline uint64_t BlockCount(uint64_t length, uint32_t block_size) {
 inline uint64_t FooterSize(uint64_t length, uint32_t block_size) {
   return BlockCount(length, block_size) * 4 + kTrailerSize;
 }
+
+// ---- sealed (encrypted) data ----------------------------------------------
+// A sealed data file is an ordinary data file whose data are sealed blocks:
+// each plaintext block of `block_size` bytes (the last may be shorter) is
+// stored as its AES-256-GCM ciphertext followed by the 16-byte tag, and the
+// file's CRC32C blocks are block_size + 16 bytes, so one CRC covers exactly one
+// sealed block. A read verifies the CRC first (a damaged file is kCorruption),
+// then the tag (a wrong key is kPermissionDenied), and decrypts only the blocks
+// the range touches. The IV of block i is the piece's random 64-bit nonce
+// (little-endian) followed by i (big-endian u32): unique per piece and block
+// under one data key. Inline and body-record pieces are one sealed block (index 0).
+inline constexpr uint32_t kSealTagBytes = crypto::kGcmTagBytes;
+
+inline uint64_t SealedLength(uint64_t length, uint32_t block_size) {
+  return length + BlockCount(length, block_size) * kSealTagBytes;
+}
+crypto::GcmIv SealIv(uint64_t nonce, uint64_t block);
+// out: n + 16 bytes.
+Status SealBlock(std::string_view key, uint64_t nonce, uint64_t block, const char* in, size_t n,
+                 char* out);
+// in: ciphertext and tag (n bytes); out: n - 16 bytes.
+Status OpenBlock(std::string_view key, uint64_t nonce, uint64_t block, const char* in, size_t n,
+                 char* out);
 
 // Writes a data file: Append the bytes, then Finish (footer, optional fsync, close).
 // Destroying an unfinished writer closes and unlinks the file.
@@ -54,6 +79,27 @@ class DataFileWriter {
   uint32_t block_crc_ = 0;      // CRC32C of the current partial block
   uint64_t block_fill_ = 0;     // bytes in the current partial block
   std::vector<uint32_t> crcs_;  // finished blocks
+};
+
+// Seals plaintext block by block into a DataFileWriter opened with block size
+// block_size + 16. Not thread-safe.
+class SealingWriter {
+ public:
+  SealingWriter(DataFileWriter* w, std::string_view key, uint64_t nonce, uint32_t block_size)
+      : w_(w), key_(key), nonce_(nonce), block_size_(block_size) {}
+  Status Append(const char* data, size_t n);
+  // Seals the last, partial block. Call once, before DataFileWriter::Finish.
+  Status Flush();
+
+ private:
+  Status SealOne(const char* data, size_t n);
+  DataFileWriter* w_;
+  std::string_view key_;
+  uint64_t nonce_;
+  uint32_t block_size_;
+  uint64_t index_ = 0;
+  std::string plain_;   // the current partial block
+  std::string sealed_;  // output buffer, block_size + 16 bytes
 };
 
 // A data file opened for reading; verifies blocks before their bytes are used.

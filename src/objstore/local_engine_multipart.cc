@@ -106,7 +106,8 @@ Result<PartInfo> LocalEngineImpl::UploadPart(std::string_view bucket, std::strin
                               : upload.checksum_algorithm;
 
   Ingested in(this);
-  STRATA_RETURN_IF_ERROR(Ingest(body, options_.inline_threshold, alg, options.expected_size, &in));
+  STRATA_RETURN_IF_ERROR(
+      Ingest(body, options_.inline_threshold, alg, options.expected_size, &in, options.data_key));
   ObjectMeta pm;
   pm.key = std::string(key);
   pm.size = in.digest.size;
@@ -284,7 +285,7 @@ Result<ObjectMeta> LocalEngineImpl::CompleteMultipartUpload(std::string_view buc
     std::string merged;
     if (pieces.size() > 1 && total <= embed_max_ &&
         std::all_of(pieces.begin(), pieces.end(),
-                    [](const Piece& p) { return p.kind == Piece::kInline; })) {
+                    [](const Piece& p) { return p.kind == Piece::kInline && !p.sealed; })) {
       merged.reserve(total);
       for (const Piece& p : pieces) merged.append(p.data);
       pieces.resize(1);

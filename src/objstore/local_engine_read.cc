@@ -63,8 +63,8 @@ Result<ObjectMeta> LocalEngineImpl::HeadObject(std::string_view bucket, std::str
   return meta;
 }
 
-Result<std::unique_ptr<LocalObjectReader>> LocalEngineImpl::OpenReader(std::string_view bucket,
-                                                                       std::string_view key) {
+Result<std::unique_ptr<LocalObjectReader>> LocalEngineImpl::OpenReader(
+    std::string_view bucket, std::string_view key, const DataKeyFn* data_key) {
   STRATA_RETURN_IF_ERROR(CheckBucket(bucket));
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
   const std::string dbkey = ObjectKey(bucket, key);
@@ -82,6 +82,27 @@ Result<std::unique_ptr<LocalObjectReader>> LocalEngineImpl::OpenReader(std::stri
     r->spans_.clear();
     r->files_.clear();
     r->bodies_.clear();
+    r->plain_.clear();
+    r->data_key_.clear();
+    if (data_key != nullptr && *data_key) {
+      STRATA_ASSIGN_OR_RETURN(r->data_key_, (*data_key)(r->meta_));
+    }
+    const bool any_sealed =
+        std::any_of(pieces.begin(), pieces.end(), [](const Piece& p) { return p.sealed; });
+    if (any_sealed && r->data_key_.size() != kDataKeyBytes) {
+      return Status::PermissionDenied("object " + Q(key) + " in bucket " + Q(bucket) +
+                                      " is sealed at rest; opening it takes its data key");
+    }
+    // Opens a small sealed piece into memory the reader owns.
+    auto open_small = [&](std::string_view sealed, const Piece& p) -> Result<std::string_view> {
+      auto plain = std::make_unique<std::string>(p.length, '\0');
+      Status st = OpenBlock(r->data_key_, p.nonce, 0, sealed.data(), sealed.size(), plain->data());
+      if (!st.ok())
+        return Status(st.code(),
+                      "object " + Q(key) + " in bucket " + Q(bucket) + ": " + st.message());
+      r->plain_.push_back(std::move(plain));
+      return std::string_view(*r->plain_.back());
+    };
     bool has_inline = false;
     bool raced = false;
     uint64_t offset = 0;
@@ -90,24 +111,34 @@ Result<std::unique_ptr<LocalObjectReader>> LocalEngineImpl::OpenReader(std::stri
       LocalObjectReader::Span s;
       s.offset = offset;
       s.length = p.length;
-      if (p.kind == Piece::kInline) {
+      if (p.kind == Piece::kInline && p.sealed) {
+        STRATA_ASSIGN_OR_RETURN(s.data, open_small(p.data, p));
+      } else if (p.kind == Piece::kInline) {
         s.data = p.data;
         has_inline = true;
       } else if (p.kind == Piece::kBlob) {
         auto body = std::make_unique<rocksdb::PinnableSlice>();
         bool body_found = false;
         STRATA_RETURN_IF_ERROR(GetBody(p.file, body.get(), &body_found));
-        if (!body_found || body->size() != p.length) {
+        const uint64_t stored = p.sealed ? p.length + kSealTagBytes : p.length;
+        if (!body_found || body->size() != stored) {
           // Most likely overwritten since our Get: read the record again.
           raced = true;
           missing = "body record " + p.file.Hex();
           break;
         }
-        s.data = body->ToStringView();
-        r->bodies_.push_back(std::move(body));
+        if (p.sealed) {
+          STRATA_ASSIGN_OR_RETURN(s.data, open_small(body->ToStringView(), p));
+        } else {
+          s.data = body->ToStringView();
+          r->bodies_.push_back(std::move(body));
+        }
       } else {
         std::string path = DataPath(p.file);
-        std::shared_ptr<VerifiedFile> vf = OpenDataFile(p.file, p.length, p.block_size);
+        std::shared_ptr<VerifiedFile> vf =
+            p.sealed ? OpenDataFile(p.file, SealedLength(p.length, p.block_size),
+                                    p.block_size + kSealTagBytes)
+                     : OpenDataFile(p.file, p.length, p.block_size);
         if (vf == nullptr) {
           if (errno == ENOENT) {
             // Most likely overwritten and collected since our Get: read the record again.
@@ -120,6 +151,9 @@ Result<std::unique_ptr<LocalObjectReader>> LocalEngineImpl::OpenReader(std::stri
         r->files_.push_back(std::move(vf));
         s.file = r->files_.back().get();
         s.id = p.file;
+        s.sealed = p.sealed;
+        s.nonce = p.nonce;
+        s.plain_block = p.block_size;
       }
       r->spans_.push_back(s);
       offset += p.length;

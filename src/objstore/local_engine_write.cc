@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <strata/core/aead.h>
 #include <strata/core/clock.h>
 #include <strata/core/coding.h>
 #include <strata/core/file_util.h>
@@ -58,7 +59,15 @@ class ReaderSource final : public ByteSource {
 }  // namespace
 
 Status LocalEngineImpl::Ingest(ByteSource& body, uint64_t inline_budget, ChecksumAlgorithm alg,
-                               std::optional<uint64_t> expected_size, Ingested* out) {
+                               std::optional<uint64_t> expected_size, Ingested* out,
+                               std::string_view data_key) {
+  const bool seal = !data_key.empty();
+  if (seal && data_key.size() != kDataKeyBytes)
+    return Status::InvalidArgument("a data key is " + std::to_string(kDataKeyBytes) + " bytes");
+  if (seal) {
+    out->sealed = true;
+    STRATA_RETURN_IF_ERROR(crypto::RandomBytes(&out->nonce, sizeof(out->nonce)));
+  }
   const size_t cap = static_cast<size_t>(std::max<uint64_t>(kIoChunk, inline_budget + 1));
   out->buf.emplace(cap);
   char* buf = out->buf->data();
@@ -102,7 +111,13 @@ Status LocalEngineImpl::Ingest(ByteSource& body, uint64_t inline_budget, Checksu
     md5.Update(buf, filled);
     if (ck) ck->Update(buf, filled);
     out->inline_data = std::string_view(buf, filled);
-    if (filled > embed_max_) {
+    if (seal) {
+      out->sealed_inline.resize(filled + kSealTagBytes);
+      STRATA_RETURN_IF_ERROR(
+          SealBlock(data_key, out->nonce, 0, buf, filled, out->sealed_inline.data()));
+      out->inline_data = out->sealed_inline;
+    }
+    if (out->inline_data.size() > embed_max_) {
       out->is_blob = true;
       out->blob_id = NextBodyId();
     }
@@ -122,12 +137,14 @@ Status LocalEngineImpl::Ingest(ByteSource& body, uint64_t inline_budget, Checksu
   const uint32_t block_size = static_cast<uint32_t>(options_.block_size);
   {
     DataFileWriter w;
-    STRATA_RETURN_IF_ERROR(w.Open(tmp_path, block_size));
+    STRATA_RETURN_IF_ERROR(w.Open(tmp_path, seal ? block_size + kSealTagBytes : block_size));
+    std::optional<SealingWriter> sw;
+    if (seal) sw.emplace(&w, data_key, out->nonce, block_size);
     for (;;) {
       if (filled > 0) {
         md5.UpdateAsync(buf, filled);  // first waits for the chunk in `other`
         if (ck) ck->Update(buf, filled);
-        STRATA_RETURN_IF_ERROR(w.Append(buf, filled));
+        STRATA_RETURN_IF_ERROR(sw ? sw->Append(buf, filled) : w.Append(buf, filled));
         total += filled;
         filled = 0;
       }
@@ -140,6 +157,7 @@ Status LocalEngineImpl::Ingest(ByteSource& body, uint64_t inline_budget, Checksu
       STRATA_RETURN_IF_ERROR(fill(cap));
     }
     if (expected_size && total != *expected_size) return short_body(total);
+    if (sw) STRATA_RETURN_IF_ERROR(sw->Flush());
     STRATA_RETURN_IF_ERROR(w.Finish(options_.sync));
   }
   STRATA_RETURN_IF_ERROR(EnsureDataDir(id));
@@ -178,7 +196,7 @@ Result<ObjectMeta> LocalEngineImpl::PutInternal(std::string_view bucket, std::st
 
   Ingested in(this);
   STRATA_RETURN_IF_ERROR(Ingest(body, options_.inline_threshold, options.checksum_algorithm,
-                                options.expected_size, &in));
+                                options.expected_size, &in, options.data_key));
   ObjectMeta meta = std::move(options.meta);
   meta.key = std::string(key);
   meta.size = in.digest.size;
@@ -236,6 +254,8 @@ Result<ObjectMeta> LocalEngineImpl::AppendObject(std::string_view bucket, std::s
                                                  PutOptions options) {
   STRATA_RETURN_IF_ERROR(CheckBucket(bucket));
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
+  if (!options.data_key.empty())
+    return Status::NotSupported("appending to an object sealed at rest is not supported");
   const std::string dbkey = ObjectKey(bucket, key);
   const KeyRef ref = Ref(dbkey);
   auto offset_mismatch = [&](uint64_t size) {
@@ -265,6 +285,9 @@ Result<ObjectMeta> LocalEngineImpl::AppendObject(std::string_view bucket, std::s
       std::vector<Piece> pieces;
       STRATA_RETURN_IF_ERROR(DecodeObject(cur.value.ToStringView(), &base, &pieces));
       for (const Piece& p : pieces) {
+        if (p.sealed)
+          return Status::NotSupported("object " + Q(key) + " in bucket " + Q(bucket) +
+                                      " is sealed at rest; appending to it is not supported");
         if (p.kind != Piece::kFile) inline_total += p.length;
       }
     }
@@ -408,8 +431,9 @@ Result<ObjectMeta> LocalEngineImpl::CopyObject(std::string_view src_bucket,
                                                std::optional<ObjectMeta> meta, PutOptions options) {
   STRATA_RETURN_IF_ERROR(CheckBucket(dst_bucket));
   STRATA_RETURN_IF_ERROR(ValidateKey(dst_key));
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<LocalObjectReader> reader,
-                          OpenReader(src_bucket, src_key));
+  STRATA_ASSIGN_OR_RETURN(
+      std::unique_ptr<LocalObjectReader> reader,
+      OpenReader(src_bucket, src_key, options.source_key ? &options.source_key : nullptr));
   const ObjectMeta& src = reader->meta();
   ObjectMeta m = meta ? std::move(*meta) : src;
   if (!options.meta.owner.empty()) m.owner = options.meta.owner;

@@ -92,8 +92,11 @@ Status Bad(std::string_view what) {
   return Status::Corruption("metadata record (" + std::string(what) + ") is malformed");
 }
 
+// A sealed piece is its kind with this bit set, then the plain fields, then the nonce.
+constexpr uint8_t kSealedKindBit = 0x80;
+
 void EncodePiece(Encoder& e, const Piece& p) {
-  e.U8(p.kind);
+  e.U8(p.sealed ? (p.kind | kSealedKindBit) : p.kind);
   if (p.kind == Piece::kInline) {
     e.Bytes(p.data);
   } else if (p.kind == Piece::kBlob) {
@@ -104,10 +107,10 @@ void EncodePiece(Encoder& e, const Piece& p) {
     e.Varint(p.length);
     e.Varint(p.block_size);
   }
+  if (p.sealed) e.Varint(p.nonce);
 }
 
-bool DecodePiece(Decoder& d, Piece* p) {
-  uint8_t kind = d.U8();
+bool DecodePlainPiece(Decoder& d, uint8_t kind, Piece* p) {
   if (kind == Piece::kInline) {
     p->kind = Piece::kInline;
     p->data = d.Bytes();
@@ -124,6 +127,19 @@ bool DecodePiece(Decoder& d, Piece* p) {
   uint64_t bs = d.Varint();
   if (bs == 0 || bs > UINT32_MAX) return false;
   p->block_size = static_cast<uint32_t>(bs);
+  return d.ok();
+}
+
+bool DecodePiece(Decoder& d, Piece* p) {
+  const uint8_t kind = d.U8();
+  p->sealed = (kind & kSealedKindBit) != 0;
+  if (!DecodePlainPiece(d, kind & ~kSealedKindBit, p)) return false;
+  if (!p->sealed) return true;
+  if (p->kind == Piece::kInline) {
+    if (p->length < 16) return false;  // the tag
+    p->length -= 16;
+  }
+  p->nonce = d.Varint();
   return d.ok();
 }
 

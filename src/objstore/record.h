@@ -50,6 +50,12 @@ struct Piece {
   FileId file;                  // kFile: data file id; kBlob: body record key
   uint64_t length = 0;          // bytes of object data (== data.size() for inline)
   uint32_t block_size = 0;      // kFile: CRC32C block size of the file
+  // Sealed at rest with the object's data key (AES-256-GCM, see data_file.h):
+  // the stored bytes are ciphertext plus a 16-byte tag per block (kFile) or
+  // per piece (kInline, kBlob). nonce: random per piece, the high 8 bytes of
+  // every IV. `length` stays the plaintext length; kInline `data` is sealed.
+  bool sealed = false;
+  uint64_t nonce = 0;
 };
 
 // ---- keys -------------------------------------------------------------------

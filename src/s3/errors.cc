@@ -35,6 +35,7 @@ constexpr CodeStatus kCodes[] = {
     {"InvalidPolicyDocument", 400},
     {"InvalidRange", 416},
     {"InvalidRequest", 400},
+    {"KMS.NotFoundException", 400},
     {"InvalidStorageClass", 400},
     {"InvalidTag", 400},
     {"InvalidToken", 400},

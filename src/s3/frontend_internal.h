@@ -239,6 +239,18 @@ struct Frontend::Impl {
   Result<objstore::PutOptions> PutOptionsFromHeaders(Ctx& c);
   Status SetupChecksum(Ctx& c, objstore::PutOptions& o, BodySource& body, bool single_part);
   Result<std::string> ReadXmlBody(Ctx& c);
+
+  // sse.cc: server-side encryption (see sse.h). SseForWrite picks the scheme
+  // (headers, else the bucket default), makes and wraps the data key and chains
+  // o.before_commit (call it after SetupChecksum); SseForPart gives a part the
+  // upload's key; SseReader is the DataKeyFn of a GET/HEAD or a copy source.
+  Status SseForWrite(Ctx& c, objstore::PutOptions& o);
+  Status SseForPart(Ctx& c, const objstore::PutOptions& upload, objstore::PutOptions& o);
+  objstore::DataKeyFn SseReader(Ctx& c, bool copy_source);
+  void SseResponseHeaders(Ctx& c, const objstore::ObjectMeta& m);
+  Status PutBucketEncryption(Ctx& c);
+  Status GetBucketEncryption(Ctx& c);
+  Status DeleteBucketEncryption(Ctx& c);
 };
 
 }  // namespace strata::s3

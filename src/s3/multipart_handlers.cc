@@ -62,8 +62,12 @@ Status Frontend::Impl::CreateUpload(Ctx& c) {
     o.meta.checksum_composite = o.checksum_algorithm != ChecksumAlgorithm::kNone;
   ChecksumAlgorithm alg = o.checksum_algorithm;
   bool composite = o.meta.checksum_composite;
+  STRATA_RETURN_IF_ERROR(SseForWrite(c, o));
+  ObjectMeta sse_view;  // what the SSE response headers are made from
+  sse_view.internal = o.meta.internal;
   STRATA_ASSIGN_OR_RETURN(std::string id,
                           engine->CreateMultipartUpload(c.bucket, c.key, std::move(o)));
+  SseResponseHeaders(c, sse_view);
   if (alg != ChecksumAlgorithm::kNone) {
     c.w.AddHeader("x-amz-checksum-algorithm", ChecksumAlgorithmName(alg));
     c.w.AddHeader("x-amz-checksum-type", composite ? "COMPOSITE" : "FULL_OBJECT");
@@ -84,11 +88,12 @@ Status Frontend::Impl::UploadPart(Ctx& c) {
   STRATA_ASSIGN_OR_RETURN(PutOptions upload, engine->GetUpload(c.bucket, c.key, upload_id));
   PutOptions o;
   o.checksum_algorithm = upload.checksum_algorithm;
+  STRATA_RETURN_IF_ERROR(SseForPart(c, upload, o));
   if (auto src = c.H("x-amz-copy-source")) {
     std::string sb, sk;
     STRATA_RETURN_IF_ERROR(ParseCopySource(*src, sb, sk));
     STRATA_RETURN_IF_ERROR(AuthorizeCopySource(c, sb, sk));  // auth.cc
-    STRATA_ASSIGN_OR_RETURN(auto reader, engine->OpenObject(sb, sk));
+    STRATA_ASSIGN_OR_RETURN(auto reader, engine->OpenObject(sb, sk, SseReader(c, true)));
     const ObjectMeta& sm = reader->meta();
     STRATA_RETURN_IF_ERROR(CheckCopySourceConditions(c, sm));
     uint64_t start = 0, length = sm.size;
@@ -104,6 +109,7 @@ Status Frontend::Impl::UploadPart(Ctx& c) {
     STRATA_ASSIGN_OR_RETURN(
         objstore::PartInfo p,
         engine->UploadPart(c.bucket, c.key, upload_id, static_cast<int>(*pn), body, std::move(o)));
+    SseResponseHeaders(c, upload.meta);
     XmlWriter x("CopyPartResult");
     x.Elem("LastModified", FormatIso8601(p.mtime_ns)).Elem("ETag", QuoteETag(p.etag));
     if (!p.checksum.empty() && p.checksum_algorithm != ChecksumAlgorithm::kNone)
@@ -119,6 +125,7 @@ Status Frontend::Impl::UploadPart(Ctx& c) {
       engine->UploadPart(c.bucket, c.key, upload_id, static_cast<int>(*pn), body, std::move(o)));
   bytes_in->Inc(p.size);
   c.w.AddHeader("ETag", QuoteETag(p.etag));
+  SseResponseHeaders(c, upload.meta);
   // The part's algorithm, which is the header's when the upload has none.
   if (!p.checksum.empty() && p.checksum_algorithm != ChecksumAlgorithm::kNone)
     c.w.AddHeader(ChecksumHeaderName(p.checksum_algorithm), p.checksum);
@@ -169,6 +176,7 @@ Status Frontend::Impl::CompleteUpload(Ctx& c) {
   }
   STRATA_ASSIGN_OR_RETURN(ObjectMeta m,
                           engine->CompleteMultipartUpload(c.bucket, c.key, upload_id, parts, co));
+  SseResponseHeaders(c, m);
   if (auto wanted = c.H(ChecksumHeaderName(alg));
       wanted && full_object && !m.checksum.empty() && Trim(*wanted) != m.checksum) {
     kLog.Warn("CompleteMultipartUpload {}: client's full-object {} {} differs from ours {}",

@@ -15,6 +15,7 @@
 
 #include "s3/errors.h"
 #include "s3/frontend_internal.h"
+#include "s3/sse.h"
 #include "s3/xml.h"
 
 namespace strata::s3 {
@@ -44,6 +45,7 @@ Status Frontend::Impl::PutObject(Ctx& c) {
   STRATA_ASSIGN_OR_RETURN(o.expected_size, ExpectedSize(c, opts.max_put_size));
   BodySource body(c.req, c.auth, IsAwsChunked(c));
   STRATA_RETURN_IF_ERROR(SetupChecksum(c, o, body, true));
+  STRATA_RETURN_IF_ERROR(SseForWrite(c, o));
   Result<ObjectMeta> r = Status::Internal("unset");
   if (auto off = c.H("x-amz-write-offset-bytes")) {
     auto v = ParseUint64(Trim(*off));
@@ -60,6 +62,7 @@ Status Frontend::Impl::PutObject(Ctx& c) {
   if (!r.ok()) return r.error();
   bytes_in->Inc(r->size);
   c.w.AddHeader("ETag", QuoteETag(r->etag));
+  SseResponseHeaders(c, *r);
   if (r->checksum_algorithm != ChecksumAlgorithm::kNone && !r->checksum.empty()) {
     c.w.AddHeader(ChecksumHeaderName(r->checksum_algorithm), r->checksum);
     c.w.AddHeader("x-amz-checksum-type", "FULL_OBJECT");
@@ -91,7 +94,7 @@ Status Frontend::Impl::CopyObject(Ctx& c) {
   std::optional<ObjectMeta> replace;
   if (directive == "REPLACE") {
     replace = o.meta;
-  } else if (sb == c.bucket && sk == c.key) {
+  } else if (sb == c.bucket && sk == c.key && !HasSseHeaders(c)) {
     return MakeError(
         "InvalidRequest",
         "This copy request is illegal because it is trying to copy an object to itself "
@@ -121,8 +124,11 @@ Status Frontend::Impl::CopyObject(Ctx& c) {
     meta.parts.clear();
     return Status::Ok();
   };
+  STRATA_RETURN_IF_ERROR(SseForWrite(c, o));
+  o.source_key = SseReader(c, true);
   STRATA_ASSIGN_OR_RETURN(ObjectMeta m,
                           engine->CopyObject(sb, sk, c.bucket, c.key, replace, std::move(o)));
+  SseResponseHeaders(c, m);
   XmlWriter x("CopyObjectResult");
   x.Elem("LastModified", FormatIso8601(m.mtime_ns)).Elem("ETag", QuoteETag(m.etag));
   if (m.checksum_algorithm != ChecksumAlgorithm::kNone && !m.checksum.empty())
@@ -201,7 +207,7 @@ Status Frontend::Impl::HeadObject(Ctx& c) { return ServeObject(c, true); }
 
 Status Frontend::Impl::ServeObject(Ctx& c, bool head) {
   // Open first so metadata and bytes come from the same version.
-  auto opened = engine->OpenObject(c.bucket, c.key);
+  auto opened = engine->OpenObject(c.bucket, c.key, SseReader(c, false));
   if (!opened.ok()) {
     if (opened.error().IsNotFound()) STRATA_RETURN_IF_ERROR(CheckBucket(c));
     return opened.error();
@@ -274,6 +280,7 @@ Status Frontend::Impl::ServeObject(Ctx& c, bool head) {
   }
   bool checksum_mode = IEquals(c.H("x-amz-checksum-mode").value_or(""), "ENABLED");
   AddObjectHeaders(c, m, checksum_mode && (!partial || (!part_s.empty() && m.parts.empty())));
+  SseResponseHeaders(c, m);
   if (partial) {
     c.w.SetStatus(206);
     c.w.AddHeader("Content-Range",

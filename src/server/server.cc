@@ -19,6 +19,7 @@
 #include <strata/features/repo.h>
 #include <strata/qdrant/handler.h>
 #include <strata/s3/user_store.h>
+#include <strata/s3/kms.h>
 #include <strata/vector/collection.h>
 
 #include "server/admin_users.h"
@@ -261,6 +262,11 @@ Status StrataServer::Start() {
     fo.region = im.opts.region;
     fo.user_store = im.users.get();
     fo.domains = im.opts.domains;
+    s3::KmsOptions ko;
+    ko.master_key_file =
+        im.opts.kms_key_file.empty() ? im.opts.data_dir + "/kms-master.key" : im.opts.kms_key_file;
+    ko.key_ids = im.opts.kms_keys;
+    STRATA_ASSIGN_OR_RETURN(fo.kms, s3::KeyManager::Open(ko));
     im.s3 = std::make_unique<s3::Frontend>(engine, fo);
     Status st;
     int unused = 0;

@@ -10,7 +10,10 @@
 // list by reference (no copy). Every data file carries a CRC32C per block in a
 // footer; reads verify blocks before handing out bytes, so a corrupted file
 // yields kCorruption, never wrong bytes. Files orphaned by a crash are removed by
-// Open().
+// Open(). A body written with PutOptions::data_key is sealed at rest
+// (AES-256-GCM per block, see src/objstore/data_file.h): data files, body
+// records and embedded bytes hold only ciphertext, while sizes, MD5s and
+// checksums are those of the plaintext; reading it takes the same key.
 //
 // Thread-safety: all methods are safe to call concurrently. Writes to the same
 // key are serialised at commit time by a striped lock; conditional writes are
@@ -100,6 +103,14 @@ struct WriteDigest {
   std::string checksum;         // raw bytes of PutOptions::checksum_algorithm, "" if kNone
 };
 
+// The data key of an object being opened, given its metadata (the caller
+// keeps the key wrapped in ObjectMeta::internal). Called once per open with the
+// object's metadata, sealed or not; a non-OK status fails the open as is. ""
+// means "no key": opening a sealed object then fails with kPermissionDenied.
+using DataKeyFn = std::function<Result<std::string>(const ObjectMeta& meta)>;
+
+inline constexpr size_t kDataKeyBytes = 32;  // AES-256
+
 struct PutOptions {
   ObjectMeta meta;              // key/size/etag/mtime are filled in by the engine
   ChecksumAlgorithm checksum_algorithm = ChecksumAlgorithm::kNone;  // computed while writing
@@ -113,6 +124,13 @@ struct PutOptions {
   // checks Content-MD5 and x-amz-checksum-* (including trailers) here and may
   // fill meta.checksum.
   std::function<Status(const WriteDigest&, ObjectMeta& meta)> before_commit;
+  // kDataKeyBytes raw bytes: seal the body at rest under this key (PutObject,
+  // UploadPart, CopyObject's destination); "" stores it as is. AppendObject
+  // refuses it (kNotSupported), as it refuses appending to a sealed object.
+  std::string data_key;
+  // CopyObject only: the source's data key (see DataKeyFn); unset opens the
+  // source as OpenObject(bucket, key) does.
+  DataKeyFn source_key;
 };
 
 // Receives the bytes of a GET, already verified. File pieces may be sent with sendfile.
@@ -209,8 +227,13 @@ class LocalEngine {
                                           uint64_t write_offset, ByteSource& body,
                                           PutOptions options) = 0;
   virtual Result<ObjectMeta> HeadObject(std::string_view bucket, std::string_view key) = 0;
+  // Opening a sealed object this way fails with kPermissionDenied.
   virtual Result<std::unique_ptr<ObjectReader>> OpenObject(std::string_view bucket,
                                                            std::string_view key) = 0;
+  // Opens an object that may be sealed: `data_key` is asked for its key.
+  virtual Result<std::unique_ptr<ObjectReader>> OpenObject(std::string_view bucket,
+                                                           std::string_view key,
+                                                           const DataKeyFn& data_key) = 0;
   // Deleting a missing key is OK (S3 semantics).
   virtual Status DeleteObject(std::string_view bucket, std::string_view key) = 0;
   // Copies data and metadata; `meta` replaces the metadata when set (REPLACE directive).

@@ -14,6 +14,7 @@
 #include <strata/core/http_server.h>
 #include <strata/objstore/local_engine.h>
 #include <strata/s3/user_store.h>
+#include <strata/s3/kms.h>
 
 namespace strata::s3 {
 
@@ -29,6 +30,8 @@ struct FrontendOptions {
   uint64_t max_object_size = 5ull << 40;       // 5 TiB, as S3
   uint64_t max_put_size = 5ull << 30;          // single PUT / part: 5 GiB, as S3
   size_t max_xml_body = 2 << 20;               // CompleteMultipartUpload, DeleteObjects, ...
+  // Keys for SSE-S3 and SSE-KMS; without it those answer NotImplemented (SSE-C works).
+  std::shared_ptr<const KeyManager> kms;
 };
 
 class Frontend {

@@ -55,6 +55,11 @@ struct ServerOptions {
   int idle_timeout_ms = 60'000;
   int io_timeout_ms = 30'000;
   bool sync = true;                // fsync data and WAL on every commit
+  // S3 server-side encryption keys (s3/kms.h): the master key file ("" =
+  // DATA/kms-master.key, created 0600 at first start) and the named SSE-KMS
+  // keys (none: one key, "aws/s3"); the first is the default key id.
+  std::string kms_key_file;
+  std::vector<std::string> kms_keys;
 };
 
 // The root credentials of a data directory.
