@@ -124,6 +124,7 @@ Status MakeError(std::string_view code, std::string_view message) {
                   : http == 403 ? StatusCode::kPermissionDenied
                   : http == 412 ? StatusCode::kPreconditionFailed
                   : http == 409 ? StatusCode::kConflict
+                  : http == 501 ? StatusCode::kNotSupported
                   : http >= 500 ? StatusCode::kInternal
                                 : StatusCode::kInvalidArgument;
   return Status(sc, std::move(m));

@@ -148,7 +148,8 @@ void Frontend::Impl::SendError(Ctx& c, const Status& st, std::string_view fallba
     c.w.CloseAfter();
     return;
   }
-  if (e.http_status >= 500) kLog.Error("{} {}: {}", c.op, c.Resource(), st.ToString());
+  // 501 is a client asking for what Strata does not implement, not a server fault.
+  if (e.http_status >= 500 && e.http_status != 501) kLog.Error("{} {}: {}", c.op, c.Resource(), st.ToString());
   c.w.SetStatus(e.http_status);
   if (c.req.method == "HEAD") {
     c.w.AddHeader("x-amz-error-code", e.code);

@@ -681,9 +681,13 @@ Status PostForm(Frontend::Impl& impl, Ctx& c, FormReader& form) {
     STRATA_ASSIGN_OR_RETURN(m.tags, ParseTagging(t->second));
   }
 
+  // The form's own SSE fields answer NotImplemented above; the bucket's
+  // default encryption applies as to any PutObject.
+  STRATA_RETURN_IF_ERROR(impl.SseForWrite(c, o));
   FilePartSource src(form, limits.min_size,
                      std::min<uint64_t>(limits.max_size, impl.opts.max_put_size));
   STRATA_ASSIGN_OR_RETURN(ObjectMeta r, impl.engine->PutObject(c.bucket, c.key, src, std::move(o)));
+  impl.SseResponseHeaders(c, r);
   impl.bytes_in->Inc(r.size);
   // Fields after the file are ignored; the rest of the body is dropped.
   if (!form.DrainUpTo(kMaxTrailingBytes)) c.w.CloseAfter();

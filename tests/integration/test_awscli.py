@@ -3,10 +3,8 @@
 commands (mb, cp single and multipart, ls, sync, mv, presign, rm, rb) and the
 common `aws s3api` calls (objects, tagging, multipart by hand, bucket location).
 
-Cases that need S3 features built on other branches run only when named in
-STRATA_IT_ENABLE (comma-separated): "sse-c" (`cp --sse-c`).
 `list-object-versions` must answer a real result or NotImplemented, not a
-ListBucketResult: that needs the strict router (branch h-router).
+ListBucketResult.
 
 Usage: /usr/bin/python3 test_awscli.py --strata build/strata
 """
@@ -27,8 +25,6 @@ MiB = H.MiB
 BUCKET = "awscli-bucket"
 
 
-def enabled(feature):
-    return feature in [f.strip() for f in os.environ.get("STRATA_IT_ENABLE", "").split(",")]
 BIG = 200 * MiB
 
 
@@ -381,9 +377,7 @@ def main():
                 names = ["cp_big", "ls", "sync", "sync_special_names", "rm_recursive", "head_object",
                          "put_object_bad_md5", "presign", "mv_and_copy", "sync_delete", "s3api_objects",
                          "s3api_multipart", "list_object_versions"]
-                names += ["sse_c"] if enabled("sse-c") else []
-                if not enabled("sse-c"):
-                    print("SKIP sse_c: SSE-C lands with the sse branch; STRATA_IT_ENABLE=sse-c runs it", flush=True)
+                names += ["sse_c"]
                 for name in names + ["rb"]:
                     runner.case(name, getattr(t, name))
                     if not srv.alive():

@@ -4,9 +4,6 @@
 test_boto3_modern.py runs the same cases with a current boto3 (>= 1.36: default
 CRC checksums) as well.
 
-Cases that need S3 features built on other branches run only when named in
-STRATA_IT_ENABLE (comma-separated): "sse-c" (SSE-C PutObject/GetObject).
-
 Usage: /usr/bin/python3 test_boto3.py --strata build/strata
 """
 
@@ -27,12 +24,6 @@ from boto3.s3.transfer import TransferConfig  # noqa: E402
 
 MiB = H.MiB
 B = "boto3-main"
-
-
-def enabled(feature):
-    """True when STRATA_IT_ENABLE names the feature (cases for S3 features that
-    land with another branch; the lead turns them on at merge)."""
-    return feature in [f.strip() for f in os.environ.get("STRATA_IT_ENABLE", "").split(",")]
 
 
 def post_form(url, fields, filename, data, content_type="application/octet-stream"):
@@ -942,14 +933,12 @@ def main():
             t = Boto3Tests(srv, work, bob)
             if not runner.case("create bucket", t.setup):
                 return runner.finish()
-            for name in CASES + (["sse_c"] if enabled("sse-c") else []):
+            for name in CASES + ["sse_c"]:
                 runner.case(name, getattr(t, name))
                 if not srv.alive():
                     print(f"strata server died:\n{srv.log_tail()}", flush=True)
                     runner.results.append(("server alive", False, 0, "server process exited"))
                     break
-        if not enabled("sse-c"):
-            print("SKIP sse_c: SSE-C lands with the sse branch; STRATA_IT_ENABLE=sse-c runs it", flush=True)
         rc = srv.stop()
         runner.case("server exits 0 on SIGTERM", lambda: _check_rc(rc))
     finally:

@@ -382,7 +382,6 @@ def child():
     assert _version_tuple(boto3.__version__) >= MIN_BOTO3, boto3.__version__
     args = H.parse_args()
     runner = H.Runner("boto3-modern")
-    sse = test_boto3.enabled("sse-c")
     # 1. The whole boto3 suite with this boto3.
     srv = H.StrataServer(args.strata)
     try:
@@ -391,14 +390,14 @@ def child():
         with H.tempdir() as work:
             t = test_boto3.Boto3Tests(srv, work, bob)
             if runner.case("suite: create bucket", t.setup):
-                for name in test_boto3.CASES + (["sse_c"] if sse else []):
+                for name in test_boto3.CASES + ["sse_c"]:
                     runner.case(f"suite: {name}", getattr(t, name))
                     if not srv.alive():
                         runner.results.append(("server alive", False, 0, srv.log_tail()))
                         return runner.finish()
             m = ModernTests(H, srv, work, srv.endpoint, None, "http")
             if runner.case("http: create bucket", m.setup):
-                for name in ModernTests.CASES + (["sse_c"] if sse else []):
+                for name in ModernTests.CASES + ["sse_c"]:
                     runner.case(f"http: {name}", getattr(m, name))
         rc = srv.stop()
         runner.case("server exits 0 on SIGTERM", lambda: (_ for _ in ()).throw(AssertionError(rc)) if rc else None)
@@ -412,12 +411,10 @@ def child():
             srv.start()
             m = ModernTests(H, srv, work, f"https://127.0.0.1:{srv.port}", cert, "tls")
             if runner.case("tls: create bucket", m.setup):
-                for name in ModernTests.CASES + (["sse_c"] if sse else []):
+                for name in ModernTests.CASES + ["sse_c"]:
                     runner.case(f"tls: {name}", getattr(m, name))
         finally:
             srv.cleanup()
-    if not sse:
-        print("SKIP sse_c: SSE-C lands with the sse branch; STRATA_IT_ENABLE=sse-c runs it", flush=True)
     return runner.finish()
 
 

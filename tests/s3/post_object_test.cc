@@ -22,6 +22,7 @@
 #include <strata/core/strings.h>
 #include <strata/objstore/local_engine.h>
 #include <strata/s3/frontend.h>
+#include <strata/s3/kms.h>
 
 #include "testutil/testutil.h"
 
@@ -175,6 +176,29 @@ class PostObjectTest : public ::testing::Test {
   std::unique_ptr<objstore::LocalEngine> engine_;
   std::unique_ptr<Frontend> frontend_;
 };
+
+// A bucket's default encryption applies to form uploads as to PutObject: the
+// stored object is SSE-S3 and its bytes on disk are not the plaintext.
+TEST_F(PostObjectTest, BucketDefaultEncryptionApplies) {
+  FrontendOptions fo;
+  fo.users.push_back(User{"alice", kAk, kSecret, false});
+  ASSERT_OK_AND_ASSIGN(fo.kms, KeyManager::FromMasterKey(std::string(32, '\x17'), KmsOptions{}));
+  frontend_ = std::make_unique<Frontend>(engine_.get(), fo);
+  ASSERT_OK(engine_->SetBucketConfig("photos", "encryption", std::string("AES256\n\n")));
+  const std::string secret = "post-object-plaintext-" + std::string(200, 'q');
+  FieldList f = SignedFields("enc.txt", R"({"key": "enc.txt"})");
+  auto r = Post(FormBody(f, FilePart{"enc.txt", "text/plain", secret}));
+  ASSERT_EQ(r.status, 204) << r.body;
+  EXPECT_EQ(Header(r, "x-amz-server-side-encryption"), "AES256");
+  auto g = GetObject("/photos/enc.txt");
+  ASSERT_EQ(g.status, 200) << g.body;
+  EXPECT_EQ(g.body, secret);
+  EXPECT_EQ(Header(g, "x-amz-server-side-encryption"), "AES256");
+  ASSERT_OK_AND_ASSIGN(auto meta, engine_->HeadObject("photos", "enc.txt"));
+  EXPECT_FALSE(meta.internal.empty()) << "no encryption parameters stored";
+  auto plain = engine_->OpenObject("photos", "enc.txt");
+  EXPECT_FALSE(plain.ok()) << "readable without its data key";
+}
 
 TEST_F(PostObjectTest, ValidUploadAnswers204AndStoresDataAndMetadata) {
   FieldList f =

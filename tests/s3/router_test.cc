@@ -189,6 +189,7 @@ const std::map<std::tuple<On, std::string, std::string>, Implemented> kImplement
     {{On::kBucket, "GET", "publicAccessBlock"}, {{404}}},
     {{On::kBucket, "PUT", "policy"}, {{400}}},
     {{On::kBucket, "PUT", "publicAccessBlock"}, {{400}}},
+    {{On::kBucket, "PUT", "encryption"}, {{400}}},
     {{On::kBucket, "DELETE", "publicAccessBlock"}, {{204}}},
     // Deleting a configuration that does not exist succeeds.
     {{On::kBucket, "DELETE", "policy"}, {{204}}},
@@ -397,9 +398,11 @@ TEST_F(RouterWalkTest, RetentionAndLegalHoldNeverReplaceTheObject) {
 TEST_F(RouterWalkTest, BucketConfigurationsNeverCreateOrDeleteBuckets) {
   for (const char* sub : {"encryption", "object-lock", "notification", "website",
                           "publicAccessBlock", "ownershipControls"}) {
-    // PublicAccessBlock is implemented (access_handlers.cc): NoSuchBucket on a
-    // missing bucket, MalformedXML for a body that is not its document.
-    const bool implemented = std::string_view(sub) == "publicAccessBlock";
+    // PublicAccessBlock (access_handlers.cc) and encryption (sse.cc) are
+    // implemented: NoSuchBucket on a missing bucket, MalformedXML for a body
+    // that is not their document.
+    const bool implemented =
+        std::string_view(sub) == "publicAccessBlock" || std::string_view(sub) == "encryption";
     auto r = Put(std::string("/fresh-bucket?") + sub, "<Configuration/>");
     EXPECT_EQ(r.status, implemented ? 404 : 501) << sub << r.body;
     EXPECT_EQ(Send({"HEAD", "/fresh-bucket"}).status, 404) << sub << " created the bucket";

@@ -5,7 +5,6 @@
 // STRATA_ENDPOINT / STRATA_ACCESS_KEY / STRATA_SECRET_KEY).
 //
 // Cases for S3 features that land with another branch run only when named in
-// STRATA_IT_ENABLE (comma-separated): "sse-c".
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import { Readable } from "node:stream";
@@ -53,7 +52,6 @@ const s3 = new S3Client({
   requestChecksumCalculation: "WHEN_SUPPORTED",
   responseChecksumValidation: "WHEN_SUPPORTED",
 });
-const enabled = (feature) => (process.env.STRATA_IT_ENABLE || "").split(",").map((s) => s.trim()).includes(feature);
 // An S3 error from a call that must fail: [HTTP status, error name].
 async function failure(p) {
   try {
@@ -249,7 +247,7 @@ const cases = [
     assert.equal(body.toString(), "one");
     await s3.send(new DeleteObjectsCommand({ Bucket, Delete: { Objects: [{ Key: "cond.txt" }, { Key: "cond-copy.txt" }] } }));
   }],
-  ...(enabled("sse-c") ? [["SSE-C PutObject / GetObject (400 without the key)", async () => {
+  ["SSE-C PutObject / GetObject (400 without the key)", async () => {
     const key = crypto.randomBytes(32);
     const sse = { SSECustomerAlgorithm: "AES256", SSECustomerKey: key.toString("base64"),
       SSECustomerKeyMD5: crypto.createHash("md5").update(key).digest("base64") };
@@ -264,7 +262,7 @@ const cases = [
     } finally {
       await s3.send(new DeleteObjectCommand({ Bucket, Key: "ssec.bin" }));
     }
-  }]] : []),
+  }],
   ["DeleteBucket", async () => {
     await s3.send(new DeleteBucketCommand({ Bucket }));
   }],
@@ -283,6 +281,5 @@ for (const [name, fn] of cases) {
     if (e.$response) console.log("  response:", e.$response.statusCode, JSON.stringify(e.$response.headers));
   }
 }
-if (!enabled("sse-c")) console.log("SKIP SSE-C: lands with the sse branch; STRATA_IT_ENABLE=sse-c runs it");
 console.log(`js-sdk: ${cases.length - failed} passed, ${failed} failed of ${cases.length}`);
 process.exit(failed ? 1 : 0);
