@@ -286,8 +286,9 @@ def main():
     runner = H.Runner("s3express")
     srv = H.StrataServer(args.strata)
     try:
-        bob, carol = srv.add_user("bob"), srv.add_user("carol")
         srv.start()
+        # Users are added through the running server's admin API.
+        bob, carol = srv.add_user("bob"), srv.add_user("carol")
         t = ExpressTests(srv, bob, carol)
         if not runner.case("aws_examples", t.aws_examples):
             return runner.finish()
