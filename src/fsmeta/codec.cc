@@ -11,7 +11,7 @@ namespace strata::fsmeta {
 
 bool IsGroupedType(char type) {
   switch (type) {
-    case 'D': case 'C': case 'X': case 'F': case 'L': case 'U': case 'H': case 'E': case 'Q':
+    case 'D': case 'C': case 'X': case 'F': case 'L': case 'U': case 'H': case 'E': case 'Q': case 'P':
       return true;
     default: return false;
   }

@@ -16,6 +16,7 @@
 //   H<sid><lock key>            a lock held by session sid
 //   E<0><sid>                   session info (JSON)
 //   Q<0><slice id>              slice waiting for its objects to be deleted -> size
+//   P<0><dir ino>               directory quota -> limits and usage (kv_meta_quota.cc)
 #pragma once
 
 #include <cstdint>
@@ -78,6 +79,12 @@ inline std::string DelSlicePrefix() { return Key1('Q', 0); }
 inline std::string DelSliceKey(uint64_t id) {
   std::string k = DelSlicePrefix();
   PutBigEndian64(&k, id);
+  return k;
+}
+inline std::string QuotaPrefix() { return Key1('P', 0); }
+inline std::string QuotaKey(Ino dir) {
+  std::string k = QuotaPrefix();
+  PutBigEndian64(&k, dir);
   return k;
 }
 // H<sid><lock key>: the locks a session holds, for cleanup without a scan.

@@ -107,6 +107,12 @@ class KvMeta final : public MetaEngine {
   Status Setlk(const Context& ctx, Ino ino, uint64_t owner, bool block,
                const LockRange& range) override;
 
+  Status SetQuota(Ino ino, uint64_t max_space, uint64_t max_inodes) override;
+  Result<Quota> GetQuota(Ino ino) override;
+  Status DeleteQuota(Ino ino) override;
+  Result<std::vector<Quota>> ListQuotas() override;
+  Result<std::vector<std::string>> CheckQuotas(Ino ino, bool repair) override;
+
   Status Sync() override;
   Result<std::vector<std::string>> Check(const CheckOptions& options) override;
   Status Dump(std::ostream& out) override;
@@ -146,6 +152,18 @@ class KvMeta final : public MetaEngine {
   Result<EntryToRemove> FindEntryToRemove(const Context& ctx, AttrCache& as, Ino parent,
                                           std::string_view name) const;
   struct CheckRun;  // one fsck pass (check_dump.cc)
+
+  // The directories that have a quota, as this client last read them (at most
+  // a second ago; at once after its own SetQuota/DeleteQuota). Read outside
+  // any transaction, at the start of an operation: null when there is none,
+  // so a volume without quotas pays nothing.
+  std::shared_ptr<const std::set<Ino>> QuotaDirs();
+  // Usage (directory tree) of everything below `dir`, from the tree.
+  Result<Quota> ComputeQuotaUsage(Ino dir);
+
+  std::mutex qdirs_mu_;
+  std::shared_ptr<const std::set<Ino>> qdirs_;  // guarded by qdirs_mu_
+  int64_t qdirs_read_ns_ = 0;                   // guarded by qdirs_mu_
 
   std::unique_ptr<TxnKV> kv_;
 
@@ -245,6 +263,30 @@ class AttrCache {
   KvTxn& t_;
   std::map<Ino, std::optional<Attr>> m_;
   std::set<Ino> dirty_;
+};
+
+// Quota usage changes of one transaction: Charge adds a change below `dir` to
+// every quota directory on the path from `dir` up to the root (walking parent
+// pointers through `as`); Apply checks the net changes against the limits
+// (EDQUOT) and stores the new usage. Changes that cancel out (a rename
+// inside one quota tree) touch nothing. The trash is outside every quota.
+class QuotaDeltas {
+ public:
+  QuotaDeltas(const std::set<Ino>* dirs, AttrCache& as) : dirs_(dirs), as_(as) {}
+  bool active() const { return dirs_ && !dirs_->empty(); }
+  void Charge(Ino dir, int64_t space, int64_t inodes);
+  // The quota directories `dir` is below or is (for a rename's EXDEV rule).
+  std::set<Ino> QuotasOf(Ino dir);
+  // Entry `ino` (attributes `a`) moves from directory `from` to `to`. A
+  // directory with content moving between different quota trees is EXDEV
+  // unless it has a quota itself (its record holds its usage).
+  Status Move(KvTxn& t, Ino ino, const Attr& a, Ino from, Ino to);
+  Status Apply(KvTxn& t);
+
+ private:
+  const std::set<Ino>* dirs_;
+  AttrCache& as_;
+  std::map<Ino, std::pair<int64_t, int64_t>> d_;
 };
 
 // The directory `dir`, read through `as`: ENOENT if it does not exist,

@@ -80,6 +80,7 @@ Result<Entry> KvMeta::MakeNode(const Context& ctx, Ino parent, std::string_view 
   Entry e;
   e.name = std::string(name);
   e.ino = ino;
+  const auto qdirs = QuotaDirs();
   STRATA_RETURN_IF_ERROR(Txn(
       [&](KvTxn& t) {
         AttrCache as(t);
@@ -110,6 +111,9 @@ Result<Entry> KvMeta::MakeNode(const Context& ctx, Ino parent, std::string_view 
         if (type == S_IFDIR) p->nlink++;
         p->mtime_ns = p->ctime_ns = now;
         as.Dirty(parent);
+        QuotaDeltas quota(qdirs.get(), as);
+        quota.Charge(parent, static_cast<int64_t>(SpaceOf(a)), 1);
+        STRATA_RETURN_IF_ERROR(quota.Apply(t));
         as.Flush();
         t.IncrBy(kInodes, 1);
         if (uint64_t sp = SpaceOf(a)) t.IncrBy(kUsedSpace, static_cast<int64_t>(sp));
@@ -161,6 +165,7 @@ Status KvMeta::Unlink(const Context& ctx, Ino parent, std::string_view name) {
   STRATA_RETURN_IF_ERROR(CheckName(name));
   if (name == "." || name == "..") return FsError(EISDIR, Quote(name) + " is a directory");
   int64_t now = NowUnixNanos();
+  const auto qdirs = QuotaDirs();
   return Txn(
       [&](KvTxn& t) {
         AttrCache as(t);
@@ -170,6 +175,9 @@ Status KvMeta::Unlink(const Context& ctx, Ino parent, std::string_view name) {
         if (a ? IsDir(*a) : e.type == S_IFDIR)
           return FsError(EISDIR, Quote(name) + " is a directory");
         if (a) STRATA_RETURN_IF_ERROR(Sticky(ctx, *p, *a));
+        QuotaDeltas quota(qdirs.get(), as);
+        quota.Charge(parent, a ? -static_cast<int64_t>(SpaceOf(*a)) : 0, -1);
+        STRATA_RETURN_IF_ERROR(quota.Apply(t));
         t.Delete(e.key);
         p->mtime_ns = p->ctime_ns = now;
         as.Dirty(parent);
@@ -185,6 +193,7 @@ Status KvMeta::Rmdir(const Context& ctx, Ino parent, std::string_view name) {
   if (name == ".") return FsError(EINVAL, "cannot remove \".\"");
   if (name == "..") return FsError(ENOTEMPTY, "cannot remove \"..\"");
   int64_t now = NowUnixNanos();
+  const auto qdirs = QuotaDirs();
   return Txn(
       [&](KvTxn& t) {
         AttrCache as(t);
@@ -200,8 +209,13 @@ Status KvMeta::Rmdir(const Context& ctx, Ino parent, std::string_view name) {
             return false;
           });
           if (!empty) return FsError(ENOTEMPTY, "directory " + Quote(name) + " is not empty");
+          QuotaDeltas quota(qdirs.get(), as);
+          quota.Charge(parent, -static_cast<int64_t>(SpaceOf(*a)), -1);
+          STRATA_RETURN_IF_ERROR(quota.Apply(t));
           FreeInode(t, e.ino, *a);
           as.Drop(e.ino);
+          // A removed directory takes its quota with it.
+          if (qdirs && qdirs->count(e.ino)) t.Delete(QuotaKey(e.ino));
         }
         t.Delete(e.key);
         if (p->nlink > 2) p->nlink--;
@@ -226,6 +240,7 @@ Status KvMeta::Rename(const Context& ctx, Ino p1, std::string_view n1, Ino p2, s
   }
   if (p2 == kTrashIno) return FsError(EPERM, "cannot rename into the trash");
   int64_t now = NowUnixNanos();
+  const auto qdirs = QuotaDirs();
   return Txn(
       [&](KvTxn& t) {
         AttrCache as(t);
@@ -281,6 +296,15 @@ Status KvMeta::Rename(const Context& ctx, Ino p1, std::string_view n1, Ino p2, s
           STRATA_RETURN_IF_ERROR(check_not_below(sino, p2));
           STRATA_RETURN_IF_ERROR(Access(ctx, *sa, W_OK));  // its ".." changes
         }
+        QuotaDeltas quota(qdirs.get(), as);
+        if (quota.active()) {
+          if (p1 != p2) STRATA_RETURN_IF_ERROR(quota.Move(t, sino, *sa, p1, p2));
+          if (ta && (flags & kRenameExchange)) {
+            if (p1 != p2) STRATA_RETURN_IF_ERROR(quota.Move(t, tino, *ta, p2, p1));
+          } else if (ta) {
+            quota.Charge(p2, -static_cast<int64_t>(SpaceOf(*ta)), -1);
+          }
+        }
         if (flags & kRenameExchange) {
           if (ta && IsDir(*ta) && p1 != p2) {
             STRATA_RETURN_IF_ERROR(check_not_below(tino, p1));
@@ -316,6 +340,7 @@ Status KvMeta::Rename(const Context& ctx, Ino p1, std::string_view n1, Ino p2, s
                 return false;
               });
               if (!empty) return FsError(ENOTEMPTY, "directory " + Quote(n2) + " is not empty");
+              if (qdirs && qdirs->count(tino)) t.Delete(QuotaKey(tino));
               FreeInode(t, tino, *ta);
               as.Drop(tino);
               pa2->nlink--;
@@ -342,6 +367,7 @@ Status KvMeta::Rename(const Context& ctx, Ino p1, std::string_view n1, Ino p2, s
         pa2->mtime_ns = pa2->ctime_ns = now;
         as.Dirty(p1);
         as.Dirty(p2);
+        STRATA_RETURN_IF_ERROR(quota.Apply(t));
         as.Flush();
         return Status::Ok();
       },

@@ -112,6 +112,7 @@ Status KvMeta::Write(Ino ino, uint32_t chunk_index, uint32_t pos, const Slice& s
   s.pos = pos;
   std::string v;
   AppendSlice(&v, s);
+  const auto qdirs = QuotaDirs();
   return Txn(
       [&](KvTxn& t) {
         AttrCache as(t);
@@ -123,6 +124,11 @@ Status KvMeta::Write(Ino ino, uint32_t chunk_index, uint32_t pos, const Slice& s
           int64_t delta = static_cast<int64_t>((end + 4095) / 4096 * 4096) -
                           static_cast<int64_t>((a->size + 4095) / 4096 * 4096);
           STRATA_RETURN_IF_ERROR(CheckSpace(delta, 0));
+          if (delta && a->nlink > 0) {
+            QuotaDeltas quota(qdirs.get(), as);
+            quota.Charge(a->parent, delta, 0);
+            STRATA_RETURN_IF_ERROR(quota.Apply(t));
+          }
           if (delta) t.IncrBy(kUsedSpace, delta);
           a->size = end;
         }
@@ -207,6 +213,7 @@ Status KvMeta::Fallocate(const Context& ctx, Ino ino, int mode, uint64_t offset,
     return FsError(EFBIG, "fallocate range exceeds the maximum file size");
   }
   int64_t now = NowUnixNanos();
+  const auto qdirs = QuotaDirs();
   return Txn(
       [&](KvTxn& t) {
         AttrCache as(t);
@@ -236,6 +243,11 @@ Status KvMeta::Fallocate(const Context& ctx, Ino ino, int mode, uint64_t offset,
           int64_t delta = static_cast<int64_t>((end + 4095) / 4096 * 4096) -
                           static_cast<int64_t>((a->size + 4095) / 4096 * 4096);
           STRATA_RETURN_IF_ERROR(CheckSpace(delta, 0));
+          if (delta && a->nlink > 0) {
+            QuotaDeltas quota(qdirs.get(), as);
+            quota.Charge(a->parent, delta, 0);
+            STRATA_RETURN_IF_ERROR(quota.Apply(t));
+          }
           if (delta) t.IncrBy(kUsedSpace, delta);
           a->size = end;
         }

@@ -73,6 +73,7 @@ Result<Attr> KvMeta::SetAttr(const Context& ctx, Ino ino, uint32_t mask, const A
   int64_t now = NowUnixNanos();
   Attr out;
   bool root = !ctx.check_permission || ctx.uid == 0;
+  const auto qdirs = (mask & kSetSize) ? QuotaDirs() : nullptr;
   STRATA_RETURN_IF_ERROR(Txn(
       [&](KvTxn& t) {
         AttrCache as(t);
@@ -88,6 +89,14 @@ Result<Attr> KvMeta::SetAttr(const Context& ctx, Ino ino, uint32_t mask, const A
                 CheckSpace(static_cast<int64_t>((in.size + 4095) / 4096 * 4096) -
                                static_cast<int64_t>((a->size + 4095) / 4096 * 4096),
                            0));
+          }
+          if (in.size != a->size && a->nlink > 0) {
+            QuotaDeltas quota(qdirs.get(), as);
+            quota.Charge(a->parent,
+                         static_cast<int64_t>((in.size + 4095) / 4096 * 4096) -
+                             static_cast<int64_t>((a->size + 4095) / 4096 * 4096),
+                         0);
+            STRATA_RETURN_IF_ERROR(quota.Apply(t));
           }
           if (in.size != a->size)
             TruncateInTxn(t, ino, a, in.size, now);
@@ -226,6 +235,7 @@ Result<Entry> KvMeta::Link(const Context& ctx, Ino ino, Ino new_parent, std::str
   Entry e;
   e.name = std::string(new_name);
   e.ino = ino;
+  const auto qdirs = QuotaDirs();
   STRATA_RETURN_IF_ERROR(Txn(
       [&](KvTxn& t) {
         AttrCache as(t);
@@ -243,6 +253,9 @@ Result<Entry> KvMeta::Link(const Context& ctx, Ino ino, Ino new_parent, std::str
         if (t.Get(DentKey(new_parent, new_name)))
           return FsError(EEXIST, Quote(new_name) + " already exists");
         if (a->nlink >= 65000) return FsError(EMLINK, "too many links");
+        QuotaDeltas quota(qdirs.get(), as);
+        quota.Charge(new_parent, static_cast<int64_t>(SpaceOf(*a)), 1);
+        STRATA_RETURN_IF_ERROR(quota.Apply(t));
         t.Set(DentKey(new_parent, new_name), EncodeDent(a->mode, ino));
         a->nlink++;
         if (a->parent != new_parent) a->parent = 0;

@@ -50,6 +50,7 @@ constexpr ErrnoName kErrnos[] = {
     {ELOOP, "ELOOP", StatusCode::kInvalidArgument},
     {ENODEV, "ENODEV", StatusCode::kNotSupported},
     {EINTR, "EINTR", StatusCode::kUnavailable},
+    {EDQUOT, "EDQUOT", StatusCode::kResourceExhausted},
 };
 
 }  // namespace

@@ -27,6 +27,7 @@
 // engine serialises nothing beyond what the backend transaction requires.
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
@@ -154,6 +155,17 @@ struct Summary {
 
 struct CheckOptions {
   bool repair = false;
+};
+
+// A directory quota (JuiceFS `quota` semantics): limits on the space
+// (4 KiB-rounded, as Summary::size) and the number of inodes of everything
+// below directory `ino` (the directory itself not counted). 0 = no limit.
+// Usage is kept in the metadata engine, updated in the same transaction as
+// each change; a change that would pass a limit fails with EDQUOT.
+struct Quota {
+  Ino ino = 0;
+  uint64_t max_space = 0, max_inodes = 0;
+  int64_t used_space = 0, used_inodes = 0;
 };
 
 class MetaEngine {
@@ -289,6 +301,34 @@ class MetaEngine {
   // where each commit is already durable, and for Redis, whose durability is
   // the server's appendfsync setting). Call it from fsync.
   virtual Status Sync() { return Status::Ok(); }
+
+  // ---- directory quotas (kv_meta_quota.cc) ----
+  // Sets the limits of directory `ino`'s quota, creating it (its usage then
+  // computed from the tree) or changing an existing one (usage kept).
+  // Other clients enforce a new quota within about a second.
+  virtual Status SetQuota(Ino ino, uint64_t max_space, uint64_t max_inodes) {
+    (void)ino, (void)max_space, (void)max_inodes;
+    return FsError(ENOTSUP, "directory quotas are not supported by this engine");
+  }
+  // ENOENT when `ino` has no quota.
+  virtual Result<Quota> GetQuota(Ino ino) {
+    (void)ino;
+    return FsError(ENOTSUP, "directory quotas are not supported by this engine");
+  }
+  virtual Status DeleteQuota(Ino ino) {
+    (void)ino;
+    return FsError(ENOTSUP, "directory quotas are not supported by this engine");
+  }
+  virtual Result<std::vector<Quota>> ListQuotas() {
+    return FsError(ENOTSUP, "directory quotas are not supported by this engine");
+  }
+  // Recomputes the usage of the quota on `ino` (0: every quota) from the tree;
+  // one line per quota whose stored usage differs; with repair, stores the
+  // recomputed usage.
+  virtual Result<std::vector<std::string>> CheckQuotas(Ino ino, bool repair) {
+    (void)ino, (void)repair;
+    return FsError(ENOTSUP, "directory quotas are not supported by this engine");
+  }
 
   // ---- maintenance ----
   // fsck: nlink counts, dangling entries, orphan inodes, directory parents,
