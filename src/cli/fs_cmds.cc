@@ -2,6 +2,7 @@
 // command line: volume lifecycle (format, status, destroy), the FUSE mount,
 // and maintenance (gc, fsck, dump/load, warmup, bench).
 #include "cli/fs_cmds.h"
+#include "cli/fs_admin_cmds.h"
 #include "cli/exit_codes.h"
 
 #include <fcntl.h>
@@ -953,6 +954,8 @@ void RegisterFsCommands(CLI::App& app, int* exit_code) {
   x->add_flag("--yes", xa->yes, "Confirm");
   x->add_flag("--force", xa->force, "Even with active sessions");
   x->callback(wrap([xa] { return CmdDestroy(xa->meta, xa->yes, xa->force); }));
+
+  RegisterFsAdminCommands(fsc, wrap);  // quota, summary, config (fs_admin_cmds.cc)
 }
 
 }  // namespace strata::cli

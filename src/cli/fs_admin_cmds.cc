@@ -1,0 +1,407 @@
+// strata fs quota|summary|config — the volume administration commands that
+// JuiceFS users know (`juicefs quota`, `juicefs summary`, `juicefs config`),
+// working on the metadata engine directly (META_URL), with or without mounts.
+#include "cli/fs_admin_cmds.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include <strata/core/strings.h>
+#include <strata/fsmeta/meta_engine.h>
+
+#include "cli/exit_codes.h"
+
+namespace strata::cli {
+namespace {
+
+int Fail(std::string_view cmd, const Status& st) {
+  fmt::print(stderr, "strata fs {}: {}\n", cmd, st.ToString());
+  return ExitCodeFor(st);
+}
+
+std::string Human(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(bytes < 0 ? -bytes : bytes);
+  int u = 0;
+  while (v >= 1024 && u < 5) {
+    v /= 1024;
+    ++u;
+  }
+  const char* sign = bytes < 0 ? "-" : "";
+  return u == 0 ? fmt::format("{}{} B", sign, v) : fmt::format("{}{:.1f} {}", sign, v, units[u]);
+}
+
+Result<std::unique_ptr<fsmeta::MetaEngine>> Open(const std::string& url) {
+  STRATA_ASSIGN_OR_RETURN(auto meta, fsmeta::OpenMeta(url));
+  auto f = meta->LoadFormat();
+  if (!f) return f.error().WithContext(fmt::format("{} holds no formatted volume", url));
+  return meta;
+}
+
+fsmeta::Context RootCtx() {
+  fsmeta::Context c;
+  c.check_permission = false;
+  return c;
+}
+
+// The inode of PATH inside the volume ("/" or "" is the root).
+Result<fsmeta::Ino> Resolve(fsmeta::MetaEngine& m, const std::string& path) {
+  fsmeta::Ino ino = fsmeta::kRootIno;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    std::string name = path.substr(i, j - i);
+    i = j + 1;
+    if (name.empty() || name == ".") continue;
+    auto e = m.Lookup(RootCtx(), ino, name);
+    if (!e) return e.error().WithContext(fmt::format("path {}", path));
+    ino = e->ino;
+  }
+  return ino;
+}
+
+// ---- quota --------------------------------------------------------------------
+
+struct QuotaArgs {
+  std::string meta, path;
+  std::string capacity, inodes;
+  bool repair = false, strict = false;
+};
+
+std::string Limit(uint64_t v, bool bytes) {
+  if (v == 0) return "unlimited";
+  return bytes ? Human(static_cast<int64_t>(v)) : std::to_string(v);
+}
+
+void PrintQuotas(const std::vector<std::pair<std::string, fsmeta::Quota>>& rows) {
+  fmt::print("{:<30} {:>12} {:>12} {:>6} {:>12} {:>12} {:>6}\n", "PATH", "SIZE", "USED", "USE%", "INODES",
+             "IUSED", "IUSE%");
+  for (const auto& [path, q] : rows) {
+    auto pct = [](int64_t used, uint64_t max) {
+      if (max == 0) return std::string("-");
+      return fmt::format("{}%", static_cast<int64_t>(100.0 * static_cast<double>(used) / static_cast<double>(max)));
+    };
+    fmt::print("{:<30} {:>12} {:>12} {:>6} {:>12} {:>12} {:>6}\n", path, Limit(q.max_space, true),
+               Human(q.used_space), pct(q.used_space, q.max_space), Limit(q.max_inodes, false), q.used_inodes,
+               pct(q.used_inodes, q.max_inodes));
+  }
+}
+
+// The path of directory `ino` from the root, following parent pointers.
+std::string PathOf(fsmeta::MetaEngine& m, fsmeta::Ino ino) {
+  std::vector<std::string> parts;
+  for (int depth = 0; ino != fsmeta::kRootIno && depth < 1000; ++depth) {
+    auto a = m.GetAttr(ino);
+    if (!a || a->parent == 0) return fmt::format("<inode {}>", ino);
+    std::string name;
+    std::string after;
+    bool found = false;
+    while (!found) {
+      auto page = m.ReadDir(RootCtx(), a->parent, after, 1000, false);
+      if (!page || page->empty()) break;
+      for (const auto& e : *page) {
+        if (e.ino == ino) {
+          name = e.name;
+          found = true;
+          break;
+        }
+      }
+      after = page->back().name;
+    }
+    if (!found) return fmt::format("<inode {}>", ino);
+    parts.push_back(name);
+    ino = a->parent;
+  }
+  std::string p;
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) p += "/" + *it;
+  return p.empty() ? "/" : p;
+}
+
+int CmdQuota(const std::string& op, const QuotaArgs& a) {
+  auto m = Open(a.meta);
+  if (!m) return Fail("quota", m.error());
+  fsmeta::MetaEngine& meta = **m;
+  if (op == "ls") {
+    auto qs = meta.ListQuotas();
+    if (!qs) return Fail("quota ls", qs.error());
+    std::vector<std::pair<std::string, fsmeta::Quota>> rows;
+    for (const auto& q : *qs) rows.emplace_back(PathOf(meta, q.ino), q);
+    std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    PrintQuotas(rows);
+    return 0;
+  }
+  fsmeta::Ino ino = 0;
+  if (!a.path.empty()) {
+    auto r = Resolve(meta, a.path);
+    if (!r) return Fail("quota " + op, r.error());
+    ino = *r;
+  } else if (op != "check") {
+    fmt::print(stderr, "strata fs quota {}: --path DIR is required\n", op);
+    return kExitUsage;
+  }
+  if (op == "set") {
+    if (a.capacity.empty() && a.inodes.empty()) {
+      fmt::print(stderr, "strata fs quota set: give --capacity and/or --inodes\n");
+      return kExitUsage;
+    }
+    uint64_t cap = 0, inodes = 0;
+    auto old = meta.GetQuota(ino);
+    if (old) {  // an option not given keeps its limit
+      cap = old->max_space;
+      inodes = old->max_inodes;
+    }
+    if (!a.capacity.empty()) {
+      auto v = ParseByteSize(a.capacity);
+      if (!v) {
+        fmt::print(stderr, "strata fs quota set: --capacity \"{}\" is not a size (try 10G, 512MiB; 0: unlimited)\n",
+                   a.capacity);
+        return kExitUsage;
+      }
+      cap = *v;
+    }
+    if (!a.inodes.empty()) {
+      char* end = nullptr;
+      unsigned long long v = std::strtoull(a.inodes.c_str(), &end, 10);
+      if (a.inodes[0] == '-' || end == a.inodes.c_str() || *end != '\0') {
+        fmt::print(stderr, "strata fs quota set: --inodes \"{}\" is not a number (0: unlimited)\n", a.inodes);
+        return kExitUsage;
+      }
+      inodes = v;
+    }
+    Status st = meta.SetQuota(ino, cap, inodes);
+    if (!st.ok()) return Fail("quota set", st);
+  } else if (op == "delete") {
+    Status st = meta.DeleteQuota(ino);
+    if (!st.ok()) return Fail("quota delete", st);
+    fmt::print("quota of {} deleted\n", a.path);
+    return 0;
+  } else if (op == "check") {
+    auto lines = meta.CheckQuotas(ino, a.repair);
+    if (!lines) return Fail("quota check", lines.error());
+    for (const auto& l : *lines) fmt::print("{}\n", l);
+    if (lines->empty()) fmt::print("quota usage is consistent\n");
+    return lines->empty() || a.repair ? 0 : kExitSomeFailed;
+  }
+  auto q = meta.GetQuota(ino);
+  if (!q) return Fail("quota " + op, q.error());
+  PrintQuotas({{a.path, *q}});
+  return 0;
+}
+
+// ---- summary ------------------------------------------------------------------
+
+struct SummaryArgs {
+  std::string meta, path = "/";
+  int depth = 2, entries = 10;
+};
+
+struct Node {
+  std::string path;
+  fsmeta::Summary s;
+  std::vector<Node> children;  // only down to the requested depth, biggest first
+};
+
+Status Summarize(fsmeta::MetaEngine& m, fsmeta::Ino ino, const fsmeta::Attr& attr, const std::string& path,
+                 int depth, int entries, Node* out) {
+  out->path = path;
+  if (!S_ISDIR(attr.mode)) {
+    out->s.files = 1;
+    out->s.length = S_ISREG(attr.mode) ? attr.size : 0;
+    out->s.size = S_ISREG(attr.mode) ? (attr.size + 4095) / 4096 * 4096 : 0;
+    return Status::Ok();
+  }
+  if (depth <= 0) {
+    STRATA_ASSIGN_OR_RETURN(out->s, m.GetSummary(RootCtx(), ino));
+    return Status::Ok();
+  }
+  out->s.dirs = 1;
+  out->s.size = 4096;
+  std::string after;
+  for (;;) {
+    STRATA_ASSIGN_OR_RETURN(auto page, m.ReadDir(RootCtx(), ino, after, 1000, true));
+    if (page.empty()) break;
+    after = page.back().name;
+    for (const auto& e : page) {
+      Node child;
+      STRATA_RETURN_IF_ERROR(Summarize(m, e.ino, e.attr, (path == "/" ? "" : path) + "/" + e.name, depth - 1,
+                                       entries, &child));
+      out->s.files += child.s.files;
+      out->s.dirs += child.s.dirs;
+      out->s.length += child.s.length;
+      out->s.size += child.s.size;
+      out->children.push_back(std::move(child));
+    }
+  }
+  std::sort(out->children.begin(), out->children.end(),
+            [](const Node& x, const Node& y) { return x.s.size != y.s.size ? x.s.size > y.s.size : x.path < y.path; });
+  if (entries >= 0 && out->children.size() > static_cast<size_t>(entries)) {
+    Node others;
+    others.path = (path == "/" ? "" : path) + "/...";
+    for (size_t i = static_cast<size_t>(entries); i < out->children.size(); ++i) {
+      const auto& c = out->children[i].s;
+      others.s.files += c.files;
+      others.s.dirs += c.dirs;
+      others.s.length += c.length;
+      others.s.size += c.size;
+    }
+    out->children.resize(static_cast<size_t>(entries));
+    out->children.push_back(std::move(others));
+  }
+  return Status::Ok();
+}
+
+void PrintNode(const Node& n) {
+  fmt::print("{:<40} {:>12} {:>8} {:>8}\n", n.path, Human(static_cast<int64_t>(n.s.size)), n.s.dirs, n.s.files);
+  for (const auto& c : n.children) PrintNode(c);
+}
+
+int CmdSummary(const SummaryArgs& a) {
+  auto m = Open(a.meta);
+  if (!m) return Fail("summary", m.error());
+  auto ino = Resolve(**m, a.path);
+  if (!ino) return Fail("summary", ino.error());
+  auto attr = (*m)->GetAttr(*ino);
+  if (!attr) return Fail("summary", attr.error());
+  Node root;
+  Status st = Summarize(**m, *ino, *attr, a.path.empty() ? "/" : a.path, a.depth, a.entries, &root);
+  if (!st.ok()) return Fail("summary", st);
+  fmt::print("{:<40} {:>12} {:>8} {:>8}\n", "PATH", "SIZE", "DIRS", "FILES");
+  PrintNode(root);
+  return 0;
+}
+
+// ---- config -------------------------------------------------------------------
+
+struct ConfigArgs {
+  std::string meta;
+  std::optional<int> trash_days;
+  std::string capacity, inodes, storage, block_size, compress;
+};
+
+int CmdConfig(const ConfigArgs& a) {
+  auto m = Open(a.meta);
+  if (!m) return Fail("config", m.error());
+  auto f = (*m)->LoadFormat();
+  if (!f) return Fail("config", f.error());
+  fsmeta::Format nf = *f;
+  // Data already written is cut into blocks of this size and compressed so;
+  // changing either would make it unreadable.
+  if (!a.block_size.empty()) {
+    fmt::print(stderr,
+               "strata fs config: the block size cannot change after format (the data is stored in "
+               "blocks of {} bytes); create a new volume and copy the files\n",
+               f->block_size);
+    return kExitUsage;
+  }
+  if (!a.compress.empty()) {
+    fmt::print(stderr,
+               "strata fs config: the compression cannot change after format (blocks are stored with \"{}\"); "
+               "create a new volume and copy the files\n",
+               f->compress);
+    return kExitUsage;
+  }
+  bool changed = false;
+  if (a.trash_days) {
+    if (*a.trash_days < 0) {
+      fmt::print(stderr, "strata fs config: --trash-days must be >= 0\n");
+      return kExitUsage;
+    }
+    changed |= nf.trash_days != *a.trash_days;
+    nf.trash_days = *a.trash_days;
+  }
+  if (!a.capacity.empty()) {
+    auto v = ParseByteSize(a.capacity);
+    if (!v) {
+      fmt::print(stderr, "strata fs config: --capacity \"{}\" is not a size (0: unlimited)\n", a.capacity);
+      return kExitUsage;
+    }
+    changed |= nf.capacity != *v;
+    nf.capacity = *v;
+  }
+  if (!a.inodes.empty()) {
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(a.inodes.c_str(), &end, 10);
+    if (a.inodes[0] == '-' || end == a.inodes.c_str() || *end != '\0') {
+      fmt::print(stderr, "strata fs config: --inodes \"{}\" is not a number (0: unlimited)\n", a.inodes);
+      return kExitUsage;
+    }
+    changed |= nf.inodes != v;
+    nf.inodes = v;
+  }
+  bool storage_changed = false;
+  if (!a.storage.empty() && a.storage != nf.storage) {
+    nf.storage = a.storage;
+    storage_changed = changed = true;
+  }
+  if (changed) {
+    // Without force, Init keeps everything but the tunables; a new storage URL
+    // (new credentials or endpoint of the same bucket) needs the full rewrite.
+    Status st = (*m)->Init(nf, storage_changed);
+    if (!st.ok()) return Fail("config", st);
+  }
+  fmt::print("Volume:      {}\nStorage:     {}\nBlock size:  {}\nCompression: {}\nTrash days:  {}\nCapacity:    {}\n"
+             "Inodes:      {}\n",
+             nf.name, nf.storage, nf.block_size, nf.compress, nf.trash_days,
+             nf.capacity ? Human(static_cast<int64_t>(nf.capacity)) : "unlimited",
+             nf.inodes ? std::to_string(nf.inodes) : "unlimited");
+  if (changed) fmt::print("(changed; running mounts apply it when remounted)\n");
+  return 0;
+}
+
+}  // namespace
+
+void RegisterFsAdminCommands(CLI::App* fsc, const std::function<std::function<void()>(std::function<int()>)>& wrap) {
+  auto* q = fsc->add_subcommand("quota", "Directory quotas: limits on the space and inodes of a directory tree");
+  q->require_subcommand(1);
+  for (const char* op : {"set", "get", "delete", "ls", "check"}) {
+    auto qa = std::make_shared<QuotaArgs>();
+    std::string opname = op;
+    const char* help = opname == "set"      ? "Set (or change) the quota of --path (EDQUOT past it)"
+                       : opname == "get"    ? "Show the quota and usage of --path"
+                       : opname == "delete" ? "Remove the quota of --path"
+                       : opname == "ls"     ? "List every quota of the volume"
+                                            : "Recompute usage from the tree and report drift (--repair fixes it)";
+    auto* c = q->add_subcommand(opname, help);
+    c->add_option("meta", qa->meta, "Metadata URL")->required();
+    if (opname != "ls") {
+      c->add_option("--path", qa->path, "Directory inside the volume, from its root (e.g. /projects/a)");
+    }
+    if (opname == "set") {
+      c->add_option("--capacity", qa->capacity, "Space limit (e.g. 10G; 0: unlimited)");
+      c->add_option("--inodes", qa->inodes, "Inode limit (0: unlimited)");
+    }
+    if (opname == "check") c->add_flag("--repair", qa->repair, "Store the recomputed usage");
+    c->callback(wrap([opname, qa] { return CmdQuota(opname, *qa); }));
+  }
+
+  auto sa = std::make_shared<SummaryArgs>();
+  auto* s = fsc->add_subcommand("summary", "Size, directory and file counts of a tree, from the metadata");
+  s->add_option("meta", sa->meta, "Metadata URL")->required();
+  s->add_option("path", sa->path, "Directory inside the volume, from its root")->capture_default_str();
+  s->add_option("--depth", sa->depth, "Levels of subdirectories shown")->capture_default_str();
+  s->add_option("--entries", sa->entries, "Biggest entries shown per directory (the rest summed as .../)")
+      ->capture_default_str();
+  s->callback(wrap([sa] { return CmdSummary(*sa); }));
+
+  auto ca = std::make_shared<ConfigArgs>();
+  auto* c = fsc->add_subcommand("config", "Show or change a volume's settings after format");
+  c->add_option("meta", ca->meta, "Metadata URL")->required();
+  c->add_option("--trash-days", ca->trash_days, "Days deleted files stay in .trash (0: none)");
+  c->add_option("--capacity", ca->capacity, "Volume capacity (0: unlimited)");
+  c->add_option("--inodes", ca->inodes, "Volume inode limit (0: unlimited)");
+  c->add_option("--storage", ca->storage, "Object store URL (new credentials or endpoint; the same data)");
+  c->add_option("--block-size", ca->block_size, "Refused: fixed at format");
+  c->add_option("--compress", ca->compress, "Refused: fixed at format");
+  c->callback(wrap([ca] { return CmdConfig(*ca); }));
+}
+
+}  // namespace strata::cli
