@@ -107,6 +107,7 @@ class KvMeta final : public MetaEngine {
   Status Setlk(const Context& ctx, Ino ino, uint64_t owner, bool block,
                const LockRange& range) override;
 
+  Result<uint64_t> RemoveTree(const Context& ctx, Ino parent, std::string_view name) override;
   Status SetQuota(Ino ino, uint64_t max_space, uint64_t max_inodes) override;
   Result<Quota> GetQuota(Ino ino) override;
   Status DeleteQuota(Ino ino) override;
@@ -152,6 +153,9 @@ class KvMeta final : public MetaEngine {
   Result<EntryToRemove> FindEntryToRemove(const Context& ctx, AttrCache& as, Ino parent,
                                           std::string_view name) const;
   struct CheckRun;  // one fsck pass (check_dump.cc)
+  // RemoveTree's batch: unlinks the non-directory entries `names` of `dir` in
+  // one transaction; returns how many were removed.
+  Result<uint64_t> UnlinkBatch(const Context& ctx, Ino dir, const std::vector<std::string>& names);
 
   // The directories that have a quota, as this client last read them (at most
   // a second ago; at once after its own SetQuota/DeleteQuota). Read outside

@@ -317,6 +317,53 @@ TEST_P(QuotaTest, RemovedDirectoryTakesItsQuota) {
   EXPECT_TRUE(all.empty());
 }
 
+// RemoveTree (`strata fs rmr`): a tree of several levels and more entries
+// than one batch goes in full; its slices are queued for deletion; quotas
+// above it are given the space and inodes back; fsck finds nothing.
+TEST_P(QuotaTest, RemoveTreeRemovesEverythingBelow) {
+  Ino top = Dir(kRootIno, "top");
+  ASSERT_OK(m_->SetQuota(top, 0, 0));
+  Ino t = Dir(top, "t");
+  File(top, "keep", 10);
+  uint64_t entries = 1;  // t itself
+  for (int d = 0; d < 3; ++d) {
+    Ino sub = Dir(t, "d" + std::to_string(d));
+    entries++;
+    Ino deeper = Dir(sub, "deeper");
+    entries++;
+    File(deeper, "x", 5000);
+    entries++;
+    for (int i = 0; i < (d == 0 ? 600 : 20); ++i) {
+      File(sub, "f" + std::to_string(i), i % 2 ? 100 : 0);
+      entries++;
+    }
+  }
+  ASSERT_OK_AND_ASSIGN(Format f, m_->LoadFormat());
+  EXPECT_EQ(f.trash_days, 0);
+  ASSERT_OK_AND_ASSIGN(uint64_t n, m_->RemoveTree(root_, top, "t"));
+  EXPECT_EQ(n, entries);
+  EXPECT_ERRNO(m_->Lookup(root_, top, "t"), ENOENT);
+  ASSERT_OK(m_->Lookup(root_, top, "keep").status());
+  Quota q = Get(top);
+  EXPECT_EQ(q.used_inodes, 1);
+  EXPECT_EQ(q.used_space, 4096);
+  ASSERT_OK_AND_ASSIGN(auto pending, m_->PendingSliceDeletes(0));
+  EXPECT_EQ(pending.size(), 3u + 300u + 10u + 10u);  // every file that had data
+  ASSERT_OK_AND_ASSIGN(StatFs st, m_->StatFS(root_, kRootIno));
+  EXPECT_EQ(st.used_inodes, 3u);  // root, top, keep
+  ASSERT_OK_AND_ASSIGN(auto problems, m_->Check(CheckOptions{}));
+  EXPECT_TRUE(problems.empty()) << problems[0];
+  // A file is removed like unlink; a missing name is ENOENT; permissions hold.
+  ASSERT_OK_AND_ASSIGN(n, m_->RemoveTree(root_, top, "keep"));
+  EXPECT_EQ(n, 1u);
+  EXPECT_ERRNO(m_->RemoveTree(root_, top, "keep"), ENOENT);
+  Ino locked = Dir(kRootIno, "locked");
+  File(locked, "a");
+  Context alice{1000, 1000, {}, 1, true};
+  EXPECT_ERRNO(m_->RemoveTree(alice, kRootIno, "locked"), EACCES);
+  ASSERT_OK(m_->Lookup(root_, locked, "a").status());
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, QuotaTest, ::testing::Values("sqlite", "redis"),
                          [](const auto& info) { return info.param; });
 

@@ -330,6 +330,17 @@ class MetaEngine {
     return FsError(ENOTSUP, "directory quotas are not supported by this engine");
   }
 
+  // ---- trees (kv_meta_tree.cc) ----
+  // Removes entry `name` of `parent` and, for a directory, everything below
+  // it (`rm -rf` in the engine: the files of a directory in batches of one
+  // transaction each, deepest directories first). Files go to the trash or
+  // are freed as by Unlink; quotas are charged. Stops at the first error
+  // (what was removed stays removed). Returns how many entries were removed.
+  virtual Result<uint64_t> RemoveTree(const Context& ctx, Ino parent, std::string_view name) {
+    (void)ctx, (void)parent, (void)name;
+    return FsError(ENOTSUP, "recursive removal is not supported by this engine");
+  }
+
   // ---- maintenance ----
   // fsck: nlink counts, dangling entries, orphan inodes, directory parents,
   // chunk/slice sanity, file lengths vs. slices. Returns one line per problem
