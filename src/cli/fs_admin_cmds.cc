@@ -4,16 +4,26 @@
 #include "cli/fs_admin_cmds.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include <strata/core/clock.h>
+#include <strata/core/http_client.h>
 #include <strata/core/strings.h>
 #include <strata/fsmeta/meta_engine.h>
 
@@ -357,6 +367,164 @@ int CmdConfig(const ConfigArgs& a) {
   return 0;
 }
 
+// ---- rmr ----------------------------------------------------------------------
+
+struct RmrArgs {
+  std::vector<std::string> args;
+  std::string meta;
+};
+
+// Removes one tree given as (parent inode, name); prints and returns the exit code.
+int RemoveOne(fsmeta::MetaEngine& m, const std::string& shown, fsmeta::Ino parent, const std::string& name,
+              std::optional<uint64_t> expect_ino) {
+  fsmeta::Context ctx;
+  ctx.uid = static_cast<uint32_t>(geteuid());
+  ctx.gid = static_cast<uint32_t>(getegid());
+  ctx.pid = static_cast<uint32_t>(getpid());
+  if (expect_ino) {
+    // The path's parent inode number names a directory of this volume only if
+    // the path is on a mount of it: the entry must be the very inode lstat saw.
+    auto e = m.Lookup(ctx, parent, name);
+    if (!e || e->ino != *expect_ino) {
+      fmt::print(stderr, "strata fs rmr: {}: not on a mount of this volume (--meta)\n", shown);
+      return kExitUsage;
+    }
+  }
+  const int64_t t0 = MonotonicNanos();
+  auto n = m.RemoveTree(ctx, parent, name);
+  if (!n) return Fail("rmr " + shown, n.error());
+  fmt::print("{}: {} entries removed in {:.2f} s\n", shown, *n, static_cast<double>(MonotonicNanos() - t0) / 1e9);
+  return 0;
+}
+
+int CmdRmr(const RmrArgs& a) {
+  std::vector<std::string> paths = a.args;
+  std::string url = a.meta;
+  const bool volume_paths = !paths.empty() && paths[0].find("://") != std::string::npos;
+  if (volume_paths) {
+    url = paths[0];
+    paths.erase(paths.begin());
+  }
+  if (url.empty() || paths.empty()) {
+    fmt::print(stderr, "strata fs rmr: give META_URL /PATH/IN/VOLUME..., or PATH... on a mount with --meta URL\n");
+    return kExitUsage;
+  }
+  auto m = Open(url);
+  if (!m) return Fail("rmr", m.error());
+  int rc = 0;
+  for (const auto& p : paths) {
+    int r;
+    if (volume_paths) {
+      std::filesystem::path vp(p);
+      std::string name = vp.filename().string();
+      auto parent = Resolve(**m, vp.parent_path().string());
+      if (!parent) {
+        r = Fail("rmr " + p, parent.error());
+      } else if (name.empty() || name == "." || name == "..") {
+        fmt::print(stderr, "strata fs rmr: {}: name a file or directory below the root\n", p);
+        r = kExitUsage;
+      } else {
+        r = RemoveOne(**m, p, *parent, name, std::nullopt);
+      }
+    } else {
+      std::filesystem::path lp = std::filesystem::absolute(p).lexically_normal();
+      if (lp.filename().empty()) lp = lp.parent_path();
+      struct stat st, pst;
+      if (lstat(lp.c_str(), &st) != 0 || stat(lp.parent_path().c_str(), &pst) != 0) {
+        fmt::print(stderr, "strata fs rmr: {}: {}\n", p, std::strerror(errno));
+        r = kExitNotFound;
+      } else {
+        r = RemoveOne(**m, p, pst.st_ino, lp.filename().string(), static_cast<uint64_t>(st.st_ino));
+      }
+    }
+    if (r != 0 && rc == 0) rc = r;
+  }
+  return rc;
+}
+
+// ---- stats ----------------------------------------------------------------------
+
+struct StatsArgs {
+  std::string address = "127.0.0.1:9567";  // the mount's default --metrics
+  double interval = 1;
+  int count = 0;  // 0: until interrupted
+};
+
+struct OpSample {
+  double count = 0, sum = 0;
+};
+
+// strata_fs_op_seconds_{count,sum}{op="..."} and the byte counters of a
+// mount's /metrics page.
+Result<std::map<std::string, OpSample>> Scrape(http::HttpClient& c, const std::string& address, double* rbytes,
+                                               double* wbytes) {
+  http::ClientRequest req;
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos) return Status::InvalidArgument("address must be HOST:PORT: " + address);
+  req.host = address.substr(0, colon);
+  req.port = static_cast<uint16_t>(std::atoi(address.c_str() + colon + 1));
+  req.target = "/metrics";
+  STRATA_ASSIGN_OR_RETURN(auto resp, c.Send(req));
+  if (resp->status() != 200) {
+    return Status::IOError(fmt::format("{}: /metrics answered {}", address, resp->status()));
+  }
+  STRATA_ASSIGN_OR_RETURN(std::string body, resp->ReadAll());
+  std::map<std::string, OpSample> out;
+  std::istringstream in(body);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto value = [&] { return std::atof(line.c_str() + line.rfind(' ') + 1); };
+    if (line.rfind("strata_fs_read_bytes_total", 0) == 0) *rbytes = value();
+    if (line.rfind("strata_fs_written_bytes_total", 0) == 0) *wbytes = value();
+    const bool is_count = line.rfind("strata_fs_op_seconds_count{", 0) == 0;
+    const bool is_sum = line.rfind("strata_fs_op_seconds_sum{", 0) == 0;
+    if (!is_count && !is_sum) continue;
+    auto b = line.find("op=\"");
+    if (b == std::string::npos) continue;
+    auto e = line.find('"', b + 4);
+    std::string op = line.substr(b + 4, e - b - 4);
+    (is_count ? out[op].count : out[op].sum) = value();
+  }
+  if (out.empty()) return Status::NotFound(address + "/metrics has no strata_fs_op_seconds: not a Strata FS mount");
+  return out;
+}
+
+int CmdStats(const StatsArgs& a) {
+  if (a.interval <= 0) {
+    fmt::print(stderr, "strata fs stats: --interval must be > 0\n");
+    return kExitUsage;
+  }
+  http::ClientOptions o;
+  o.connect_timeout_ms = 3000;
+  o.io_timeout_ms = 5000;
+  http::HttpClient client(o);
+  double rb0 = 0, wb0 = 0;
+  auto prev = Scrape(client, a.address, &rb0, &wb0);
+  if (!prev) return Fail("stats", prev.error());
+  for (int round = 0; a.count == 0 || round < a.count; ++round) {
+    const int64_t t0 = MonotonicNanos();
+    std::this_thread::sleep_for(std::chrono::duration<double>(a.interval));
+    double rb = 0, wb = 0;
+    auto cur = Scrape(client, a.address, &rb, &wb);
+    if (!cur) return Fail("stats", cur.error());
+    const double dt = static_cast<double>(MonotonicNanos() - t0) / 1e9;
+    fmt::print("{:<12} {:>10} {:>12}   (last {:.1f} s; read {:.1f} MiB/s, write {:.1f} MiB/s)\n", "OP", "OPS/S",
+               "AVG LATENCY", dt, (rb - rb0) / dt / 1048576.0, (wb - wb0) / dt / 1048576.0);
+    for (const auto& [op, s] : *cur) {
+      const OpSample p = prev->count(op) ? prev->at(op) : OpSample{};
+      const double n = s.count - p.count;
+      if (n <= 0) continue;
+      fmt::print("{:<12} {:>10.1f} {:>9.3f} ms\n", op, n / dt, (s.sum - p.sum) / n * 1000.0);
+    }
+    fmt::print("\n");
+    std::fflush(stdout);
+    prev = std::move(cur);
+    rb0 = rb;
+    wb0 = wb;
+  }
+  return 0;
+}
+
 }  // namespace
 
 void RegisterFsAdminCommands(CLI::App* fsc, const std::function<std::function<void()>(std::function<int()>)>& wrap) {
@@ -391,6 +559,23 @@ void RegisterFsAdminCommands(CLI::App* fsc, const std::function<std::function<vo
   s->add_option("--entries", sa->entries, "Biggest entries shown per directory (the rest summed as .../)")
       ->capture_default_str();
   s->callback(wrap([sa] { return CmdSummary(*sa); }));
+
+  auto ra = std::make_shared<RmrArgs>();
+  auto* r = fsc->add_subcommand("rmr", "Remove directory trees in the metadata engine (much faster than rm -rf)");
+  r->add_option("args", ra->args, "META_URL /PATH/IN/VOLUME..., or PATH... inside a mount (with --meta)")
+      ->required();
+  r->add_option("--meta", ra->meta, "Metadata URL of the mounted volume (for paths inside a mount)")
+      ->envname("STRATA_META_URL");
+  r->footer("\nFiles go to the trash when the volume keeps one, as with rm. A mount may show removed\n"
+            "names until its --entry-timeout passes.");
+  r->callback(wrap([ra] { return CmdRmr(*ra); }));
+
+  auto sta = std::make_shared<StatsArgs>();
+  auto* st = fsc->add_subcommand("stats", "Live per-operation counters of a mount: ops/s and latency per FUSE op");
+  st->add_option("address", sta->address, "The mount's --metrics HOST:PORT")->capture_default_str();
+  st->add_option("--interval", sta->interval, "Seconds between refreshes")->capture_default_str();
+  st->add_option("--count", sta->count, "Refreshes before exiting (0: until interrupted)")->capture_default_str();
+  st->callback(wrap([sta] { return CmdStats(*sta); }));
 
   auto ca = std::make_shared<ConfigArgs>();
   auto* c = fsc->add_subcommand("config", "Show or change a volume's settings after format");
