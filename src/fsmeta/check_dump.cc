@@ -432,6 +432,17 @@ Status KvMeta::Dump(std::ostream& out) {
     first = false;
     return true;
   }));
+  out << "],\n\"quotas\":[";  // [dir ino, max space, max inodes, used space, used inodes]
+  first = true;
+  STRATA_RETURN_IF_ERROR(kv_->ScanAll(QuotaPrefix(), [&](const std::string& k, const std::string& v) {
+    if (k.size() != 17 || v.size() != 32) return true;
+    json j = json::array({DecodeBigEndian64(k.data() + 9)});
+    for (int i = 0; i < 2; ++i) j.push_back(DecodeBigEndian64(v.data() + 8 * i));
+    for (int i = 2; i < 4; ++i) j.push_back(static_cast<int64_t>(DecodeBigEndian64(v.data() + 8 * i)));
+    out << (first ? "" : ",") << j.dump();
+    first = false;
+    return true;
+  }));
   out << "]}\n";
   if (!out) return Status::IOError("writing the metadata dump failed");
   return Status::Ok();
@@ -535,6 +546,16 @@ Status KvMeta::Load(std::istream& in) {
         std::string v;
         PutBigEndian32(&v, j.at(1).get<uint32_t>());
         STRATA_RETURN_IF_ERROR(add(DelSliceKey(j.at(0).get<uint64_t>()), v));
+      }
+    }
+    if (doc.contains("quotas")) {
+      for (const auto& j : doc["quotas"]) {
+        std::string v;
+        PutBigEndian64(&v, j.at(1).get<uint64_t>());
+        PutBigEndian64(&v, j.at(2).get<uint64_t>());
+        PutBigEndian64(&v, static_cast<uint64_t>(j.at(3).get<int64_t>()));
+        PutBigEndian64(&v, static_cast<uint64_t>(j.at(4).get<int64_t>()));
+        STRATA_RETURN_IF_ERROR(add(QuotaKey(j.at(0).get<Ino>()), v));
       }
     }
   } catch (const std::exception& e) {

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -362,6 +363,21 @@ TEST_P(QuotaTest, RemoveTreeRemovesEverythingBelow) {
   Context alice{1000, 1000, {}, 1, true};
   EXPECT_ERRNO(m_->RemoveTree(alice, kRootIno, "locked"), EACCES);
   ASSERT_OK(m_->Lookup(root_, locked, "a").status());
+}
+
+TEST_P(QuotaTest, DumpAndLoadKeepQuotas) {
+  Ino d = Dir(kRootIno, "d");
+  File(d, "f", 5000);
+  ASSERT_OK(m_->SetQuota(d, 1 << 20, 10));
+  std::stringstream dump;
+  ASSERT_OK(m_->Dump(dump));
+  ASSERT_OK(m_->Destroy());
+  ASSERT_OK(m_->Load(dump));
+  Quota q = Get(d);
+  EXPECT_EQ(q.max_space, 1u << 20);
+  EXPECT_EQ(q.max_inodes, 10u);
+  EXPECT_EQ(q.used_space, 8192);
+  EXPECT_EQ(q.used_inodes, 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, QuotaTest, ::testing::Values("sqlite", "redis"),
