@@ -93,16 +93,17 @@ std::string Limit(uint64_t v, bool bytes) {
 }
 
 void PrintQuotas(const std::vector<std::pair<std::string, fsmeta::Quota>>& rows) {
-  fmt::print("{:<30} {:>12} {:>12} {:>6} {:>12} {:>12} {:>6}\n", "PATH", "SIZE", "USED", "USE%", "INODES",
-             "IUSED", "IUSE%");
+  fmt::print("{:<30} {:>12} {:>12} {:>6} {:>12} {:>12} {:>6}\n", "PATH", "SIZE", "USED", "USE%",
+             "INODES", "IUSED", "IUSE%");
   for (const auto& [path, q] : rows) {
     auto pct = [](int64_t used, uint64_t max) {
       if (max == 0) return std::string("-");
-      return fmt::format("{}%", static_cast<int64_t>(100.0 * static_cast<double>(used) / static_cast<double>(max)));
+      return fmt::format("{}%", static_cast<int64_t>(100.0 * static_cast<double>(used) /
+                                                     static_cast<double>(max)));
     };
     fmt::print("{:<30} {:>12} {:>12} {:>6} {:>12} {:>12} {:>6}\n", path, Limit(q.max_space, true),
-               Human(q.used_space), pct(q.used_space, q.max_space), Limit(q.max_inodes, false), q.used_inodes,
-               pct(q.used_inodes, q.max_inodes));
+               Human(q.used_space), pct(q.used_space, q.max_space), Limit(q.max_inodes, false),
+               q.used_inodes, pct(q.used_inodes, q.max_inodes));
   }
 }
 
@@ -145,7 +146,8 @@ int CmdQuota(const std::string& op, const QuotaArgs& a) {
     if (!qs) return Fail("quota ls", qs.error());
     std::vector<std::pair<std::string, fsmeta::Quota>> rows;
     for (const auto& q : *qs) rows.emplace_back(PathOf(meta, q.ino), q);
-    std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& x, const auto& y) { return x.first < y.first; });
     PrintQuotas(rows);
     return 0;
   }
@@ -172,7 +174,9 @@ int CmdQuota(const std::string& op, const QuotaArgs& a) {
     if (!a.capacity.empty()) {
       auto v = ParseByteSize(a.capacity);
       if (!v) {
-        fmt::print(stderr, "strata fs quota set: --capacity \"{}\" is not a size (try 10G, 512MiB; 0: unlimited)\n",
+        fmt::print(stderr,
+                   "strata fs quota set: --capacity \"{}\" is not a size (try 10G, 512MiB; 0: "
+                   "unlimited)\n",
                    a.capacity);
         return kExitUsage;
       }
@@ -182,7 +186,8 @@ int CmdQuota(const std::string& op, const QuotaArgs& a) {
       char* end = nullptr;
       unsigned long long v = std::strtoull(a.inodes.c_str(), &end, 10);
       if (a.inodes[0] == '-' || end == a.inodes.c_str() || *end != '\0') {
-        fmt::print(stderr, "strata fs quota set: --inodes \"{}\" is not a number (0: unlimited)\n", a.inodes);
+        fmt::print(stderr, "strata fs quota set: --inodes \"{}\" is not a number (0: unlimited)\n",
+                   a.inodes);
         return kExitUsage;
       }
       inodes = v;
@@ -220,8 +225,8 @@ struct Node {
   std::vector<Node> children;  // only down to the requested depth, biggest first
 };
 
-Status Summarize(fsmeta::MetaEngine& m, fsmeta::Ino ino, const fsmeta::Attr& attr, const std::string& path,
-                 int depth, int entries, Node* out) {
+Status Summarize(fsmeta::MetaEngine& m, fsmeta::Ino ino, const fsmeta::Attr& attr,
+                 const std::string& path, int depth, int entries, Node* out) {
   out->path = path;
   if (!S_ISDIR(attr.mode)) {
     out->s.files = 1;
@@ -242,8 +247,8 @@ Status Summarize(fsmeta::MetaEngine& m, fsmeta::Ino ino, const fsmeta::Attr& att
     after = page.back().name;
     for (const auto& e : page) {
       Node child;
-      STRATA_RETURN_IF_ERROR(Summarize(m, e.ino, e.attr, (path == "/" ? "" : path) + "/" + e.name, depth - 1,
-                                       entries, &child));
+      STRATA_RETURN_IF_ERROR(Summarize(m, e.ino, e.attr, (path == "/" ? "" : path) + "/" + e.name,
+                                       depth - 1, entries, &child));
       out->s.files += child.s.files;
       out->s.dirs += child.s.dirs;
       out->s.length += child.s.length;
@@ -251,8 +256,9 @@ Status Summarize(fsmeta::MetaEngine& m, fsmeta::Ino ino, const fsmeta::Attr& att
       out->children.push_back(std::move(child));
     }
   }
-  std::sort(out->children.begin(), out->children.end(),
-            [](const Node& x, const Node& y) { return x.s.size != y.s.size ? x.s.size > y.s.size : x.path < y.path; });
+  std::sort(out->children.begin(), out->children.end(), [](const Node& x, const Node& y) {
+    return x.s.size != y.s.size ? x.s.size > y.s.size : x.path < y.path;
+  });
   if (entries >= 0 && out->children.size() > static_cast<size_t>(entries)) {
     Node others;
     others.path = (path == "/" ? "" : path) + "/...";
@@ -270,7 +276,8 @@ Status Summarize(fsmeta::MetaEngine& m, fsmeta::Ino ino, const fsmeta::Attr& att
 }
 
 void PrintNode(const Node& n) {
-  fmt::print("{:<40} {:>12} {:>8} {:>8}\n", n.path, Human(static_cast<int64_t>(n.s.size)), n.s.dirs, n.s.files);
+  fmt::print("{:<40} {:>12} {:>8} {:>8}\n", n.path, Human(static_cast<int64_t>(n.s.size)), n.s.dirs,
+             n.s.files);
   for (const auto& c : n.children) PrintNode(c);
 }
 
@@ -314,7 +321,8 @@ int CmdConfig(const ConfigArgs& a) {
   }
   if (!a.compress.empty()) {
     fmt::print(stderr,
-               "strata fs config: the compression cannot change after format (blocks are stored with \"{}\"); "
+               "strata fs config: the compression cannot change after format (blocks are stored "
+               "with \"{}\"); "
                "create a new volume and copy the files\n",
                f->compress);
     return kExitUsage;
@@ -331,7 +339,8 @@ int CmdConfig(const ConfigArgs& a) {
   if (!a.capacity.empty()) {
     auto v = ParseByteSize(a.capacity);
     if (!v) {
-      fmt::print(stderr, "strata fs config: --capacity \"{}\" is not a size (0: unlimited)\n", a.capacity);
+      fmt::print(stderr, "strata fs config: --capacity \"{}\" is not a size (0: unlimited)\n",
+                 a.capacity);
       return kExitUsage;
     }
     changed |= nf.capacity != *v;
@@ -341,7 +350,8 @@ int CmdConfig(const ConfigArgs& a) {
     char* end = nullptr;
     unsigned long long v = std::strtoull(a.inodes.c_str(), &end, 10);
     if (a.inodes[0] == '-' || end == a.inodes.c_str() || *end != '\0') {
-      fmt::print(stderr, "strata fs config: --inodes \"{}\" is not a number (0: unlimited)\n", a.inodes);
+      fmt::print(stderr, "strata fs config: --inodes \"{}\" is not a number (0: unlimited)\n",
+                 a.inodes);
       return kExitUsage;
     }
     changed |= nf.inodes != v;
@@ -358,11 +368,13 @@ int CmdConfig(const ConfigArgs& a) {
     Status st = (*m)->Init(nf, storage_changed);
     if (!st.ok()) return Fail("config", st);
   }
-  fmt::print("Volume:      {}\nStorage:     {}\nBlock size:  {}\nCompression: {}\nTrash days:  {}\nCapacity:    {}\n"
-             "Inodes:      {}\n",
-             nf.name, nf.storage, nf.block_size, nf.compress, nf.trash_days,
-             nf.capacity ? Human(static_cast<int64_t>(nf.capacity)) : "unlimited",
-             nf.inodes ? std::to_string(nf.inodes) : "unlimited");
+  fmt::print(
+      "Volume:      {}\nStorage:     {}\nBlock size:  {}\nCompression: {}\nTrash days:  "
+      "{}\nCapacity:    {}\n"
+      "Inodes:      {}\n",
+      nf.name, nf.storage, nf.block_size, nf.compress, nf.trash_days,
+      nf.capacity ? Human(static_cast<int64_t>(nf.capacity)) : "unlimited",
+      nf.inodes ? std::to_string(nf.inodes) : "unlimited");
   if (changed) fmt::print("(changed; running mounts apply it when remounted)\n");
   return 0;
 }
@@ -375,8 +387,8 @@ struct RmrArgs {
 };
 
 // Removes one tree given as (parent inode, name); prints and returns the exit code.
-int RemoveOne(fsmeta::MetaEngine& m, const std::string& shown, fsmeta::Ino parent, const std::string& name,
-              std::optional<uint64_t> expect_ino) {
+int RemoveOne(fsmeta::MetaEngine& m, const std::string& shown, fsmeta::Ino parent,
+              const std::string& name, std::optional<uint64_t> expect_ino) {
   fsmeta::Context ctx;
   ctx.uid = static_cast<uint32_t>(geteuid());
   ctx.gid = static_cast<uint32_t>(getegid());
@@ -393,7 +405,8 @@ int RemoveOne(fsmeta::MetaEngine& m, const std::string& shown, fsmeta::Ino paren
   const int64_t t0 = MonotonicNanos();
   auto n = m.RemoveTree(ctx, parent, name);
   if (!n) return Fail("rmr " + shown, n.error());
-  fmt::print("{}: {} entries removed in {:.2f} s\n", shown, *n, static_cast<double>(MonotonicNanos() - t0) / 1e9);
+  fmt::print("{}: {} entries removed in {:.2f} s\n", shown, *n,
+             static_cast<double>(MonotonicNanos() - t0) / 1e9);
   return 0;
 }
 
@@ -406,7 +419,9 @@ int CmdRmr(const RmrArgs& a) {
     paths.erase(paths.begin());
   }
   if (url.empty() || paths.empty()) {
-    fmt::print(stderr, "strata fs rmr: give META_URL /PATH/IN/VOLUME..., or PATH... on a mount with --meta URL\n");
+    fmt::print(
+        stderr,
+        "strata fs rmr: give META_URL /PATH/IN/VOLUME..., or PATH... on a mount with --meta URL\n");
     return kExitUsage;
   }
   auto m = Open(url);
@@ -456,11 +471,12 @@ struct OpSample {
 
 // strata_fs_op_seconds_{count,sum}{op="..."} and the byte counters of a
 // mount's /metrics page.
-Result<std::map<std::string, OpSample>> Scrape(http::HttpClient& c, const std::string& address, double* rbytes,
-                                               double* wbytes) {
+Result<std::map<std::string, OpSample>> Scrape(http::HttpClient& c, const std::string& address,
+                                               double* rbytes, double* wbytes) {
   http::ClientRequest req;
   auto colon = address.rfind(':');
-  if (colon == std::string::npos) return Status::InvalidArgument("address must be HOST:PORT: " + address);
+  if (colon == std::string::npos)
+    return Status::InvalidArgument("address must be HOST:PORT: " + address);
   req.host = address.substr(0, colon);
   req.port = static_cast<uint16_t>(std::atoi(address.c_str() + colon + 1));
   req.target = "/metrics";
@@ -485,7 +501,9 @@ Result<std::map<std::string, OpSample>> Scrape(http::HttpClient& c, const std::s
     std::string op = line.substr(b + 4, e - b - 4);
     (is_count ? out[op].count : out[op].sum) = value();
   }
-  if (out.empty()) return Status::NotFound(address + "/metrics has no strata_fs_op_seconds: not a Strata FS mount");
+  if (out.empty())
+    return Status::NotFound(address +
+                            "/metrics has no strata_fs_op_seconds: not a Strata FS mount");
   return out;
 }
 
@@ -508,8 +526,9 @@ int CmdStats(const StatsArgs& a) {
     auto cur = Scrape(client, a.address, &rb, &wb);
     if (!cur) return Fail("stats", cur.error());
     const double dt = static_cast<double>(MonotonicNanos() - t0) / 1e9;
-    fmt::print("{:<12} {:>10} {:>12}   (last {:.1f} s; read {:.1f} MiB/s, write {:.1f} MiB/s)\n", "OP", "OPS/S",
-               "AVG LATENCY", dt, (rb - rb0) / dt / 1048576.0, (wb - wb0) / dt / 1048576.0);
+    fmt::print("{:<12} {:>10} {:>12}   (last {:.1f} s; read {:.1f} MiB/s, write {:.1f} MiB/s)\n",
+               "OP", "OPS/S", "AVG LATENCY", dt, (rb - rb0) / dt / 1048576.0,
+               (wb - wb0) / dt / 1048576.0);
     for (const auto& [op, s] : *cur) {
       const OpSample p = prev->count(op) ? prev->at(op) : OpSample{};
       const double n = s.count - p.count;
@@ -527,8 +546,10 @@ int CmdStats(const StatsArgs& a) {
 
 }  // namespace
 
-void RegisterFsAdminCommands(CLI::App* fsc, const std::function<std::function<void()>(std::function<int()>)>& wrap) {
-  auto* q = fsc->add_subcommand("quota", "Directory quotas: limits on the space and inodes of a directory tree");
+void RegisterFsAdminCommands(
+    CLI::App* fsc, const std::function<std::function<void()>(std::function<int()>)>& wrap) {
+  auto* q = fsc->add_subcommand(
+      "quota", "Directory quotas: limits on the space and inodes of a directory tree");
   q->require_subcommand(1);
   for (const char* op : {"set", "get", "delete", "ls", "check"}) {
     auto qa = std::make_shared<QuotaArgs>();
@@ -536,12 +557,14 @@ void RegisterFsAdminCommands(CLI::App* fsc, const std::function<std::function<vo
     const char* help = opname == "set"      ? "Set (or change) the quota of --path (EDQUOT past it)"
                        : opname == "get"    ? "Show the quota and usage of --path"
                        : opname == "delete" ? "Remove the quota of --path"
-                       : opname == "ls"     ? "List every quota of the volume"
-                                            : "Recompute usage from the tree and report drift (--repair fixes it)";
+                       : opname == "ls"
+                           ? "List every quota of the volume"
+                           : "Recompute usage from the tree and report drift (--repair fixes it)";
     auto* c = q->add_subcommand(opname, help);
     c->add_option("meta", qa->meta, "Metadata URL")->required();
     if (opname != "ls") {
-      c->add_option("--path", qa->path, "Directory inside the volume, from its root (e.g. /projects/a)");
+      c->add_option("--path", qa->path,
+                    "Directory inside the volume, from its root (e.g. /projects/a)");
     }
     if (opname == "set") {
       c->add_option("--capacity", qa->capacity, "Space limit (e.g. 10G; 0: unlimited)");
@@ -552,29 +575,37 @@ void RegisterFsAdminCommands(CLI::App* fsc, const std::function<std::function<vo
   }
 
   auto sa = std::make_shared<SummaryArgs>();
-  auto* s = fsc->add_subcommand("summary", "Size, directory and file counts of a tree, from the metadata");
+  auto* s = fsc->add_subcommand("summary",
+                                "Size, directory and file counts of a tree, from the metadata");
   s->add_option("meta", sa->meta, "Metadata URL")->required();
-  s->add_option("path", sa->path, "Directory inside the volume, from its root")->capture_default_str();
+  s->add_option("path", sa->path, "Directory inside the volume, from its root")
+      ->capture_default_str();
   s->add_option("--depth", sa->depth, "Levels of subdirectories shown")->capture_default_str();
-  s->add_option("--entries", sa->entries, "Biggest entries shown per directory (the rest summed as .../)")
+  s->add_option("--entries", sa->entries,
+                "Biggest entries shown per directory (the rest summed as .../)")
       ->capture_default_str();
   s->callback(wrap([sa] { return CmdSummary(*sa); }));
 
   auto ra = std::make_shared<RmrArgs>();
-  auto* r = fsc->add_subcommand("rmr", "Remove directory trees in the metadata engine (much faster than rm -rf)");
-  r->add_option("args", ra->args, "META_URL /PATH/IN/VOLUME..., or PATH... inside a mount (with --meta)")
+  auto* r = fsc->add_subcommand(
+      "rmr", "Remove directory trees in the metadata engine (much faster than rm -rf)");
+  r->add_option("args", ra->args,
+                "META_URL /PATH/IN/VOLUME..., or PATH... inside a mount (with --meta)")
       ->required();
   r->add_option("--meta", ra->meta, "Metadata URL of the mounted volume (for paths inside a mount)")
       ->envname("STRATA_META_URL");
-  r->footer("\nFiles go to the trash when the volume keeps one, as with rm. A mount may show removed\n"
-            "names until its --entry-timeout passes.");
+  r->footer(
+      "\nFiles go to the trash when the volume keeps one, as with rm. A mount may show removed\n"
+      "names until its --entry-timeout passes.");
   r->callback(wrap([ra] { return CmdRmr(*ra); }));
 
   auto sta = std::make_shared<StatsArgs>();
-  auto* st = fsc->add_subcommand("stats", "Live per-operation counters of a mount: ops/s and latency per FUSE op");
+  auto* st = fsc->add_subcommand(
+      "stats", "Live per-operation counters of a mount: ops/s and latency per FUSE op");
   st->add_option("address", sta->address, "The mount's --metrics HOST:PORT")->capture_default_str();
   st->add_option("--interval", sta->interval, "Seconds between refreshes")->capture_default_str();
-  st->add_option("--count", sta->count, "Refreshes before exiting (0: until interrupted)")->capture_default_str();
+  st->add_option("--count", sta->count, "Refreshes before exiting (0: until interrupted)")
+      ->capture_default_str();
   st->callback(wrap([sta] { return CmdStats(*sta); }));
 
   auto ca = std::make_shared<ConfigArgs>();
@@ -583,7 +614,8 @@ void RegisterFsAdminCommands(CLI::App* fsc, const std::function<std::function<vo
   c->add_option("--trash-days", ca->trash_days, "Days deleted files stay in .trash (0: none)");
   c->add_option("--capacity", ca->capacity, "Volume capacity (0: unlimited)");
   c->add_option("--inodes", ca->inodes, "Volume inode limit (0: unlimited)");
-  c->add_option("--storage", ca->storage, "Object store URL (new credentials or endpoint; the same data)");
+  c->add_option("--storage", ca->storage,
+                "Object store URL (new credentials or endpoint; the same data)");
   c->add_option("--block-size", ca->block_size, "Refused: fixed at format");
   c->add_option("--compress", ca->compress, "Refused: fixed at format");
   c->callback(wrap([ca] { return CmdConfig(*ca); }));

@@ -240,17 +240,18 @@ Status KvMeta::DeleteQuota(Ino ino) {
 Result<std::vector<Quota>> KvMeta::ListQuotas() {
   std::vector<Quota> out;
   Status bad;
-  STRATA_RETURN_IF_ERROR(kv_->ScanAll(QuotaPrefix(), [&](const std::string& k, const std::string& v) {
-    if (k.size() != kGroupLen + 8) return true;
-    Quota q;
-    if (!DecodeQuota(v, QuotaIno(k), &q)) {
-      bad = Status::Corruption("quota record of inode " + std::to_string(QuotaIno(k)) +
-                               " is corrupt");
-      return false;
-    }
-    out.push_back(q);
-    return true;
-  }));
+  STRATA_RETURN_IF_ERROR(
+      kv_->ScanAll(QuotaPrefix(), [&](const std::string& k, const std::string& v) {
+        if (k.size() != kGroupLen + 8) return true;
+        Quota q;
+        if (!DecodeQuota(v, QuotaIno(k), &q)) {
+          bad = Status::Corruption("quota record of inode " + std::to_string(QuotaIno(k)) +
+                                   " is corrupt");
+          return false;
+        }
+        out.push_back(q);
+        return true;
+      }));
   STRATA_RETURN_IF_ERROR(bad);
   return out;
 }
@@ -288,7 +289,8 @@ Result<std::vector<std::string>> KvMeta::CheckQuotas(Ino ino, bool repair) {
             auto v = t.Get(QuotaKey(stored.ino));
             if (!v) return Status::Ok();
             Quota q;
-            if (!DecodeQuota(*v, stored.ino, &q)) return Status::Corruption("quota record is corrupt");
+            if (!DecodeQuota(*v, stored.ino, &q))
+              return Status::Corruption("quota record is corrupt");
             q.used_space += ds;
             q.used_inodes += di;
             t.Set(QuotaKey(stored.ino), EncodeQuota(q));

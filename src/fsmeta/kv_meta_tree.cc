@@ -25,7 +25,8 @@ namespace {
 constexpr size_t kBatch = 256;  // entries per transaction
 }  // namespace
 
-Result<uint64_t> KvMeta::UnlinkBatch(const Context& ctx, Ino dir, const std::vector<std::string>& names) {
+Result<uint64_t> KvMeta::UnlinkBatch(const Context& ctx, Ino dir,
+                                     const std::vector<std::string>& names) {
   const int64_t now = NowUnixNanos();
   const auto qdirs = QuotaDirs();
   uint64_t removed = 0;

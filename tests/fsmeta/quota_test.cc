@@ -75,10 +75,9 @@ class QuotaTest : public ::testing::TestWithParam<std::string> {
     EXPECT_OK(r);
     if (!r.has_value()) return 0;
     if (size) {
-      EXPECT_OK(m_->Write(r->ino, 0, 0,
-                          Slice{++slice_, static_cast<uint32_t>(size), 0,
-                                static_cast<uint32_t>(size), 0},
-                          1));
+      EXPECT_OK(m_->Write(
+          r->ino, 0, 0,
+          Slice{++slice_, static_cast<uint32_t>(size), 0, static_cast<uint32_t>(size), 0}, 1));
     }
     return r->ino;
   }
@@ -97,9 +96,9 @@ class QuotaTest : public ::testing::TestWithParam<std::string> {
 
 TEST_P(QuotaTest, SetCountsWhatIsAlreadyThere) {
   Ino d = Dir(kRootIno, "d");
-  File(d, "a", 5000);        // 8 KiB rounded
-  Ino sub = Dir(d, "sub");   // 4 KiB, one inode
-  File(sub, "b", 1);         // 4 KiB
+  File(d, "a", 5000);       // 8 KiB rounded
+  Ino sub = Dir(d, "sub");  // 4 KiB, one inode
+  File(sub, "b", 1);        // 4 KiB
   File(kRootIno, "outside", 100000);
   ASSERT_OK(m_->SetQuota(d, 1 << 20, 100));
   Quota q = Get(d);
@@ -196,8 +195,8 @@ TEST_P(QuotaTest, RenameMovesUsageBetweenTrees) {
   Ino b = Dir(kRootIno, "b");
   ASSERT_OK(m_->SetQuota(a, 0, 0));
   ASSERT_OK(m_->SetQuota(b, 8192, 0));
-  File(a, "small", 100);   // 4 KiB
-  File(a, "big", 10000);   // 12 KiB
+  File(a, "small", 100);  // 4 KiB
+  File(a, "big", 10000);  // 12 KiB
   ASSERT_OK(m_->Rename(root_, a, "small", b, "small", 0));
   EXPECT_EQ(Get(a).used_space, 12288);
   EXPECT_EQ(Get(b).used_space, 4096);
