@@ -443,6 +443,14 @@ Status KvMeta::Dump(std::ostream& out) {
     first = false;
     return true;
   }));
+  out << "],\n\"slicerefs\":[";  // [slice id, extra references] of slices shared by clones
+  first = true;
+  STRATA_RETURN_IF_ERROR(kv_->ScanAll("R", [&](const std::string& k, const std::string& v) {
+    if (k.size() != 9) return true;
+    out << (first ? "" : ",") << json::array({DecodeBigEndian64(k.data() + 1), std::stoll(v)}).dump();
+    first = false;
+    return true;
+  }));
   out << "]}\n";
   if (!out) return Status::IOError("writing the metadata dump failed");
   return Status::Ok();
@@ -556,6 +564,11 @@ Status KvMeta::Load(std::istream& in) {
         PutBigEndian64(&v, static_cast<uint64_t>(j.at(3).get<int64_t>()));
         PutBigEndian64(&v, static_cast<uint64_t>(j.at(4).get<int64_t>()));
         STRATA_RETURN_IF_ERROR(add(QuotaKey(j.at(0).get<Ino>()), v));
+      }
+    }
+    if (doc.contains("slicerefs")) {
+      for (const auto& j : doc["slicerefs"]) {
+        STRATA_RETURN_IF_ERROR(add(SliceRefKey(j.at(0).get<uint64_t>()), std::to_string(j.at(1).get<int64_t>())));
       }
     }
   } catch (const std::exception& e) {

@@ -17,6 +17,7 @@
 //   E<0><sid>                   session info (JSON)
 //   Q<0><slice id>              slice waiting for its objects to be deleted -> size
 //   P<0><dir ino>               directory quota -> limits and usage (kv_meta_quota.cc)
+//   R<slice id>                 extra references of a slice shared by clones (decimal)
 #pragma once
 
 #include <cstdint>
@@ -87,6 +88,9 @@ inline std::string QuotaKey(Ino dir) {
   PutBigEndian64(&k, dir);
   return k;
 }
+// Slices shared by clones (kv_meta_tree.cc): how many chunks beyond the first
+// reference the slice; absent = one owner.
+inline std::string SliceRefKey(uint64_t id) { return Key1('R', id); }
 // H<sid><lock key>: the locks a session holds, for cleanup without a scan.
 inline std::string HeldPrefix(uint64_t sid) { return Key1('H', sid); }
 inline std::string HeldKey(uint64_t sid, const std::string& lock_key) { return Key1('H', sid) + lock_key; }

@@ -108,6 +108,7 @@ class KvMeta final : public MetaEngine {
                const LockRange& range) override;
 
   Result<uint64_t> RemoveTree(const Context& ctx, Ino parent, std::string_view name) override;
+  Result<Entry> CloneFile(const Context& ctx, Ino ino, Ino new_parent, std::string_view name) override;
   Status SetQuota(Ino ino, uint64_t max_space, uint64_t max_inodes) override;
   Result<Quota> GetQuota(Ino ino) override;
   Status DeleteQuota(Ino ino) override;
@@ -136,6 +137,9 @@ class KvMeta final : public MetaEngine {
                          bool open_after);
   void TruncateInTxn(KvTxn& t, Ino ino, Attr* a, uint64_t length, int64_t now);
   void QueueSlices(KvTxn& t, std::string_view chunk_value);
+  // A chunk lets go of slice `id`: one reference less when clones share it,
+  // else queued for deletion.
+  void ReleaseSlice(KvTxn& t, uint64_t id, uint32_t size);
   void FreeInode(KvTxn& t, Ino ino, const Attr& a);
   void ReleaseLink(KvTxn& t, AttrCache& as, Ino ino, Attr* a, Ino parent, std::string_view name,
                    const std::string& dent_value, int64_t now);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 
@@ -192,10 +193,23 @@ void KvMeta::QueueSlices(KvTxn& t, std::string_view chunk_value) {
   std::set<uint64_t> seen;
   for (const auto& s : slices) {
     if (s.id == 0 || !seen.insert(s.id).second) continue;
-    std::string v;
-    PutBigEndian32(&v, s.size);
-    t.Set(DelSliceKey(s.id), v);
+    ReleaseSlice(t, s.id, s.size);
   }
+}
+
+void KvMeta::ReleaseSlice(KvTxn& t, uint64_t id, uint32_t size) {
+  if (auto refs = t.Get(SliceRefKey(id))) {
+    const int64_t n = std::strtoll(refs->c_str(), nullptr, 10);
+    if (n > 1) {
+      t.Set(SliceRefKey(id), std::to_string(n - 1));
+      return;
+    }
+    t.Delete(SliceRefKey(id));
+    if (n == 1) return;  // the other owner keeps the objects
+  }
+  std::string v;
+  PutBigEndian32(&v, size);
+  t.Set(DelSliceKey(id), v);
 }
 
 Status KvMeta::Fallocate(const Context& ctx, Ino ino, int mode, uint64_t offset, uint64_t length) {
@@ -278,9 +292,7 @@ Status KvMeta::ReplaceSlices(Ino ino, uint32_t chunk_index, const std::vector<Sl
         std::set<uint64_t> seen;
         for (const auto& s : cur) {
           if (s.id == 0 || kept.count(s.id) || !seen.insert(s.id).second) continue;
-          std::string sz;
-          PutBigEndian32(&sz, s.size);
-          t.Set(DelSliceKey(s.id), sz);
+          ReleaseSlice(t, s.id, s.size);
         }
         if (replacement.empty())
           t.Delete(key);

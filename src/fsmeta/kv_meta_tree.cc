@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,83 @@ Result<uint64_t> KvMeta::RemoveTree(const Context& ctx, Ino parent, std::string_
     }
   }
   return removed;
+}
+
+Result<Entry> KvMeta::CloneFile(const Context& ctx, Ino ino, Ino new_parent,
+                                std::string_view name) {
+  STRATA_RETURN_IF_ERROR(CheckName(name));
+  if (name == "." || name == "..") return FsError(EEXIST, Quote(name) + " already exists");
+  if (new_parent == kTrashIno) return FsError(EPERM, "cannot clone into the trash");
+  STRATA_ASSIGN_OR_RETURN(Attr src0, GetAttr(ino));
+  if (!IsReg(src0) && !S_ISLNK(src0.mode)) {
+    return FsError(IsDir(src0) ? EISDIR : EINVAL,
+                   "only regular files and symlinks are cloned one by one");
+  }
+  STRATA_RETURN_IF_ERROR(CheckSpace(static_cast<int64_t>(SpaceOf(src0)), 1));
+  STRATA_ASSIGN_OR_RETURN(Ino nino, NextInode());
+  const int64_t now = NowUnixNanos();
+  const auto qdirs = QuotaDirs();
+  Entry e;
+  e.name = std::string(name);
+  e.ino = nino;
+  STRATA_RETURN_IF_ERROR(Txn(
+      [&](KvTxn& t) {
+        AttrCache as(t);
+        Attr* src = as.Get(ino);
+        if (!src) return FsError(ENOENT, "inode " + std::to_string(ino) + " does not exist");
+        STRATA_RETURN_IF_ERROR(Access(ctx, *src, R_OK));
+        auto existing = as.GetWith(new_parent, DentKey(new_parent, name));
+        STRATA_ASSIGN_OR_RETURN(Attr * p, ExistingDir(as, new_parent));
+        if (p->nlink == 0) return FsError(ENOENT, "directory was removed");
+        STRATA_RETURN_IF_ERROR(Access(ctx, *p, W_OK | X_OK));
+        if (existing) return FsError(EEXIST, Quote(name) + " already exists");
+        Attr a = *src;
+        a.uid = ctx.uid;
+        a.gid = (p->mode & S_ISGID) ? p->gid : ctx.gid;
+        a.mode &= ~(S_ISUID | S_ISGID);  // as cp does for a new owner
+        a.nlink = 1;
+        a.parent = new_parent;
+        a.atime_ns = a.mtime_ns = a.ctime_ns = now;
+        if (IsReg(a)) {
+          std::vector<std::pair<std::string, std::string>> chunks;
+          t.Scan(ChunkPrefix(ino), "", 0, false, [&](const std::string& k, const std::string& v) {
+            chunks.emplace_back(k, v);
+            return true;
+          });
+          for (const auto& [k, v] : chunks) {
+            std::vector<Slice> slices;
+            if (!DecodeSlices(v, &slices))
+              return Status::Corruption("corrupt slice list of inode " + std::to_string(ino));
+            std::set<uint64_t> seen;
+            for (const auto& sl : slices) {
+              if (sl.id != 0 && seen.insert(sl.id).second) t.IncrBy(SliceRefKey(sl.id), 1);
+            }
+            t.Set(ChunkKey(nino, DecodeBigEndian32(k.data() + kGroupLen)), v);
+          }
+        } else if (auto target = t.Get(SymKey(ino))) {
+          t.Set(SymKey(nino), *target);
+        }
+        std::vector<std::pair<std::string, std::string>> xattrs;
+        t.Scan(XattrPrefix(ino), "", 0, false, [&](const std::string& k, const std::string& v) {
+          xattrs.emplace_back(k, v);
+          return true;
+        });
+        for (const auto& [k, v] : xattrs) t.Set(XattrKey(nino, k.substr(kGroupLen)), v);
+        QuotaDeltas quota(qdirs.get(), as);
+        quota.Charge(new_parent, static_cast<int64_t>(SpaceOf(a)), 1);
+        STRATA_RETURN_IF_ERROR(quota.Apply(t));
+        as.Put(nino, a);
+        t.Set(DentKey(new_parent, name), EncodeDent(a.mode, nino));
+        p->mtime_ns = p->ctime_ns = now;
+        as.Dirty(new_parent);
+        as.Flush();
+        t.IncrBy(kInodes, 1);
+        if (uint64_t sp = SpaceOf(a)) t.IncrBy(kUsedSpace, static_cast<int64_t>(sp));
+        e.attr = a;
+        return Status::Ok();
+      },
+      false));
+  return e;
 }
 
 }  // namespace strata::fsmeta

@@ -1,4 +1,4 @@
-// Directory quotas (JuiceFS `quota` semantics), each test run against SQLite
+// Directory quotas (JuiceFS `quota` semantics), RemoveTree and CloneFile, each test run against SQLite
 // and against a real Redis server: limits on the space and inode count below a
 // directory, enforced with EDQUOT on create, mkdir, write, truncate, fallocate,
 // link and rename into the tree; usage shared by every client of the volume;
@@ -377,6 +377,73 @@ TEST_P(QuotaTest, DumpAndLoadKeepQuotas) {
   EXPECT_EQ(q.max_inodes, 10u);
   EXPECT_EQ(q.used_space, 8192);
   EXPECT_EQ(q.used_inodes, 1);
+}
+
+// CloneFile: the clone reads the same slices; writing either file leaves the
+// other as it was; a shared slice is queued for deletion only when the last
+// file referring to it goes (unlink, truncate, compaction); dump/load keep
+// the references; quotas and volume counters count the clone.
+TEST_P(QuotaTest, CloneSharesSlicesUntilTheLastOwnerGoes) {
+  Ino d = Dir(kRootIno, "d");
+  ASSERT_OK(m_->SetQuota(d, 0, 0));
+  Ino src = File(kRootIno, "src");
+  ASSERT_OK(m_->Write(src, 0, 0, Slice{501, 10000, 0, 10000, 0}, 1));
+  ASSERT_OK(m_->Write(src, 1, 0, Slice{502, 100, 0, 100, 0}, 1));
+  ASSERT_OK(m_->SetXattr(root_, src, "user.k", "v", 0));
+  ASSERT_OK_AND_ASSIGN(Entry c, m_->CloneFile(root_, src, d, "copy"));
+  ASSERT_OK_AND_ASSIGN(Attr sa, m_->GetAttr(src));
+  EXPECT_EQ(c.attr.size, sa.size);
+  EXPECT_NE(c.ino, src);
+  ASSERT_OK_AND_ASSIGN(auto s0, m_->Read(src, 0));
+  ASSERT_OK_AND_ASSIGN(auto c0, m_->Read(c.ino, 0));
+  EXPECT_EQ(s0, c0);
+  ASSERT_OK_AND_ASSIGN(std::string xv, m_->GetXattr(root_, c.ino, "user.k"));
+  EXPECT_EQ(xv, "v");
+  EXPECT_EQ(Get(d).used_inodes, 1);
+  EXPECT_EQ(Get(d).used_space, static_cast<int64_t>((sa.size + 4095) / 4096 * 4096));
+  EXPECT_ERRNO(m_->CloneFile(root_, src, d, "copy"), EEXIST);
+  EXPECT_ERRNO(m_->CloneFile(root_, d, kRootIno, "dircopy"), EISDIR);
+  // Copy-on-write: a write to the clone is a new slice in the clone only.
+  ASSERT_OK(m_->Write(c.ino, 0, 0, Slice{503, 10, 0, 10, 0}, 2));
+  ASSERT_OK_AND_ASSIGN(auto s0b, m_->Read(src, 0));
+  EXPECT_EQ(s0b, s0);
+  // Removing the source frees nothing that the clone uses.
+  ASSERT_OK(m_->Unlink(root_, kRootIno, "src"));
+  ASSERT_OK_AND_ASSIGN(auto pending, m_->PendingSliceDeletes(0));
+  EXPECT_TRUE(pending.empty()) << pending.size() << " slices queued, first " << pending[0].id;
+  // Dump and load keep the reference counts.
+  std::stringstream dump;
+  ASSERT_OK(m_->Dump(dump));
+  ASSERT_OK(m_->Destroy());
+  ASSERT_OK(m_->Load(dump));
+  // Then the last owner frees them all.
+  ASSERT_OK(m_->Unlink(root_, d, "copy"));
+  ASSERT_OK_AND_ASSIGN(pending, m_->PendingSliceDeletes(0));
+  std::set<uint64_t> ids;
+  for (const auto& p : pending) ids.insert(p.id);
+  EXPECT_EQ(ids, (std::set<uint64_t>{501, 502, 503}));
+  ASSERT_OK_AND_ASSIGN(auto problems, m_->Check(CheckOptions{}));
+  EXPECT_TRUE(problems.empty()) << problems[0];
+}
+
+TEST_P(QuotaTest, CloneThenTruncateAndCompactKeepSharedSlices) {
+  Ino src = File(kRootIno, "src");
+  ASSERT_OK(m_->Write(src, 0, 0, Slice{601, 4096, 0, 4096, 0}, 1));
+  ASSERT_OK(m_->Write(src, 0, 4096, Slice{602, 4096, 0, 4096, 0}, 1));
+  ASSERT_OK_AND_ASSIGN(Entry c, m_->CloneFile(root_, src, kRootIno, "copy"));
+  Attr in;
+  in.size = 0;
+  ASSERT_OK(m_->SetAttr(root_, src, kSetSize, in).status());
+  ASSERT_OK_AND_ASSIGN(auto pending, m_->PendingSliceDeletes(0));
+  EXPECT_TRUE(pending.empty());
+  // Compaction of the clone replaces both shared slices by one of its own:
+  // the source no longer has them (truncated), so both are freed now.
+  ASSERT_OK_AND_ASSIGN(auto cur, m_->Read(c.ino, 0));
+  ASSERT_OK(m_->ReplaceSlices(c.ino, 0, cur, {Slice{603, 8192, 0, 8192, 0}}));
+  ASSERT_OK_AND_ASSIGN(pending, m_->PendingSliceDeletes(0));
+  std::set<uint64_t> ids;
+  for (const auto& p : pending) ids.insert(p.id);
+  EXPECT_EQ(ids, (std::set<uint64_t>{601, 602}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, QuotaTest, ::testing::Values("sqlite", "redis"),

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""`strata fs rmr`, `stats`, `summary` and `config` against a real mount
+"""`strata fs rmr`, `stats`, `summary`, `clone` and `config` against a real mount
 (SQLite metadata, S3 data on a Strata server):
 
 - rmr of a tree given as a path inside the mount and as META_URL + volume
@@ -9,6 +9,9 @@
 - rmr refuses a path that is not on a mount of the volume;
 - stats reads the mount's /metrics and shows the operations just made;
 - summary counts of a tree match what was written; --entries folds the rest;
+- clone of a tree and of a file shares the slices: the clone reads the same
+  bytes, a write to it leaves the source alone, and removing the source
+  (its objects deleted) leaves the clone whole (fsck checks every object);
 - config changes trash days and refuses block size and compression.
 
 Usage: /usr/bin/python3 test_fs_admin.py --strata build/strata
@@ -140,6 +143,38 @@ class AdminCases:
         out = self.fs.cli("summary", self.fs.meta_url, "/sum", "--depth", "1", "--entries", "1").stdout
         expect("/sum/..." in out and "/sum/b" not in out, f"--entries 1 did not fold the rest:\n{out}")
 
+    def clone(self):
+        os.makedirs(self.p("cl", "src", "sub"))
+        big = os.urandom(5 * 1024 * 1024 + 123)
+        with open(self.p("cl", "src", "big"), "wb") as f:
+            f.write(big)
+        with open(self.p("cl", "src", "sub", "small"), "wb") as f:
+            f.write(b"small file")
+        os.symlink("big", self.p("cl", "src", "link"))
+        out = self.fs.cli("clone", self.p("cl", "src"), self.p("cl", "dst"), "--meta", self.fs.meta_url).stdout
+        expect("5 entries cloned" in out, out)
+        expect(open(self.p("cl", "dst", "big"), "rb").read() == big, "the clone reads other bytes")
+        expect(open(self.p("cl", "dst", "sub", "small"), "rb").read() == b"small file", "clone of sub/small")
+        expect(os.readlink(self.p("cl", "dst", "link")) == "big", "clone of a symlink")
+        out = self.fs.cli("clone", self.fs.meta_url, "/cl/src/big", "/cl/big2").stdout
+        expect("1 entries cloned" in out, out)
+        p = self.fs.cli("clone", self.fs.meta_url, "/cl/src/big", "/cl/big2", check=False)
+        expect(p.returncode != 0, "clone over an existing name succeeded")
+        # Copy-on-write: writing the clone leaves the source as it was.
+        with open(self.p("cl", "dst", "big"), "r+b") as f:
+            f.seek(1000)
+            f.write(b"CHANGED")
+        expect(open(self.p("cl", "src", "big"), "rb").read() == big, "a write to the clone changed the source")
+        # Removing the source (and waiting for its objects' deletion) leaves the clones whole:
+        # fsck checks every object a file refers to exists.
+        shutil.rmtree(self.p("cl", "src"))
+        self.objects_freed()
+        self.fs.fsck()
+        want = bytearray(big)
+        want[1000:1007] = b"CHANGED"
+        expect(open(self.p("cl", "dst", "big"), "rb").read() == bytes(want), "the clone lost data with its source")
+        expect(open(self.p("cl", "big2"), "rb").read() == big, "the second clone lost data with its source")
+
     def config(self):
         out = self.fs.cli("config", self.fs.meta_url, "--trash-days", "2").stdout
         expect("Trash days:  2" in out, out)
@@ -166,7 +201,7 @@ def main():
             return runner.finish()
         t = AdminCases(fs, mp, metrics)
         for name in ("rmr_on_mount", "rmr_volume_path", "rmr_refuses_foreign_path", "objects_freed", "stats",
-                     "summary", "config"):
+                     "summary", "clone", "config"):
             runner.case(name, getattr(t, name))
         runner.case("umount", fs.umount, mp)
         runner.case("fsck clean", fs.fsck)

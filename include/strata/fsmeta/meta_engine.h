@@ -341,6 +341,16 @@ class MetaEngine {
     return FsError(ENOTSUP, "recursive removal is not supported by this engine");
   }
 
+  // Clone (`strata fs clone`): a new file `name` in `new_parent` with the
+  // contents of regular file or symlink `ino` as committed now, sharing its
+  // slices (copy-on-write: slices are immutable, later writes to either file
+  // add new slices); a slice's objects are deleted only when no clone refers
+  // to them. Mode and xattrs are copied, the owner is ctx's, times are now.
+  virtual Result<Entry> CloneFile(const Context& ctx, Ino ino, Ino new_parent, std::string_view name) {
+    (void)ctx, (void)ino, (void)new_parent, (void)name;
+    return FsError(ENOTSUP, "clone is not supported by this engine");
+  }
+
   // ---- maintenance ----
   // fsck: nlink counts, dangling entries, orphan inodes, directory parents,
   // chunk/slice sanity, file lengths vs. slices. Returns one line per problem
