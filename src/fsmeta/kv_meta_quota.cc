@@ -149,10 +149,18 @@ std::shared_ptr<const std::set<Ino>> KvMeta::QuotaDirs() {
   const int64_t now = NowUnixNanos();
   if (qdirs_read_ns_ != 0 && now - qdirs_read_ns_ < 1000000000) return qdirs_;
   auto dirs = std::make_shared<std::set<Ino>>();
-  Status st = kv_->ScanAll(QuotaPrefix(), [&](const std::string& k, const std::string&) {
-    if (k.size() == kGroupLen + 8) dirs->insert(QuotaIno(k));
-    return true;
-  });
+  // The quota records are one scan group: a range read (Redis: of the
+  // group's index), not a scan of the whole key space.
+  Status st = kv_->Txn(
+      [&](KvTxn& t) {
+        dirs->clear();
+        t.Scan(QuotaPrefix(), "", 0, true, [&](const std::string& k, const std::string&) {
+          if (k.size() == kGroupLen + 8) dirs->insert(QuotaIno(k));
+          return true;
+        });
+        return Status::Ok();
+      },
+      true);
   // A failed read keeps the previous list (the operation's own transaction
   // reports a backend that is down).
   if (!st.ok()) return qdirs_;
@@ -239,20 +247,24 @@ Status KvMeta::DeleteQuota(Ino ino) {
 
 Result<std::vector<Quota>> KvMeta::ListQuotas() {
   std::vector<Quota> out;
-  Status bad;
-  STRATA_RETURN_IF_ERROR(
-      kv_->ScanAll(QuotaPrefix(), [&](const std::string& k, const std::string& v) {
-        if (k.size() != kGroupLen + 8) return true;
-        Quota q;
-        if (!DecodeQuota(v, QuotaIno(k), &q)) {
-          bad = Status::Corruption("quota record of inode " + std::to_string(QuotaIno(k)) +
-                                   " is corrupt");
-          return false;
-        }
-        out.push_back(q);
-        return true;
-      }));
-  STRATA_RETURN_IF_ERROR(bad);
+  STRATA_RETURN_IF_ERROR(Txn(
+      [&](KvTxn& t) {
+        out.clear();
+        Status bad;
+        t.Scan(QuotaPrefix(), "", 0, false, [&](const std::string& k, const std::string& v) {
+          if (k.size() != kGroupLen + 8) return true;
+          Quota q;
+          if (!DecodeQuota(v, QuotaIno(k), &q)) {
+            bad = Status::Corruption("quota record of inode " + std::to_string(QuotaIno(k)) +
+                                     " is corrupt");
+            return false;
+          }
+          out.push_back(q);
+          return true;
+        });
+        return bad;
+      },
+      true));
   return out;
 }
 

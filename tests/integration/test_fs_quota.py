@@ -108,6 +108,7 @@ class QuotaCases:
             p = os.path.join(self.a, "space", f"f{i:02d}")
             err, data = write_until_error(p, 100 * 1024)
             if err:
+                failed = (p, data)
                 break
             kept[p] = data
         expect(err == errno.EDQUOT, f"filling /space ended with errno {err} ({os.strerror(err) if err else 'no error'}), "
@@ -118,6 +119,14 @@ class QuotaCases:
             expect(read_file(p) == data, f"{p} does not read back whole after EDQUOT")
             pb = os.path.join(self.b, os.path.relpath(p, self.a))
             expect(read_file(pb) == data, f"{pb} does not read back whole on the other mount")
+        # The refused file holds a prefix of what was written (nothing that was
+        # not written), and its size agrees with what reads return, on both mounts.
+        for root in (self.a, self.b):
+            fp = os.path.join(root, os.path.relpath(failed[0], self.a))
+            if os.path.exists(fp):
+                got = read_file(fp)
+                expect(os.stat(fp).st_size == len(got), f"{fp}: size {os.stat(fp).st_size}, reads {len(got)} bytes")
+                expect(failed[1].startswith(got), f"{fp}: holds bytes that were not written")
         st = os.statvfs(os.path.join(self.a, "space"))
         expect(st.f_bsize > 0, "statvfs fails inside a full quota")
         out = self.q("get", self.fs.meta_url, "--path", "/space").stdout
