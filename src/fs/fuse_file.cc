@@ -191,6 +191,11 @@ void OpWrite(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t
              fuse_file_info* fi) {
   auto* fs = Fs(req);
   if (fs->ReadOnly(req)) return;
+  // Directory quotas: refuse a growing write here rather than at close (a
+  // no-op without quotas; the commit checks exactly).
+  if (Status q = fs->meta_->CheckQuotaGrowth(ino, static_cast<uint64_t>(off) + size); !q.ok()) {
+    return fs->ReplyErr(req, q, "write");
+  }
   Status st = fs->data_->Write(ino, static_cast<uint64_t>(off), std::string_view(buf, size));
   if (!st.ok()) return fs->ReplyErr(req, st, "write");
   {

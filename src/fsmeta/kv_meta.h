@@ -114,6 +114,7 @@ class KvMeta final : public MetaEngine {
   Status DeleteQuota(Ino ino) override;
   Result<std::vector<Quota>> ListQuotas() override;
   Result<std::vector<std::string>> CheckQuotas(Ino ino, bool repair) override;
+  Status CheckQuotaGrowth(Ino ino, uint64_t new_size) override;
 
   Status Sync() override;
   Result<std::vector<std::string>> Check(const CheckOptions& options) override;
@@ -172,6 +173,14 @@ class KvMeta final : public MetaEngine {
   std::mutex qdirs_mu_;
   std::shared_ptr<const std::set<Ino>> qdirs_;  // guarded by qdirs_mu_
   int64_t qdirs_read_ns_ = 0;                   // guarded by qdirs_mu_
+  // CheckQuotaGrowth's view per file: when read, the committed size then and
+  // the smallest space headroom of the quotas above it (-1: none applies).
+  struct GrowthView {
+    int64_t read_ns = 0;
+    uint64_t size = 0;
+    int64_t headroom = -1;
+  };
+  std::map<Ino, GrowthView> growth_;  // guarded by qdirs_mu_
 
   std::unique_ptr<TxnKV> kv_;
 

@@ -21,6 +21,7 @@
 // answers: `mv` then copies and removes, which the quotas count).
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <memory>
 #include <mutex>
@@ -213,6 +214,50 @@ Status KvMeta::SetQuota(Ino ino, uint64_t max_space, uint64_t max_inodes) {
       false));
   std::lock_guard<std::mutex> lock(qdirs_mu_);
   qdirs_read_ns_ = 0;  // re-read at the next operation
+  return Status::Ok();
+}
+
+Status KvMeta::CheckQuotaGrowth(Ino ino, uint64_t new_size) {
+  const auto qdirs = QuotaDirs();
+  if (!qdirs) return Status::Ok();
+  const int64_t now = NowUnixNanos();
+  GrowthView view;
+  {
+    std::lock_guard<std::mutex> lock(qdirs_mu_);
+    auto it = growth_.find(ino);
+    if (it != growth_.end() && now - it->second.read_ns < 1000000000) view = it->second;
+  }
+  if (view.read_ns == 0) {
+    STRATA_RETURN_IF_ERROR(Txn(
+        [&](KvTxn& t) {
+          view = GrowthView{now, 0, -1};
+          AttrCache as(t);
+          Attr* a = as.Get(ino);
+          if (!a || !IsReg(*a) || a->nlink == 0) return Status::Ok();
+          view.size = a->size;
+          QuotaDeltas quota(qdirs.get(), as);
+          for (Ino q : quota.QuotasOf(a->parent)) {
+            auto v = t.Get(QuotaKey(q));
+            Quota rec;
+            if (!v || !DecodeQuota(*v, q, &rec) || rec.max_space == 0) continue;
+            const int64_t room = static_cast<int64_t>(rec.max_space) - rec.used_space;
+            if (view.headroom < 0 || room < view.headroom)
+              view.headroom = std::max<int64_t>(room, 0);
+          }
+          return Status::Ok();
+        },
+        true));
+    std::lock_guard<std::mutex> lock(qdirs_mu_);
+    if (growth_.size() > 4096) growth_.clear();  // a bounded cache of recently grown files
+    growth_[ino] = view;
+  }
+  if (view.headroom < 0 || new_size <= view.size) return Status::Ok();
+  const int64_t growth = static_cast<int64_t>((new_size + 4095) / 4096 * 4096) -
+                         static_cast<int64_t>((view.size + 4095) / 4096 * 4096);
+  if (growth > view.headroom) {
+    return FsError(EDQUOT, "the directory quota above inode " + std::to_string(ino) +
+                               " has no room for this write");
+  }
   return Status::Ok();
 }
 

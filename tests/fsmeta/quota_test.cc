@@ -177,6 +177,25 @@ TEST_P(QuotaTest, SpaceLimitRefusesWriteTruncateFallocate) {
   EXPECT_EQ(Get(d).used_space, 4096);
 }
 
+// The mount's early check at write(): growth past the tightest quota above
+// the file is EDQUOT; an overwrite or a file outside every quota is fine.
+TEST_P(QuotaTest, CheckQuotaGrowthRefusesWritesPastTheQuota) {
+  Ino top = Dir(kRootIno, "top");
+  Ino mid = Dir(top, "mid");
+  ASSERT_OK(m_->SetQuota(top, 1 << 20, 0));
+  ASSERT_OK(m_->SetQuota(mid, 65536, 0));
+  Ino f = File(mid, "f", 8192);
+  EXPECT_OK(m_->CheckQuotaGrowth(f, 4096));             // inside the committed size
+  EXPECT_OK(m_->CheckQuotaGrowth(f, 8192 + 57344));  // exactly mid's headroom (64 KiB - 8 KiB)
+  EXPECT_ERRNO(m_->CheckQuotaGrowth(f, 8192 + 57345), EDQUOT);
+  Ino out = File(kRootIno, "out");
+  EXPECT_OK(m_->CheckQuotaGrowth(out, 1ull << 40));
+  ASSERT_OK(m_->DeleteQuota(mid));
+  Ino g = File(top, "g");
+  EXPECT_OK(m_->CheckQuotaGrowth(g, 512 * 1024));
+  EXPECT_ERRNO(m_->CheckQuotaGrowth(g, 2 << 20), EDQUOT);
+}
+
 TEST_P(QuotaTest, NestedQuotasAreAllCharged) {
   Ino top = Dir(kRootIno, "top");
   Ino mid = Dir(top, "mid");

@@ -59,6 +59,9 @@ def _complete(data):
     return n < 0 or len(body) >= body.index(b"\r\n") + 2 + n + 2
 
 
+FAILED_AT = {}  # path -> "write" or "close": where the first failure came
+
+
 def write_until_error(path, size):
     """Writes one file of `size` bytes and closes it; returns the errno of the
     first failure (write or close), or 0."""
@@ -71,6 +74,7 @@ def write_until_error(path, size):
         os.write(fd, data)
     except OSError as e:
         print(f"     {os.path.basename(path)}: write() failed: {os.strerror(e.errno)}", flush=True)
+        FAILED_AT[path] = "write"
         try:
             os.close(fd)
         except OSError:
@@ -80,6 +84,7 @@ def write_until_error(path, size):
         os.close(fd)
     except OSError as e:
         print(f"     {os.path.basename(path)}: close() failed: {os.strerror(e.errno)}", flush=True)
+        FAILED_AT[path] = "close"
         return e.errno, data
     return 0, data
 
@@ -114,6 +119,8 @@ class QuotaCases:
         expect(err == errno.EDQUOT, f"filling /space ended with errno {err} ({os.strerror(err) if err else 'no error'}), "
                                     "not EDQUOT")
         expect(9 <= len(kept) <= 10, f"{len(kept)} files of 100 KiB fit into a 1 MiB quota")
+        # What is committed is known to the mount: write() itself refuses, as JuiceFS's does.
+        expect(FAILED_AT.get(failed[0]) == "write", f"EDQUOT came from {FAILED_AT.get(failed[0])}(), not write()")
         # Nothing of what was closed before is lost, on either mount.
         for p, data in kept.items():
             expect(read_file(p) == data, f"{p} does not read back whole after EDQUOT")

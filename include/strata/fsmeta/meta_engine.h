@@ -322,6 +322,15 @@ class MetaEngine {
   virtual Result<std::vector<Quota>> ListQuotas() {
     return FsError(ENOTSUP, "directory quotas are not supported by this engine");
   }
+  // Early EDQUOT for a write that grows file `ino` to `new_size` bytes (the
+  // mount asks before buffering it): checks the growth beyond the committed
+  // size against the quotas above the file, from a view at most a second
+  // old. The commit of the data checks exactly; this only lets write()
+  // fail instead of the later close(). OK when no quota applies.
+  virtual Status CheckQuotaGrowth(Ino ino, uint64_t new_size) {
+    (void)ino, (void)new_size;
+    return Status::Ok();
+  }
   // Recomputes the usage of the quota on `ino` (0: every quota) from the tree;
   // one line per quota whose stored usage differs; with repair, stores the
   // recomputed usage.
