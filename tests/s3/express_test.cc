@@ -29,8 +29,8 @@
 namespace strata::s3 {
 namespace {
 
-using s3test::First;
 using s3test::All;
+using s3test::First;
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
@@ -212,7 +212,8 @@ class ExpressTest : public ::testing::Test {
                      .secret = call.secret,
                      .region = "us-west-2",
                      .service = call.service};
-    return s3test::SendSigned(frontend_.get(), call.method, call.target, std::move(h), call.body, s);
+    return s3test::SendSigned(frontend_.get(), call.method, call.target, std::move(h), call.body,
+                              s);
   }
 
   // What botocore does first for a directory bucket: CreateSession signed for s3express.

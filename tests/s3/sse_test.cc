@@ -32,7 +32,9 @@ namespace strata::s3 {
 namespace {
 
 using s3test::First;
-inline std::string H(const http::RecordedResponse& r, std::string_view name) { return s3test::Header(r, name); }
+inline std::string H(const http::RecordedResponse& r, std::string_view name) {
+  return s3test::Header(r, name);
+}
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
