@@ -166,8 +166,7 @@ Result<User> UserStore::Add(User u) {
   if (!ValidName(u.name))
     return Status::InvalidArgument("user name \"" + u.name +
                                    "\" is invalid: 1-64 characters of A-Z a-z 0-9 +=,.@_-");
-  if (u.access_key.empty())
-    u.access_key = NewAccessKey();
+  if (u.access_key.empty()) u.access_key = NewAccessKey();
   if (u.secret_key.empty()) u.secret_key = NewSecretKey();
   if (!ValidKey(u.access_key, 3))
     return Status::InvalidArgument("an access key is 3-128 printable characters without spaces");
