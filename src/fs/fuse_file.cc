@@ -276,11 +276,18 @@ void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 void OpFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
-                 fuse_file_info*) {
+                 fuse_file_info* fi) {
   auto* fs = Fs(req);
   if (fs->ReadOnly(req)) return;
+  // fallocate(2) works on a descriptor: the kernel refuses one not open for
+  // writing (EBADF), and one that is may allocate whatever the mode says now.
+  Context ctx = fs->Ctx(req);
+  if (fi != nullptr && fi->fh != 0) {
+    if (!WritableHandle(fi)) return (void)fuse_reply_err(req, EBADF);
+    ctx.write_handle = true;
+  }
   Status st = fs->data_->Flush(ino);
-  if (st.ok()) st = fs->meta_->Fallocate(fs->Ctx(req), ino, mode, offset, length);
+  if (st.ok()) st = fs->meta_->Fallocate(ctx, ino, mode, offset, length);
   fs->data_->InvalidateSlices(ino);
   if (!st.ok()) return fs->ReplyErr(req, st, "fallocate");
   auto a = fs->meta_->GetAttr(ino);

@@ -54,6 +54,11 @@ struct FileHandle {
   ReadState rs;
 };
 
+// Whether fi (with fi->fh set) is a FileHandle opened for writing.
+inline bool WritableHandle(const fuse_file_info* fi) {
+  return (reinterpret_cast<const FileHandle*>(fi->fh)->flags & O_ACCMODE) != O_RDONLY;
+}
+
 struct DirHandle {
   std::mutex mu;
   // The last page handed to the kernel: (offset, name), so the next readdir

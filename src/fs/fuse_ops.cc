@@ -163,7 +163,12 @@ void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* in, int to_set, fuse
     atime_lock.lock();
     fs->DropPendingAtime(ino);
   }
-  auto r = mask ? fs->meta_->SetAttr(fs->Ctx(req), ino, mask, a) : fs->meta_->GetAttr(ino);
+  Context ctx = fs->Ctx(req);
+  // ftruncate (and the truncate of an open with O_TRUNC) come with the file
+  // handle: a descriptor opened for writing may change the size whatever the
+  // mode says now. truncate(path) comes without one and is checked.
+  if (fi != nullptr && fi->fh != 0 && WritableHandle(fi)) ctx.write_handle = true;
+  auto r = mask ? fs->meta_->SetAttr(ctx, ino, mask, a) : fs->meta_->GetAttr(ino);
   if (atime_lock.owns_lock()) atime_lock.unlock();
   if (mask & fsmeta::kSetSize) fs->data_->InvalidateSlices(ino);
   if (!r) return fs->ReplyErr(req, r.error(), "setattr");

@@ -85,6 +85,12 @@ struct Context {
   std::vector<uint32_t> gids;  // supplementary groups
   uint32_t pid = 0;
   bool check_permission = true;
+  // The request comes through a descriptor opened for writing (ftruncate,
+  // fallocate): its open checked write access, so SetAttr's size change and
+  // Fallocate do not check the mode again. POSIX keeps that access for the
+  // descriptor's life, even when the file was created with mode 0 or
+  // chmodded since. Nothing else is exempted.
+  bool write_handle = false;
 };
 
 struct Entry {
