@@ -110,7 +110,18 @@ void OpDestroy(void* userdata) {
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   auto* fs = Fs(req);
   uint64_t seq0 = fs->Seq();
-  fs->ReplyEntry(req, fs->meta_->Lookup(fs->Ctx(req), parent, name), "lookup", seq0);
+  auto e = fs->meta_->Lookup(fs->Ctx(req), parent, name);
+  if (e && !S_ISDIR(e->attr.mode)) {
+    // See OpOpen: the lookup of a retried open, and names in the trash.
+    const bool after_estale = FuseFs::SteadyNs() - fs->last_estale_ns_.load() < 1000000000;
+    if (after_estale || parent == fsmeta::kTrashIno) {
+      std::lock_guard<std::mutex> lk(fs->mu_);
+      InodeState& s = fs->inodes_[e->ino];
+      if (after_estale) s.revalidated = true;
+      if (parent == fsmeta::kTrashIno) s.via_trash = true;
+    }
+  }
+  fs->ReplyEntry(req, e, "lookup", seq0);
 }
 
 void OpForget(fuse_req_t req, fuse_ino_t, uint64_t) { fuse_reply_none(req); }
@@ -121,7 +132,7 @@ void OpGetattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   auto* fs = Fs(req);
   uint64_t seq0 = fs->Seq();
   auto a = fs->meta_->GetAttr(ino);
-  if (!a) return fs->ReplyErr(req, a.error(), "getattr");
+  if (!a) return fs->ReplyErrReached(req, a.error(), "getattr");
   struct stat st;
   fs->FillStat(ino, *a, &st, seq0);
   fuse_reply_attr(req, &st, fs->opts_.attr_timeout);
@@ -171,7 +182,7 @@ void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* in, int to_set, fuse
   auto r = mask ? fs->meta_->SetAttr(ctx, ino, mask, a) : fs->meta_->GetAttr(ino);
   if (atime_lock.owns_lock()) atime_lock.unlock();
   if (mask & fsmeta::kSetSize) fs->data_->InvalidateSlices(ino);
-  if (!r) return fs->ReplyErr(req, r.error(), "setattr");
+  if (!r) return fs->ReplyErrReached(req, r.error(), "setattr");
   if (to_set & FUSE_SET_ATTR_SIZE) {
     std::lock_guard<std::mutex> lk(fs->mu_);
     fs->SetLengthLocked(ino, r->size);
@@ -184,7 +195,7 @@ void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* in, int to_set, fuse
 void OpAccess(fuse_req_t req, fuse_ino_t ino, int mask) {
   auto* fs = Fs(req);
   Status st = fs->meta_->Access(fs->Ctx(req), ino, mask);
-  if (!st.ok()) return fs->ReplyErr(req, st, "access");
+  if (!st.ok()) return fs->ReplyErrReached(req, st, "access");
   fuse_reply_err(req, 0);
 }
 
