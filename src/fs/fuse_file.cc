@@ -106,12 +106,9 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   Context ctx = fs->Ctx(req);
   uint64_t seq0 = fs->Seq();
   auto a = fs->meta_->Open(ctx, ino, fi->flags);
-  if (!a) {
-    // The inode is gone: reached through a name another mount removed or
-    // replaced since the kernel cached it.
-    if (FuseFs::Errno(a.error()) == ENOENT) fs->last_estale_ns_ = FuseFs::SteadyNs();
-    return fs->ReplyErrReached(req, a.error(), "open");
-  }
+  // ENOENT: the inode is gone, reached through a name another mount removed
+  // or replaced since the kernel cached it.
+  if (!a) return fs->ReplyErrReached(req, a.error(), "open");
   Attr attr = *a;
   if (!S_ISDIR(attr.mode) && (attr.nlink == 0 || attr.parent == fsmeta::kTrashIno)) {
     // Unlinked (in the trash, or kept for another open), yet reached by a
@@ -132,9 +129,7 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     }
     if (!allowed) {
       (void)fs->meta_->Close(ino);
-      fs->last_estale_ns_ = FuseFs::SteadyNs();
-      FuseFs::ErrorCounter("open", ESTALE).Inc();
-      return (void)fuse_reply_err(req, ESTALE);
+      return fs->ReplyStale(req, "open");
     }
   }
   if ((fi->flags & O_TRUNC) && attr.size != 0) {

@@ -297,6 +297,12 @@ class FuseFs {
   // gets the file that has the name now, or ENOENT if none does.
   void ReplyErrReached(fuse_req_t req, const Status& st, const char* op) {
     if (Errno(st) != ENOENT) return ReplyErr(req, st, op);
+    ReplyStale(req, op);
+  }
+
+  // Answers ESTALE and notes when (see OpLookup and OpOpen).
+  void ReplyStale(fuse_req_t req, const char* op) {
+    last_estale_ns_ = SteadyNs();
     ErrorCounter(op, ESTALE).Inc();
     fuse_reply_err(req, ESTALE);
   }

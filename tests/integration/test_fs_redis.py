@@ -198,7 +198,7 @@ class TwoMounts:
     def rename_over_while_opening(self):
         """A renames new versions over `hot` 200 times while a thread on B
         opens and reads `hot` in a loop: the name always exists, so no open
-        fails, and each read is a whole version."""
+        fails; each read is a whole version, never older than the one before."""
         write_file(self.A("hot"), b"v-start")
         expect(read_file(self.B("hot")) == b"v-start", "B cannot read hot")
         stop = threading.Event()
@@ -206,13 +206,26 @@ class TwoMounts:
         opens = [0]
         first = []
 
+        def version(data):
+            return -1 if data == b"v-start" else int(data[1:]) if data[1:].isdigit() else None
+
         def reader():
+            last = -1
             while not stop.is_set():
                 try:
                     data = read_file(self.B("hot"))
                     opens[0] += 1
-                    if not data.startswith(b"v"):
+                    v = version(data)
+                    if v is None:
                         errors["partial or empty read"] += 1
+                    elif v < last:
+                        # Each open must find the file the name had at some
+                        # moment since the previous open began, never an older one.
+                        errors["went back to an older version"] += 1
+                        if len(first) < 3:
+                            first.append(f"read v{v} after v{last}")
+                    else:
+                        last = v
                 except OSError as e:
                     errors[errno.errorcode.get(e.errno, str(e.errno))] += 1
                     if len(first) < 3:
