@@ -99,7 +99,7 @@ class FuseFs {
   fuse_session* se_ = nullptr;  // set before the loop starts
   std::mutex mu_;
   std::unordered_map<Ino, InodeState> inodes_;  // guarded by mu_
-  // When this mount last answered an open with ESTALE (SteadyNs()).
+  // When this mount last answered a request with ESTALE (SteadyNs()).
   std::atomic<int64_t> last_estale_ns_{INT64_MIN / 2};
 
   static int64_t SteadyNs() {

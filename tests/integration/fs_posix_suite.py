@@ -871,6 +871,63 @@ def _fd_write_steps(d):
     return out
 
 
+def _fd_of_other_user_after_chmod(path, new_mode, uid=NOBODY):
+    """uid opens root's `path` O_RDWR (the mode lets it), then root chmods it
+    to new_mode; uid ftruncates and posix_fallocates through its descriptor.
+    Returns (ftruncate errno, posix_fallocate errno, truncate-by-path errno)."""
+    r1, w1 = os.pipe()
+    r2, w2 = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 0
+        try:
+            os.close(r1)
+            os.close(w2)
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            fd = os.open(path, os.O_RDWR)
+            os.write(w1, b"o")
+            os.read(r2, 1)           # root changed the mode meanwhile
+            res = []
+            for fn, a in ((os.ftruncate, (fd, 4)), (os.posix_fallocate, (fd, 0, 8192)),
+                          (os.truncate, (path, 2))):
+                try:
+                    fn(*a)
+                    res.append(0)
+                except OSError as e:
+                    res.append(e.errno)
+            os.close(fd)
+            os.write(w1, repr(tuple(res)).encode())
+        except BaseException as e:  # noqa: BLE001
+            code = 1
+            os.write(w1, f"E{e!r}".encode())
+        finally:
+            os._exit(code)
+    os.close(w1)
+    os.close(r2)
+    try:
+        first = os.read(r1, 1)
+        if first != b"o":
+            raise CheckFailed(f"the child could not open {path}: {(first + os.read(r1, 4096))!r}")
+        os.chmod(path, new_mode)
+        os.write(w2, b"g")
+        out = b""
+        while True:
+            b = os.read(r1, 4096)
+            if not b:
+                break
+            out += b
+    finally:
+        os.close(r1)
+        os.close(w2)
+        os.waitpid(pid, 0)
+    if out.startswith(b"E"):
+        raise CheckFailed(f"child failed: {out[1:].decode(errors='replace')}")
+    import ast
+    return ast.literal_eval(out.decode())
+
+
 def check_fd_write_access(ctx):
     """ftruncate/fallocate on a descriptor opened for writing succeed whatever
     the mode says now (the open checked access); truncate by path checks the
@@ -915,6 +972,18 @@ def check_fd_write_access(ctx):
         expect(read_file(os.path.join(d, "wo")) == (b"0" if uid is None else b"0123"),
                f"as {who}: 0444 file")
         expect(read_file(os.path.join(d, "ro")) == b"read", f"as {who}: read-only fd changed the file")
+    # Not the owner: 65534 opens root's 0666 file for writing, root makes it
+    # 0644; the descriptor may still truncate and allocate (and truncate(2)
+    # by path is refused).
+    other = ctx.p("roots")
+    write_file(other, b"0123456789")
+    os.chmod(other, 0o666)
+    got = _fd_of_other_user_after_chmod(other, 0o644)
+    names = tuple(errno.errorcode.get(e, e) if e else 0 for e in got)
+    expect(got == (0, 0, errno.EACCES), f"65534's descriptor of root's file chmodded 0644: "
+                                        f"ftruncate, posix_fallocate, truncate(path) gave {names}, "
+                                        "want (0, 0, EACCES)")
+    expect(read_file(other) == b"0123" + bytes(8188), "65534's ftruncate/fallocate contents")
 
 
 def check_times(ctx):

@@ -86,10 +86,11 @@ struct Context {
   uint32_t pid = 0;
   bool check_permission = true;
   // The request comes through a descriptor opened for writing (ftruncate,
-  // fallocate): its open checked write access, so SetAttr's size change and
-  // Fallocate do not check the mode again. POSIX keeps that access for the
-  // descriptor's life, even when the file was created with mode 0 or
-  // chmodded since. Nothing else is exempted.
+  // fallocate): its open checked write access, so SetAttr's size change (and
+  // the mtime/atime "now" update that comes with it) and Fallocate do not
+  // check the mode again. POSIX keeps that access for the descriptor's life,
+  // even when the file was created with mode 0 or chmodded since. Ownership
+  // rules (chmod, chown, explicit times) are not exempted.
   bool write_handle = false;
 };
 
