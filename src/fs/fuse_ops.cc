@@ -152,7 +152,11 @@ void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* in, int to_set, fuse
     mask |= fsmeta::kSetAtime;
     a.atime_ns = int64_t{in->st_atim.tv_sec} * 1000000000 + in->st_atim.tv_nsec;
   }
-  if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+  if ((to_set & FUSE_SET_ATTR_MTIME_NOW) ||
+      ((to_set & FUSE_SET_ATTR_MTIME) && (to_set & FUSE_SET_ATTR_SIZE))) {
+    // With a size: a truncate's own mtime update, which the kernel's
+    // writeback cache sends as an explicit time (utimensat never comes
+    // with a size); the truncate's write permission covers it.
     mask |= fsmeta::kSetMtimeNow;
   } else if (to_set & FUSE_SET_ATTR_MTIME) {
     mask |= fsmeta::kSetMtime;
@@ -176,8 +180,10 @@ void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* in, int to_set, fuse
   }
   Context ctx = fs->Ctx(req);
   // ftruncate (and the truncate of an open with O_TRUNC) come with the file
-  // handle: a descriptor opened for writing may change the size whatever the
-  // mode says now. truncate(path) comes without one and is checked.
+  // handle, and so does the kernel's writeback cache writing back the mtime
+  // of a descriptor's writes: a descriptor opened for writing may do both
+  // whatever the mode or owner say now. truncate(path) and utimensat come
+  // without one and are checked.
   if (fi != nullptr && fi->fh != 0 && WritableHandle(fi)) ctx.write_handle = true;
   auto r = mask ? fs->meta_->SetAttr(ctx, ino, mask, a) : fs->meta_->GetAttr(ino);
   if (atime_lock.owns_lock()) atime_lock.unlock();

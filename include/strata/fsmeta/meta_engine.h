@@ -86,11 +86,13 @@ struct Context {
   uint32_t pid = 0;
   bool check_permission = true;
   // The request comes through a descriptor opened for writing (ftruncate,
-  // fallocate): its open checked write access, so SetAttr's size change (and
-  // the mtime/atime "now" update that comes with it) and Fallocate do not
-  // check the mode again. POSIX keeps that access for the descriptor's life,
-  // even when the file was created with mode 0 or chmodded since. Ownership
-  // rules (chmod, chown, explicit times) are not exempted.
+  // fallocate, and the kernel's writeback cache writing back the times of
+  // the descriptor's writes): its open checked write access, so SetAttr's
+  // size change and time updates and Fallocate do not check the mode or the
+  // owner again. POSIX keeps that access for the descriptor's life, even
+  // when the file was created with mode 0 or chmodded since. chmod and
+  // chown are not exempted (FUSE never sends them with a handle, nor
+  // utimensat).
   bool write_handle = false;
 };
 
