@@ -325,7 +325,7 @@ void Writeback::Worker() {
       e2.failures++;
       stats_.upload_failures++;
       M().failures->Inc();
-      const int64_t backoff = std::min<int64_t>(30000, int64_t{500} << std::min(e2.failures, 6));
+      const int64_t backoff = std::min<int64_t>(30000, options_.retry_base_ms << std::min(e2.failures, 6));
       e2.not_before_ms = NowMs() + backoff;
       kLog.Warn("writeback: uploading {} failed ({}); retrying in {} ms", path, st.ToString(), backoff);
       queue_.push_back(k);

@@ -47,6 +47,7 @@ struct WritebackOptions {
   uint64_t limit_bytes = 1ull << 30;
   int uploads = 8;                 // concurrent background uploads
   int64_t upload_delay_ms = 0;     // tests: a block waits this long before its upload (not when draining)
+  int64_t retry_base_ms = 500;     // a failed upload is retried after 2x, 4x, ... this (30 s at most)
 };
 
 struct WritebackStats {
