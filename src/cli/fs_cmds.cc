@@ -838,6 +838,22 @@ int CmdBench(const BenchArgs& a) {
   return 0;
 }
 
+// mount's --writeback options (the JuiceFS meaning: background uploads from
+// a local stage) and --writeback-cache (the kernel's page cache writeback).
+void AddWritebackFlags(CLI::App* m, MountArgs* ma) {
+  m->add_flag("--writeback", ma->writeback,
+              "Upload in the background: close/fsync return once the data is staged durably in --cache-dir "
+              "(needed) and the metadata committed; staged blocks survive a crash and are uploaded by the next mount");
+  m->add_option("--writeback-limit", ma->writeback_limit,
+                "Bytes staged at most with --writeback; beyond, writes upload synchronously")
+      ->capture_default_str();
+  m->add_option("--writeback-upload-delay", ma->writeback_upload_delay_ms,
+                "Tests: milliseconds a staged block waits before its upload")
+      ->group("");
+  m->add_flag("--writeback-cache", ma->writeback_cache,
+              "Kernel writeback cache (faster small writes; weaker close-to-open)");
+}
+
 }  // namespace
 
 void RegisterFsCommands(CLI::App& app, int* exit_code) {
@@ -883,17 +899,7 @@ void RegisterFsCommands(CLI::App& app, int* exit_code) {
   m->add_option("--buffer-size", ma->buffer_size, "Write buffer for uncommitted data, whole mount")->capture_default_str();
   m->add_option("--max-uploads", ma->max_uploads, "Block uploads in parallel")->capture_default_str();
   m->add_option("--prefetch", ma->prefetch, "Blocks read ahead on sequential reads; also a file of one block is fetched when opened for reading (0: neither)")->capture_default_str();
-  m->add_flag("--writeback", ma->writeback,
-              "Upload in the background: close/fsync return once the data is staged durably in --cache-dir "
-              "(needed) and the metadata committed; staged blocks survive a crash and are uploaded by the next mount");
-  m->add_option("--writeback-limit", ma->writeback_limit,
-                "Bytes staged at most with --writeback; beyond, writes upload synchronously")
-      ->capture_default_str();
-  m->add_option("--writeback-upload-delay", ma->writeback_upload_delay_ms,
-                "Tests: milliseconds a staged block waits before its upload")
-      ->group("");
-  m->add_flag("--writeback-cache", ma->writeback_cache,
-              "Kernel writeback cache (faster small writes; weaker close-to-open)");
+  AddWritebackFlags(m, ma.get());
   m->add_flag("--read-only", ma->read_only, "Mount read-only");
   m->add_flag("--no-allow-other", ma->no_allow_other, "Only the mounting user may access the mount");
   m->add_option("--attr-timeout", ma->attr_timeout, "Seconds the kernel caches attributes")->capture_default_str();

@@ -56,12 +56,17 @@ struct WbMetrics {
   metrics::Counter* failures;
   WbMetrics() {
     auto& r = metrics::Registry::Global();
-    blocks = &r.GetGauge("strata_fs_writeback_staged_blocks", "Blocks staged on the local disk, not yet uploaded (--writeback)");
-    bytes = &r.GetGauge("strata_fs_writeback_staged_bytes", "Bytes staged on the local disk, not yet uploaded (--writeback)");
-    uploaded = &r.GetCounter("strata_fs_writeback_uploaded_blocks_total", "Staged blocks uploaded in the background");
-    fallbacks = &r.GetCounter("strata_fs_writeback_fallbacks_total",
-                              "Blocks uploaded synchronously because the stage was full or its disk failed");
-    failures = &r.GetCounter("strata_fs_writeback_upload_failures_total", "Background uploads that failed (retried)");
+    blocks = &r.GetGauge("strata_fs_writeback_staged_blocks",
+                         "Blocks staged on the local disk, not yet uploaded (--writeback)");
+    bytes = &r.GetGauge("strata_fs_writeback_staged_bytes",
+                        "Bytes staged on the local disk, not yet uploaded (--writeback)");
+    uploaded = &r.GetCounter("strata_fs_writeback_uploaded_blocks_total",
+                             "Staged blocks uploaded in the background");
+    fallbacks = &r.GetCounter(
+        "strata_fs_writeback_fallbacks_total",
+        "Blocks uploaded synchronously because the stage was full or its disk failed");
+    failures = &r.GetCounter("strata_fs_writeback_upload_failures_total",
+                             "Background uploads that failed (retried)");
   }
 };
 WbMetrics& M() {
@@ -73,7 +78,8 @@ WbMetrics& M() {
 Writeback::Writeback(WritebackOptions options, UploadFn upload, DeleteFn del)
     : options_(std::move(options)), upload_(std::move(upload)), delete_(std::move(del)) {}
 
-Result<std::unique_ptr<Writeback>> Writeback::Open(WritebackOptions options, UploadFn upload, DeleteFn del) {
+Result<std::unique_ptr<Writeback>> Writeback::Open(WritebackOptions options, UploadFn upload,
+                                                   DeleteFn del) {
   if (options.dir.empty()) return Status::InvalidArgument("writeback needs a stage directory");
   // mkdir -p
   for (size_t p = 1; p <= options.dir.size(); p++) {
@@ -83,13 +89,15 @@ Result<std::unique_ptr<Writeback>> Writeback::Open(WritebackOptions options, Upl
         return Status::FromErrno(errno, "creating the writeback stage " + part);
     }
   }
-  std::unique_ptr<Writeback> w(new Writeback(std::move(options), std::move(upload), std::move(del)));
+  std::unique_ptr<Writeback> w(
+      new Writeback(std::move(options), std::move(upload), std::move(del)));
   std::string lock = w->options_.dir + "/LOCK";
   w->lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (w->lock_fd_ < 0) return Status::FromErrno(errno, "opening " + lock);
   if (::flock(w->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     return Status::Unavailable(fmt::format(
-        "the writeback stage {} is in use by another mount (one mount per cache directory)", w->options_.dir));
+        "the writeback stage {} is in use by another mount (one mount per cache directory)",
+        w->options_.dir));
   }
   if (w->options_.uploads < 1) w->options_.uploads = 1;
   return w;
@@ -120,7 +128,8 @@ void Writeback::PublishLocked() {
   M().bytes->Set(static_cast<int64_t>(bytes_));
 }
 
-std::vector<std::tuple<uint64_t, uint32_t, uint32_t>> Writeback::ListStaged(const std::string& dir) {
+std::vector<std::tuple<uint64_t, uint32_t, uint32_t>> Writeback::ListStaged(
+    const std::string& dir) {
   std::vector<std::tuple<uint64_t, uint32_t, uint32_t>> out;
   DIR* d = ::opendir(dir.c_str());
   if (!d) return out;
@@ -165,7 +174,8 @@ Result<size_t> Writeback::Recover(const std::function<bool(uint64_t)>& reference
     if (static_cast<uint64_t>(st.st_size) != len) {
       // Cannot happen with the rename protocol short of disk damage; keep
       // the file for a person to look at rather than upload a wrong block.
-      kLog.Error("writeback stage: {} has {} bytes, not {}; left in place, not uploaded", path, st.st_size, len);
+      kLog.Error("writeback stage: {} has {} bytes, not {}; left in place, not uploaded", path,
+                 st.st_size, len);
       continue;
     }
     Entry e;
@@ -178,7 +188,8 @@ Result<size_t> Writeback::Recover(const std::function<bool(uint64_t)>& reference
   }
   PublishLocked();
   if (kept || dropped)
-    kLog.Info("writeback stage {}: {} staged blocks to upload, {} unreferenced removed", options_.dir, kept, dropped);
+    kLog.Info("writeback stage {}: {} staged blocks to upload, {} unreferenced removed",
+              options_.dir, kept, dropped);
   return kept;
 }
 
@@ -208,7 +219,8 @@ bool Writeback::Stage(uint64_t id, uint32_t index, std::string_view data) {
     bytes_ -= len;
     stats_.fallbacks++;
     M().fallbacks->Inc();
-    kLog.Warn("writeback: staging block {}_{} failed ({}); uploading it directly", id, index, st.ToString());
+    kLog.Warn("writeback: staging block {}_{} failed ({}); uploading it directly", id, index,
+              st.ToString());
     return false;
   }
   Entry e;
@@ -221,8 +233,8 @@ bool Writeback::Stage(uint64_t id, uint32_t index, std::string_view data) {
   return true;
 }
 
-Status Writeback::Read(uint64_t id, uint32_t index, uint32_t len, uint32_t off, uint32_t n, char* buf,
-                       bool* found) {
+Status Writeback::Read(uint64_t id, uint32_t index, uint32_t len, uint32_t off, uint32_t n,
+                       char* buf, bool* found) {
   *found = false;
   UniqueFd fd;
   {
@@ -248,7 +260,8 @@ void Writeback::Forget(uint64_t id) {
   std::vector<std::string> remove;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    for (auto it = entries_.lower_bound(Key{id, 0}); it != entries_.end() && it->first.first == id;) {
+    for (auto it = entries_.lower_bound(Key{id, 0});
+         it != entries_.end() && it->first.first == id;) {
       if (it->second.uploading) {
         it->second.forgotten = true;  // the uploader deletes the object and the file
         ++it;
@@ -280,7 +293,8 @@ void Writeback::Worker() {
     }
     const int64_t now = NowMs();
     if (it->second.not_before_ms > now) {
-      cv_.wait_for(lk, std::chrono::milliseconds(std::min<int64_t>(it->second.not_before_ms - now, 1000)));
+      cv_.wait_for(
+          lk, std::chrono::milliseconds(std::min<int64_t>(it->second.not_before_ms - now, 1000)));
       continue;
     }
     queue_.pop_front();
@@ -295,7 +309,8 @@ void Writeback::Worker() {
       if (!data) {
         st = data.error();
       } else if (data->size() != len) {
-        st = Status::Corruption(fmt::format("staged block {} has {} bytes, not {}", path, data->size(), len));
+        st = Status::Corruption(
+            fmt::format("staged block {} has {} bytes, not {}", path, data->size(), len));
       } else {
         st = upload_(k.first, k.second, *data);
       }
@@ -318,16 +333,19 @@ void Writeback::Worker() {
       std::remove(path.c_str());
       if (forgotten && st.ok() && delete_) {
         Status d = delete_(k.first, k.second, len);
-        if (!d.ok()) kLog.Warn("writeback: deleting the object of freed block {}: {}", path, d.ToString());
+        if (!d.ok())
+          kLog.Warn("writeback: deleting the object of freed block {}: {}", path, d.ToString());
       }
       lk.lock();
     } else {
       e2.failures++;
       stats_.upload_failures++;
       M().failures->Inc();
-      const int64_t backoff = std::min<int64_t>(30000, options_.retry_base_ms << std::min(e2.failures, 6));
+      const int64_t backoff =
+          std::min<int64_t>(30000, options_.retry_base_ms << std::min(e2.failures, 6));
       e2.not_before_ms = NowMs() + backoff;
-      kLog.Warn("writeback: uploading {} failed ({}); retrying in {} ms", path, st.ToString(), backoff);
+      kLog.Warn("writeback: uploading {} failed ({}); retrying in {} ms", path, st.ToString(),
+                backoff);
       queue_.push_back(k);
     }
     done_cv_.notify_all();
@@ -353,9 +371,10 @@ Status Writeback::Drain(int max_failures) {
       }
     }
     if (stuck) {
-      result = Status::Unavailable(fmt::format(
-          "{} staged blocks could not be uploaded; they stay in {} and are uploaded by the next mount",
-          entries_.size(), options_.dir));
+      result =
+          Status::Unavailable(fmt::format("{} staged blocks could not be uploaded; they stay in {} "
+                                          "and are uploaded by the next mount",
+                                          entries_.size(), options_.dir));
       break;
     }
     done_cv_.wait_for(lk, std::chrono::seconds(1));

@@ -43,18 +43,19 @@
 namespace strata::fs {
 
 struct WritebackOptions {
-  std::string dir;                 // the stage directory (created)
+  std::string dir;  // the stage directory (created)
   uint64_t limit_bytes = 1ull << 30;
-  int uploads = 8;                 // concurrent background uploads
-  int64_t upload_delay_ms = 0;     // tests: a block waits this long before its upload (not when draining)
-  int64_t retry_base_ms = 500;     // a failed upload is retried after 2x, 4x, ... this (30 s at most)
+  int uploads = 8;  // concurrent background uploads
+  int64_t upload_delay_ms =
+      0;  // tests: a block waits this long before its upload (not when draining)
+  int64_t retry_base_ms = 500;  // a failed upload is retried after 2x, 4x, ... this (30 s at most)
 };
 
 struct WritebackStats {
   uint64_t staged_blocks = 0, staged_bytes = 0;  // now in the stage
-  uint64_t uploaded_blocks = 0;                   // uploaded since open
-  uint64_t fallbacks = 0;                         // blocks uploaded synchronously (stage full or failed)
-  uint64_t upload_failures = 0;                   // failed attempts (retried)
+  uint64_t uploaded_blocks = 0;                  // uploaded since open
+  uint64_t fallbacks = 0;        // blocks uploaded synchronously (stage full or failed)
+  uint64_t upload_failures = 0;  // failed attempts (retried)
 };
 
 class Writeback {
@@ -66,7 +67,8 @@ class Writeback {
 
   // Opens (creates) the stage directory and locks it; no upload starts
   // before Start().
-  static Result<std::unique_ptr<Writeback>> Open(WritebackOptions options, UploadFn upload, DeleteFn del);
+  static Result<std::unique_ptr<Writeback>> Open(WritebackOptions options, UploadFn upload,
+                                                 DeleteFn del);
   ~Writeback();  // stops the uploaders; staged blocks stay for the next mount
 
   // Scans the stage: temp files of interrupted stages are removed; a staged
@@ -83,7 +85,8 @@ class Writeback {
   bool Stage(uint64_t id, uint32_t index, std::string_view data);
   // Reads [off, off + n) of a staged block into buf. *found false when the
   // block is not (any more) staged: it is in the object store.
-  Status Read(uint64_t id, uint32_t index, uint32_t len, uint32_t off, uint32_t n, char* buf, bool* found);
+  Status Read(uint64_t id, uint32_t index, uint32_t len, uint32_t off, uint32_t n, char* buf,
+              bool* found);
   // Whether the block is staged now (prefetching it from the store is futile).
   bool Contains(uint64_t id, uint32_t index) const;
   // The slice was freed: its staged blocks are dropped (an upload already

@@ -32,9 +32,9 @@ struct FakeBackend {
   std::condition_variable cv;
   std::map<std::pair<uint64_t, uint32_t>, std::string> objects;
   std::set<std::pair<uint64_t, uint32_t>> deleted;
-  int fail_next = 0;       // uploads that fail before they succeed again
+  int fail_next = 0;  // uploads that fail before they succeed again
   bool fail_all = false;
-  bool hold = false;       // uploads wait while set
+  bool hold = false;  // uploads wait while set
   int started = 0;
 
   Writeback::UploadFn Upload() {
@@ -150,7 +150,7 @@ TEST(WritebackTest, RecoverUploadsReferencedBlocksAndDropsTheRest) {
     ASSERT_TRUE((*wb)->Stage(10, 1, "committed-b"));
     ASSERT_TRUE((*wb)->Stage(11, 0, "never-committed"));
   }
-  ASSERT_TRUE(testing::WriteFile(o.dir + "/12_0_4.tmp", "torn"));   // an interrupted stage
+  ASSERT_TRUE(testing::WriteFile(o.dir + "/12_0_4.tmp", "torn"));  // an interrupted stage
   ASSERT_TRUE(testing::WriteFile(o.dir + "/13_0_100", "short"));   // damaged: wrong length
   EXPECT_EQ(be.Count(), 0u);
   EXPECT_EQ(Writeback::ListStaged(o.dir).size(), 4u);
@@ -160,9 +160,9 @@ TEST(WritebackTest, RecoverUploadsReferencedBlocksAndDropsTheRest) {
   auto kept = (*wb)->Recover([](uint64_t id) { return id == 10 || id == 13; });
   ASSERT_TRUE(kept.ok());
   EXPECT_EQ(*kept, 2u);
-  EXPECT_FALSE(Exists(o.dir + "/11_0_15"));   // unreferenced: removed
+  EXPECT_FALSE(Exists(o.dir + "/11_0_15"));  // unreferenced: removed
   EXPECT_FALSE(Exists(o.dir + "/12_0_4.tmp"));
-  EXPECT_TRUE(Exists(o.dir + "/13_0_100"));   // left for a person, not uploaded
+  EXPECT_TRUE(Exists(o.dir + "/13_0_100"));  // left for a person, not uploaded
   // Readable from the stage before the uploads run.
   char buf[11];
   bool found = false;
