@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -199,6 +200,18 @@ void Writeback::Start() {
   for (int i = 0; i < options_.uploads; i++) workers_.emplace_back([this] { Worker(); });
 }
 
+bool Writeback::DiskHasRoom(uint64_t len) const {
+  struct statvfs vfs;
+  if (::statvfs(options_.dir.c_str(), &vfs) != 0) return true;  // the write itself will tell
+  const uint64_t unit = vfs.f_frsize ? vfs.f_frsize : vfs.f_bsize;
+  const uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * unit;
+  uint64_t floor =
+      options_.min_free_bytes >= 0
+          ? static_cast<uint64_t>(options_.min_free_bytes)
+          : std::min<uint64_t>(1ull << 30, static_cast<uint64_t>(vfs.f_blocks) * unit / 20);
+  return avail >= floor + len;
+}
+
 bool Writeback::Stage(uint64_t id, uint32_t index, std::string_view data) {
   const uint32_t len = static_cast<uint32_t>(data.size());
   {
@@ -211,10 +224,20 @@ bool Writeback::Stage(uint64_t id, uint32_t index, std::string_view data) {
     // Reserve the room now so concurrent stages respect the limit.
     bytes_ += len;
   }
+  if (!DiskHasRoom(len)) {
+    std::lock_guard<std::mutex> lk(mu_);
+    bytes_ -= len;
+    stats_.fallbacks++;
+    M().fallbacks->Inc();
+    return false;
+  }
   AtomicWriteOptions ao;
   ao.mode = 0600;
   Status st = WriteFileAtomic(PathOf(id, index, len), data, ao);
   std::lock_guard<std::mutex> lk(mu_);
+  if (auto old = entries_.find(Key{id, index}); st.ok() && old != entries_.end()) {
+    bytes_ -= old->second.len;  // the same block staged again (a retried write)
+  }
   if (!st.ok()) {
     bytes_ -= len;
     stats_.fallbacks++;
@@ -319,23 +342,32 @@ void Writeback::Worker() {
     it = entries_.find(k);  // map iterators stay valid, but look again for clarity
     Entry& e2 = it->second;
     e2.uploading = false;
-    if (st.ok() || e2.forgotten) {
-      const bool forgotten = e2.forgotten;
-      bytes_ -= e2.len;
-      entries_.erase(it);
-      if (st.ok()) {
-        stats_.uploaded_blocks++;
-        M().uploaded->Inc();
-      }
-      PublishLocked();
+    if (e2.forgotten) {
+      // Freed while uploading: the object goes too. The entry stays (readers
+      // skip forgotten ones) until that is done, so Drain waits for it.
+      e2.uploading = true;
       lk.unlock();
-      // Only now, with the object in the store, may the file go.
-      std::remove(path.c_str());
-      if (forgotten && st.ok() && delete_) {
+      if (st.ok() && delete_) {
         Status d = delete_(k.first, k.second, len);
         if (!d.ok())
           kLog.Warn("writeback: deleting the object of freed block {}: {}", path, d.ToString());
       }
+      std::remove(path.c_str());
+      lk.lock();
+      it = entries_.find(k);
+      bytes_ -= it->second.len;
+      entries_.erase(it);
+      PublishLocked();
+    } else if (st.ok()) {
+      bytes_ -= e2.len;
+      entries_.erase(it);
+      stats_.uploaded_blocks++;
+      M().uploaded->Inc();
+      PublishLocked();
+      lk.unlock();
+      // Only now, with the object in the store and the entry gone (a reader
+      // that found it holds the file open), may the file go.
+      std::remove(path.c_str());
       lk.lock();
     } else {
       e2.failures++;

@@ -16,7 +16,8 @@
 // commit: no file can ever read them). Recover runs before the mount serves,
 // with the stage locked (flock), so no commit can race with it.
 //
-// Limits: at most `limit_bytes` staged; a block that does not fit, or whose
+// Limits: at most `limit_bytes` staged, and never the disk's last
+// `min_free_bytes`; a block that does not fit, or whose
 // stage write fails (ENOSPC, EIO), is reported back (Stage returns false) and
 // the caller uploads it synchronously, so a full disk slows writes down
 // instead of failing them. Blocks staged here cannot be read by other mounts
@@ -48,6 +49,9 @@ struct WritebackOptions {
   int uploads = 8;  // concurrent background uploads
   int64_t upload_delay_ms =
       0;  // tests: a block waits this long before its upload (not when draining)
+  // Free space the stage leaves on its disk (the read cache and other
+  // programs share it): -1 is 5% of the filesystem, at most 1 GiB.
+  int64_t min_free_bytes = -1;
   int64_t retry_base_ms = 500;  // a failed upload is retried after 2x, 4x, ... this (30 s at most)
 };
 
@@ -114,6 +118,7 @@ class Writeback {
   std::string PathOf(uint64_t id, uint32_t index, uint32_t len) const;
   void Worker();
   void PublishLocked();
+  bool DiskHasRoom(uint64_t len) const;
 
   WritebackOptions options_;
   UploadFn upload_;

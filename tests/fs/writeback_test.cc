@@ -135,6 +135,20 @@ TEST(WritebackTest, LimitAndFailedStageFallBackToTheCaller) {
   EXPECT_EQ((*wb)->Stats().staged_bytes, 0u);
 }
 
+TEST(WritebackTest, StageKeepsTheDisksFreeSpaceFloor) {
+  TempDir tmp;
+  FakeBackend be;
+  auto o = Opts(tmp.Join("stage"));
+  o.upload_delay_ms = 3600 * 1000;
+  o.min_free_bytes = int64_t{1} << 62;  // more than any disk has free
+  auto wb = Writeback::Open(o, be.Upload(), be.Delete());
+  ASSERT_TRUE(wb.ok());
+  EXPECT_FALSE((*wb)->Stage(1, 0, "no room"));
+  EXPECT_EQ((*wb)->Stats().fallbacks, 1u);
+  EXPECT_EQ((*wb)->Stats().staged_bytes, 0u);
+  EXPECT_TRUE(Writeback::ListStaged(o.dir).empty());
+}
+
 TEST(WritebackTest, RecoverUploadsReferencedBlocksAndDropsTheRest) {
   TempDir tmp;
   FakeBackend be;
