@@ -147,7 +147,7 @@ struct MountArgs {
   bool background = false, writeback = false, read_only = false, no_allow_other = false;
   bool writeback_cache = false;                         // the kernel's (FUSE writeback_cache)
   std::string writeback_limit = "1G";                   // --writeback: staged bytes at most
-  int64_t writeback_upload_delay_ms = 0;                // tests only (hidden)
+  double upload_delay_s = 0;                            // --writeback: hold staged blocks this long
   std::string cache_dir, cache_size = "10G", ram_cache = "1G", buffer_size = "300M";
   int max_uploads = 20;
   uint32_t prefetch = 8;
@@ -224,13 +224,18 @@ int ServeForeground(const MountArgs& a, int ready_fd) {
   vo.prefetch = a.prefetch;
   vo.read_only = a.read_only;
   vo.writeback = a.writeback;
+  if (a.upload_delay_s > 0 && !a.writeback) {
+    Status bad = Status::InvalidArgument("--upload-delay applies to --writeback uploads: add --writeback");
+    report("E" + bad.ToString());
+    return Fail("mount", bad);
+  }
   auto wl = Size("--writeback-limit", a.writeback_limit);
   if (!wl) {
     report("E" + wl.error().ToString());
     return Fail("mount", wl.error());
   }
   vo.writeback_limit = *wl;
-  vo.writeback_upload_delay_ms = a.writeback_upload_delay_ms;
+  vo.writeback_upload_delay_ms = static_cast<int64_t>(std::max(0.0, a.upload_delay_s) * 1000);
   auto vol = fs::Volume::Open(a.meta, vo);
   if (!vol) {
     report("E" + vol.error().ToString());
@@ -847,9 +852,10 @@ void AddWritebackFlags(CLI::App* m, MountArgs* ma) {
   m->add_option("--writeback-limit", ma->writeback_limit,
                 "Bytes staged at most with --writeback; beyond, writes upload synchronously")
       ->capture_default_str();
-  m->add_option("--writeback-upload-delay", ma->writeback_upload_delay_ms,
-                "Tests: milliseconds a staged block waits before its upload")
-      ->group("");
+  m->add_option("--upload-delay", ma->upload_delay_s,
+                "With --writeback: seconds a staged block waits before its upload (a file deleted meanwhile is "
+                "never uploaded; unmount uploads at once)")
+      ->capture_default_str();
   m->add_flag("--writeback-cache", ma->writeback_cache,
               "Kernel writeback cache (faster small writes; weaker close-to-open)");
 }

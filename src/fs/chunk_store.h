@@ -12,7 +12,8 @@
 //
 // Objects are immutable (ids are never reused), so the read cache can trust
 // what it learned about a key forever; reads go through a CachedObjectStore
-// (RAM and disk tiers) and writes straight to the base store.
+// (RAM and disk tiers) and writes straight to the base store, or, with
+// writeback (fs/writeback.h), to the local stage, uploaded in the background.
 //
 // Thread-safety: all methods are thread-safe.
 #pragma once

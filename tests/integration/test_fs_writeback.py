@@ -3,7 +3,7 @@
 while their uploads are pending, and the staged blocks reach the object store.
 
 Our S3 server, SQLite metadata, one foreground mount with --writeback and a
-test-only upload delay (--writeback-upload-delay) so that no upload happens
+upload delay of an hour (--upload-delay) so that no upload happens
 before the kill:
   1. write 500 small files (1-64 KiB of random bytes), closing each; they read
      back from the mount; the stage directory holds their blocks and the bucket
@@ -34,7 +34,7 @@ import strata_harness as H  # noqa: E402
 import fs_mount as M  # noqa: E402
 
 KiB = 1024
-HOLD = ["--writeback-upload-delay", "3600000"]   # an hour: nothing uploads before the kill
+HOLD = ["--upload-delay", "3600"]   # an hour: nothing uploads before the kill
 ORPHAN = "987654321_0_10"                          # a slice id no file references
 
 
