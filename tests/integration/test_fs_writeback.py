@@ -15,7 +15,9 @@ before the kill:
   4. remount (no delay): every closed file has its bytes; the stage empties;
      every staged block is an object in the bucket; the planted files are
      gone and the unreferenced block was not uploaded; fsck is clean;
-  5. with the upload delay again, write more files and unmount cleanly: the
+  5. with a 128 KiB --writeback-limit and uploads held: what does not fit
+     the stage is uploaded at close, every file reads back;
+  6. with the upload delay again, write more files and unmount cleanly: the
      unmount uploads the stage (umount drains), fsck is clean.
 
 Usage: /usr/bin/python3 test_fs_writeback.py --strata build/strata [--seed N] [--files 500]
@@ -143,6 +145,25 @@ class WB:
         assert ORPHAN not in in_bucket, "an unreferenced staged block was uploaded"
         print(f"     stage empty, {len(self.staged_names)} blocks in the bucket", flush=True)
 
+    def limit_falls_back(self):
+        """A full stage (--writeback-limit) makes closes upload synchronously:
+        every file still correct, the stage within its limit, the rest of the
+        blocks already in the bucket while uploads are held."""
+        self.fs.umount(self.mp)
+        self.mount("--writeback-limit", "128K", *HOLD)
+        before = set(self.files)
+        self.write_files("limited", 30)
+        new = [r for r in self.files if r not in before]
+        d = self.stage_dir()
+        held = self.staged()
+        staged_bytes = sum(os.path.getsize(os.path.join(d, n)) for n in held)
+        assert 0 < staged_bytes <= 128 * KiB, f"{staged_bytes} bytes staged with a 128 KiB limit"
+        in_bucket = self.bucket_block_names()
+        assert len(in_bucket - self.staged_names) >= len(new) - len(held), \
+            f"{len(new)} files, {len(held)} staged, but only {len(in_bucket - self.staged_names)} new objects"
+        self.check_files()
+        print(f"     {len(held)} blocks ({staged_bytes} bytes) staged, the rest uploaded at close", flush=True)
+
     def umount_drains(self):
         self.fs.umount(self.mp)
         self.mount(*HOLD)
@@ -180,6 +201,7 @@ def main():
         if not runner.case("remount: files intact, stage uploaded", w.remount_and_drain):
             return runner.finish()
         runner.case("fsck after the uploads", fs.fsck)
+        runner.case("--writeback-limit: a full stage uploads at close", w.limit_falls_back)
         runner.case("clean unmount uploads the stage", w.umount_drains)
         runner.case("final fsck", fs.fsck)
     finally:
