@@ -145,7 +145,8 @@ int CmdFormat(const FormatArgs& a) {
 struct MountArgs {
   std::string meta, mountpoint;
   bool background = false, writeback = false, read_only = false, no_allow_other = false;
-  bool writeback_cache = false;                         // the kernel's (FUSE writeback_cache)
+  bool writeback_cache = false;
+  bool writeback_sync = false;                         // the kernel's (FUSE writeback_cache)
   std::string writeback_limit = "1G";                   // --writeback: staged bytes at most
   double upload_delay_s = 0;                            // --writeback: hold staged blocks this long
   std::string cache_dir, cache_size = "10G", ram_cache = "1G", buffer_size = "300M";
@@ -224,6 +225,7 @@ int ServeForeground(const MountArgs& a, int ready_fd) {
   vo.prefetch = a.prefetch;
   vo.read_only = a.read_only;
   vo.writeback = a.writeback;
+  vo.writeback_sync = a.writeback_sync;
   if (a.upload_delay_s > 0 && !a.writeback) {
     Status bad = Status::InvalidArgument("--upload-delay applies to --writeback uploads: add --writeback");
     report("E" + bad.ToString());
@@ -852,6 +854,9 @@ void AddWritebackFlags(CLI::App* m, MountArgs* ma) {
   m->add_option("--writeback-limit", ma->writeback_limit,
                 "Bytes staged at most with --writeback; beyond, writes upload synchronously")
       ->capture_default_str();
+  m->add_flag("--writeback-sync", ma->writeback_sync,
+              "With --writeback: fsync each staged block at close (a close survives a power loss; slower). "
+              "Without it a close survives a crash of the mount, and fsync makes the stage durable");
   m->add_option("--upload-delay", ma->upload_delay_s,
                 "With --writeback: seconds a staged block waits before its upload (a file deleted meanwhile is "
                 "never uploaded; unmount uploads at once)")

@@ -88,6 +88,8 @@ void ChunkStore::SetWriteback(Writeback* wb, bool stage_new) {
   stage_new_ = wb != nullptr && stage_new;
 }
 
+Status ChunkStore::SyncStage() { return writeback_ ? writeback_->Sync() : Status::Ok(); }
+
 Status ChunkStore::PutBlock(uint64_t id, uint32_t index, std::string_view data,
                             std::shared_ptr<const std::string> keep) {
   // Writeback: durable in the local stage is enough for the commit; the

@@ -102,6 +102,8 @@ class ChunkStore {
   // way. Set before any I/O.
   void SetWriteback(Writeback* wb, bool stage_new);
   Writeback* writeback() const { return writeback_; }
+  // Makes staged blocks durable on the local disk (fsync); Ok without a stage.
+  Status SyncStage();
   // The upload itself, without staging (the stage's uploader calls it).
   Status UploadBlock(uint64_t id, uint32_t index, std::string_view data);
 

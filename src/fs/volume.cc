@@ -91,6 +91,7 @@ Status Volume::OpenWriteback() {
   wo.limit_bytes = options_.writeback_limit;
   wo.uploads = options_.writeback_uploads > 0 ? options_.writeback_uploads : options_.max_uploads;
   wo.upload_delay_ms = options_.writeback_upload_delay_ms;
+  wo.sync_each = options_.writeback_sync;
   ChunkStore* cs = chunks_.get();
   auto wb = Writeback::Open(
       wo, [cs](uint64_t id, uint32_t index, std::string_view data) { return cs->UploadBlock(id, index, data); },

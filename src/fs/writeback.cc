@@ -100,6 +100,8 @@ Result<std::unique_ptr<Writeback>> Writeback::Open(WritebackOptions options, Upl
         "the writeback stage {} is in use by another mount (one mount per cache directory)",
         w->options_.dir));
   }
+  w->dir_fd_ = ::open(w->options_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (w->dir_fd_ < 0) return Status::FromErrno(errno, "opening " + w->options_.dir);
   if (w->options_.uploads < 1) w->options_.uploads = 1;
   return w;
 }
@@ -117,6 +119,7 @@ Writeback::~Writeback() {
     bytes_ = 0;
     PublishLocked();
   }
+  if (dir_fd_ >= 0) ::close(dir_fd_);
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
@@ -159,7 +162,7 @@ Result<size_t> Writeback::Recover(const std::function<bool(uint64_t)>& reference
     uint64_t id;
     uint32_t index, len;
     if (!ParseName(n, &id, &index, &len)) {
-      // A temp file of a stage the crash interrupted: no metadata names it.
+      // A temp file (older stages wrote one): no metadata names it.
       if (n.size() > 4 && n.compare(n.size() - 4, 4, ".tmp") == 0) std::remove(path.c_str());
       continue;
     }
@@ -173,8 +176,9 @@ Result<size_t> Writeback::Recover(const std::function<bool(uint64_t)>& reference
       continue;
     }
     if (static_cast<uint64_t>(st.st_size) != len) {
-      // Cannot happen with the rename protocol short of disk damage; keep
-      // the file for a person to look at rather than upload a wrong block.
+      // A referenced block was complete before its commit: only disk damage
+      // makes it short. Keep the file for a person to look at rather than
+      // upload a wrong block.
       kLog.Error("writeback stage: {} has {} bytes, not {}; left in place, not uploaded", path,
                  st.st_size, len);
       continue;
@@ -198,6 +202,23 @@ void Writeback::Start() {
   std::lock_guard<std::mutex> lk(mu_);
   if (!workers_.empty()) return;
   for (int i = 0; i < options_.uploads; i++) workers_.emplace_back([this] { Worker(); });
+}
+
+// The block under its final name; with sync_each fdatasync, then an fsync of
+// the directory (its entry). No temp file and rename: a file cut short by a crash is never
+// referenced (the commit follows this), so Recover removes it as
+// unreferenced; and a rename would cost a second journal commit per close.
+Status Writeback::WriteStageFile(const std::string& path, std::string_view data) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd.valid()) return Status::FromErrno(errno, "create " + path);
+  Status st = WriteAll(fd.get(), data.data(), data.size(), path);
+  if (st.ok() && options_.sync_each && ::fdatasync(fd.get()) != 0)
+    st = Status::FromErrno(errno, "fdatasync " + path);
+  if (st.ok() && ::close(fd.Release()) != 0) st = Status::FromErrno(errno, "close " + path);
+  if (st.ok() && options_.sync_each && ::fsync(dir_fd_) != 0)
+    st = Status::FromErrno(errno, "fsync " + options_.dir);
+  if (!st.ok()) ::unlink(path.c_str());
+  return st;
 }
 
 bool Writeback::DiskHasRoom(uint64_t len) const {
@@ -231,9 +252,7 @@ bool Writeback::Stage(uint64_t id, uint32_t index, std::string_view data) {
     M().fallbacks->Inc();
     return false;
   }
-  AtomicWriteOptions ao;
-  ao.mode = 0600;
-  Status st = WriteFileAtomic(PathOf(id, index, len), data, ao);
+  Status st = WriteStageFile(PathOf(id, index, len), data);
   std::lock_guard<std::mutex> lk(mu_);
   if (auto old = entries_.find(Key{id, index}); st.ok() && old != entries_.end()) {
     bytes_ -= old->second.len;  // the same block staged again (a retried write)
@@ -246,6 +265,7 @@ bool Writeback::Stage(uint64_t id, uint32_t index, std::string_view data) {
               st.ToString());
     return false;
   }
+  staged_seq_++;
   Entry e;
   e.len = len;
   e.not_before_ms = draining_ ? 0 : NowMs() + options_.upload_delay_ms;
@@ -272,6 +292,19 @@ Status Writeback::Read(uint64_t id, uint32_t index, uint32_t len, uint32_t off, 
   }
   *found = true;
   return PreadFull(fd.get(), buf, n, off, "staged block");
+}
+
+Status Writeback::Sync() {
+  if (options_.sync_each) return Status::Ok();
+  std::lock_guard<std::mutex> lk(sync_mu_);
+  const uint64_t upto = staged_seq_.load();
+  if (upto == synced_seq_) return Status::Ok();
+  // One syncfs covers every stage file and the directory; cheaper than an
+  // fsync of each when a file of many blocks is fsynced.
+  if (::syncfs(dir_fd_) != 0)
+    return Status::FromErrno(errno, "syncfs of the writeback stage " + options_.dir);
+  synced_seq_ = upto;
+  return Status::Ok();
 }
 
 bool Writeback::Contains(uint64_t id, uint32_t index) const {

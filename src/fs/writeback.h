@@ -1,20 +1,19 @@
 // Writeback (private to fs): the local stage of `strata fs mount --writeback`.
 //
 // With writeback a block is not uploaded before its slice is committed: it is
-// written to a file in the stage directory (temp file, fsync, rename, fsync of
-// the directory), and the commit then points at the block's object key, which
-// is known before the upload. A background uploader (bounded concurrency)
-// PUTs staged blocks and only then removes their files; until then reads of
-// the block come from its stage file. A close therefore costs a local fsync
-// and a metadata transaction, not a PUT.
+// written to a file in the stage directory (fdatasynced with sync_each, else
+// made durable by the next fsync's Sync), and the commit then points at the block's object key,
+// which is known before the upload. A background uploader (bounded concurrency) PUTs staged blocks
+// and only then removes their files; until then reads of the block come from its stage file. A
+// close therefore costs a local fsync and a metadata transaction, not a PUT.
 //
 // Crash safety, by ordering: a block is durable in the stage before any
 // metadata names it, and its stage file is removed only after its object is
 // in the store. After a crash the next mount with the same cache directory
 // calls Recover, which uploads every staged block whose slice the metadata
 // references and deletes the others (staged, then the mount died before the
-// commit: no file can ever read them). Recover runs before the mount serves,
-// with the stage locked (flock), so no commit can race with it.
+// commit, perhaps in the middle of the write: no file can ever read them). Recover runs before the
+// mount serves, with the stage locked (flock), so no commit can race with it.
 //
 // Limits: at most `limit_bytes` staged, and never the disk's last
 // `min_free_bytes`; a block that does not fit, or whose
@@ -26,6 +25,7 @@
 // Thread-safety: all methods are thread-safe.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -52,6 +52,12 @@ struct WritebackOptions {
   // Free space the stage leaves on its disk (the read cache and other
   // programs share it): -1 is 5% of the filesystem, at most 1 GiB.
   int64_t min_free_bytes = -1;
+  // true: each stage is fdatasynced (and the directory fsynced) before
+  // Stage returns, so a close survives a power loss. false: a stage survives
+  // a crash of the mount (the kernel holds the written pages) and Sync()
+  // makes every stage durable (fsync calls it), as the metadata commits of
+  // a close are (SQLite synchronous=NORMAL) until an fsync.
+  bool sync_each = false;
   int64_t retry_base_ms = 500;  // a failed upload is retried after 2x, 4x, ... this (30 s at most)
 };
 
@@ -75,7 +81,7 @@ class Writeback {
                                                  DeleteFn del);
   ~Writeback();  // stops the uploaders; staged blocks stay for the next mount
 
-  // Scans the stage: temp files of interrupted stages are removed; a staged
+  // Scans the stage: temp files are removed; a staged
   // block whose slice `referenced` is kept for upload, the others removed.
   // Call before Start() and before any Stage(). Returns the blocks kept.
   Result<size_t> Recover(const std::function<bool(uint64_t id)>& referenced);
@@ -87,6 +93,9 @@ class Writeback {
   // Stages a block durably. false: not staged (stage full, or the write
   // failed); the caller must upload it itself.
   bool Stage(uint64_t id, uint32_t index, std::string_view data);
+  // Makes every block staged so far durable on the disk (syncfs of the
+  // stage's filesystem, once per batch of unsynced stages).
+  Status Sync();
   // Reads [off, off + n) of a staged block into buf. *found false when the
   // block is not (any more) staged: it is in the object store.
   Status Read(uint64_t id, uint32_t index, uint32_t len, uint32_t off, uint32_t n, char* buf,
@@ -119,11 +128,16 @@ class Writeback {
   void Worker();
   void PublishLocked();
   bool DiskHasRoom(uint64_t len) const;
+  Status WriteStageFile(const std::string& path, std::string_view data);
+  std::mutex sync_mu_;                   // one syncfs at a time
+  std::atomic<uint64_t> staged_seq_{0};  // stages so far
+  uint64_t synced_seq_ = 0;              // stages made durable by Sync, guarded by sync_mu_
 
   WritebackOptions options_;
   UploadFn upload_;
   DeleteFn delete_;
   int lock_fd_ = -1;
+  int dir_fd_ = -1;  // the stage directory, for the fsync after each stage
   mutable std::mutex mu_;
   std::condition_variable cv_;       // work queued, stop, drain
   std::condition_variable done_cv_;  // an upload ended

@@ -110,6 +110,24 @@ TEST(WritebackTest, StagedBlockIsDurableReadableThenUploadedAndRemoved) {
   EXPECT_FALSE(found);  // now in the object store
 }
 
+TEST(WritebackTest, SyncEachAndSyncMakeStagesDurable) {
+  TempDir tmp;
+  FakeBackend be;
+  for (bool each : {false, true}) {
+    auto o = Opts(tmp.Join(each ? "each" : "batch"));
+    o.sync_each = each;
+    o.upload_delay_ms = 3600 * 1000;
+    auto wb = Writeback::Open(o, be.Upload(), be.Delete());
+    ASSERT_TRUE(wb.ok());
+    EXPECT_TRUE((*wb)->Sync().ok());  // nothing staged
+    ASSERT_TRUE((*wb)->Stage(1, 0, "abc"));
+    ASSERT_TRUE((*wb)->Stage(1, 1, "defg"));
+    EXPECT_TRUE((*wb)->Sync().ok());
+    EXPECT_TRUE((*wb)->Sync().ok());  // nothing new: no syncfs
+    EXPECT_EQ(testing::ReadFileOrEmpty(o.dir + "/1_1_4"), "defg");
+  }
+}
+
 TEST(WritebackTest, LimitAndFailedStageFallBackToTheCaller) {
   TempDir tmp;
   FakeBackend be;
