@@ -140,7 +140,13 @@ std::vector<std::tuple<uint64_t, uint32_t, uint32_t>> Writeback::ListStaged(
   while (struct dirent* de = ::readdir(d)) {
     uint64_t id;
     uint32_t index, len;
-    if (ParseName(de->d_name, &id, &index, &len)) out.emplace_back(id, index, len);
+    if (!ParseName(de->d_name, &id, &index, &len)) continue;
+    // Only complete files: one cut short (a crash mid-stage, a power loss
+    // before an fsync) holds no usable block.
+    struct stat st;
+    if (::stat((dir + "/" + de->d_name).c_str(), &st) == 0 &&
+        static_cast<uint64_t>(st.st_size) == len)
+      out.emplace_back(id, index, len);
   }
   ::closedir(d);
   return out;

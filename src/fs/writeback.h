@@ -85,8 +85,8 @@ class Writeback {
   // block whose slice `referenced` is kept for upload, the others removed.
   // Call before Start() and before any Stage(). Returns the blocks kept.
   Result<size_t> Recover(const std::function<bool(uint64_t id)>& referenced);
-  // Names of the blocks in a stage directory, without opening it (fsck):
-  // (id, index, len) of each complete stage file.
+  // The blocks in a stage directory, without opening it (fsck): (id, index,
+  // len) of each complete stage file (its size is len).
   static std::vector<std::tuple<uint64_t, uint32_t, uint32_t>> ListStaged(const std::string& dir);
   void Start();
 
