@@ -12,12 +12,14 @@ before the kill:
      from the object store; with `--cache-dir` it is clean;
   3. kill -9 the mount; plant an unreferenced stage file (a crash between the
      stage and the metadata commit) and a temp file of an interrupted stage;
-  4. remount (no delay): every closed file has its bytes; the stage empties;
+  4. remount (without --writeback): every closed file has its bytes; the stage empties;
      every staged block is an object in the bucket; the planted files are
      gone and the unreferenced block was not uploaded; fsck is clean;
   5. with a 128 KiB --writeback-limit and uploads held: what does not fit
      the stage is uploaded at close, every file reads back;
-  6. with the upload delay again, write more files and unmount cleanly: the
+  6. kill -9 that mount, remount with --writeback: files intact, the old
+     stage uploaded;
+  7. with the upload delay again, write more files and unmount cleanly: the
      unmount uploads the stage (umount drains), fsck is clean.
 
 Usage: /usr/bin/python3 test_fs_writeback.py --strata build/strata [--seed N] [--files 500]
@@ -130,7 +132,9 @@ class WB:
             f.write(b"abc")
 
     def remount_and_drain(self):
-        self.mount()
+        # Without --writeback: a plain mount of the cache directory uploads
+        # what a crashed writeback mount left staged.
+        self.fs.mount(self.mp, background=False, cache_dir=self.cache)
         self.check_files()
         deadline = time.time() + 120
         while self.staged() and time.time() < deadline:
@@ -163,6 +167,22 @@ class WB:
             f"{len(new)} files, {len(held)} staged, but only {len(in_bucket - self.staged_names)} new objects"
         self.check_files()
         print(f"     {len(held)} blocks ({staged_bytes} bytes) staged, the rest uploaded at close", flush=True)
+
+    def crash_then_writeback_remount(self):
+        """kill -9 again (blocks held in the stage), remount with --writeback:
+        the new writeback mount uploads the old stage too."""
+        held = self.staged()
+        assert held, "nothing staged before the second crash"
+        self.fs.kill9(self.mp)
+        assert M.force_unmount(self.mp), "could not clean the dead mount"
+        self.mount()
+        self.check_files()
+        deadline = time.time() + 120
+        while self.staged() and time.time() < deadline:
+            time.sleep(0.2)
+        assert not self.staged(), "stage not empty 120 s after the remount"
+        missing = held - self.bucket_block_names()
+        assert not missing, f"{len(missing)} blocks of the second crash never reached the bucket"
 
     def umount_drains(self):
         self.fs.umount(self.mp)
@@ -198,10 +218,11 @@ def main():
         runner.case("fsck: staged blocks missing without --cache-dir, clean with it", w.fsck_sees_stage)
         if not runner.case("kill -9 the mount with uploads pending", w.kill_and_plant):
             return runner.finish()
-        if not runner.case("remount: files intact, stage uploaded", w.remount_and_drain):
+        if not runner.case("remount (plain): files intact, stage uploaded", w.remount_and_drain):
             return runner.finish()
         runner.case("fsck after the uploads", fs.fsck)
         runner.case("--writeback-limit: a full stage uploads at close", w.limit_falls_back)
+        runner.case("kill -9 again, remount --writeback: old stage uploaded", w.crash_then_writeback_remount)
         runner.case("clean unmount uploads the stage", w.umount_drains)
         runner.case("final fsck", fs.fsck)
     finally:
