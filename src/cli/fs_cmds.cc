@@ -145,8 +145,8 @@ int CmdFormat(const FormatArgs& a) {
 struct MountArgs {
   std::string meta, mountpoint;
   bool background = false, writeback = false, read_only = false, no_allow_other = false;
-  bool writeback_cache = false;
-  bool writeback_sync = false;                         // the kernel's (FUSE writeback_cache)
+  bool writeback_cache = false;                         // the kernel's (FUSE writeback_cache)
+  bool writeback_sync = false;                          // --writeback: fsync each staged block at close
   std::string writeback_limit = "1G";                   // --writeback: staged bytes at most
   double upload_delay_s = 0;                            // --writeback: hold staged blocks this long
   std::string cache_dir, cache_size = "10G", ram_cache = "1G", buffer_size = "300M";
@@ -849,8 +849,9 @@ int CmdBench(const BenchArgs& a) {
 // a local stage) and --writeback-cache (the kernel's page cache writeback).
 void AddWritebackFlags(CLI::App* m, MountArgs* ma) {
   m->add_flag("--writeback", ma->writeback,
-              "Upload in the background: close/fsync return once the data is staged durably in --cache-dir "
-              "(needed) and the metadata committed; staged blocks survive a crash and are uploaded by the next mount");
+              "Upload in the background: close returns once the data is staged in --cache-dir (needed) and the "
+              "metadata committed (fsync: once both are durable on disk); staged blocks survive a crash of the "
+              "mount and are uploaded by the next one");
   m->add_option("--writeback-limit", ma->writeback_limit,
                 "Bytes staged at most with --writeback; beyond, writes upload synchronously")
       ->capture_default_str();
