@@ -97,19 +97,20 @@ Status Volume::OpenWriteback() {
       wo, [cs](uint64_t id, uint32_t index, std::string_view data) { return cs->UploadBlock(id, index, data); },
       [cs](uint64_t id, uint32_t index, uint32_t len) { return cs->store()->Delete(cs->BlockKey(id, index, len)); });
   if (!wb) return wb.error();
-  if (!staged.empty()) {
-    // Which staged slices committed metadata references: those are uploaded,
-    // the others (the mount died between stage and commit, or the file was
-    // deleted) removed. One pass over the slices, only after a crash.
-    std::unordered_set<uint64_t> want, live;
-    for (auto& [id, index, len] : staged) want.insert(id);
+  // Which staged slices committed metadata references: those are uploaded,
+  // the others (the mount died between stage and commit, or the file was
+  // deleted) removed, and so are files cut short. One pass over the slices,
+  // only when complete blocks were left (after a crash).
+  std::unordered_set<uint64_t> want, live;
+  for (auto& [id, index, len] : staged) want.insert(id);
+  if (!want.empty()) {
     STRATA_RETURN_IF_ERROR(meta_->ListSlices([&](fsmeta::Ino, uint32_t, const fsmeta::Slice& s) {
       if (want.count(s.id)) live.insert(s.id);
       return Status::Ok();
     }).WithContext("listing slices for the writeback stage"));
-    auto kept = (*wb)->Recover([&](uint64_t id) { return live.count(id) != 0; });
-    if (!kept) return kept.error();
   }
+  auto kept = (*wb)->Recover([&](uint64_t id) { return live.count(id) != 0; });
+  if (!kept) return kept.error();
   writeback_ = std::move(*wb);
   chunks_->SetWriteback(writeback_.get(), options_.writeback);
   writeback_->Start();
