@@ -19,6 +19,7 @@
 #include <strata/objstore/object_store.h>
 
 #include "fs/chunk_store.h"
+#include "fs/data_io.h"
 #include "testutil/testutil.h"
 
 namespace strata::fs {
@@ -314,6 +315,85 @@ TEST(WritebackTest, ChunkStoreStagesReadsAndDeletesThroughTheStage) {
   cs.SetWriteback(wb->get(), false);
   ASSERT_TRUE(cs.PutBlock(3, 0, b).ok());
   EXPECT_TRUE(mem->Head(cs.BlockKey(3, 0, 300)).ok());
+  cs.SetWriteback(nullptr, false);
+}
+
+// The chunk/slice part of the metadata engine, in memory.
+class MemSliceMeta final : public SliceMeta {
+ public:
+  Result<uint64_t> NewSliceId() override { return next_++; }
+  Result<std::vector<fsmeta::Slice>> ReadChunk(Ino ino, uint32_t c) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    return chunks_[{ino, c}];
+  }
+  Status WriteChunk(Ino ino, uint32_t c, uint32_t pos, const fsmeta::Slice& s, int64_t) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    fsmeta::Slice t = s;
+    t.pos = pos;
+    chunks_[{ino, c}].push_back(t);
+    return Status::Ok();
+  }
+  Status ReplaceSlices(Ino, uint32_t, const std::vector<fsmeta::Slice>&,
+                       const std::vector<fsmeta::Slice>&) override {
+    return Status::Internal("not used");
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::pair<Ino, uint32_t>, std::vector<fsmeta::Slice>> chunks_;
+  std::atomic<uint64_t> next_{1};
+};
+
+TEST(WritebackTest, CloseCommitsStagedBlocksAndReadsThemBeforeTheUpload) {
+  TempDir tmp;
+  auto mem = objstore::NewMemObjectStore("wb-dataio-test");
+  ChunkStoreOptions co;
+  co.volume = "v";
+  co.block_size = 64 * 1024;
+  co.block_ram_bytes = 0;
+  ChunkStore cs(mem.get(), nullptr, co);
+  auto o = Opts(tmp.Join("stage"));
+  o.upload_delay_ms = 3600 * 1000;
+  auto wb = Writeback::Open(
+      o, [&](uint64_t id, uint32_t i, std::string_view d) { return cs.UploadBlock(id, i, d); },
+      [&](uint64_t id, uint32_t i, uint32_t len) { return mem->Delete(cs.BlockKey(id, i, len)); });
+  ASSERT_TRUE(wb.ok());
+  (*wb)->Start();
+  cs.SetWriteback(wb->get(), true);
+  MemSliceMeta meta;
+  DataOptions dopts;
+  dopts.background_compaction = false;
+  DataIO io(&meta, &cs, dopts);
+  std::string data(150 * 1000, '\0');
+  for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<char>(i * 7 + 3);
+  ASSERT_TRUE(io.Write(1, 0, data).ok());
+  ASSERT_TRUE(io.Flush(1).ok());  // what a close does
+  EXPECT_FALSE(io.HasDirty(1));   // committed
+  size_t objects = 0;
+  ASSERT_TRUE(mem->ListAll("",
+                           [&](const objstore::ObjectInfo&) {
+                             objects++;
+                             return Status::Ok();
+                           })
+                  .ok());
+  EXPECT_EQ(objects, 0u);  // the three blocks wait in the stage
+  EXPECT_EQ((*wb)->Stats().staged_blocks, 3u);
+  std::string got(data.size(), '\0');
+  auto n = io.Read(1, 0, got.size(), got.data(), data.size());
+  ASSERT_TRUE(n.ok()) << n.error().ToString();
+  EXPECT_EQ(*n, data.size());
+  EXPECT_EQ(got, data);
+  ASSERT_TRUE((*wb)->Drain().ok());
+  ASSERT_TRUE(mem->ListAll("",
+                           [&](const objstore::ObjectInfo&) {
+                             objects++;
+                             return Status::Ok();
+                           })
+                  .ok());
+  EXPECT_EQ(objects, 3u);
+  std::fill(got.begin(), got.end(), '\0');
+  ASSERT_TRUE(io.Read(1, 0, got.size(), got.data(), data.size()).ok());
+  EXPECT_EQ(got, data);
   cs.SetWriteback(nullptr, false);
 }
 
