@@ -266,6 +266,7 @@ void OpFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 void OpFsync(fuse_req_t req, fuse_ino_t ino, int, fuse_file_info*) {
   auto* fs = Fs(req);
   Status st = fs->data_->Flush(ino);
+  if (st.ok()) st = fs->data_->store()->SyncStage();  // --writeback: staged blocks on disk first
   if (st.ok()) st = fs->meta_->Sync();  // the commits durable against power loss too
   if (!st.ok()) return fs->ReplyErr(req, st, "fsync");
   fuse_reply_err(req, 0);
