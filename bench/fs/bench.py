@@ -39,6 +39,7 @@ import argparse
 import json
 import os
 import random
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -266,13 +267,18 @@ class StrataFS(FuseTool):
         subprocess.run(cmd, env=env, check=True, stdout=sys.stderr)   # stdout is the table
 
     def mount(self):
-        self._popen([self.args.strata, "fs", "mount", self.meta, self.dir, "--cache-dir", self.cache])
+        # STRATA_BENCH_MOUNT_ARGS: extra mount options (e.g. --writeback), shown in the description.
+        self._popen([self.args.strata, "fs", "mount", self.meta, self.dir, "--cache-dir", self.cache,
+                     *shlex.split(os.environ.get("STRATA_BENCH_MOUNT_ARGS", ""))])
 
     def unmount(self):
         subprocess.run([self.args.strata, "fs", "umount", self.dir], env=self.env, capture_output=True)
         super().unmount()
 
     def describe(self):
+        extra = os.environ.get("STRATA_BENCH_MOUNT_ARGS", "").strip()
+        if extra:
+            return f"strata fs mount {extra} (sqlite3 metadata, defaults otherwise)"
         return "strata fs mount (sqlite3 metadata, defaults otherwise)"
 
 

@@ -146,6 +146,10 @@ int CmdFormat(const FormatArgs& a) {
 struct MountArgs {
   std::string meta, mountpoint;
   bool background = false, writeback = false, read_only = false, no_allow_other = false;
+  bool writeback_cache = false;                         // the kernel's (FUSE writeback_cache)
+  bool writeback_sync = false;                          // --writeback: fsync each staged block at close
+  std::string writeback_limit = "1G";                   // --writeback: staged bytes at most
+  double upload_delay_s = 0;                            // --writeback: hold staged blocks this long
   std::string cache_dir, cache_size = "10G", ram_cache = "1G", buffer_size = "300M";
   int max_uploads = 20;
   uint32_t prefetch = 8;
@@ -221,6 +225,20 @@ int ServeForeground(const MountArgs& a, int ready_fd) {
   vo.max_uploads = std::max(1, a.max_uploads);
   vo.prefetch = a.prefetch;
   vo.read_only = a.read_only;
+  vo.writeback = a.writeback;
+  vo.writeback_sync = a.writeback_sync;
+  if (a.upload_delay_s > 0 && !a.writeback) {
+    Status bad = Status::InvalidArgument("--upload-delay applies to --writeback uploads: add --writeback");
+    report("E" + bad.ToString());
+    return Fail("mount", bad);
+  }
+  auto wl = Size("--writeback-limit", a.writeback_limit);
+  if (!wl) {
+    report("E" + wl.error().ToString());
+    return Fail("mount", wl.error());
+  }
+  vo.writeback_limit = *wl;
+  vo.writeback_upload_delay_ms = static_cast<int64_t>(std::max(0.0, a.upload_delay_s) * 1000);
   auto vol = fs::Volume::Open(a.meta, vo);
   if (!vol) {
     report("E" + vol.error().ToString());
@@ -230,7 +248,7 @@ int ServeForeground(const MountArgs& a, int ready_fd) {
   fs::MountOptions mo;
   mo.mountpoint = a.mountpoint;
   mo.read_only = a.read_only;
-  mo.writeback = a.writeback;
+  mo.writeback = a.writeback_cache;
   mo.allow_other = !a.no_allow_other;
   mo.attr_timeout = a.attr_timeout;
   mo.entry_timeout = a.entry_timeout;
@@ -522,7 +540,7 @@ int CmdGc(const std::string& url, bool del, int64_t min_age_s) {
   return 0;
 }
 
-int CmdFsck(const std::string& url, bool repair) {
+int CmdFsck(const std::string& url, bool repair, const std::vector<std::string>& cache_dirs) {
   auto v = OpenVolumeForMaintenance(url);
   if (!v) return Fail("fsck", v.error());
   fs::Volume* vol = v->get();
@@ -533,6 +551,14 @@ int CmdFsck(const std::string& url, bool repair) {
   ObjScan scan;
   Status st = ScanObjects(vol, &scan);
   if (!st.ok()) return Fail("fsck", st);
+  // Blocks a writeback mount on this machine staged and has not uploaded yet
+  // are not missing: the mount (or the next one on that cache directory)
+  // uploads them.
+  std::unordered_set<std::string> staged;
+  for (const auto& d : cache_dirs) {
+    for (auto& k : vol->StagedKeys(d)) staged.insert(std::move(k));
+  }
+  uint64_t staged_refs = 0;
   std::vector<std::string> missing;
   uint64_t slices = 0;
   std::unordered_set<uint64_t> checked;
@@ -546,7 +572,9 @@ int CmdFsck(const std::string& url, bool repair) {
       uint32_t len = vol->BlockLen(s.size, i);
       bool found = it != scan.blocks.end() &&
                    std::find(it->second.begin(), it->second.end(), std::make_pair(i, len)) != it->second.end();
-      if (!found) {
+      if (!found && staged.count(vol->BlockKey(s.id, i, len))) {
+        staged_refs++;
+      } else if (!found) {
         missing.push_back(fmt::format("inode {} chunk {}: object {} is missing", ino, chunk,
                                       vol->BlockKey(s.id, i, len)));
       }
@@ -556,6 +584,9 @@ int CmdFsck(const std::string& url, bool repair) {
   if (!st.ok()) return Fail("fsck", st);
   for (const auto& p : *problems) fmt::print("{}\n", p);
   for (const auto& m : missing) fmt::print("{}\n", m);
+  if (staged_refs)
+    fmt::print("{} referenced blocks are staged by a writeback mount and not uploaded yet (other machines cannot read them until then)\n",
+               staged_refs);
   size_t n = problems->size() + missing.size();
   fmt::print("Checked metadata and {} slices ({} objects): {}\n", slices, scan.objects,
              n == 0 ? "no problems found" : fmt::format("{} problem(s){}", n, repair ? " (repaired where possible)" : ""));
@@ -815,6 +846,27 @@ int CmdBench(const BenchArgs& a) {
   return 0;
 }
 
+// mount's --writeback options (the JuiceFS meaning: background uploads from
+// a local stage) and --writeback-cache (the kernel's page cache writeback).
+void AddWritebackFlags(CLI::App* m, MountArgs* ma) {
+  m->add_flag("--writeback", ma->writeback,
+              "Upload in the background: close returns once the data is staged in --cache-dir (needed) and the "
+              "metadata committed (fsync: once both are durable on disk); staged blocks survive a crash of the "
+              "mount and are uploaded by the next one");
+  m->add_option("--writeback-limit", ma->writeback_limit,
+                "Bytes staged at most with --writeback; beyond, writes upload synchronously")
+      ->capture_default_str();
+  m->add_flag("--writeback-sync", ma->writeback_sync,
+              "With --writeback: fsync each staged block at close (a close survives a power loss; slower). "
+              "Without it a close survives a crash of the mount, and fsync makes the stage durable");
+  m->add_option("--upload-delay", ma->upload_delay_s,
+                "With --writeback: seconds a staged block waits before its upload (a file deleted meanwhile is "
+                "never uploaded; unmount uploads at once)")
+      ->capture_default_str();
+  m->add_flag("--writeback-cache", ma->writeback_cache,
+              "Kernel writeback cache (faster small writes; weaker close-to-open)");
+}
+
 }  // namespace
 
 void RegisterFsCommands(CLI::App& app, int* exit_code) {
@@ -860,7 +912,7 @@ void RegisterFsCommands(CLI::App& app, int* exit_code) {
   m->add_option("--buffer-size", ma->buffer_size, "Write buffer for uncommitted data, whole mount")->capture_default_str();
   m->add_option("--max-uploads", ma->max_uploads, "Block uploads in parallel")->capture_default_str();
   m->add_option("--prefetch", ma->prefetch, "Blocks read ahead on sequential reads; also a file of one block is fetched when opened for reading (0: neither)")->capture_default_str();
-  m->add_flag("--writeback", ma->writeback, "Kernel writeback cache (faster small writes; weaker close-to-open)");
+  AddWritebackFlags(m, ma.get());
   m->add_flag("--read-only", ma->read_only, "Mount read-only");
   m->add_flag("--no-allow-other", ma->no_allow_other, "Only the mounting user may access the mount");
   m->add_option("--attr-timeout", ma->attr_timeout, "Seconds the kernel caches attributes")->capture_default_str();
@@ -910,11 +962,18 @@ void RegisterFsCommands(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   g->callback(wrap([ga] { return CmdGc(ga->meta, ga->del, ga->min_age); }));
 
-  auto ca = std::make_shared<std::pair<std::string, bool>>();
+  struct FsckArgs {
+    std::string meta;
+    bool repair = false;
+    std::vector<std::string> cache_dirs;
+  };
+  auto ca = std::make_shared<FsckArgs>();
   auto* c = fsc->add_subcommand("fsck", "Check metadata consistency and that every referenced object exists");
-  c->add_option("meta", ca->first, "Metadata URL")->required();
-  c->add_flag("--repair", ca->second, "Fix what can be fixed in the metadata");
-  c->callback(wrap([ca] { return CmdFsck(ca->first, ca->second); }));
+  c->add_option("meta", ca->meta, "Metadata URL")->required();
+  c->add_flag("--repair", ca->repair, "Fix what can be fixed in the metadata");
+  c->add_option("--cache-dir", ca->cache_dirs,
+                "Cache directory of a --writeback mount on this machine: blocks staged there are not missing (repeatable)");
+  c->callback(wrap([ca] { return CmdFsck(ca->meta, ca->repair, ca->cache_dirs); }));
 
   auto ba = std::make_shared<BenchArgs>();
   auto* b = fsc->add_subcommand("bench", "Measure a mount: big-file write/read and small-file write/read/stat");

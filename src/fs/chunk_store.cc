@@ -12,6 +12,8 @@
 #include <strata/cache/cached_object_store.h>
 #include <strata/core/log.h>
 
+#include "fs/writeback.h"
+
 namespace strata::fs {
 namespace {
 constexpr log::Logger kLog("fs");
@@ -81,8 +83,30 @@ uint32_t ChunkStore::BlockLen(uint32_t slice_size, uint32_t index) const {
   return static_cast<uint32_t>(std::min<uint64_t>(options_.block_size, slice_size - start));
 }
 
+void ChunkStore::SetWriteback(Writeback* wb, bool stage_new) {
+  writeback_ = wb;
+  stage_new_ = wb != nullptr && stage_new;
+}
+
+Status ChunkStore::SyncStage() { return writeback_ ? writeback_->Sync() : Status::Ok(); }
+
 Status ChunkStore::PutBlock(uint64_t id, uint32_t index, std::string_view data,
                             std::shared_ptr<const std::string> keep) {
+  // Writeback: durable in the local stage is enough for the commit; the
+  // upload follows in the background. A full stage (or a failed stage
+  // write) falls through to the synchronous upload.
+  if (stage_new_ && writeback_->Stage(id, index, data)) {
+    if (keep && keep->size() == data.size())
+      InsertPlain(BlockKey(id, index, static_cast<uint32_t>(data.size())), std::move(keep));
+    return Status::Ok();
+  }
+  STRATA_RETURN_IF_ERROR(UploadBlock(id, index, data));
+  if (keep && keep->size() == data.size())
+    InsertPlain(BlockKey(id, index, static_cast<uint32_t>(data.size())), std::move(keep));
+  return Status::Ok();
+}
+
+Status ChunkStore::UploadBlock(uint64_t id, uint32_t index, std::string_view data) {
   std::string key = BlockKey(id, index, static_cast<uint32_t>(data.size()));
   objstore::WriteOptions wo;
   wo.checksum = ChecksumAlgorithm::kNone;  // blocks are verified by length / codec
@@ -114,7 +138,6 @@ Status ChunkStore::PutBlock(uint64_t id, uint32_t index, std::string_view data,
   } else {
     m.failures->Inc();
   }
-  if (st.ok() && keep && keep->size() == data.size()) InsertPlain(key, std::move(keep));
   return st;
 }
 
@@ -158,6 +181,12 @@ Status ChunkStore::ReadBlock(uint64_t id, uint32_t index, uint32_t block_len, ui
   if (auto plain = LookupPlain(key)) {
     std::memcpy(buf, plain->data() + off, len);
     return Status::Ok();
+  }
+  if (writeback_) {
+    // Staged blocks hold the plain bytes, whatever the volume's compression.
+    bool found = false;
+    STRATA_RETURN_IF_ERROR(writeback_->Read(id, index, block_len, off, len, buf, &found));
+    if (found) return Status::Ok();
   }
   if (options_.compression == Compression::kNone) {
     size_t got = 0;
@@ -236,6 +265,7 @@ void ChunkStore::Prefetch(uint64_t id, uint32_t slice_size, uint32_t off, uint32
   for (uint64_t p = (off / bs) * static_cast<uint64_t>(bs); p < end; p += bs) {
     uint32_t index = static_cast<uint32_t>(p / bs);
     uint32_t blen = BlockLen(slice_size, index);
+    if (writeback_ && writeback_->Contains(id, index)) continue;  // read from the stage
     std::string key = BlockKey(id, index, blen);
     {
       std::lock_guard<std::mutex> lk(prefetch_mu_);
@@ -258,6 +288,7 @@ void ChunkStore::Prefetch(uint64_t id, uint32_t slice_size, uint32_t off, uint32
 }
 
 Status ChunkStore::DeleteSlice(uint64_t id, uint32_t slice_size) {
+  if (writeback_) writeback_->Forget(id);
   std::vector<std::string> keys;
   uint32_t nblocks = slice_size == 0 ? 0 : (slice_size - 1) / options_.block_size + 1;
   for (uint32_t i = 0; i < nblocks; i++) keys.push_back(BlockKey(id, i, BlockLen(slice_size, i)));

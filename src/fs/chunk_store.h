@@ -12,7 +12,8 @@
 //
 // Objects are immutable (ids are never reused), so the read cache can trust
 // what it learned about a key forever; reads go through a CachedObjectStore
-// (RAM and disk tiers) and writes straight to the base store.
+// (RAM and disk tiers) and writes straight to the base store, or, with
+// writeback (fs/writeback.h), to the local stage, uploaded in the background.
 //
 // Thread-safety: all methods are thread-safe.
 #pragma once
@@ -38,6 +39,8 @@ class CachedObjectStore;
 }
 
 namespace strata::fs {
+
+class Writeback;  // fs/writeback.h
 
 struct ChunkStoreOptions {
   std::string volume;                 // key prefix (the volume name)
@@ -93,6 +96,17 @@ class ChunkStore {
 
   objstore::ObjectStore* store() const { return store_; }
 
+  // Writeback (mount --writeback): PutBlock stages blocks in `wb` (not owned;
+  // it must outlive this store, or be detached with nullptr first) when
+  // `stage_new` is set, and reads and deletes see the staged blocks either
+  // way. Set before any I/O.
+  void SetWriteback(Writeback* wb, bool stage_new);
+  Writeback* writeback() const { return writeback_; }
+  // Makes staged blocks durable on the local disk (fsync); Ok without a stage.
+  Status SyncStage();
+  // The upload itself, without staging (the stage's uploader calls it).
+  Status UploadBlock(uint64_t id, uint32_t index, std::string_view data);
+
  private:
   Status ReadBlock(uint64_t id, uint32_t index, uint32_t block_len, uint32_t off, uint32_t len,
                    char* buf);
@@ -103,6 +117,8 @@ class ChunkStore {
   ChunkStoreOptions options_;
   std::unique_ptr<ThreadPool> upload_pool_;
   std::unique_ptr<ThreadPool> prefetch_pool_;
+  Writeback* writeback_ = nullptr;
+  bool stage_new_ = false;
   // Whole plain blocks in RAM: just written, or decompressed (so the many
   // small reads of one block decompress it once).
   std::shared_ptr<const std::string> Decompressed(const std::string& key, uint32_t block_len, Status* st);

@@ -188,7 +188,7 @@ void OpLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* ne
 void OpOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   auto* fs = Fs(req);
   Status st = fs->meta_->OpenDir(fs->Ctx(req), ino);
-  if (!st.ok()) return fs->ReplyErr(req, st, "opendir");
+  if (!st.ok()) return fs->ReplyErrReached(req, st, "opendir");
   fi->fh = reinterpret_cast<uint64_t>(new DirHandle());
   fuse_reply_open(req, fi);
 }

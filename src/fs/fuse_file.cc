@@ -37,8 +37,14 @@ bool DirectWrites(FuseFs* fs, Ino ino, const Attr& a, int flags, bool fresh) {
 }
 
 // Records an open and decides whether the kernel may keep its page cache.
-// Returns true when the file changed since this mount last saw it (another
-// client wrote it): then the kernel's cached attributes are stale too.
+// Close-to-open across mounts: `in` was read from the metadata engine by this
+// open (not from any cache), and the page cache is kept only when the file's
+// mtime, ctime and length are exactly those of the version this mount last
+// saw and nothing was written through this mount since: also while other
+// descriptors of this mount hold the file open, since another mount may
+// have rewritten it meanwhile. Returns true when the file changed since
+// this mount last saw it (another client wrote it): then the kernel's cached
+// attributes are stale too.
 // `in` was read after Seq() returned seq0; when the file is not open here yet
 // and a commit or size change came since, it is read again (it may predate a
 // truncate, and would set a stale length).
@@ -58,25 +64,34 @@ bool OpenHandle(FuseFs* fs, Ino ino, const Attr& in, fuse_file_info* fi, bool di
     if (auto fresh = fs->meta_->GetAttr(ino)) {
       a.size = fresh->size;
       a.mtime_ns = fresh->mtime_ns;
+      a.ctime_ns = fresh->ctime_ns;
     }
     lk.lock();
   }
   InodeState& s = fs->inodes_[ino];
-  bool unchanged =
-      s.opens > 0 || (s.mtime_ns == a.mtime_ns && s.seen_length == a.size && s.mtime_ns != 0);
-  bool changed_elsewhere = s.opens == 0 && s.mtime_ns != 0 && !unchanged;
+  const bool seen = s.mtime_ns != 0 || s.ctime_ns != 0;
+  const bool unchanged =
+      seen && s.mtime_ns == a.mtime_ns && s.ctime_ns == a.ctime_ns && s.seen_length == a.size;
   fi->keep_cache = unchanged && !s.written ? 1 : 0;
   if (direct_writes) fi->direct_io = 1;
-  if (s.opens == 0) {
-    s.length = a.size;
-    s.written = false;
-  } else {
+  if (s.opens > 0 && (s.written || unchanged)) {
+    // Our own writes may be newer than `in` (buffered, or committed after it
+    // was read): the length only grows here.
     s.length = std::max(s.length, a.size);
+  } else {
+    // Not open here, or changed by another client while open here (which
+    // may have shortened it): the metadata's length.
+    s.length = a.size;
+    if (s.opens == 0) s.written = false;
   }
+  // The page cache holds this version from now on (keep_cache 0 drops older
+  // pages when the open completes).
   s.mtime_ns = a.mtime_ns;
+  s.ctime_ns = a.ctime_ns;
   s.seen_length = a.size;
+  s.revalidated = false;
   s.opens++;
-  return changed_elsewhere;
+  return seen && !unchanged && !s.written;
 }
 
 FileHandle* Handle(fuse_file_info* fi) { return reinterpret_cast<FileHandle*>(fi->fh); }
@@ -91,8 +106,32 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   Context ctx = fs->Ctx(req);
   uint64_t seq0 = fs->Seq();
   auto a = fs->meta_->Open(ctx, ino, fi->flags);
-  if (!a) return fs->ReplyErr(req, a.error(), "open");
+  // ENOENT: the inode is gone, reached through a name another mount removed
+  // or replaced since the kernel cached it.
+  if (!a) return fs->ReplyErrReached(req, a.error(), "open");
   Attr attr = *a;
+  if (!S_ISDIR(attr.mode) && (attr.nlink == 0 || attr.parent == fsmeta::kTrashIno)) {
+    // Unlinked (in the trash, or kept for another open), yet reached by a
+    // path: through a name cached before another mount replaced or removed
+    // it. Opening it would hand the caller the old file; ESTALE makes the
+    // kernel look the name up again and open what it names now. Not when
+    // the file is open here (/proc/self/fd/N of an unlinked file reopens
+    // it), looked up in .trash, or returned by the lookup of the kernel's
+    // retry of an open answered so (a second ESTALE would fail the call:
+    // another rename raced the retry; that open then just gets the file
+    // the name had a moment ago).
+    bool allowed;
+    {
+      std::lock_guard<std::mutex> lk(fs->mu_);
+      auto it = fs->inodes_.find(ino);
+      allowed = it != fs->inodes_.end() &&
+                (it->second.opens > 0 || it->second.via_trash || it->second.revalidated);
+    }
+    if (!allowed) {
+      (void)fs->meta_->Close(ino);
+      return fs->ReplyStale(req, "open");
+    }
+  }
   if ((fi->flags & O_TRUNC) && attr.size != 0) {
     Status st = fs->data_->Flush(ino);
     Attr t;
@@ -232,6 +271,7 @@ void OpFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 void OpFsync(fuse_req_t req, fuse_ino_t ino, int, fuse_file_info*) {
   auto* fs = Fs(req);
   Status st = fs->data_->Flush(ino);
+  if (st.ok()) st = fs->data_->store()->SyncStage();  // --writeback: staged blocks on disk first
   if (st.ok()) st = fs->meta_->Sync();  // the commits durable against power loss too
   if (!st.ok()) return fs->ReplyErr(req, st, "fsync");
   fuse_reply_err(req, 0);
@@ -267,6 +307,7 @@ void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
         // What the kernel's page cache now holds: keep it on the next open
         // if nobody else changes the file meanwhile.
         it->second.mtime_ns = a->mtime_ns;
+        it->second.ctime_ns = a->ctime_ns;
         it->second.seen_length = a->size;
         it->second.length = a->size;
         it->second.written = false;
@@ -281,11 +322,18 @@ void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 void OpFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
-                 fuse_file_info*) {
+                 fuse_file_info* fi) {
   auto* fs = Fs(req);
   if (fs->ReadOnly(req)) return;
+  // fallocate(2) works on a descriptor: the kernel refuses one not open for
+  // writing (EBADF), and one that is may allocate whatever the mode says now.
+  Context ctx = fs->Ctx(req);
+  if (fi != nullptr && fi->fh != 0) {
+    if (!WritableHandle(fi)) return (void)fuse_reply_err(req, EBADF);
+    ctx.write_handle = true;
+  }
   Status st = fs->data_->Flush(ino);
-  if (st.ok()) st = fs->meta_->Fallocate(fs->Ctx(req), ino, mode, offset, length);
+  if (st.ok()) st = fs->meta_->Fallocate(ctx, ino, mode, offset, length);
   fs->data_->InvalidateSlices(ino);
   if (!st.ok()) return fs->ReplyErr(req, st, "fallocate");
   auto a = fs->meta_->GetAttr(ino);

@@ -19,6 +19,8 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -54,6 +56,11 @@ struct FileHandle {
   ReadState rs;
 };
 
+// Whether fi (with fi->fh set) is a FileHandle opened for writing.
+inline bool WritableHandle(const fuse_file_info* fi) {
+  return (reinterpret_cast<const FileHandle*>(fi->fh)->flags & O_ACCMODE) != O_RDONLY;
+}
+
 struct DirHandle {
   std::mutex mu;
   // The last page handed to the kernel: (offset, name), so the next readdir
@@ -63,11 +70,21 @@ struct DirHandle {
 
 // What this mount knows of an inode between requests.
 struct InodeState {
-  uint64_t length = 0;       // file length as last seen (meta or our writes)
-  int64_t mtime_ns = 0;      // at the last open/close, for keep_cache
-  uint64_t seen_length = 0;  // length at the last open/close
+  uint64_t length = 0;  // file length as last seen (meta or our writes)
+  // The version of the file the kernel's page cache may hold: the
+  // attributes read from the metadata engine at the last open or close here.
+  // An open keeps the page cache only while all three are unchanged (ctime
+  // too: a rewrite whose mtime was put back, or made within the clock's
+  // resolution, still moves it). 0: nothing seen yet.
+  int64_t mtime_ns = 0, ctime_ns = 0;
+  uint64_t seen_length = 0;
   int opens = 0;
   bool written = false;  // written through this mount since the last open
+  // Returned by a lookup right after this mount answered an open with
+  // ESTALE, and not opened since: the open that follows is most likely the
+  // kernel's one retry of that open (see OpOpen), which must not fail again.
+  bool revalidated = false;
+  bool via_trash = false;  // looked up in .trash: opening it unlinked is expected
 };
 
 class FuseFs {
@@ -82,6 +99,14 @@ class FuseFs {
   fuse_session* se_ = nullptr;  // set before the loop starts
   std::mutex mu_;
   std::unordered_map<Ino, InodeState> inodes_;  // guarded by mu_
+  // When this mount last answered a request with ESTALE (SteadyNs()).
+  std::atomic<int64_t> last_estale_ns_{INT64_MIN / 2};
+
+  static int64_t SteadyNs() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
   // Inodes on which this mount took POSIX (fcntl) locks while open here: only
   // their close needs the unlock transaction (no other mount can hold locks
   // under this mount's session). Dropped at the last release.
@@ -262,6 +287,24 @@ class FuseFs {
     ErrorCounter(op, e).Inc();
     if (e == EIO) kLog.Warn("{}: {}", op, st.ToString());
     fuse_reply_err(req, e);
+  }
+
+  // For a request on an inode the kernel reached through a cached name or a
+  // file handle (getattr, setattr, access, open, opendir): ENOENT there means
+  // the inode itself is gone (another mount removed or replaced the name),
+  // not that a name is missing. ESTALE makes the kernel look the name up
+  // again and retry (path walks retry once with LOOKUP_REVAL), so the caller
+  // gets the file that has the name now, or ENOENT if none does.
+  void ReplyErrReached(fuse_req_t req, const Status& st, const char* op) {
+    if (Errno(st) != ENOENT) return ReplyErr(req, st, op);
+    ReplyStale(req, op);
+  }
+
+  // Answers ESTALE and notes when (see OpLookup and OpOpen).
+  void ReplyStale(fuse_req_t req, const char* op) {
+    last_estale_ns_ = SteadyNs();
+    ErrorCounter(op, ESTALE).Inc();
+    fuse_reply_err(req, ESTALE);
   }
 
   void ReplyEntry(fuse_req_t req, const Result<Entry>& r, const char* op, uint64_t seq0) {

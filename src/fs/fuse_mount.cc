@@ -191,6 +191,14 @@ Status ServeMount(Volume* volume, const MountOptions& options,
     fuse_loop_cfg_destroy(cfg);
   }
   Status flushed = volume->data()->FlushAll();
+  // Writeback: unmount uploads what is staged (as JuiceFS does), so the
+  // volume is whole in the object store for every other mount; what cannot
+  // be uploaded stays staged for the next mount of this cache directory.
+  if (uint64_t n = volume->StagedBlocks(); n > 0) {
+    kLog.Info("uploading {} staged blocks ({} bytes) before unmounting", n, volume->StagedBytes());
+    Status drained = volume->DrainWriteback();
+    if (!drained.ok()) kLog.Warn("{}", drained.ToString());
+  }
   fs.WriteAtimes();
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);

@@ -110,7 +110,18 @@ void OpDestroy(void* userdata) {
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   auto* fs = Fs(req);
   uint64_t seq0 = fs->Seq();
-  fs->ReplyEntry(req, fs->meta_->Lookup(fs->Ctx(req), parent, name), "lookup", seq0);
+  auto e = fs->meta_->Lookup(fs->Ctx(req), parent, name);
+  if (e && !S_ISDIR(e->attr.mode)) {
+    // See OpOpen: the lookup of a retried open, and names in the trash.
+    const bool after_estale = FuseFs::SteadyNs() - fs->last_estale_ns_.load() < 1000000000;
+    if (after_estale || parent == fsmeta::kTrashIno) {
+      std::lock_guard<std::mutex> lk(fs->mu_);
+      InodeState& s = fs->inodes_[e->ino];
+      if (after_estale) s.revalidated = true;
+      if (parent == fsmeta::kTrashIno) s.via_trash = true;
+    }
+  }
+  fs->ReplyEntry(req, e, "lookup", seq0);
 }
 
 void OpForget(fuse_req_t req, fuse_ino_t, uint64_t) { fuse_reply_none(req); }
@@ -121,7 +132,7 @@ void OpGetattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   auto* fs = Fs(req);
   uint64_t seq0 = fs->Seq();
   auto a = fs->meta_->GetAttr(ino);
-  if (!a) return fs->ReplyErr(req, a.error(), "getattr");
+  if (!a) return fs->ReplyErrReached(req, a.error(), "getattr");
   struct stat st;
   fs->FillStat(ino, *a, &st, seq0);
   fuse_reply_attr(req, &st, fs->opts_.attr_timeout);
@@ -141,7 +152,11 @@ void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* in, int to_set, fuse
     mask |= fsmeta::kSetAtime;
     a.atime_ns = int64_t{in->st_atim.tv_sec} * 1000000000 + in->st_atim.tv_nsec;
   }
-  if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+  if ((to_set & FUSE_SET_ATTR_MTIME_NOW) ||
+      ((to_set & FUSE_SET_ATTR_MTIME) && (to_set & FUSE_SET_ATTR_SIZE))) {
+    // With a size: a truncate's own mtime update, which the kernel's
+    // writeback cache sends as an explicit time (utimensat never comes
+    // with a size); the truncate's write permission covers it.
     mask |= fsmeta::kSetMtimeNow;
   } else if (to_set & FUSE_SET_ATTR_MTIME) {
     mask |= fsmeta::kSetMtime;
@@ -163,10 +178,17 @@ void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* in, int to_set, fuse
     atime_lock.lock();
     fs->DropPendingAtime(ino);
   }
-  auto r = mask ? fs->meta_->SetAttr(fs->Ctx(req), ino, mask, a) : fs->meta_->GetAttr(ino);
+  Context ctx = fs->Ctx(req);
+  // ftruncate (and the truncate of an open with O_TRUNC) come with the file
+  // handle, and so does the kernel's writeback cache writing back the mtime
+  // of a descriptor's writes: a descriptor opened for writing may do both
+  // whatever the mode or owner say now. truncate(path) and utimensat come
+  // without one and are checked.
+  if (fi != nullptr && fi->fh != 0 && WritableHandle(fi)) ctx.write_handle = true;
+  auto r = mask ? fs->meta_->SetAttr(ctx, ino, mask, a) : fs->meta_->GetAttr(ino);
   if (atime_lock.owns_lock()) atime_lock.unlock();
   if (mask & fsmeta::kSetSize) fs->data_->InvalidateSlices(ino);
-  if (!r) return fs->ReplyErr(req, r.error(), "setattr");
+  if (!r) return fs->ReplyErrReached(req, r.error(), "setattr");
   if (to_set & FUSE_SET_ATTR_SIZE) {
     std::lock_guard<std::mutex> lk(fs->mu_);
     fs->SetLengthLocked(ino, r->size);
@@ -179,7 +201,7 @@ void OpSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* in, int to_set, fuse
 void OpAccess(fuse_req_t req, fuse_ino_t ino, int mask) {
   auto* fs = Fs(req);
   Status st = fs->meta_->Access(fs->Ctx(req), ino, mask);
-  if (!st.ok()) return fs->ReplyErr(req, st, "access");
+  if (!st.ok()) return fs->ReplyErrReached(req, st, "access");
   fuse_reply_err(req, 0);
 }
 

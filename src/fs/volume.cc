@@ -1,5 +1,9 @@
 #include <strata/fs/volume.h>
 
+#include <sys/stat.h>
+
+#include <unordered_set>
+
 #include <fmt/format.h>
 
 #include <strata/cache/cached_object_store.h>
@@ -7,6 +11,7 @@
 
 #include "fs/chunk_store.h"
 #include "fs/data_io.h"
+#include "fs/writeback.h"
 
 namespace strata::fs {
 
@@ -57,6 +62,7 @@ Result<std::unique_ptr<Volume>> Volume::Open(std::string_view meta_url, const Vo
   cso.max_uploads = options.max_uploads;
   cso.prefetch_threads = 8;
   v->chunks_ = std::make_unique<ChunkStore>(v->store_.get(), v->cache_.get(), cso);
+  STRATA_RETURN_IF_ERROR(v->OpenWriteback());
   v->slice_meta_ = NewMetaSliceMeta(v->meta_.get());
   DataOptions dopts;
   dopts.buffer_size = options.buffer_size;
@@ -68,8 +74,69 @@ Result<std::unique_ptr<Volume>> Volume::Open(std::string_view meta_url, const Vo
 
 Volume::Volume() = default;
 
+Status Volume::OpenWriteback() {
+  if (options_.writeback && options_.read_only)
+    return Status::InvalidArgument("--writeback and --read-only exclude each other");
+  if (options_.writeback && options_.cache_dir.empty())
+    return Status::InvalidArgument("--writeback stages blocks on the local disk: it needs --cache-dir");
+  if (options_.read_only || options_.cache_dir.empty()) return Status::Ok();
+  const std::string dir = StageDirFor(options_.cache_dir, format_.uuid);
+  std::vector<std::tuple<uint64_t, uint32_t, uint32_t>> staged = Writeback::ListStaged(dir);
+  struct stat st;
+  // Without --writeback a stage is opened only to upload what a crashed
+  // writeback mount left in it.
+  if (!options_.writeback && (staged.empty() || ::stat(dir.c_str(), &st) != 0)) return Status::Ok();
+  WritebackOptions wo;
+  wo.dir = dir;
+  wo.limit_bytes = options_.writeback_limit;
+  wo.uploads = options_.writeback_uploads > 0 ? options_.writeback_uploads : options_.max_uploads;
+  wo.upload_delay_ms = options_.writeback_upload_delay_ms;
+  wo.sync_each = options_.writeback_sync;
+  ChunkStore* cs = chunks_.get();
+  auto wb = Writeback::Open(
+      wo, [cs](uint64_t id, uint32_t index, std::string_view data) { return cs->UploadBlock(id, index, data); },
+      [cs](uint64_t id, uint32_t index, uint32_t len) { return cs->store()->Delete(cs->BlockKey(id, index, len)); });
+  if (!wb) return wb.error();
+  // Which staged slices committed metadata references: those are uploaded,
+  // the others (the mount died between stage and commit, or the file was
+  // deleted) removed, and so are files cut short. One pass over the slices,
+  // only when complete blocks were left (after a crash).
+  std::unordered_set<uint64_t> want, live;
+  for (auto& [id, index, len] : staged) want.insert(id);
+  if (!want.empty()) {
+    STRATA_RETURN_IF_ERROR(meta_->ListSlices([&](fsmeta::Ino, uint32_t, const fsmeta::Slice& s) {
+      if (want.count(s.id)) live.insert(s.id);
+      return Status::Ok();
+    }).WithContext("listing slices for the writeback stage"));
+  }
+  auto kept = (*wb)->Recover([&](uint64_t id) { return live.count(id) != 0; });
+  if (!kept) return kept.error();
+  writeback_ = std::move(*wb);
+  chunks_->SetWriteback(writeback_.get(), options_.writeback);
+  writeback_->Start();
+  return Status::Ok();
+}
+
+std::string Volume::StageDirFor(const std::string& cache_dir, const std::string& uuid) {
+  return fmt::format("{}/{}/staging", cache_dir, uuid.empty() ? "volume" : uuid);
+}
+
+std::vector<std::string> Volume::StagedKeys(const std::string& cache_dir) const {
+  std::vector<std::string> keys;
+  for (auto& [id, index, len] : Writeback::ListStaged(StageDirFor(cache_dir, format_.uuid)))
+    keys.push_back(BlockKey(id, index, len));
+  return keys;
+}
+
+Status Volume::DrainWriteback() { return writeback_ ? writeback_->Drain() : Status::Ok(); }
+uint64_t Volume::StagedBlocks() const { return writeback_ ? writeback_->Stats().staged_blocks : 0; }
+uint64_t Volume::StagedBytes() const { return writeback_ ? writeback_->Stats().staged_bytes : 0; }
+std::string Volume::StageDir() const { return writeback_ ? writeback_->dir() : std::string(); }
+
 Volume::~Volume() {
   data_.reset();
+  if (chunks_) chunks_->SetWriteback(nullptr, false);
+  writeback_.reset();
   chunks_.reset();
   cache_.reset();
 }

@@ -10,6 +10,7 @@
 #include <strata/core/strings.h>
 
 #include "s3/errors.h"
+#include "s3/xml.h"
 
 namespace strata::s3 {
 namespace {
@@ -26,18 +27,6 @@ bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '
 Status BadName(std::string_view bucket, std::string_view why) {
   return MakeError("InvalidBucketName", "The specified bucket is not valid: \"" +
                                             std::string(bucket) + "\" " + std::string(why));
-}
-
-std::string_view LocalName(const pugi::xml_node& n) {
-  std::string_view name = n.name();
-  if (size_t c = name.find(':'); c != std::string_view::npos) name = name.substr(c + 1);
-  return name;
-}
-
-pugi::xml_node Child(const pugi::xml_node& n, std::string_view name) {
-  for (pugi::xml_node c : n.children())
-    if (LocalName(c) == name) return c;
-  return {};
 }
 
 std::string Text(const pugi::xml_node& n) { return std::string(Trim(n.text().get())); }

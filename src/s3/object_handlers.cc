@@ -44,10 +44,13 @@ Status Frontend::Impl::PutObject(Ctx& c) {
   STRATA_ASSIGN_OR_RETURN(PutOptions o, PutOptionsFromHeaders(c));
   STRATA_ASSIGN_OR_RETURN(o.expected_size, ExpectedSize(c, opts.max_put_size));
   BodySource body(c.req, c.auth, IsAwsChunked(c));
-  STRATA_RETURN_IF_ERROR(SetupChecksum(c, o, body, true));
+  const std::optional<std::string_view> off = c.H("x-amz-write-offset-bytes");
+  // An append's checksum header covers the appended bytes only: it is checked,
+  // and the engine combines the whole object's CRC.
+  STRATA_RETURN_IF_ERROR(SetupChecksum(c, o, body, !off));
   STRATA_RETURN_IF_ERROR(SseForWrite(c, o));
   Result<ObjectMeta> r = Status::Internal("unset");
-  if (auto off = c.H("x-amz-write-offset-bytes")) {
+  if (off) {
     auto v = ParseUint64(Trim(*off));
     if (!v)
       return MakeError("InvalidArgument",

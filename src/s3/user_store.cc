@@ -28,6 +28,18 @@ std::string RandomString(size_t n, std::string_view alphabet) {
   return s;
 }
 
+}  // namespace
+
+std::string NewAccessKey() {
+  return "STRATA" + RandomString(14, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
+}
+
+std::string NewSecretKey() {
+  return RandomString(40, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
+}
+
+namespace {
+
 bool ValidName(std::string_view n) {
   if (n.empty() || n.size() > 64) return false;
   for (char c : n) {
@@ -154,11 +166,8 @@ Result<User> UserStore::Add(User u) {
   if (!ValidName(u.name))
     return Status::InvalidArgument("user name \"" + u.name +
                                    "\" is invalid: 1-64 characters of A-Z a-z 0-9 +=,.@_-");
-  if (u.access_key.empty())
-    u.access_key = "STRATA" + RandomString(14, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
-  if (u.secret_key.empty())
-    u.secret_key =
-        RandomString(40, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
+  if (u.access_key.empty()) u.access_key = NewAccessKey();
+  if (u.secret_key.empty()) u.secret_key = NewSecretKey();
   if (!ValidKey(u.access_key, 3))
     return Status::InvalidArgument("an access key is 3-128 printable characters without spaces");
   if (!ValidKey(u.secret_key, 8))

@@ -28,6 +28,8 @@ Result<pugi::xml_node> LoadRoot(pugi::xml_document& doc, std::string_view xml,
   return n;
 }
 
+}  // namespace
+
 std::string_view LocalName(const pugi::xml_node& n) {
   std::string_view name = n.name();
   if (size_t c = name.find(':'); c != std::string_view::npos) name = name.substr(c + 1);
@@ -39,8 +41,6 @@ pugi::xml_node Child(const pugi::xml_node& n, std::string_view name) {
     if (LocalName(c) == name) return c;
   return {};
 }
-
-}  // namespace
 
 Result<std::vector<objstore::CompletePart>> ParseCompleteMultipart(std::string_view xml) {
   pugi::xml_document doc;

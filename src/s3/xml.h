@@ -10,7 +10,16 @@
 #include <strata/core/result.h>
 #include <strata/objstore/local_engine.h>
 
+namespace pugi {
+class xml_node;
+}
+
 namespace strata::s3 {
+
+// An element's name without its namespace prefix ("s3:Bucket" -> "Bucket").
+std::string_view LocalName(const pugi::xml_node& n);
+// The first child element of that local name; an empty node when none.
+pugi::xml_node Child(const pugi::xml_node& n, std::string_view name);
 
 struct DeleteRequest {
   struct Object {

@@ -2,7 +2,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -28,18 +27,6 @@ namespace strata::server {
 namespace {
 
 constexpr log::Logger kLog("server");
-
-std::string RandomString(size_t n, std::string_view alphabet) {
-  std::random_device rd;
-  std::uniform_int_distribution<size_t> dist(0, alphabet.size() - 1);
-  std::string s(n, ' ');
-  for (char& c : s) c = alphabet[dist(rd)];
-  return s;
-}
-
-constexpr std::string_view kKeyAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-constexpr std::string_view kSecretAlphabet =
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
 // Lines of "name access_key secret_key".
 Result<std::vector<s3::User>> ReadUsers(const std::string& path) {
@@ -84,8 +71,8 @@ Result<Credentials> LoadOrCreateCredentials(const std::string& data_dir) {
       root.access_key = stored[0].access_key;
       root.secret_key = stored[0].secret_key;
     } else {
-      root.access_key = "STRATA" + RandomString(14, kKeyAlphabet);
-      root.secret_key = RandomString(40, kSecretAlphabet);
+      root.access_key = s3::NewAccessKey();
+      root.secret_key = s3::NewSecretKey();
       // Readable by the owner alone.
       STRATA_RETURN_IF_ERROR(WriteFileAtomic(
           path,

@@ -284,6 +284,55 @@ TEST_P(MetaTest, SetAttrAndTimes) {
   EXPECT_EQ(a.size, 10u);
 }
 
+// ftruncate/fallocate through a descriptor opened for writing: POSIX checked
+// access at open, so a mode that no longer grants write (a file created with
+// mode 0, or chmodded since) does not refuse them; without the descriptor
+// (truncate by path) the mode is checked, and nothing else is exempted.
+TEST_P(MetaTest, WriteHandleSkipsTheModeCheckOfSizeChanges) {
+  Entry dir = MkDir(kRootIno, "d", 0777);
+  Entry f = MkFile(dir.ino, "zero", 0, &alice_);
+  Context by_path = alice_;
+  Context by_fd = alice_;
+  by_fd.write_handle = true;
+  Attr in;
+  in.size = 100;
+  EXPECT_ERRNO(m_->SetAttr(by_path, f.ino, kSetSize, in), EACCES);
+  EXPECT_ERRNO(m_->Fallocate(by_path, f.ino, 0, 0, 4096), EACCES);
+  ASSERT_OK_AND_ASSIGN(Attr a, m_->SetAttr(by_fd, f.ino, kSetSize, in));
+  EXPECT_EQ(a.size, 100u);
+  ASSERT_OK(m_->Fallocate(by_fd, f.ino, 0, 0, 8192));
+  ASSERT_OK(m_->Fallocate(by_fd, f.ino, kFallocPunchHole | kFallocKeepSize, 0, 10));
+  ASSERT_OK_AND_ASSIGN(a, m_->GetAttr(f.ino));
+  EXPECT_EQ(a.size, 8192u);
+  // Another user's descriptor: the same (it was opened for writing somehow).
+  Context bob_fd = bob_;
+  bob_fd.write_handle = true;
+  in.size = 0;
+  ASSERT_OK_AND_ASSIGN(a, m_->SetAttr(bob_fd, f.ino, kSetSize, in));
+  EXPECT_EQ(a.size, 0u);
+  // ftruncate's own mtime update (the kernel sends it with the size).
+  in.size = 7;
+  ASSERT_OK_AND_ASSIGN(a, m_->SetAttr(bob_fd, f.ino, kSetSize | kSetMtimeNow, in));
+  EXPECT_EQ(a.size, 7u);
+  EXPECT_ERRNO(m_->SetAttr(bob_, f.ino, kSetSize | kSetMtimeNow, in), EACCES);
+  EXPECT_ERRNO(m_->SetAttr(bob_, f.ino, kSetMtimeNow, in), EACCES);
+  // The ownership rules still hold for the descriptor.
+  Attr chmod;
+  chmod.mode = 0777;
+  EXPECT_ERRNO(m_->SetAttr(bob_fd, f.ino, kSetMode, chmod), EPERM);
+  // Explicit times through the handle: the kernel's writeback cache writes
+  // back the mtime of the descriptor's writes; without a handle only the owner.
+  Attr times;
+  times.mtime_ns = 5;
+  EXPECT_ERRNO(m_->SetAttr(bob_, f.ino, kSetMtime, times), EPERM);
+  ASSERT_OK_AND_ASSIGN(a, m_->SetAttr(bob_fd, f.ino, kSetMtime, times));
+  EXPECT_EQ(a.mtime_ns, 5);
+  // A directory or a special file stays refused.
+  EXPECT_ERRNO(m_->SetAttr(by_fd, dir.ino, kSetSize, in), EISDIR);
+  EXPECT_ERRNO(m_->Fallocate(by_fd, dir.ino, 0, 0, 10), EISDIR);
+  ExpectClean();
+}
+
 TEST_P(MetaTest, RenameSemantics) {
   Entry a = MkDir(kRootIno, "a");
   Entry b = MkDir(kRootIno, "b");

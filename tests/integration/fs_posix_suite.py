@@ -804,6 +804,188 @@ def _truncate_to_3(path):
     os.truncate(path, 3)
 
 
+def _fd_write_steps(d):
+    """ftruncate/fallocate through descriptors opened for writing on files
+    whose mode does not (or no longer does) grant write, truncate by path,
+    and a read-only descriptor. Returns {step: errno or 0}, plus the sizes
+    seen through fstat."""
+    out = {}
+
+    def step(name, fn, *a):
+        try:
+            r = fn(*a)
+            out[name] = 0
+            return r
+        except OSError as e:
+            out[name] = e.errno
+            return None
+    # Created with mode 0 and opened O_RDWR in the same call: POSIX grants the
+    # descriptor write access, so ftruncate and fallocate through it succeed.
+    fd = os.open(os.path.join(d, "zero"), os.O_CREAT | os.O_EXCL | os.O_RDWR, 0)
+    try:
+        step("write on mode-0 fd", os.write, fd, b"hello")
+        step("ftruncate mode-0 fd", os.ftruncate, fd, 2)
+        out["size after ftruncate"] = os.fstat(fd).st_size
+        step("ftruncate mode-0 fd to 0", os.ftruncate, fd, 0)
+        step("posix_fallocate mode-0 fd", os.posix_fallocate, fd, 0, 8192)
+        out["size after posix_fallocate"] = os.fstat(fd).st_size
+        step("fallocate KEEP_SIZE mode-0 fd", fallocate, fd, FALLOC_FL_KEEP_SIZE, 0, 16384)
+        step("fallocate PUNCH_HOLE mode-0 fd", fallocate, fd,
+             FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096)
+        out["size after fallocate"] = os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+    # Without a descriptor, truncate checks write permission against the mode.
+    step("truncate(path) mode 0", os.truncate, os.path.join(d, "zero"), 0)
+    # fchmod(fd, 0) after the open: the descriptor keeps its write access.
+    fd = os.open(os.path.join(d, "chm"), os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+    try:
+        os.write(fd, b"abcdef")
+        os.fchmod(fd, 0)
+        step("ftruncate after fchmod 0", os.ftruncate, fd, 3)
+        step("posix_fallocate after fchmod 0", os.posix_fallocate, fd, 0, 4096)
+        out["size after fchmod+fallocate"] = os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+    # Write-only descriptor of a file made read-only afterwards.
+    fd = os.open(os.path.join(d, "wo"), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    try:
+        os.write(fd, b"0123456789")
+        os.fchmod(fd, 0o444)
+        step("ftruncate O_WRONLY fd of an 0444 file", os.ftruncate, fd, 4)
+    finally:
+        os.close(fd)
+    step("truncate(path) 0444", os.truncate, os.path.join(d, "wo"), 1)
+    # A descriptor opened for reading only: Linux answers EINVAL for ftruncate
+    # (ftruncate(2): "fd is not open for writing") and EBADF for fallocate.
+    with open(os.path.join(d, "ro"), "wb") as f:
+        f.write(b"read only")
+    fd = os.open(os.path.join(d, "ro"), os.O_RDONLY)
+    try:
+        step("ftruncate O_RDONLY fd", os.ftruncate, fd, 0)
+        step("posix_fallocate O_RDONLY fd", os.posix_fallocate, fd, 0, 100)
+        step("fallocate O_RDONLY fd", fallocate, fd, 0, 0, 100)
+    finally:
+        os.close(fd)
+    step("truncate(path) own 0644 file", os.truncate, os.path.join(d, "ro"), 4)
+    return out
+
+
+def _fd_of_other_user_after_chmod(path, new_mode, uid=NOBODY):
+    """uid opens root's `path` O_RDWR (the mode lets it), then root chmods it
+    to new_mode; uid ftruncates and posix_fallocates through its descriptor.
+    Returns (ftruncate errno, posix_fallocate errno, truncate-by-path errno)."""
+    r1, w1 = os.pipe()
+    r2, w2 = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 0
+        try:
+            os.close(r1)
+            os.close(w2)
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            fd = os.open(path, os.O_RDWR)
+            os.write(w1, b"o")
+            os.read(r2, 1)           # root changed the mode meanwhile
+            res = []
+            for fn, a in ((os.ftruncate, (fd, 4)), (os.posix_fallocate, (fd, 0, 8192)),
+                          (os.truncate, (path, 2))):
+                try:
+                    fn(*a)
+                    res.append(0)
+                except OSError as e:
+                    res.append(e.errno)
+            os.close(fd)
+            os.write(w1, repr(tuple(res)).encode())
+        except BaseException as e:  # noqa: BLE001
+            code = 1
+            os.write(w1, f"E{e!r}".encode())
+        finally:
+            os._exit(code)
+    os.close(w1)
+    os.close(r2)
+    try:
+        first = os.read(r1, 1)
+        if first != b"o":
+            raise CheckFailed(f"the child could not open {path}: {(first + os.read(r1, 4096))!r}")
+        os.chmod(path, new_mode)
+        os.write(w2, b"g")
+        out = b""
+        while True:
+            b = os.read(r1, 4096)
+            if not b:
+                break
+            out += b
+    finally:
+        os.close(r1)
+        os.close(w2)
+        os.waitpid(pid, 0)
+    if out.startswith(b"E"):
+        raise CheckFailed(f"child failed: {out[1:].decode(errors='replace')}")
+    import ast
+    return ast.literal_eval(out.decode())
+
+
+def check_fd_write_access(ctx):
+    """ftruncate/fallocate on a descriptor opened for writing succeed whatever
+    the mode says now (the open checked access); truncate by path checks the
+    mode; a read-only descriptor gets EINVAL/EBADF. As root and as 65534."""
+    for who, uid in (("root", None), ("nobody", NOBODY)):
+        d = ctx.p(who)
+        os.mkdir(d)
+        os.chmod(d, 0o777)
+        got = in_child(_fd_write_steps, d, uid=uid, gid=uid)
+        want = {
+            "write on mode-0 fd": 0,
+            "ftruncate mode-0 fd": 0,
+            "size after ftruncate": 2,
+            "ftruncate mode-0 fd to 0": 0,
+            "posix_fallocate mode-0 fd": 0,
+            "size after posix_fallocate": 8192,
+            "fallocate KEEP_SIZE mode-0 fd": 0,
+            "fallocate PUNCH_HOLE mode-0 fd": 0,
+            "size after fallocate": 8192,
+            # root may write any file (CAP_DAC_OVERRIDE); nobody may not
+            "truncate(path) mode 0": 0 if uid is None else errno.EACCES,
+            "ftruncate after fchmod 0": 0,
+            "posix_fallocate after fchmod 0": 0,
+            "size after fchmod+fallocate": 4096,
+            "ftruncate O_WRONLY fd of an 0444 file": 0,
+            "truncate(path) 0444": 0 if uid is None else errno.EACCES,
+            "ftruncate O_RDONLY fd": errno.EINVAL,
+            "posix_fallocate O_RDONLY fd": errno.EBADF,
+            "fallocate O_RDONLY fd": errno.EBADF,
+            "truncate(path) own 0644 file": 0,
+        }
+
+        def show(k, v):
+            return v if k.startswith("size") or not v else errno.errorcode.get(v, v)
+        bad = [f"{k}: {show(k, got.get(k))} (want {show(k, v)})" for k, v in want.items()
+               if got.get(k) != v]
+        expect(not bad, f"as {who}: " + "; ".join(bad))
+        # What the descriptors did is there for a fresh open (root reads 0000 files).
+        expect(read_file(os.path.join(d, "zero")) == (b"" if uid is None else bytes(8192)),
+               f"as {who}: mode-0 file contents")
+        expect(read_file(os.path.join(d, "chm")) == b"abc" + bytes(4093), f"as {who}: fchmod-0 file")
+        expect(read_file(os.path.join(d, "wo")) == (b"0" if uid is None else b"0123"),
+               f"as {who}: 0444 file")
+        expect(read_file(os.path.join(d, "ro")) == b"read", f"as {who}: read-only fd changed the file")
+    # Not the owner: 65534 opens root's 0666 file for writing, root makes it
+    # 0644; the descriptor may still truncate and allocate (and truncate(2)
+    # by path is refused).
+    other = ctx.p("roots")
+    write_file(other, b"0123456789")
+    os.chmod(other, 0o666)
+    got = _fd_of_other_user_after_chmod(other, 0o644)
+    names = tuple(errno.errorcode.get(e, e) if e else 0 for e in got)
+    expect(got == (0, 0, errno.EACCES), f"65534's descriptor of root's file chmodded 0644: "
+                                        f"ftruncate, posix_fallocate, truncate(path) gave {names}, "
+                                        "want (0, 0, EACCES)")
+    expect(read_file(other) == b"0123" + bytes(8188), "65534's ftruncate/fallocate contents")
+
+
 def check_times(ctx):
     """mtime/ctime on write, truncate; ctime only on chmod/chown/link/rename; dir times; utime."""
     f = ctx.p("f")
@@ -1470,6 +1652,7 @@ CHECKS = [
     ("chmod_umask", check_chmod_umask),
     ("chown", check_chown),
     ("eacces_other_user", check_eacces_other_user),
+    ("fd_write_access", check_fd_write_access),
     ("times", check_times),
     ("atime", check_atime),
     ("xattrs", check_xattrs),

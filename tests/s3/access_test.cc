@@ -24,19 +24,15 @@
 #include <strata/s3/frontend.h>
 #include <strata/s3/user_store.h>
 
+#include "s3/frontend_fixture.h"
 #include "testutil/testutil.h"
 
 namespace strata::s3 {
 namespace {
 
-using Headers = std::vector<std::pair<std::string, std::string>>;
+using s3test::First;
 
-std::string First(const std::string& xml, const std::string& tag) {
-  std::smatch m;
-  if (std::regex_search(xml, m, std::regex("<" + tag + ">([^<]*)</" + tag + ">")))
-    return m[1].str();
-  return "";
-}
+using Headers = std::vector<std::pair<std::string, std::string>>;
 
 struct Who {
   std::string name;  // "" anonymous
@@ -53,10 +49,7 @@ const Who kAnon{"", "", ""};
 class AccessTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    objstore::EngineOptions eo;
-    eo.data_dir = dir_.Join("data");
-    eo.sync = false;
-    ASSERT_OK_AND_ASSIGN(engine_, objstore::LocalEngine::Open(eo));
+    ASSERT_OK_AND_ASSIGN(engine_, s3test::OpenTestEngine(dir_.Join("data")));
     User root{"root", "AKROOT", "root-secret-123", true, ""};
     ASSERT_OK_AND_ASSIGN(store_, UserStore::Open({root}, dir_.Join("users")));
     for (const Who* w : {&kOwner, &kAlice, &kNora, &kDave}) {
@@ -73,23 +66,8 @@ class AccessTest : public ::testing::Test {
 
   http::RecordedResponse Send(const Who& who, const std::string& method, const std::string& target,
                               std::string body = "", Headers h = {}) {
-    h.emplace_back("Host", "127.0.0.1:9000");
-    const size_t q = target.find('?');
-    const std::string path = target.substr(0, q);
-    const std::string query = q == std::string::npos ? "" : target.substr(q + 1);
-    if (!who.ak.empty()) {
-      sigv4::SigningParams sp;
-      sp.credentials.access_key = who.ak;
-      sp.credentials.secret_key = who.sk;
-      sp.now_ns = NowUnixNanos();
-      sigv4::SignRequest(method, path, query, h, sigv4::PayloadSha256Hex(body), sp);
-    }
-    if (!body.empty() || method == "PUT" || method == "POST")
-      h.emplace_back("Content-Length", std::to_string(body.size()));
-    Frontend* f = frontend_.get();
-    return http::ServeInMemory(http::FrontendHandler(f),
-                               http::FormatRequest(method, target, h, body),
-                               http::WithFrontendErrors(http::ServerOptions{}, f));
+    return s3test::SendSigned(frontend_.get(), method, target, std::move(h), body,
+                              {.access_key = who.ak, .secret = who.sk});
   }
 
   bool Exists(const std::string& bucket, const std::string& key) {

@@ -23,10 +23,14 @@
 #include <strata/s3/frontend.h>
 
 #include "s3/errors.h"
+#include "s3/frontend_fixture.h"
 #include "testutil/testutil.h"
 
 namespace strata::s3 {
 namespace {
+
+using s3test::All;
+using s3test::First;
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
@@ -43,22 +47,6 @@ constexpr char kDirConfig[] =
     "<Location><Type>AvailabilityZone</Type><Name>usw2-az1</Name></Location>"
     "<Bucket><Type>Directory</Type><DataRedundancy>SingleAvailabilityZone</DataRedundancy>"
     "</Bucket></CreateBucketConfiguration>";
-
-std::string First(const std::string& xml, const std::string& tag) {
-  std::smatch m;
-  if (std::regex_search(xml, m, std::regex("<" + tag + ">([^<]*)</" + tag + ">")))
-    return m[1].str();
-  return std::string();
-}
-
-std::vector<std::string> All(const std::string& xml, const std::string& tag) {
-  std::vector<std::string> out;
-  const std::regex re("<" + tag + ">([^<]*)</" + tag + ">");
-  for (auto it = std::sregex_iterator(xml.begin(), xml.end(), re); it != std::sregex_iterator();
-       ++it)
-    out.push_back((*it)[1].str());
-  return out;
-}
 
 std::string StatusCodeOf(const Result<std::string>& r) {
   return r.ok() ? "ok" : ToS3Error(r.error()).code;
@@ -198,10 +186,7 @@ TEST(SessionTokenTest, ExpiredForgedAndForeignTokensAreRefused) {
 class ExpressTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    objstore::EngineOptions eo;
-    eo.data_dir = dir_.Join("data");
-    eo.sync = false;
-    ASSERT_OK_AND_ASSIGN(engine_, objstore::LocalEngine::Open(eo));
+    ASSERT_OK_AND_ASSIGN(engine_, s3test::OpenTestEngine(dir_.Join("data")));
     FrontendOptions fo;
     fo.users.push_back(User{"alice", kAk, kSecret, false});
     fo.users.push_back(User{"bob", kBobAk, kBobSecret, false});
@@ -222,26 +207,13 @@ class ExpressTest : public ::testing::Test {
 
   http::RecordedResponse Send(Call call) {
     Headers h = std::move(call.headers);
-    h.emplace_back("Host", "127.0.0.1:9000");
     if (!call.session_token.empty()) h.emplace_back("x-amz-s3session-token", call.session_token);
-    const size_t q = call.target.find('?');
-    if (!call.anonymous) {
-      sigv4::SigningParams sp;
-      sp.credentials.access_key = call.access_key;
-      sp.credentials.secret_key = call.secret;
-      sp.region = "us-west-2";
-      sp.service = call.service;
-      sp.now_ns = NowUnixNanos();
-      sigv4::SignRequest(call.method, call.target.substr(0, q),
-                         q == std::string::npos ? "" : call.target.substr(q + 1), h,
-                         sigv4::PayloadSha256Hex(call.body), sp);
-    }
-    if (!call.body.empty() || call.method == "PUT" || call.method == "POST")
-      h.emplace_back("Content-Length", std::to_string(call.body.size()));
-    Frontend* f = frontend_.get();
-    return http::ServeInMemory(http::FrontendHandler(f),
-                               http::FormatRequest(call.method, call.target, h, call.body),
-                               http::WithFrontendErrors(http::ServerOptions{}, f));
+    s3test::Signer s{.access_key = call.anonymous ? "" : call.access_key,
+                     .secret = call.secret,
+                     .region = "us-west-2",
+                     .service = call.service};
+    return s3test::SendSigned(frontend_.get(), call.method, call.target, std::move(h), call.body,
+                              s);
   }
 
   // What botocore does first for a directory bucket: CreateSession signed for s3express.

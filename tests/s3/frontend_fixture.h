@@ -59,13 +59,52 @@ inline std::string Header(const http::RecordedResponse& r, std::string_view name
   return std::string(r.Header(name).value_or(""));
 }
 
+// A LocalEngine for a test, in `dir` (no fsync: durability is the crash tests').
+inline Result<std::unique_ptr<objstore::LocalEngine>> OpenTestEngine(const std::string& dir) {
+  objstore::EngineOptions eo;
+  eo.data_dir = dir;
+  eo.sync = false;
+  return objstore::LocalEngine::Open(eo);
+}
+
+// How SendSigned signs: an empty access key sends the request anonymously.
+struct Signer {
+  std::string access_key = kAk;
+  std::string secret = kSecret;
+  std::string region = "us-east-1";
+  std::string service = "s3";
+  bool unsigned_payload = false;
+};
+
+// One request to `f`, signed as a client signs it (Host 127.0.0.1:9000,
+// Content-Length on bodies, PUT and POST), through the real HTTP parser.
+inline http::RecordedResponse SendSigned(Frontend* f, const std::string& method,
+                                         const std::string& target, Headers h,
+                                         const std::string& body, const Signer& s = {}) {
+  h.emplace_back("Host", "127.0.0.1:9000");
+  if (!s.access_key.empty()) {
+    const size_t q = target.find('?');
+    sigv4::SigningParams sp;
+    sp.credentials.access_key = s.access_key;
+    sp.credentials.secret_key = s.secret;
+    sp.region = s.region;
+    sp.service = s.service;
+    sp.now_ns = NowUnixNanos();
+    const std::string payload =
+        s.unsigned_payload ? std::string(sigv4::kUnsignedPayload) : sigv4::PayloadSha256Hex(body);
+    sigv4::SignRequest(method, target.substr(0, q),
+                       q == std::string::npos ? "" : target.substr(q + 1), h, payload, sp);
+  }
+  if (!body.empty() || method == "PUT" || method == "POST")
+    h.emplace_back("Content-Length", std::to_string(body.size()));
+  return http::ServeInMemory(http::FrontendHandler(f), http::FormatRequest(method, target, h, body),
+                             http::WithFrontendErrors(http::ServerOptions{}, f));
+}
+
 class FrontendTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    objstore::EngineOptions eo;
-    eo.data_dir = dir_.Join("data");
-    eo.sync = false;
-    ASSERT_OK_AND_ASSIGN(engine_, objstore::LocalEngine::Open(eo));
+    ASSERT_OK_AND_ASSIGN(engine_, OpenTestEngine(dir_.Join("data")));
     fo_.users.push_back(User{"alice", kAk, kSecret, false});
     Reopen();
   }
@@ -81,24 +120,12 @@ class FrontendTest : public ::testing::Test {
   };
 
   http::RecordedResponse Send(Call call) {
-    Headers h = std::move(call.headers);
-    h.emplace_back("Host", "127.0.0.1:9000");
-    const size_t q = call.target.find('?');
-    const std::string path = call.target.substr(0, q);
-    const std::string query = q == std::string::npos ? "" : call.target.substr(q + 1);
-    sigv4::SigningParams sp;
-    sp.credentials.access_key = call.access_key;
-    sp.credentials.secret_key = call.secret;
-    sp.now_ns = NowUnixNanos();
-    const std::string payload = call.unsigned_payload ? std::string(sigv4::kUnsignedPayload)
-                                                      : sigv4::PayloadSha256Hex(call.body);
-    sigv4::SignRequest(call.method, path, query, h, payload, sp);
-    if (!call.body.empty() || call.method == "PUT" || call.method == "POST")
-      h.emplace_back("Content-Length", std::to_string(call.body.size()));
-    Frontend* f = frontend_.get();
-    return http::ServeInMemory(http::FrontendHandler(f),
-                               http::FormatRequest(call.method, call.target, h, call.body),
-                               http::WithFrontendErrors(http::ServerOptions{}, f));
+    Signer s;
+    s.access_key = call.access_key;
+    s.secret = call.secret;
+    s.unsigned_payload = call.unsigned_payload;
+    return SendSigned(frontend_.get(), call.method, call.target, std::move(call.headers), call.body,
+                      s);
   }
 
   http::RecordedResponse Get(const std::string& target, Headers h = {}) {

@@ -24,10 +24,14 @@
 #include <strata/s3/frontend.h>
 #include <strata/s3/kms.h>
 
+#include "s3/frontend_fixture.h"
 #include "testutil/testutil.h"
 
 namespace strata::s3 {
 namespace {
+
+using s3test::First;
+using s3test::Header;
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 using FieldList = std::vector<std::pair<std::string, std::string>>;
@@ -35,17 +39,6 @@ using FieldList = std::vector<std::pair<std::string, std::string>>;
 constexpr char kAk[] = "AKIDPOSTTEST";
 constexpr char kSecret[] = "post-object-test-secret";
 constexpr char kBoundary[] = "----StrataFormBoundary7MA4YWxkTrZu0gW";
-
-std::string First(const std::string& xml, const std::string& tag) {
-  std::smatch m;
-  if (std::regex_search(xml, m, std::regex("<" + tag + ">([^<]*)</" + tag + ">")))
-    return m[1].str();
-  return "";
-}
-
-std::string Header(const http::RecordedResponse& r, std::string_view name) {
-  return std::string(r.Header(name).value_or(""));
-}
 
 // "20240102T030405Z" and "20240102" for now.
 std::pair<std::string, std::string> AmzDate() {
@@ -85,23 +78,14 @@ std::string FormBody(const FieldList& fields, const std::optional<FilePart>& fil
 class PostObjectTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    objstore::EngineOptions eo;
-    eo.data_dir = dir_.Join("data");
-    eo.sync = false;
-    ASSERT_OK_AND_ASSIGN(engine_, objstore::LocalEngine::Open(eo));
+    ASSERT_OK_AND_ASSIGN(engine_, s3test::OpenTestEngine(dir_.Join("data")));
     FrontendOptions fo;
     fo.users.push_back(User{"alice", kAk, kSecret, false});
     fo.users.push_back(User{"bob", "AKIDBOB", "bob-secret", false});
     frontend_ = std::make_unique<Frontend>(engine_.get(), fo);
     // The bucket, created with a signed PUT.
-    Headers h = {{"Host", "127.0.0.1:9000"}};
-    sigv4::SigningParams sp;
-    sp.credentials.access_key = kAk;
-    sp.credentials.secret_key = kSecret;
-    sp.now_ns = NowUnixNanos();
-    sigv4::SignRequest("PUT", "/photos", "", h, sigv4::PayloadSha256Hex(""), sp);
-    h.emplace_back("Content-Length", "0");
-    auto r = Raw(http::FormatRequest("PUT", "/photos", h, ""));
+    auto r = s3test::SendSigned(frontend_.get(), "PUT", "/photos", {}, "",
+                                {.access_key = kAk, .secret = kSecret});
     ASSERT_EQ(r.status, 200) << r.body;
   }
 
@@ -113,13 +97,8 @@ class PostObjectTest : public ::testing::Test {
 
   // A signed GET of an object (to check what was stored).
   http::RecordedResponse GetObject(const std::string& path) {
-    Headers h = {{"Host", "127.0.0.1:9000"}};
-    sigv4::SigningParams sp;
-    sp.credentials.access_key = kAk;
-    sp.credentials.secret_key = kSecret;
-    sp.now_ns = NowUnixNanos();
-    sigv4::SignRequest("GET", path, "", h, sigv4::PayloadSha256Hex(""), sp);
-    return Raw(http::FormatRequest("GET", path, h, ""));
+    return s3test::SendSigned(frontend_.get(), "GET", path, {}, "",
+                              {.access_key = kAk, .secret = kSecret});
   }
 
   http::RecordedResponse Post(const std::string& body, const std::string& target = "/photos",

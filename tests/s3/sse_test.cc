@@ -25,25 +25,21 @@
 #include <strata/s3/frontend.h>
 #include <strata/s3/kms.h>
 
+#include "s3/frontend_fixture.h"
 #include "testutil/testutil.h"
 
 namespace strata::s3 {
 namespace {
 
+using s3test::First;
+inline std::string H(const http::RecordedResponse& r, std::string_view name) {
+  return s3test::Header(r, name);
+}
+
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
 constexpr char kAk[] = "AKIDSSETEST";
 constexpr char kSecret[] = "sse-test-secret";
-
-std::string First(const std::string& xml, const std::string& tag) {
-  std::smatch m;
-  if (std::regex_search(xml, m, std::regex("<" + tag + ">([^<]*)</" + tag + ">"))) return m[1];
-  return "";
-}
-
-std::string H(const http::RecordedResponse& r, std::string_view name) {
-  return std::string(r.Header(name).value_or(""));
-}
 
 // Distinct, recognisable bytes: "<tag>:<offset>|" repeated (never a run a
 // cipher could produce by chance).
@@ -73,10 +69,7 @@ Headers Join(Headers a, const Headers& b) {
 class SseTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    objstore::EngineOptions eo;
-    eo.data_dir = dir_.Join("data");
-    eo.sync = false;
-    ASSERT_OK_AND_ASSIGN(engine_, objstore::LocalEngine::Open(eo));
+    ASSERT_OK_AND_ASSIGN(engine_, s3test::OpenTestEngine(dir_.Join("data")));
     FrontendOptions fo;
     fo.users.push_back(User{"alice", kAk, kSecret, false});
     KmsOptions ko;
@@ -88,21 +81,8 @@ class SseTest : public ::testing::Test {
 
   http::RecordedResponse Send(const std::string& method, const std::string& target, Headers h = {},
                               const std::string& body = "") {
-    h.emplace_back("Host", "127.0.0.1:9000");
-    const size_t q = target.find('?');
-    const std::string path = target.substr(0, q);
-    const std::string query = q == std::string::npos ? "" : target.substr(q + 1);
-    sigv4::SigningParams sp;
-    sp.credentials.access_key = kAk;
-    sp.credentials.secret_key = kSecret;
-    sp.now_ns = NowUnixNanos();
-    sigv4::SignRequest(method, path, query, h, sigv4::PayloadSha256Hex(body), sp);
-    if (!body.empty() || method == "PUT" || method == "POST")
-      h.emplace_back("Content-Length", std::to_string(body.size()));
-    Frontend* f = frontend_.get();
-    return http::ServeInMemory(http::FrontendHandler(f),
-                               http::FormatRequest(method, target, h, body),
-                               http::WithFrontendErrors(http::ServerOptions{}, f));
+    return s3test::SendSigned(frontend_.get(), method, target, std::move(h), body,
+                              {.access_key = kAk, .secret = kSecret});
   }
 
   static void ExpectError(const http::RecordedResponse& r, int status, const std::string& code) {

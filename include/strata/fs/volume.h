@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <strata/core/result.h>
 #include <strata/fsmeta/meta_engine.h>
@@ -26,6 +27,7 @@ class CachedObjectStore;
 namespace strata::fs {
 
 class ChunkStore;  // src/fs/chunk_store.h
+class Writeback;   // src/fs/writeback.h
 class DataIO;      // src/fs/data_io.h
 class SliceMeta;   // src/fs/data_io.h
 
@@ -37,6 +39,15 @@ struct VolumeOptions {
   int max_uploads = 20;                   // concurrent block uploads
   uint32_t prefetch = 8;                  // readahead blocks for sequential reads
   bool read_only = false;
+  // Writeback (mount --writeback): a block is staged durably under
+  // <cache_dir>/<volume uuid>/staging/ and uploaded in the background (needs
+  // cache_dir). Without it, blocks a crashed writeback mount left staged in
+  // cache_dir are still uploaded.
+  bool writeback = false;
+  uint64_t writeback_limit = 1ull << 30;  // staged bytes at most; beyond, uploads are synchronous
+  int writeback_uploads = 0;              // background uploads in parallel (0: max_uploads)
+  bool writeback_sync = false;            // fsync each staged block at close (else at fsync)
+  int64_t writeback_upload_delay_ms = 0;  // tests: hold each staged block this long before its upload
 };
 
 class Volume {
@@ -66,14 +77,32 @@ class Volume {
   // (freed files, compacted chunks) and confirms them; returns how many.
   Result<size_t> ProcessPendingDeletes(size_t limit = 1000);
 
+  // Writeback: uploads every staged block and waits until the stage is empty
+  // (unmount), or until uploads keep failing (then they stay staged for the
+  // next mount, and this says so). Ok at once without a stage.
+  Status DrainWriteback();
+  // Blocks and bytes staged and not yet uploaded (0 without a stage).
+  uint64_t StagedBlocks() const;
+  uint64_t StagedBytes() const;
+  // The stage directory ("" without one).
+  std::string StageDir() const;
+  // Where a mount with cache directory `cache_dir` stages the blocks of the
+  // volume with this uuid.
+  static std::string StageDirFor(const std::string& cache_dir, const std::string& uuid);
+  // Object keys of this volume's blocks staged in `cache_dir` (by a
+  // writeback mount, live or crashed) and not yet uploaded (fsck).
+  std::vector<std::string> StagedKeys(const std::string& cache_dir) const;
+
  private:
   Volume();
+  Status OpenWriteback();
   VolumeOptions options_;
   std::unique_ptr<fsmeta::MetaEngine> meta_;
   fsmeta::Format format_;
   std::unique_ptr<objstore::ObjectStore> store_;
   std::unique_ptr<cache::CachedObjectStore> cache_;
   std::unique_ptr<ChunkStore> chunks_;
+  std::unique_ptr<Writeback> writeback_;  // destroyed before chunks_ (its uploader uses it)
   std::unique_ptr<SliceMeta> slice_meta_;
   std::unique_ptr<DataIO> data_;
 };

@@ -86,6 +86,15 @@ struct Context {
   std::vector<uint32_t> gids;  // supplementary groups
   uint32_t pid = 0;
   bool check_permission = true;
+  // The request comes through a descriptor opened for writing (ftruncate,
+  // fallocate, and the kernel's writeback cache writing back the times of
+  // the descriptor's writes): its open checked write access, so SetAttr's
+  // size change and time updates and Fallocate do not check the mode or the
+  // owner again. POSIX keeps that access for the descriptor's life, even
+  // when the file was created with mode 0 or chmodded since. chmod and
+  // chown are not exempted (FUSE never sends them with a handle, nor
+  // utimensat).
+  bool write_handle = false;
 };
 
 struct Entry {

@@ -35,6 +35,11 @@ struct User {
   std::string policy;  // user (identity) policy document, JSON; "" none
 };
 
+// Random credentials as `strata user add` makes them: "STRATA" + 14 of A-Z0-9,
+// and 40 letters and digits.
+std::string NewAccessKey();
+std::string NewSecretKey();
+
 class UserStore {
  public:
   struct Entry {
