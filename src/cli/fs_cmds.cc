@@ -39,6 +39,7 @@
 #include <strata/core/log.h>
 #include <strata/core/metrics.h>
 #include <strata/fs/compression.h>
+#include <strata/fs/encryption.h>
 #include <strata/fs/fuse_mount.h>
 #include <strata/fs/volume.h>
 #include <strata/fsmeta/meta_engine.h>
@@ -100,6 +101,7 @@ struct FormatArgs {
   std::string meta, name, storage, block_size = "4M", compress = "none";
   int trash_days = 1;
   std::string capacity = "0";
+  std::string encrypt_key_file;  // fs/encryption.h
   bool force = false;
 };
 
@@ -134,8 +136,22 @@ int CmdFormat(const FormatArgs& a) {
   f.compress = std::string(fs::CompressionName(comp));
   f.trash_days = a.trash_days;
   f.capacity = *cap;
+  if (!a.encrypt_key_file.empty()) {
+    // Init keeps an existing volume's settings unless forced: the key would be silently dropped.
+    if (old && !a.force)
+      return Fail("format", Status::InvalidArgument(fmt::format(
+                                "volume \"{}\" exists: encryption is chosen when a volume is created (or with --force)",
+                                old->name)));
+    auto material = fs::ReadKeyFile(a.encrypt_key_file);
+    if (!material) return Fail("format", material.error());
+    st = fs::SetupEncryption(*material, &f);
+    if (!st.ok()) return Fail("format", st.WithContext("--encrypt-key-file " + a.encrypt_key_file));
+  }
   st = (*meta)->Init(f, a.force);
   if (!st.ok()) return Fail("format", st);
+  if (!f.encrypt.empty())
+    fmt::print("Blocks are encrypted ({}); mount needs --encrypt-key-file. Keep the key file safe: without it the data is lost.\n",
+               f.encrypt);
   fmt::print("Formatted volume \"{}\" (uuid {}): metadata {}, data {}, blocks of {}, compression {}, trash {} day(s)\n",
              f.name, f.uuid, a.meta, a.storage, Human(f.block_size), f.compress, f.trash_days);
   return 0;
@@ -156,6 +172,7 @@ struct MountArgs {
   double attr_timeout = 1.0, entry_timeout = 1.0;
   std::string log_file, log_level = "info";
   std::string metrics = "127.0.0.1:9567";
+  std::string encrypt_key_file;  // encrypted volumes (fs/encryption.h)
 };
 
 constexpr log::Logger kCliLog("fs");
@@ -239,6 +256,7 @@ int ServeForeground(const MountArgs& a, int ready_fd) {
   }
   vo.writeback_limit = *wl;
   vo.writeback_upload_delay_ms = static_cast<int64_t>(std::max(0.0, a.upload_delay_s) * 1000);
+  vo.encrypt_key_file = a.encrypt_key_file;
   auto vol = fs::Volume::Open(a.meta, vo);
   if (!vol) {
     report("E" + vol.error().ToString());
@@ -481,6 +499,7 @@ Result<std::unique_ptr<fs::Volume>> OpenVolumeForMaintenance(const std::string& 
   fs::VolumeOptions vo;
   vo.ram_cache_size = 64ull << 20;
   vo.prefetch = 0;
+  vo.no_key_needed = true;  // none of them reads or writes block contents
   return fs::Volume::Open(url, vo);
 }
 
@@ -898,6 +917,9 @@ void RegisterFsCommands(CLI::App& app, int* exit_code) {
   f->add_option("--compress", fa->compress, "Block compression: none, lz4 or zstd")->capture_default_str();
   f->add_option("--trash-days", fa->trash_days, "Days deleted files stay in .trash (0: none)")->capture_default_str();
   f->add_option("--capacity", fa->capacity, "Capacity shown by df (0: unlimited)")->capture_default_str();
+  f->add_option("--encrypt-key-file", fa->encrypt_key_file,
+                "Encrypt blocks with AES-256-GCM: a file of exactly 32 bytes is the key, anything else a "
+                "passphrase (PBKDF2); mount then needs the same file");
   f->add_flag("--force", fa->force, "Overwrite the settings of an existing volume");
   f->callback(wrap([fa] { return CmdFormat(*fa); }));
 
@@ -913,6 +935,7 @@ void RegisterFsCommands(CLI::App& app, int* exit_code) {
   m->add_option("--max-uploads", ma->max_uploads, "Block uploads in parallel")->capture_default_str();
   m->add_option("--prefetch", ma->prefetch, "Blocks read ahead on sequential reads; also a file of one block is fetched when opened for reading (0: neither)")->capture_default_str();
   AddWritebackFlags(m, ma.get());
+  m->add_option("--encrypt-key-file", ma->encrypt_key_file, "Key file of an encrypted volume (as given to format)");
   m->add_flag("--read-only", ma->read_only, "Mount read-only");
   m->add_flag("--no-allow-other", ma->no_allow_other, "Only the mounting user may access the mount");
   m->add_option("--attr-timeout", ma->attr_timeout, "Seconds the kernel caches attributes")->capture_default_str();

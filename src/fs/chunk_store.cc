@@ -10,7 +10,9 @@
 #include <fmt/format.h>
 
 #include <strata/cache/cached_object_store.h>
+#include <strata/core/aead.h>
 #include <strata/core/log.h>
+#include <strata/fs/encryption.h>
 
 #include "fs/writeback.h"
 
@@ -125,10 +127,20 @@ Status ChunkStore::UploadBlock(uint64_t id, uint32_t index, std::string_view dat
   const auto t0 = std::chrono::steady_clock::now();
   Status st;
   size_t sent = data.size();
-  if (options_.compression == Compression::kNone) {
+  if (options_.compression == Compression::kNone && !options_.encrypted) {
     st = store_->PutBytes(key, data, wo).status();
   } else {
-    STRATA_ASSIGN_OR_RETURN(std::string z, CompressBlock(options_.compression, data));
+    // Compress, then seal: ciphertext does not compress.
+    std::string z;
+    if (options_.compression != Compression::kNone) {
+      STRATA_ASSIGN_OR_RETURN(z, CompressBlock(options_.compression, data));
+    } else {
+      z.assign(data);
+    }
+    if (options_.encrypted) {
+      STRATA_RETURN_IF_ERROR(NeedKey(key));
+      STRATA_ASSIGN_OR_RETURN(z, SealBlock(options_.encrypt_key, key, z));
+    }
     sent = z.size();
     st = store_->PutBytes(key, z, wo).status();
   }
@@ -188,7 +200,7 @@ Status ChunkStore::ReadBlock(uint64_t id, uint32_t index, uint32_t block_len, ui
     STRATA_RETURN_IF_ERROR(writeback_->Read(id, index, block_len, off, len, buf, &found));
     if (found) return Status::Ok();
   }
-  if (options_.compression == Compression::kNone) {
+  if (!whole_block_reads()) {
     size_t got = 0;
     auto sink = [&](const char* d, size_t n) {
       if (got + n > len) return Status::Corruption(fmt::format("block {} returned too many bytes", key));
@@ -218,6 +230,12 @@ Status ChunkStore::ReadBlock(uint64_t id, uint32_t index, uint32_t block_len, ui
   return Status::Ok();
 }
 
+Status ChunkStore::NeedKey(const std::string& key) const {
+  if (options_.encrypt_key.size() == crypto::kAes256KeyBytes) return Status::Ok();
+  return Status::PermissionDenied(
+      fmt::format("block {}: the volume is encrypted and this process has no key (--encrypt-key-file)", key));
+}
+
 std::shared_ptr<const std::string> ChunkStore::Decompressed(const std::string& key, uint32_t block_len,
                                                             Status* st) {
   std::string z;
@@ -230,11 +248,31 @@ std::shared_ptr<const std::string> ChunkStore::Decompressed(const std::string& k
     *st = st->WithContext(fmt::format("reading block {}", key));
     return nullptr;
   }
+  if (options_.encrypted) {
+    *st = NeedKey(key);
+    if (!st->ok()) return nullptr;
+    auto opened = OpenBlock(options_.encrypt_key, key, z);
+    if (!opened) {
+      // Never hand out unverified bytes: the read fails (EIO) and says why.
+      kLog.Error("block {} does not decrypt: {}", key, opened.error().ToString());
+      *st = opened.error().WithContext(fmt::format("block {}", key));
+      return nullptr;
+    }
+    z = std::move(*opened);
+  }
   auto plain = std::make_shared<std::string>(block_len, '\0');
-  *st = DecompressBlock(options_.compression, z, plain->data(), block_len);
-  if (!st->ok()) {
-    *st = st->WithContext(fmt::format("block {}", key));
-    return nullptr;
+  if (options_.compression == Compression::kNone) {
+    if (z.size() != block_len) {
+      *st = Status::Corruption(fmt::format("block {} holds {} bytes, not {}", key, z.size(), block_len));
+      return nullptr;
+    }
+    std::memcpy(plain->data(), z.data(), block_len);
+  } else {
+    *st = DecompressBlock(options_.compression, z, plain->data(), block_len);
+    if (!st->ok()) {
+      *st = st->WithContext(fmt::format("block {}", key));
+      return nullptr;
+    }
   }
   InsertPlain(key, plain);
   return plain;
@@ -273,7 +311,7 @@ void ChunkStore::Prefetch(uint64_t id, uint32_t slice_size, uint32_t off, uint32
     }
     prefetch_pool_->Submit([this, key = std::move(key), blen] {
       Status st;
-      if (options_.compression == Compression::kNone) {
+      if (!whole_block_reads()) {
         auto r = cache_->Prefetch(ImmutableBlock(key, blen));
         if (!r.ok()) st = r.error();
       } else {

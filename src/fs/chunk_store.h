@@ -51,6 +51,12 @@ struct ChunkStoreOptions {
   // RAM for whole plain blocks: ones this process just wrote (a read after a
   // write needs no GET) and decompressed ones (compressed volumes).
   uint64_t block_ram_bytes = 128ull << 20;
+  // Encryption at rest (fs/encryption.h): every block object is sealed with
+  // AES-256-GCM under encrypt_key (32 bytes), its object key as associated
+  // data, after compression. encrypted without a key (maintenance commands
+  // that never touch block contents) refuses block reads and writes.
+  bool encrypted = false;
+  std::string encrypt_key;
 };
 
 class ChunkStore {
@@ -119,8 +125,10 @@ class ChunkStore {
   std::unique_ptr<ThreadPool> prefetch_pool_;
   Writeback* writeback_ = nullptr;
   bool stage_new_ = false;
-  // Whole plain blocks in RAM: just written, or decompressed (so the many
-  // small reads of one block decompress it once).
+  // Whole plain blocks in RAM: just written, or decoded (decrypted and/or
+  // decompressed, so the many small reads of one block decode it once).
+  bool whole_block_reads() const { return options_.compression != Compression::kNone || options_.encrypted; }
+  Status NeedKey(const std::string& key) const;
   std::shared_ptr<const std::string> Decompressed(const std::string& key, uint32_t block_len, Status* st);
   std::shared_ptr<const std::string> LookupPlain(const std::string& key);
   void InsertPlain(const std::string& key, std::shared_ptr<const std::string> block);

@@ -8,6 +8,7 @@
 
 #include <strata/cache/cached_object_store.h>
 #include <strata/fs/compression.h>
+#include <strata/fs/encryption.h>
 
 #include "fs/chunk_store.h"
 #include "fs/data_io.h"
@@ -31,6 +32,8 @@ Result<std::unique_ptr<Volume>> Volume::Open(std::string_view meta_url, const Vo
   Compression comp;
   if (!ParseCompression(v->format_.compress, &comp))
     return Status::Corruption(fmt::format("volume uses unknown compression \"{}\"", v->format_.compress));
+  std::string block_key;
+  STRATA_RETURN_IF_ERROR(v->LoadKey(&block_key));
   auto store = objstore::OpenObjectStore(v->format_.storage);
   if (!store) return store.error().WithContext(fmt::format("opening storage {}", v->format_.storage));
   v->store_ = std::move(*store);
@@ -61,6 +64,8 @@ Result<std::unique_ptr<Volume>> Volume::Open(std::string_view meta_url, const Vo
   cso.compression = comp;
   cso.max_uploads = options.max_uploads;
   cso.prefetch_threads = 8;
+  cso.encrypted = !v->format_.encrypt.empty();
+  cso.encrypt_key = std::move(block_key);
   v->chunks_ = std::make_unique<ChunkStore>(v->store_.get(), v->cache_.get(), cso);
   STRATA_RETURN_IF_ERROR(v->OpenWriteback());
   v->slice_meta_ = NewMetaSliceMeta(v->meta_.get());
@@ -73,6 +78,25 @@ Result<std::unique_ptr<Volume>> Volume::Open(std::string_view meta_url, const Vo
 }
 
 Volume::Volume() = default;
+
+Status Volume::LoadKey(std::string* block_key) {
+  const bool encrypted = !format_.encrypt.empty();
+  if (options_.encrypt_key_file.empty()) {
+    if (encrypted && !options_.no_key_needed) {
+      return Status::PermissionDenied(fmt::format(
+          "volume \"{}\" is encrypted ({}): pass its key with --encrypt-key-file", format_.name, format_.encrypt));
+    }
+    return Status::Ok();
+  }
+  if (!encrypted)
+    return Status::InvalidArgument(
+        fmt::format("volume \"{}\" is not encrypted: --encrypt-key-file does not apply", format_.name));
+  STRATA_ASSIGN_OR_RETURN(std::string material, ReadKeyFile(options_.encrypt_key_file));
+  auto key = DeriveBlockKey(format_, material);
+  if (!key) return key.error().WithContext(fmt::format("volume \"{}\"", format_.name));
+  *block_key = std::move(*key);
+  return Status::Ok();
+}
 
 Status Volume::OpenWriteback() {
   if (options_.writeback && options_.read_only)

@@ -356,7 +356,10 @@ Status KvMeta::Dump(std::ostream& out) {
              {"trash_days", f.trash_days},
              {"capacity", f.capacity},
              {"inodes", f.inodes},
-             {"meta_version", f.meta_version}};
+             {"meta_version", f.meta_version},
+             {"encrypt", f.encrypt},
+             {"encrypt_salt", f.encrypt_salt},
+             {"encrypt_check", f.encrypt_check}};
   json counters = json::object();
   STRATA_RETURN_IF_ERROR(kv_->ScanAll("K", [&](const std::string& k, const std::string& v) {
     counters[k.substr(1)] = std::stoll(v);

@@ -189,7 +189,10 @@ static nlohmann::json FormatToJson(const Format& f) {
           {"trash_days", f.trash_days},
           {"capacity", f.capacity},
           {"inodes", f.inodes},
-          {"meta_version", f.meta_version}};
+          {"meta_version", f.meta_version},
+          {"encrypt", f.encrypt},
+          {"encrypt_salt", f.encrypt_salt},
+          {"encrypt_check", f.encrypt_check}};
 }
 
 static Result<Format> FormatFromJson(std::string_view s) {
@@ -205,6 +208,9 @@ static Result<Format> FormatFromJson(std::string_view s) {
     f.capacity = j.value("capacity", uint64_t{0});
     f.inodes = j.value("inodes", uint64_t{0});
     f.meta_version = j.value("meta_version", 1);
+    f.encrypt = j.value("encrypt", "");
+    f.encrypt_salt = j.value("encrypt_salt", "");
+    f.encrypt_check = j.value("encrypt_check", "");
     return f;
   } catch (const std::exception& e) {
     return Status::Corruption(std::string("volume format record is not valid JSON: ") + e.what());

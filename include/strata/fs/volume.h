@@ -48,6 +48,15 @@ struct VolumeOptions {
   int writeback_uploads = 0;              // background uploads in parallel (0: max_uploads)
   bool writeback_sync = false;            // fsync each staged block at close (else at fsync)
   int64_t writeback_upload_delay_ms = 0;  // tests: hold each staged block this long before its upload
+  // Encryption at rest (fs/encryption.h): the key file of an encrypted
+  // volume. Open refuses an encrypted volume without it (unless
+  // no_key_needed) and with a wrong one, and refuses it for a volume that is
+  // not encrypted.
+  std::string encrypt_key_file;
+  // Maintenance that never reads or writes block contents (gc, fsck,
+  // destroy, dump): an encrypted volume opens without its key, and any block
+  // read or write fails.
+  bool no_key_needed = false;
 };
 
 class Volume {
@@ -96,6 +105,7 @@ class Volume {
  private:
   Volume();
   Status OpenWriteback();
+  Status LoadKey(std::string* block_key);  // the block key per options_ ("" without encryption)
   VolumeOptions options_;
   std::unique_ptr<fsmeta::MetaEngine> meta_;
   fsmeta::Format format_;

@@ -111,6 +111,10 @@ struct Format {
   uint64_t capacity = 0;          // bytes reported by StatFS; 0 = 1 PiB
   uint64_t inodes = 0;            // inode limit; 0 = unlimited
   int meta_version = 1;
+  // Encryption at rest (fs/encryption.h): "" (none) or "aes-256-gcm"; the
+  // PBKDF2 salt (hex; "" when the key file holds a raw 32-byte key) and a
+  // check value that tells a wrong key from the right one. Never the key.
+  std::string encrypt, encrypt_salt, encrypt_check;
 };
 
 struct StatFs {
