@@ -412,6 +412,7 @@ int CmdStatus(const std::string& url) {
   if (!meta) return Fail("status", meta.error());
   fmt::print("Volume:      {}\nUUID:        {}\nStorage:     {}\nBlock size:  {}\nCompression: {}\nTrash days:  {}\n",
              f.name, f.uuid, f.storage, Human(f.block_size), f.compress, f.trash_days);
+  fmt::print("Encryption:  {}\n", f.encrypt.empty() ? "none" : f.encrypt + (f.encrypt_salt.empty() ? " (raw key)" : " (passphrase)"));
   fsmeta::Context ctx;
   auto sf = (*meta)->StatFS(ctx, fsmeta::kRootIno);
   if (sf) {
