@@ -1,16 +1,14 @@
-#include <strata/fs/encryption.h>
-
-#include <openssl/evp.h>
-
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
+#include <openssl/evp.h>
 
 #include <strata/core/aead.h>
 #include <strata/core/checksum.h>
 #include <strata/core/strings.h>
+#include <strata/fs/encryption.h>
 
 namespace strata::fs {
 namespace {
@@ -30,7 +28,8 @@ std::string Label(std::string_view label, const std::string& uuid) {
 Result<std::string> MasterKey(std::string_view material, const std::string& salt_hex) {
   if (material.size() == crypto::kAes256KeyBytes) {
     if (!salt_hex.empty())
-      return Status::PermissionDenied("the volume was formatted with a passphrase, this key file holds a raw 32-byte key");
+      return Status::PermissionDenied(
+          "the volume was formatted with a passphrase, this key file holds a raw 32-byte key");
     return std::string(material);
   }
   std::string_view pass = material;
@@ -40,13 +39,15 @@ Result<std::string> MasterKey(std::string_view material, const std::string& salt
     return Status::InvalidArgument(
         "the encryption key file must hold a raw 32-byte key or a passphrase of at least 8 bytes");
   if (salt_hex.empty())
-    return Status::PermissionDenied("the volume was formatted with a raw 32-byte key, this key file holds a passphrase");
+    return Status::PermissionDenied(
+        "the volume was formatted with a raw 32-byte key, this key file holds a passphrase");
   auto salt = HexDecode(salt_hex);
   if (!salt) return Status::Corruption("the volume's encrypt_salt is not hex");
   std::string key(crypto::kAes256KeyBytes, '\0');
   if (PKCS5_PBKDF2_HMAC(pass.data(), static_cast<int>(pass.size()),
-                        reinterpret_cast<const unsigned char*>(salt->data()), static_cast<int>(salt->size()),
-                        kPbkdf2Iterations, EVP_sha256(), static_cast<int>(key.size()),
+                        reinterpret_cast<const unsigned char*>(salt->data()),
+                        static_cast<int>(salt->size()), kPbkdf2Iterations, EVP_sha256(),
+                        static_cast<int>(key.size()),
                         reinterpret_cast<unsigned char*>(key.data())) != 1)
     return Status::Internal("PBKDF2 failed");
   return key;
@@ -68,9 +69,11 @@ Result<std::string> ReadKeyFile(const std::string& path) {
 }
 
 Status SetupEncryption(std::string_view material, fsmeta::Format* f) {
-  if (f->uuid.empty()) return Status::InvalidArgument("the volume needs a uuid before its key is set");
+  if (f->uuid.empty())
+    return Status::InvalidArgument("the volume needs a uuid before its key is set");
   f->encrypt = std::string(kEncryptAes256Gcm);
-  f->encrypt_salt = material.size() == crypto::kAes256KeyBytes ? "" : HexEncode(crypto::RandomString(16));
+  f->encrypt_salt =
+      material.size() == crypto::kAes256KeyBytes ? "" : HexEncode(crypto::RandomString(16));
   STRATA_ASSIGN_OR_RETURN(std::string master, MasterKey(material, f->encrypt_salt));
   f->encrypt_check = CheckValue(master, f->uuid);
   return Status::Ok();
@@ -82,7 +85,8 @@ Result<std::string> DeriveBlockKey(const fsmeta::Format& f, std::string_view mat
     return Status::NotSupported(fmt::format("unknown volume encryption \"{}\"", f.encrypt));
   STRATA_ASSIGN_OR_RETURN(std::string master, MasterKey(material, f.encrypt_salt));
   if (CheckValue(master, f.uuid) != f.encrypt_check)
-    return Status::PermissionDenied("wrong encryption key: it is not the key this volume was formatted with");
+    return Status::PermissionDenied(
+        "wrong encryption key: it is not the key this volume was formatted with");
   return HmacSha256(master, Label(kBlockLabel, f.uuid));
 }
 
@@ -91,18 +95,22 @@ Result<std::string> SealBlock(std::string_view key, std::string_view aad, std::s
   STRATA_RETURN_IF_ERROR(crypto::RandomBytes(iv.data(), iv.size()));
   std::string out(iv.size() + plain.size() + crypto::kGcmTagBytes, '\0');
   std::memcpy(out.data(), iv.data(), iv.size());
-  STRATA_RETURN_IF_ERROR(crypto::AesGcmSeal(key, iv, aad, plain.data(), plain.size(), out.data() + iv.size()));
+  STRATA_RETURN_IF_ERROR(
+      crypto::AesGcmSeal(key, iv, aad, plain.data(), plain.size(), out.data() + iv.size()));
   return out;
 }
 
 Result<std::string> OpenBlock(std::string_view key, std::string_view aad, std::string_view sealed) {
   if (sealed.size() < kSealOverhead)
-    return Status::Corruption(fmt::format("encrypted block of {} bytes is too short", sealed.size()));
+    return Status::Corruption(
+        fmt::format("encrypted block of {} bytes is too short", sealed.size()));
   crypto::GcmIv iv;
   std::memcpy(iv.data(), sealed.data(), iv.size());
   std::string out(sealed.size() - kSealOverhead, '\0');
-  Status st = crypto::AesGcmOpen(key, iv, aad, sealed.data() + iv.size(), sealed.size() - iv.size(), out.data());
-  if (!st.ok()) return Status::Corruption("encrypted block does not verify (altered, moved, or another key)");
+  Status st = crypto::AesGcmOpen(key, iv, aad, sealed.data() + iv.size(), sealed.size() - iv.size(),
+                                 out.data());
+  if (!st.ok())
+    return Status::Corruption("encrypted block does not verify (altered, moved, or another key)");
   return out;
 }
 

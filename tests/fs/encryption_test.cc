@@ -3,8 +3,6 @@
 // formatted volume (raw key and passphrase), and a Volume over an in-memory
 // store: no plaintext in any object, reads back with the key, EIO-class
 // errors (never wrong bytes) for an altered or moved block.
-#include <strata/fs/encryption.h>
-
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -14,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <strata/core/aead.h>
+#include <strata/fs/encryption.h>
 #include <strata/fs/volume.h>
 #include <strata/objstore/object_store.h>
 
@@ -65,7 +64,8 @@ TEST(KeyCheckTest, RawKey) {
   EXPECT_EQ(bk.size(), crypto::kAes256KeyBytes);
   EXPECT_NE(bk, kKey);  // derived, not the raw key
   EXPECT_EQ(DeriveBlockKey(f, kOtherKey).error().code(), StatusCode::kPermissionDenied);
-  EXPECT_EQ(DeriveBlockKey(f, "a passphrase instead").error().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(DeriveBlockKey(f, "a passphrase instead").error().code(),
+            StatusCode::kPermissionDenied);
   // The same key on another volume gives another block key.
   fsmeta::Format g;
   g.uuid = "uuid-2";
@@ -83,9 +83,11 @@ TEST(KeyCheckTest, Passphrase) {
   ASSERT_OK(SetupEncryption("correct horse battery staple\n", &f));
   EXPECT_EQ(f.encrypt_salt.size(), 32u);
   ASSERT_OK_AND_ASSIGN(std::string a, DeriveBlockKey(f, "correct horse battery staple\n"));
-  ASSERT_OK_AND_ASSIGN(std::string b, DeriveBlockKey(f, "correct horse battery staple"));  // newline ignored
+  ASSERT_OK_AND_ASSIGN(std::string b,
+                       DeriveBlockKey(f, "correct horse battery staple"));  // newline ignored
   EXPECT_EQ(a, b);
-  EXPECT_EQ(DeriveBlockKey(f, "correct horse battery stapler").error().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(DeriveBlockKey(f, "correct horse battery stapler").error().code(),
+            StatusCode::kPermissionDenied);
   fsmeta::Format g;
   g.uuid = "uuid-1";
   EXPECT_EQ(SetupEncryption("short", &g).code(), StatusCode::kInvalidArgument);
@@ -102,7 +104,8 @@ class EncryptedVolumeTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     url_ = "sqlite3://" + dir_.Join("meta.db");
-    keep_ = *objstore::OpenObjectStore("mem://enc-test-" + std::to_string(getpid()) + "-" + GetParam());
+    keep_ =
+        *objstore::OpenObjectStore("mem://enc-test-" + std::to_string(getpid()) + "-" + GetParam());
     key_file_ = dir_.Join("key");
     std::ofstream(key_file_, std::ios::binary) << kKey;
     wrong_file_ = dir_.Join("wrong");
@@ -156,7 +159,8 @@ TEST_P(EncryptedVolumeTest, RefusesMissingOrWrongKey) {
   auto none = Open("");
   ASSERT_FALSE(none.has_value());
   EXPECT_EQ(none.error().code(), StatusCode::kPermissionDenied);
-  EXPECT_NE(none.error().ToString().find("--encrypt-key-file"), std::string::npos) << none.error().ToString();
+  EXPECT_NE(none.error().ToString().find("--encrypt-key-file"), std::string::npos)
+      << none.error().ToString();
   auto wrong = Open(wrong_file_);
   ASSERT_FALSE(wrong.has_value());
   EXPECT_EQ(wrong.error().code(), StatusCode::kPermissionDenied);

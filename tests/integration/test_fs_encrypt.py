@@ -13,7 +13,10 @@ Our S3 server, SQLite metadata, a raw 32-byte key file:
      hold the key;
   4. mount without --encrypt-key-file, and with a wrong key, are refused
      with a clear message and mount nothing;
-  5. remount with the key: the bytes are back; fsck (no key needed) is clean.
+  5. remount with the key: the bytes are back;
+  6. a --writeback mount with uploads held, kill -9, remount with the key:
+     the staged block is uploaded sealed like the others, the file reads back;
+     fsck (no key needed) is clean.
 
 Usage: /usr/bin/python3 test_fs_encrypt.py --strata build/strata
 Exits 77 (ctest: skipped) only where /dev/fuse is missing.
@@ -63,7 +66,7 @@ class Enc:
             assert f.read() == BIG
         self.fs.umount(self.mp)
 
-    def storage_has_no_plaintext(self):
+    def storage_has_no_plaintext(self, want_blocks=5):
         c = self.fs.server.client()
         blocks = 0
         for page in c.get_paginator("list_objects_v2").paginate(Bucket=self.fs.bucket):
@@ -75,7 +78,7 @@ class Enc:
                 length = int(o["Key"].rsplit("_", 1)[1])
                 assert len(body) == length + 28, f"{o['Key']}: {len(body)} bytes, want {length} + 28"
                 blocks += 1
-        assert blocks == 5, f"expected 4 + 1 block objects, found {blocks}"
+        assert blocks == want_blocks, f"expected {want_blocks} block objects, found {blocks}"
         scanned = 0
         for root, _, files in os.walk(self.cache):
             for n in files:
@@ -112,6 +115,18 @@ class Enc:
             assert f.read() == SMALL
         self.fs.umount(self.mp)
 
+    def writeback_crash(self):
+        self.mount("--encrypt-key-file", self.key, "--writeback", "--upload-delay", "3600")
+        with open(os.path.join(self.mp, "staged"), "wb") as f:
+            f.write(SMALL * 10)
+        assert self.fs.kill9(self.mp), "no mount process found to kill"
+        assert M.force_unmount(self.mp), "could not clean the dead mount"
+        self.mount("--encrypt-key-file", self.key)   # uploads what the crashed mount staged
+        with open(os.path.join(self.mp, "staged"), "rb") as f:
+            assert f.read() == SMALL * 10
+        self.fs.umount(self.mp)
+        self.storage_has_no_plaintext(want_blocks=6)
+
 
 def main():
     args = H.parse_args()
@@ -131,6 +146,7 @@ def main():
         runner.case("mount without the key is refused", t.no_key)
         runner.case("mount with a wrong key is refused", t.wrong_key)
         runner.case("remount with the key reads the bytes back", t.remount)
+        runner.case("writeback crash: the stage is uploaded sealed", t.writeback_crash)
         runner.case("fsck clean", fs.fsck)
     finally:
         if fs is not None:
