@@ -8,6 +8,7 @@
 
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -244,6 +245,30 @@ TEST_P(EncryptedVolumeTest, MaintenanceOpenWithoutKeyCannotTouchBlocks) {
   Status st = v->data()->Flush(e->ino);
   EXPECT_FALSE(st.ok());
   EXPECT_TRUE(Objects().empty());
+}
+
+TEST_P(EncryptedVolumeTest, SettingsSurviveReloadAndDumpLoad) {
+  ASSERT_OK_AND_ASSIGN(auto v, Open(key_file_));
+  const fsmeta::Format f = v->format();
+  EXPECT_EQ(f.encrypt, "aes-256-gcm");
+  EXPECT_FALSE(f.encrypt_check.empty());
+  std::stringstream dump;
+  ASSERT_OK(v->meta()->Dump(dump));
+  v.reset();
+  std::string url2 = "sqlite3://" + dir_.Join("meta2.db");
+  {
+    auto m2 = fsmeta::OpenMeta(url2);
+    ASSERT_TRUE(m2.has_value());
+    ASSERT_OK((*m2)->Load(dump));
+    ASSERT_OK_AND_ASSIGN(fsmeta::Format g, (*m2)->LoadFormat());
+    EXPECT_EQ(g.encrypt, f.encrypt);
+    EXPECT_EQ(g.encrypt_salt, f.encrypt_salt);
+    EXPECT_EQ(g.encrypt_check, f.encrypt_check);
+  }
+  VolumeOptions vo;
+  EXPECT_FALSE(Volume::Open(url2, vo).has_value());  // the loaded volume still wants its key
+  vo.encrypt_key_file = key_file_;
+  EXPECT_TRUE(Volume::Open(url2, vo).has_value());
 }
 
 INSTANTIATE_TEST_SUITE_P(Compression, EncryptedVolumeTest, ::testing::Values("none", "zstd"));
