@@ -16,12 +16,16 @@ Our S3 server, SQLite metadata, a raw 32-byte key file:
   5. remount with the key: the bytes are back;
   6. a --writeback mount with uploads held, kill -9, remount with the key:
      the staged block is uploaded sealed like the others, the file reads back;
-     fsck (no key needed) is clean.
+  7. one byte of a block object flipped in the bucket: a read of that block
+     through a fresh mount (empty cache) fails with EIO and the mount logs
+     "does not decrypt"; other blocks still read; the byte restored, fsck
+     (no key needed) is clean.
 
 Usage: /usr/bin/python3 test_fs_encrypt.py --strata build/strata
 Exits 77 (ctest: skipped) only where /dev/fuse is missing.
 """
 
+import errno
 import os
 import sys
 
@@ -127,6 +131,36 @@ class Enc:
         self.fs.umount(self.mp)
         self.storage_has_no_plaintext(want_blocks=6)
 
+    def tampered_block_is_eio(self):
+        c = self.fs.server.client()
+        keys = sorted(o["Key"] for page in c.get_paginator("list_objects_v2").paginate(Bucket=self.fs.bucket)
+                      for o in page.get("Contents", []) if "/chunks/" in o["Key"] and "_0_1048576" in o["Key"])
+        assert keys, "no first block of the big file"
+        key = keys[0]
+        body = c.get_object(Bucket=self.fs.bucket, Key=key)["Body"].read()
+        bad = bytearray(body)
+        bad[len(bad) // 2] ^= 0x01
+        c.put_object(Bucket=self.fs.bucket, Key=key, Body=bytes(bad))
+        try:
+            fresh = os.path.join(self.work, "cache-fresh")
+            self.fs.mount(self.mp, background=False, cache_dir=fresh, extra=("--encrypt-key-file", self.key))
+            try:
+                with open(os.path.join(self.mp, "big"), "rb") as f:
+                    f.seek(2 * 1024 * 1024)
+                    assert f.read(1000) == BIG[2 * 1024 * 1024: 2 * 1024 * 1024 + 1000]
+                    try:
+                        f.seek(0)
+                        f.read(1000)
+                        raise AssertionError("a read of a tampered block returned bytes")
+                    except OSError as e:
+                        assert e.errno == errno.EIO, f"want EIO, got {e}"
+            finally:
+                self.fs.umount(self.mp)
+            with open(self.fs.logs[self.mp], "rb") as f:
+                assert b"does not decrypt" in f.read(), "no log line for the failed decrypt"
+        finally:
+            c.put_object(Bucket=self.fs.bucket, Key=key, Body=body)
+
 
 def main():
     args = H.parse_args()
@@ -147,6 +181,7 @@ def main():
         runner.case("mount with a wrong key is refused", t.wrong_key)
         runner.case("remount with the key reads the bytes back", t.remount)
         runner.case("writeback crash: the stage is uploaded sealed", t.writeback_crash)
+        runner.case("a tampered block reads as EIO", t.tampered_block_is_eio)
         runner.case("fsck clean", fs.fsck)
     finally:
         if fs is not None:
