@@ -257,6 +257,13 @@ int CmdObjbench(const ObjbenchArgs& a) {
       fmt::print("  {:<26} {}\n", c.name, c.st.ok() ? "ok" : "FAILED: " + c.st.ToString());
       if (!c.st.ok()) rc = kExitSomeFailed;
     }
+    if (rc != 0) {
+      // The numbers of a store that fails these would mean nothing.
+      fmt::print("\nA functional test failed: no benchmark.\n");
+      auto left = CleanUp(store, prefix);
+      if (left.ok() && *left == 0) fmt::print("Cleaned up: nothing left under {}\n", prefix);
+      return rc;
+    }
   }
 
   const int nblocks = static_cast<int>((*big + *block - 1) / *block);
