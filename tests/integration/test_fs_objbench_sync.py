@@ -11,7 +11,9 @@
   changed, added and removed and --delete-dst makes both copies equal again;
 - sync dir -> dir (what a mounted volume's path is): equal trees, a second run
   copies nothing, --dry-run changes nothing, --delete-dst removes extras,
-  --check-all finds a change that keeps size and mtime.
+  --check-all finds a change that keeps size and mtime;
+- a mounted Strata FS volume as a side (where /dev/fuse exists): local dir ->
+  volume -> s3:// -> local dir, --delete-dst on the volume, fsck clean.
 
 Usage: /usr/bin/python3 test_fs_objbench_sync.py --strata build/strata
 """
@@ -23,6 +25,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import strata_harness as H  # noqa: E402
+import fs_mount as M  # noqa: E402
 
 BUCKET = "objsync"
 
@@ -196,6 +199,38 @@ class Cases:
         assert tree_digest(c) == {k: v for k, v in tree_digest(a).items() if not k.endswith(".tmp")}
         p = self.run("sync", os.path.join(a, "a.txt"), c, expect=2)
 
+    # -- a mounted volume as a side (needs /dev/fuse)
+    def sync_volume(self):
+        if not os.path.exists("/dev/fuse"):
+            print("     no /dev/fuse: the mounted-volume case is not run here", flush=True)
+            return
+        work = M.make_work_dir("strata-it-fssync-")
+        fs = M.StrataFS(self.strata, self.srv, work, f"sqlite3://{work}/meta.db", bucket="fssyncvol")
+        mp = os.path.join(work, "mnt")
+        try:
+            fs.create_bucket()
+            fs.format()
+            fs.mount(mp)
+            a, d = os.path.join(self.work, "A3"), os.path.join(self.work, "D")
+            make_tree(a)
+            vol = os.path.join(mp, "data")
+            p = self.run("sync", a, vol)
+            assert "failed 0" in p.out and tree_digest(vol) == tree_digest(a), (tree_digest(vol), tree_digest(a))
+            p = self.run("sync", a, vol)
+            assert "Copied 0 files" in p.out, p.out
+            ep = ["--endpoint-url", self.srv.endpoint]
+            self.run("sync", vol, f"s3://{BUCKET}/fromvol", *ep)
+            self.run("sync", f"s3://{BUCKET}/fromvol", d, *ep)
+            assert tree_digest(d) == tree_digest(a), (tree_digest(d), tree_digest(a))
+            os.unlink(os.path.join(a, "sub", "b.bin"))
+            p = self.run("sync", a, vol, "--delete-dst")
+            assert "deleted 1" in p.out and tree_digest(vol) == tree_digest(a), p.out
+            fs.umount(mp)
+            fs.fsck()
+        finally:
+            fs.cleanup()
+            M.remove_work_dir(work)
+
 
 def main():
     args = H.parse_args()
@@ -205,7 +240,8 @@ def main():
         srv.start()
         with H.tempdir() as work:
             t = Cases(srv, os.path.abspath(args.strata), work)
-            for name in ["objbench_file", "objbench_s3", "objbench_missing_bucket", "sync_via_bucket", "sync_dirs"]:
+            for name in ["objbench_file", "objbench_s3", "objbench_missing_bucket", "sync_via_bucket", "sync_dirs",
+                         "sync_volume"]:
                 runner.case(name, getattr(t, name))
     finally:
         srv.cleanup()
