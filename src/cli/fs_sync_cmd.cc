@@ -172,6 +172,16 @@ int SyncDirs(const FsSyncArgs& a, const objstore::PathFilter& filters) {
   std::error_code ec;
   if (std::filesystem::exists(a.dst, ec) && !objstore::IsLocalDir(a.dst))
     return fail(Status::InvalidArgument("DST \"" + a.dst + "\" exists and is not a directory"));
+  {
+    // Overlapping trees: DST inside SRC would copy DST into itself, and SRC
+    // inside DST would lose SRC's own files to --delete-dst (they are not
+    // under SRC's relative names).
+    const auto s = std::filesystem::weakly_canonical(a.src, ec).string() + "/";
+    const auto d = std::filesystem::weakly_canonical(a.dst, ec).string() + "/";
+    if (ec) return fail(Status::InvalidArgument("cannot resolve " + a.dst + ": " + ec.message()));
+    if (s.rfind(d, 0) == 0 || d.rfind(s, 0) == 0)
+      return fail(Status::InvalidArgument("SRC and DST overlap (one is inside the other): " + a.src + ", " + a.dst));
+  }
   std::vector<LocalFile> src_files, dst_files;
   if (Status st = objstore::WalkLocal(a.src, &src_files); !st.ok()) return fail(st.WithContext("walking " + a.src));
   if (objstore::IsLocalDir(a.dst)) {

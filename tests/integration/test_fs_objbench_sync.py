@@ -11,7 +11,8 @@
   changed, added and removed and --delete-dst makes both copies equal again;
 - sync dir -> dir (what a mounted volume's path is): equal trees, a second run
   copies nothing, --dry-run changes nothing, --delete-dst removes extras,
-  --check-all finds a change that keeps size and mtime;
+  --check-all finds a change that keeps size and mtime; overlapping trees
+  (DST inside SRC, SRC inside DST) are refused with exit 2;
 - a mounted Strata FS volume as a side (where /dev/fuse exists): local dir ->
   volume -> s3:// -> local dir, --delete-dst on the volume, fsck clean.
 
@@ -198,6 +199,12 @@ class Cases:
         assert "Copied 1 files" in p.out, p.out
         assert tree_digest(c) == {k: v for k, v in tree_digest(a).items() if not k.endswith(".tmp")}
         p = self.run("sync", os.path.join(a, "a.txt"), c, expect=2)
+        # Overlapping trees are refused before anything changes.
+        before = tree_digest(a)
+        p = self.run("sync", os.path.join(a, "sub"), a, "--delete-dst", expect=2)
+        assert "overlap" in p.err, p.err
+        p = self.run("sync", a, os.path.join(a, "copy"), expect=2)
+        assert tree_digest(a) == before, "a refused sync changed SRC"
 
     # -- a mounted volume as a side (needs /dev/fuse)
     def sync_volume(self):
