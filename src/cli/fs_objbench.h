@@ -11,7 +11,9 @@ namespace strata::cli {
 
 // Each adds its subcommand to `fs`; `wrap` turns a command returning an exit
 // code into a CLI11 callback (fs_cmds.cc).
-void RegisterFsObjbench(CLI::App* fsc, const std::function<std::function<void()>(std::function<int()>)>& wrap);
-void RegisterFsSync(CLI::App* fsc, const std::function<std::function<void()>(std::function<int()>)>& wrap);
+void RegisterFsObjbench(CLI::App* fsc,
+                        const std::function<std::function<void()>(std::function<int()>)>& wrap);
+void RegisterFsSync(CLI::App* fsc,
+                    const std::function<std::function<void()>(std::function<int()>)>& wrap);
 
 }  // namespace strata::cli

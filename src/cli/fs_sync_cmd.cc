@@ -112,7 +112,9 @@ Result<bool> SameContent(const std::string& a, const std::string& b) {
 Status CopyFile(const LocalFile& src, const std::string& dst, std::atomic<uint64_t>* copied_bytes) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(dst).parent_path(), ec);
-  if (ec) return Status::IOError("mkdir " + std::filesystem::path(dst).parent_path().string() + ": " + ec.message());
+  if (ec)
+    return Status::IOError("mkdir " + std::filesystem::path(dst).parent_path().string() + ": " +
+                           ec.message());
   struct stat st {};
   const int in = ::open(src.path.c_str(), O_RDONLY | O_CLOEXEC);
   if (in < 0) return ErrnoStatus("open " + src.path);
@@ -156,7 +158,8 @@ Status CopyFile(const LocalFile& src, const std::string& dst, std::atomic<uint64
   // failed upload.
   if (::close(out) != 0 && res.ok()) res = ErrnoStatus("close " + tmp);
   ::close(in);
-  if (res.ok() && ::rename(tmp.c_str(), dst.c_str()) != 0) res = ErrnoStatus("rename " + tmp + " to " + dst);
+  if (res.ok() && ::rename(tmp.c_str(), dst.c_str()) != 0)
+    res = ErrnoStatus("rename " + tmp + " to " + dst);
   if (!res.ok()) ::unlink(tmp.c_str());
   return res;
 }
@@ -167,7 +170,8 @@ int SyncDirs(const FsSyncArgs& a, const objstore::PathFilter& filters) {
     return ExitCodeFor(st);
   };
   if (!objstore::IsLocalDir(a.src)) {
-    return fail(Status::InvalidArgument("SRC \"" + a.src + "\" is not a directory (nor an s3:// location)"));
+    return fail(Status::InvalidArgument("SRC \"" + a.src +
+                                        "\" is not a directory (nor an s3:// location)"));
   }
   std::error_code ec;
   if (std::filesystem::exists(a.dst, ec) && !objstore::IsLocalDir(a.dst))
@@ -180,12 +184,15 @@ int SyncDirs(const FsSyncArgs& a, const objstore::PathFilter& filters) {
     const auto d = std::filesystem::weakly_canonical(a.dst, ec).string() + "/";
     if (ec) return fail(Status::InvalidArgument("cannot resolve " + a.dst + ": " + ec.message()));
     if (s.rfind(d, 0) == 0 || d.rfind(s, 0) == 0)
-      return fail(Status::InvalidArgument("SRC and DST overlap (one is inside the other): " + a.src + ", " + a.dst));
+      return fail(Status::InvalidArgument(
+          "SRC and DST overlap (one is inside the other): " + a.src + ", " + a.dst));
   }
   std::vector<LocalFile> src_files, dst_files;
-  if (Status st = objstore::WalkLocal(a.src, &src_files); !st.ok()) return fail(st.WithContext("walking " + a.src));
+  if (Status st = objstore::WalkLocal(a.src, &src_files); !st.ok())
+    return fail(st.WithContext("walking " + a.src));
   if (objstore::IsLocalDir(a.dst)) {
-    if (Status st = objstore::WalkLocal(a.dst, &dst_files); !st.ok()) return fail(st.WithContext("walking " + a.dst));
+    if (Status st = objstore::WalkLocal(a.dst, &dst_files); !st.ok())
+      return fail(st.WithContext("walking " + a.dst));
   }
   std::map<std::string, const LocalFile*> dst_by_rel;
   for (const LocalFile& f : dst_files) dst_by_rel[f.rel] = &f;
@@ -234,10 +241,11 @@ int SyncDirs(const FsSyncArgs& a, const objstore::PathFilter& filters) {
   for (const LocalFile* f : to_copy) total_bytes += f->size;
 
   if (a.dry_run) {
-    for (const LocalFile* f : to_copy) fmt::print("(dryrun) copy {} to {}\n", f->path, objstore::JoinPath(a.dst, f->rel));
+    for (const LocalFile* f : to_copy)
+      fmt::print("(dryrun) copy {} to {}\n", f->path, objstore::JoinPath(a.dst, f->rel));
     for (const std::string& p : to_delete) fmt::print("(dryrun) delete {}\n", p);
-    fmt::print("Would copy {} files ({} bytes), skip {}, delete {}\n", to_copy.size(), total_bytes, skipped,
-               to_delete.size());
+    fmt::print("Would copy {} files ({} bytes), skip {}, delete {}\n", to_copy.size(), total_bytes,
+               skipped, to_delete.size());
     return failed ? kExitSomeFailed : 0;
   }
 
@@ -260,14 +268,17 @@ int SyncDirs(const FsSyncArgs& a, const objstore::PathFilter& filters) {
   };
   const bool bar = !a.no_progress && !a.quiet && ::isatty(STDERR_FILENO);
   std::vector<std::thread> ts;
-  const size_t nt = std::min<size_t>(static_cast<size_t>(std::max(1, a.threads)), std::max<size_t>(1, to_copy.size()));
+  const size_t nt = std::min<size_t>(static_cast<size_t>(std::max(1, a.threads)),
+                                     std::max<size_t>(1, to_copy.size()));
   for (size_t t = 0; t < nt; ++t) ts.emplace_back(worker);
   if (bar) {
     while (next.load() < to_copy.size() || copied.load() + failed.load() < to_copy.size()) {
       const uint64_t b = bytes.load();
       const int fill = total_bytes == 0 ? 30 : static_cast<int>(30 * b / total_bytes);
-      fmt::print(stderr, "\r[{}{}] {}/{} files, {}/{} bytes", std::string(static_cast<size_t>(fill), '#'),
-                 std::string(static_cast<size_t>(30 - fill), ' '), copied.load(), to_copy.size(), b, total_bytes);
+      fmt::print(stderr, "\r[{}{}] {}/{} files, {}/{} bytes",
+                 std::string(static_cast<size_t>(fill), '#'),
+                 std::string(static_cast<size_t>(30 - fill), ' '), copied.load(), to_copy.size(), b,
+                 total_bytes);
       std::fflush(stderr);
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
@@ -283,8 +294,8 @@ int SyncDirs(const FsSyncArgs& a, const objstore::PathFilter& filters) {
       report(ErrnoStatus("delete " + p));
     }
   }
-  fmt::print("Copied {} files ({} bytes), skipped {}, deleted {}, failed {}\n", copied.load(), bytes.load(), skipped,
-             deleted, failed.load());
+  fmt::print("Copied {} files ({} bytes), skipped {}, deleted {}, failed {}\n", copied.load(),
+             bytes.load(), skipped, deleted, failed.load());
   return failed ? kExitSomeFailed : 0;
 }
 
@@ -317,29 +328,38 @@ int SyncViaTransfer(const FsSyncArgs& a, const std::vector<std::pair<bool, std::
 
 }  // namespace
 
-void RegisterFsSync(CLI::App* fsc, const std::function<std::function<void()>(std::function<int()>)>& wrap) {
+void RegisterFsSync(CLI::App* fsc,
+                    const std::function<std::function<void()>(std::function<int()>)>& wrap) {
   auto a = std::make_shared<FsSyncArgs>();
-  auto* s = fsc->add_subcommand(
-      "sync", "Make DST hold what SRC holds: directories (mounted volumes, local disks) and s3://BUCKET[/PREFIX]");
-  s->add_option("src", a->src, "A directory (e.g. a path in a mounted volume) or s3://BUCKET[/PREFIX]")->required();
+  auto* s = fsc->add_subcommand("sync",
+                                "Make DST hold what SRC holds: directories (mounted volumes, local "
+                                "disks) and s3://BUCKET[/PREFIX]");
+  s->add_option("src", a->src,
+                "A directory (e.g. a path in a mounted volume) or s3://BUCKET[/PREFIX]")
+      ->required();
   s->add_option("dst", a->dst, "A directory or s3://BUCKET[/PREFIX]")->required();
   s->add_flag("--delete-dst", a->delete_dst, "Delete files in DST that are not in SRC");
   s->add_flag("--dry-run", a->dry_run, "Print what would be copied or deleted, change nothing");
-  s->add_flag("--check-all", a->check_all,
-              "Compare the contents of files whose size and mtime agree (directories: byte by byte; "
-              "buckets: as strata sync --checksum)");
+  s->add_flag(
+      "--check-all", a->check_all,
+      "Compare the contents of files whose size and mtime agree (directories: byte by byte; "
+      "buckets: as strata sync --checksum)");
   s->add_option("-p,--threads", a->threads, "Files (and parts) copied at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
-  s->add_option("--exclude", a->exclude, "Skip paths matching this pattern (relative to SRC; * ? []; repeatable)")
+  s->add_option("--exclude", a->exclude,
+                "Skip paths matching this pattern (relative to SRC; * ? []; repeatable)")
       ->allow_extra_args(false);
-  s->add_option("--include", a->include, "Do not skip paths matching this, even if an --exclude matched (repeatable)")
+  s->add_option("--include", a->include,
+                "Do not skip paths matching this, even if an --exclude matched (repeatable)")
       ->allow_extra_args(false);
-  s->add_flag("--no-progress", a->no_progress, "No progress bar (it is shown only when stderr is a terminal)");
+  s->add_flag("--no-progress", a->no_progress,
+              "No progress bar (it is shown only when stderr is a terminal)");
   s->add_flag("-q,--quiet", a->quiet, "Print errors and the summary only");
   s->allow_extras();
   s->footer(
-      "\nWith an s3:// side this is `strata sync` (its connection flags --endpoint-url, --profile,\n"
+      "\nWith an s3:// side this is `strata sync` (its connection flags --endpoint-url, "
+      "--profile,\n"
       "--region, --json, ... are passed on). Directory to directory is done here: copied when\n"
       "missing, or size or mtime (seconds) differ, or with --check-all the bytes differ.\n"
       "Examples:\n"
@@ -351,16 +371,20 @@ void RegisterFsSync(CLI::App* fsc, const std::function<std::function<void()>(std
     std::vector<std::pair<bool, std::string>> rules;
     size_t ei = 0, ii = 0;
     for (const CLI::Option* o : s->parse_order()) {
-      if (o->check_lname("exclude") && ei < a->exclude.size()) rules.emplace_back(false, a->exclude[ei++]);
-      else if (o->check_lname("include") && ii < a->include.size()) rules.emplace_back(true, a->include[ii++]);
+      if (o->check_lname("exclude") && ei < a->exclude.size())
+        rules.emplace_back(false, a->exclude[ei++]);
+      else if (o->check_lname("include") && ii < a->include.size())
+        rules.emplace_back(true, a->include[ii++]);
     }
     while (ei < a->exclude.size()) rules.emplace_back(false, a->exclude[ei++]);
     while (ii < a->include.size()) rules.emplace_back(true, a->include[ii++]);
     a->s3_args = s->remaining();
     if (IsBucketUrl(a->src) || IsBucketUrl(a->dst)) return SyncViaTransfer(*a, rules);
     if (!a->s3_args.empty()) {
-      fmt::print(stderr, "strata fs sync: unknown option {} (directory to directory takes no connection flags)\n",
-                 a->s3_args.front());
+      fmt::print(
+          stderr,
+          "strata fs sync: unknown option {} (directory to directory takes no connection flags)\n",
+          a->s3_args.front());
       return kExitUsage;
     }
     objstore::PathFilter filters;
