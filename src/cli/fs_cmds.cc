@@ -3,6 +3,7 @@
 // and maintenance (gc, fsck, dump/load, warmup, bench).
 #include "cli/fs_cmds.h"
 #include "cli/fs_admin_cmds.h"
+#include "cli/fs_objbench.h"
 #include "cli/exit_codes.h"
 
 #include <fcntl.h>
@@ -1039,6 +1040,8 @@ void RegisterFsCommands(CLI::App& app, int* exit_code) {
   x->callback(wrap([xa] { return CmdDestroy(xa->meta, xa->yes, xa->force); }));
 
   RegisterFsAdminCommands(fsc, wrap);  // quota, summary, config (fs_admin_cmds.cc)
+  RegisterFsObjbench(fsc, wrap);       // fs_objbench.cc
+  RegisterFsSync(fsc, wrap);           // fs_sync_cmd.cc
 }
 
 }  // namespace strata::cli
