@@ -91,6 +91,10 @@ void OpInit(void* userdata, fuse_conn_info* conn) {
   want(FUSE_CAP_READDIRPLUS);
   want(FUSE_CAP_PARALLEL_DIROPS);
   want(FUSE_CAP_EXPORT_SUPPORT);
+  // The kernel evaluates ACLs (and turns on default_permissions); the ACL
+  // xattrs, their sync with the mode and default-ACL inheritance are ours.
+  want(FUSE_CAP_POSIX_ACL);
+  fs->posix_acl_ = (conn->want & FUSE_CAP_POSIX_ACL) != 0;
   if (fs->opts_.writeback) {
     want(FUSE_CAP_WRITEBACK_CACHE);
   } else {
