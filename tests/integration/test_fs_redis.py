@@ -381,6 +381,15 @@ class TwoMounts:
         expect(P.child_errno(P._rw_open, self.B("acl-seen")) == errno.EACCES, "B before the ACL")
         os.setxattr(self.A("acl-seen"), P.ACL_ACCESS, acl)
         eventually(lambda: P.child_errno(P._rw_open, self.B("acl-seen")) == 0, "ACL set on A grants on B")
+        # An ACL change that leaves the mode as it was (B has the old ACL
+        # cached from its last check): u:65534:--- on A refuses on B.
+        os.setxattr(self.A("acl-seen"), P.ACL_ACCESS,
+                    P.acl_pack([(P.ACL_USER_OBJ, 6), (P.ACL_USER, 0, P.NOBODY), (P.ACL_GROUP_OBJ, 0),
+                                (P.ACL_MASK, 6), (P.ACL_OTHER, 0)]))
+        eventually(lambda: P.child_errno(P._rw_open, self.B("acl-seen")) == errno.EACCES,
+                   "ACL u:65534:--- (mode unchanged) set on A enforced on B")
+        os.setxattr(self.A("acl-seen"), P.ACL_ACCESS, acl)
+        eventually(lambda: P.child_errno(P._rw_open, self.B("acl-seen")) == 0, "ACL granted again on A, on B")
         # chmod on A lowers the mask; B refuses the write again.
         os.chmod(self.A("acl-seen"), 0o640)
         eventually(lambda: P.child_errno(P._rw_open, self.B("acl-seen")) == errno.EACCES,
