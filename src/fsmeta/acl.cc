@@ -48,19 +48,35 @@ Result<Acl> Parse(std::string_view x) {
     Entry e{Le16(x.data() + off), Le16(x.data() + off + 2), Le32(x.data() + off + 4)};
     if (e.perm & ~7u) return FsError(EINVAL, "POSIX ACL entry with bad permission bits");
     switch (e.tag) {
-      case kUserObj: ++user_obj; e.id = kUndefinedId; break;
-      case kGroupObj: ++group_obj; e.id = kUndefinedId; break;
-      case kOther: ++other; e.id = kUndefinedId; break;
-      case kMask: ++mask; e.id = kUndefinedId; break;
+      case kUserObj:
+        ++user_obj;
+        e.id = kUndefinedId;
+        break;
+      case kGroupObj:
+        ++group_obj;
+        e.id = kUndefinedId;
+        break;
+      case kOther:
+        ++other;
+        e.id = kUndefinedId;
+        break;
+      case kMask:
+        ++mask;
+        e.id = kUndefinedId;
+        break;
       case kUser:
-      case kGroup: ++named; break;
-      default: return FsError(EINVAL, "POSIX ACL entry with unknown tag");
+      case kGroup:
+        ++named;
+        break;
+      default:
+        return FsError(EINVAL, "POSIX ACL entry with unknown tag");
     }
     a.entries.push_back(e);
   }
   if (user_obj != 1 || group_obj != 1 || other != 1 || mask > 1 || (named > 0 && mask == 0))
-    return FsError(EINVAL, "POSIX ACL needs one owner, group and other entry (and a mask with "
-                           "named entries)");
+    return FsError(EINVAL,
+                   "POSIX ACL needs one owner, group and other entry (and a mask with "
+                   "named entries)");
   std::sort(a.entries.begin(), a.entries.end(), [](const Entry& l, const Entry& r) {
     return l.tag != r.tag ? l.tag < r.tag : l.id < r.id;
   });

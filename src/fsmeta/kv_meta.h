@@ -131,8 +131,7 @@ class KvMeta final : public MetaEngine {
   Status SetAclXattr(const Context& ctx, KvTxn& t, Ino ino, Attr& a, std::string_view name,
                      std::string_view value);
   void ChmodAcl(KvTxn& t, Ino ino, uint32_t mode);
-  uint32_t InheritAcl(KvTxn& t, Ino parent, Ino ino, uint32_t type, uint32_t mode,
-                      uint32_t umask);
+  uint32_t InheritAcl(KvTxn& t, Ino parent, Ino ino, uint32_t type, uint32_t mode, uint32_t umask);
   bool InGroup(const Context& ctx, uint32_t gid) const;
   Status Sticky(const Context& ctx, const Attr& dir, const Attr& victim) const;
   Result<Ino> NextInode();

@@ -606,8 +606,11 @@ TEST_P(MetaTest, PosixAcls) {
   auto pack = [](std::vector<acl::Entry> es) { return acl::Encode(Acl{std::move(es)}); };
   constexpr uint32_t kNo = 0xffffffffu;
   Entry f = MkFile(kRootIno, "f", 0600, &alice_);
-  std::string a = pack({{acl::kUserObj, 6, kNo}, {acl::kUser, 6, 2000}, {acl::kGroupObj, 0, kNo},
-                        {acl::kMask, 6, kNo}, {acl::kOther, 0, kNo}});
+  std::string a = pack({{acl::kUserObj, 6, kNo},
+                        {acl::kUser, 6, 2000},
+                        {acl::kGroupObj, 0, kNo},
+                        {acl::kMask, 6, kNo},
+                        {acl::kOther, 0, kNo}});
   EXPECT_ERRNO(m_->SetXattr(bob_, f.ino, std::string(acl::kAccess), a, 0), EPERM);
   ASSERT_OK(m_->SetXattr(alice_, f.ino, std::string(acl::kAccess), a, 0));
   ASSERT_OK_AND_ASSIGN(Attr at, m_->GetAttr(f.ino));
@@ -626,28 +629,36 @@ TEST_P(MetaTest, PosixAcls) {
   // Malformed ACLs and default ACLs on files.
   EXPECT_ERRNO(m_->SetXattr(alice_, f.ino, std::string(acl::kAccess), "xx", 0), EINVAL);
   EXPECT_ERRNO(m_->SetXattr(alice_, f.ino, std::string(acl::kAccess),
-                            pack({{acl::kUserObj, 6, kNo}, {acl::kUser, 6, 5}, {acl::kGroupObj, 0, kNo},
+                            pack({{acl::kUserObj, 6, kNo},
+                                  {acl::kUser, 6, 5},
+                                  {acl::kGroupObj, 0, kNo},
                                   {acl::kOther, 0, kNo}}),
                             0),
                EINVAL);
   EXPECT_ERRNO(m_->SetXattr(alice_, f.ino, std::string(acl::kDefault), a, 0), EACCES);
   // A minimal ACL is the mode alone.
-  ASSERT_OK(m_->SetXattr(alice_, f.ino, std::string(acl::kAccess),
-                         pack({{acl::kUserObj, 7, kNo}, {acl::kGroupObj, 5, kNo}, {acl::kOther, 1, kNo}}),
-                         0));
+  ASSERT_OK(m_->SetXattr(
+      alice_, f.ino, std::string(acl::kAccess),
+      pack({{acl::kUserObj, 7, kNo}, {acl::kGroupObj, 5, kNo}, {acl::kOther, 1, kNo}}), 0));
   ASSERT_OK_AND_ASSIGN(at, m_->GetAttr(f.ino));
   EXPECT_EQ(at.mode & 07777, 0751u);
   EXPECT_ERRNO(m_->GetXattr(alice_, f.ino, std::string(acl::kAccess)), ENODATA);
   // Inheritance: umask 077 is replaced by the default ACL.
   Entry d = MkDir(kRootIno, "d", 0755, &alice_);
-  std::string def = pack({{acl::kUserObj, 7, kNo}, {acl::kUser, 7, 2000}, {acl::kGroupObj, 5, kNo},
-                          {acl::kMask, 7, kNo}, {acl::kOther, 0, kNo}});
+  std::string def = pack({{acl::kUserObj, 7, kNo},
+                          {acl::kUser, 7, 2000},
+                          {acl::kGroupObj, 5, kNo},
+                          {acl::kMask, 7, kNo},
+                          {acl::kOther, 0, kNo}});
   ASSERT_OK(m_->SetXattr(alice_, d.ino, std::string(acl::kDefault), def, 0));
   ASSERT_OK_AND_ASSIGN(Entry c, m_->Mknod(alice_, d.ino, "c", S_IFREG | 0666, 077, 0));
   EXPECT_EQ(c.attr.mode & 07777, 0660u);
   ASSERT_OK_AND_ASSIGN(got, m_->GetXattr(alice_, c.ino, std::string(acl::kAccess)));
-  EXPECT_EQ(got, pack({{acl::kUserObj, 6, kNo}, {acl::kUser, 7, 2000}, {acl::kGroupObj, 5, kNo},
-                       {acl::kMask, 6, kNo}, {acl::kOther, 0, kNo}}));
+  EXPECT_EQ(got, pack({{acl::kUserObj, 6, kNo},
+                       {acl::kUser, 7, 2000},
+                       {acl::kGroupObj, 5, kNo},
+                       {acl::kMask, 6, kNo},
+                       {acl::kOther, 0, kNo}}));
   EXPECT_ERRNO(m_->GetXattr(alice_, c.ino, std::string(acl::kDefault)), ENODATA);
   ASSERT_OK_AND_ASSIGN(Entry sub, m_->Mkdir(alice_, d.ino, "sub", 0777, 077));
   EXPECT_EQ(sub.attr.mode & 07777, 0770u);
