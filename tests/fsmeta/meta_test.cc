@@ -626,6 +626,18 @@ TEST_P(MetaTest, PosixAcls) {
   bool mask_r = false;
   for (const auto& e : parsed.entries) mask_r |= e.tag == acl::kMask && e.perm == 4;
   EXPECT_TRUE(mask_r);
+  // Through a mount whose kernel evaluates ACLs: bob's named entry (rw,
+  // mask r--) was checked by the kernel; the engine still refuses what the
+  // mode's group and other bits both refuse (a chmod another mount made).
+  Context bob_k = bob_;
+  bob_k.kernel_checked_acl = true;
+  EXPECT_OK(m_->Access(bob_k, f.ino, R_OK));
+  EXPECT_ERRNO(m_->Access(bob_k, f.ino, W_OK), EACCES);
+  in.mode = 0600;
+  ASSERT_OK(m_->SetAttr(alice_, f.ino, kSetMode, in).status());
+  EXPECT_ERRNO(m_->Access(bob_k, f.ino, R_OK), EACCES);
+  in.mode = 0640;
+  ASSERT_OK(m_->SetAttr(alice_, f.ino, kSetMode, in).status());
   // Malformed ACLs and default ACLs on files.
   EXPECT_ERRNO(m_->SetXattr(alice_, f.ino, std::string(acl::kAccess), "xx", 0), EINVAL);
   EXPECT_ERRNO(m_->SetXattr(alice_, f.ino, std::string(acl::kAccess),
