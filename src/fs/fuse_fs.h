@@ -96,6 +96,9 @@ class FuseFs {
   DataIO* data_;
   std::atomic<uint64_t> size_ops_{0};  // see Seq()
   MountOptions opts_;
+  // The kernel granted FUSE_CAP_POSIX_ACL (set in OpInit, before any request):
+  // it enforces ACLs, and the metadata engine keeps them (see fsmeta/acl.h).
+  bool posix_acl_ = false;
   fuse_session* se_ = nullptr;  // set before the loop starts
   std::mutex mu_;
   std::unordered_map<Ino, InodeState> inodes_;  // guarded by mu_
@@ -164,6 +167,7 @@ class FuseFs {
     ctx.gid = c->gid;
     ctx.pid = static_cast<uint32_t>(c->pid);
     ctx.check_permission = true;
+    ctx.kernel_checked_acl = posix_acl_;
     if (c->uid != 0) {
       gid_t groups[64];
       int n = fuse_req_getgroups(req, 64, groups);

@@ -91,6 +91,14 @@ void OpInit(void* userdata, fuse_conn_info* conn) {
   want(FUSE_CAP_READDIRPLUS);
   want(FUSE_CAP_PARALLEL_DIROPS);
   want(FUSE_CAP_EXPORT_SUPPORT);
+  // The kernel evaluates ACLs (and turns on default_permissions); the ACL
+  // xattrs, their sync with the mode and default-ACL inheritance are ours.
+  want(FUSE_CAP_POSIX_ACL);
+  fs->posix_acl_ = (conn->want & FUSE_CAP_POSIX_ACL) != 0;
+  // With a default ACL the umask does not apply (POSIX.1e), so the kernel
+  // must send the create mode unmasked; MakeNode applies the umask it also
+  // sends when there is no default ACL.
+  if (fs->posix_acl_) want(FUSE_CAP_DONT_MASK);
   if (fs->opts_.writeback) {
     want(FUSE_CAP_WRITEBACK_CACHE);
   } else {

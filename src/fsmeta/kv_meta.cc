@@ -44,6 +44,20 @@ Status KvMeta::Access(const Context& ctx, const Attr& a, int mask) const {
     }
     return Status::Ok();
   }
+  const uint32_t m = static_cast<uint32_t>(mask);
+  // With POSIX ACLs the kernel has evaluated the ACL before sending the
+  // request (FUSE_CAP_POSIX_ACL implies default_permissions), and for anyone
+  // but the owner (whose bits the ACL's owner entry always equals) the mode
+  // alone would refuse what a named entry grants. The mode still bounds every
+  // entry: a named user or group gets at most the group bits (the mask), the
+  // rest the other bits; so what neither grants is refused here, also when
+  // the kernel's cached mode is older than a chmod on another mount.
+  if (ctx.kernel_checked_acl && ctx.uid != a.uid) {
+    const uint32_t group = (a.mode >> 3) & 7, other = a.mode & 7;
+    if ((m & group) == m || (m & other) == m) return Status::Ok();
+    return FsError(EACCES, "permission denied for uid " + std::to_string(ctx.uid) + " (mode " +
+                               std::to_string(a.mode & 07777) + ")");
+  }
   uint32_t bits;
   if (ctx.uid == a.uid) {
     bits = (a.mode >> 6) & 7;
@@ -52,7 +66,7 @@ Status KvMeta::Access(const Context& ctx, const Attr& a, int mask) const {
   } else {
     bits = a.mode & 7;
   }
-  if ((static_cast<uint32_t>(mask) & bits) != static_cast<uint32_t>(mask)) {
+  if ((m & bits) != m) {
     return FsError(EACCES, "permission denied for uid " + std::to_string(ctx.uid) + " (mode " +
                                std::to_string(a.mode & 07777) + ")");
   }

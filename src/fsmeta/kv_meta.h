@@ -124,6 +124,14 @@ class KvMeta final : public MetaEngine {
  private:
   Status Txn(const std::function<Status(KvTxn&)>& body, bool read_only);
   Status Access(const Context& ctx, const Attr& a, int mask) const;
+  // POSIX ACLs (kv_meta_xattr.cc): who may change them, setfacl (keeps the
+  // mode in sync), chmod (keeps the access ACL in sync), and the inheritance
+  // of a directory's default ACL on create (returns the new node's mode bits).
+  Status AclOwner(const Context& ctx, const Attr& a) const;
+  Status SetAclXattr(const Context& ctx, KvTxn& t, Ino ino, Attr& a, std::string_view name,
+                     std::string_view value);
+  void ChmodAcl(KvTxn& t, Ino ino, uint32_t mode);
+  uint32_t InheritAcl(KvTxn& t, Ino parent, Ino ino, uint32_t type, uint32_t mode, uint32_t umask);
   bool InGroup(const Context& ctx, uint32_t gid) const;
   Status Sticky(const Context& ctx, const Attr& dir, const Attr& victim) const;
   Result<Ino> NextInode();

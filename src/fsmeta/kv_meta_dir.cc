@@ -90,7 +90,7 @@ Result<Entry> KvMeta::MakeNode(const Context& ctx, Ino parent, std::string_view 
         STRATA_RETURN_IF_ERROR(Access(ctx, *p, W_OK | X_OK));
         if (existing) return FsError(EEXIST, Quote(name) + " already exists");
         Attr a;
-        a.mode = type | (type == S_IFLNK ? 0777 : (mode & 07777 & ~umask));
+        a.mode = type | InheritAcl(t, parent, ino, type, mode, umask);
         a.uid = ctx.uid;
         a.gid = ctx.gid;
         if (p->mode & S_ISGID) {

@@ -131,6 +131,7 @@ Result<Attr> KvMeta::SetAttr(const Context& ctx, Ino ino, uint32_t mask, const A
           uint32_t m = in.mode & 07777;
           if (!root && !InGroup(ctx, a->gid)) m &= ~S_ISGID;
           a->mode = (a->mode & S_IFMT) | m;
+          ChmodAcl(t, ino, m);
         }
         if (mask & (kSetAtime | kSetMtime)) {
           // Through a write handle these are the times of the descriptor's

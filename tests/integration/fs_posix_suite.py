@@ -1112,6 +1112,177 @@ def check_xattrs(ctx):
             expect_errno(errno.ENODATA, os.getxattr, ctx.p(name), "security.capability")
 
 
+# --------------------------------------------------------------------------
+# POSIX ACLs (system.posix_acl_access / _default, Linux's xattr format:
+# a version-2 header, then {u16 tag, u16 perm, u32 id} entries). The checks
+# set them with os.setxattr so they run without the acl package; when
+# getfacl is installed its output is checked too.
+
+ACL_USER_OBJ, ACL_USER, ACL_GROUP_OBJ, ACL_GROUP, ACL_MASK, ACL_OTHER = 1, 2, 4, 8, 0x10, 0x20
+ACL_ACCESS, ACL_DEFAULT = "system.posix_acl_access", "system.posix_acl_default"
+_ACL_NO_ID = 0xFFFFFFFF
+
+
+def acl_pack(entries):
+    """entries: (tag, perm[, id]) tuples."""
+    out = struct.pack("<I", 2)
+    for e in entries:
+        tag, perm = e[0], e[1]
+        out += struct.pack("<HHI", tag, perm, e[2] if len(e) > 2 else _ACL_NO_ID)
+    return out
+
+
+def acl_unpack(b):
+    expect(len(b) >= 4 and (len(b) - 4) % 8 == 0 and struct.unpack("<I", b[:4])[0] == 2,
+           f"malformed ACL xattr {b!r}")
+    out = set()
+    for off in range(4, len(b), 8):
+        tag, perm, uid = struct.unpack("<HHI", b[off:off + 8])
+        out.add((tag, perm) if tag in (ACL_USER_OBJ, ACL_GROUP_OBJ, ACL_MASK, ACL_OTHER)
+                else (tag, perm, uid))
+    return out
+
+
+def _rw_open(path):
+    os.close(os.open(path, os.O_RDWR))
+
+
+def check_posix_acls(ctx):
+    """setfacl semantics (acl(5)): a named-user entry grants what the mode
+    does not, the mask limits it and is the mode's group bits, chmod changes
+    the mask, a directory's default ACL is inherited (and replaces the umask);
+    only the owner may set an ACL. As root and as 65534."""
+    if os.geteuid() != 0:
+        ctx.note("skipped: needs root (runs checks as uid 65534)")
+        return
+    os.chmod(ctx.dir, 0o755)
+    f = ctx.p("f")
+    write_file(f, b"root's", mode=0o600)
+    os.chmod(f, 0o600)
+    expect(child_errno(_rw_open, f) == errno.EACCES, "65534 opened root's 0600 file before any ACL")
+    acl = [(ACL_USER_OBJ, 6), (ACL_USER, 6, NOBODY), (ACL_GROUP_OBJ, 0), (ACL_MASK, 6),
+           (ACL_OTHER, 0)]
+    try:
+        os.setxattr(f, ACL_ACCESS, acl_pack(acl))
+    except OSError as e:
+        raise CheckFailed(f"setting {ACL_ACCESS}: {e}")
+    expect(stat.S_IMODE(os.stat(f).st_mode) == 0o660,
+           f"setfacl u:65534:rw on 0600: mode {oct(os.stat(f).st_mode)}, want 0660 (group bits = mask)")
+    expect(acl_unpack(os.getxattr(f, ACL_ACCESS)) == set(acl), "getxattr returns the ACL set")
+    expect(ACL_ACCESS in os.listxattr(f), "listxattr names the access ACL")
+    expect(child_errno(_rw_open, f) == 0, "65534 cannot open for write with u:65534:rw")
+    if shutil.which("getfacl"):
+        import subprocess
+        out = subprocess.run(["getfacl", "-cn", f], capture_output=True, text=True).stdout
+        expect(f"user:{NOBODY}:rw-" in out and "mask::rw-" in out, f"getfacl shows {out!r}")
+    # chmod changes the mask: g-w leaves 65534 read only.
+    os.chmod(f, 0o640)
+    got = acl_unpack(os.getxattr(f, ACL_ACCESS))
+    expect((ACL_MASK, 4) in got and (ACL_USER, 6, NOBODY) in got,
+           f"chmod 0640 did not set the mask to r-- (ACL {sorted(got)})")
+    expect(child_errno(_rw_open, f) == errno.EACCES, "65534 wrote past a mask of r--")
+    expect(child_errno(_open_read, f) == 0, "65534 cannot read with u:65534:rw, mask r--")
+    # A named entry denies what the other bits would grant.
+    g = ctx.p("g")
+    write_file(g, b"deny", mode=0o644)
+    os.setxattr(g, ACL_ACCESS, acl_pack([(ACL_USER_OBJ, 6), (ACL_USER, 0, NOBODY),
+                                         (ACL_GROUP_OBJ, 4), (ACL_MASK, 4), (ACL_OTHER, 4)]))
+    expect(child_errno(_open_read, g) == errno.EACCES, "u:65534:--- did not deny (mode alone allows)")
+    # Only the owner sets an ACL; write permission is not enough.
+    expect(child_errno(os.setxattr, f, ACL_ACCESS, acl_pack(acl)) == errno.EPERM,
+           "65534 set the ACL of root's file")
+    # An ACL the mode can say alone is stored as the mode (setfacl -m on a minimal ACL).
+    h = ctx.p("h")
+    write_file(h, b"", mode=0o600)
+    os.setxattr(h, ACL_ACCESS, acl_pack([(ACL_USER_OBJ, 7), (ACL_GROUP_OBJ, 5), (ACL_OTHER, 1)]))
+    expect(stat.S_IMODE(os.stat(h).st_mode) == 0o751, "a minimal ACL did not set the mode")
+    # Malformed: no mask with a named entry; default ACL on a file.
+    expect_errno(errno.EINVAL, os.setxattr, h, ACL_ACCESS,
+                 acl_pack([(ACL_USER_OBJ, 7), (ACL_USER, 7, 5), (ACL_GROUP_OBJ, 5), (ACL_OTHER, 1)]))
+    expect_errno(errno.EACCES, os.setxattr, h, ACL_DEFAULT, acl_pack(acl))
+    # Removing the ACL: 65534 falls back to the other bits (---).
+    os.removexattr(f, ACL_ACCESS)
+    expect_errno(errno.ENODATA, os.getxattr, f, ACL_ACCESS)
+    expect(child_errno(_open_read, f) == errno.EACCES, "the removed ACL still granted read")
+
+    # Default ACL on a directory: inherited by files and subdirectories.
+    d = ctx.p("d")
+    os.mkdir(d, 0o755)
+    os.chmod(d, 0o755)
+    dacl = [(ACL_USER_OBJ, 7), (ACL_USER, 7, NOBODY), (ACL_GROUP_OBJ, 5), (ACL_MASK, 7),
+            (ACL_OTHER, 0)]
+    os.setxattr(d, ACL_DEFAULT, acl_pack(dacl))
+    expect(acl_unpack(os.getxattr(d, ACL_DEFAULT)) == set(dacl), "getxattr of the default ACL")
+    old_umask = os.umask(0o077)  # replaced by the default ACL, must not apply
+    try:
+        fd = os.open(os.path.join(d, "file"), os.O_CREAT | os.O_WRONLY, 0o666)
+        os.close(fd)
+        os.mkdir(os.path.join(d, "sub"), 0o777)
+    finally:
+        os.umask(old_umask)
+    fa = acl_unpack(os.getxattr(os.path.join(d, "file"), ACL_ACCESS))
+    want = {(ACL_USER_OBJ, 6), (ACL_USER, 7, NOBODY), (ACL_GROUP_OBJ, 5), (ACL_MASK, 6), (ACL_OTHER, 0)}
+    expect(fa == want, f"file in a dir with a default ACL got {sorted(fa)}, want {sorted(want)}")
+    fm = stat.S_IMODE(os.stat(os.path.join(d, "file")).st_mode)
+    expect(fm == 0o660, f"inherited file mode {oct(fm)}, want 0660 (0666 masked by the ACL, no umask)")
+    expect_errno(errno.ENODATA, os.getxattr, os.path.join(d, "file"), ACL_DEFAULT)
+    sub = os.path.join(d, "sub")
+    expect(acl_unpack(os.getxattr(sub, ACL_DEFAULT)) == set(dacl), "subdirectory did not inherit the default ACL")
+    expect(acl_unpack(os.getxattr(sub, ACL_ACCESS)) ==
+           {(ACL_USER_OBJ, 7), (ACL_USER, 7, NOBODY), (ACL_GROUP_OBJ, 5), (ACL_MASK, 7), (ACL_OTHER, 0)},
+           "subdirectory access ACL")
+    expect(stat.S_IMODE(os.stat(sub).st_mode) == 0o770, f"subdirectory mode {oct(os.stat(sub).st_mode)}")
+    expect(child_errno(_rw_open, os.path.join(d, "file")) == 0, "65534 cannot write the inherited file")
+    expect(child_errno(_create_in, os.path.join(sub, "by-nobody")) == 0,
+           "65534 cannot create in a subdirectory the default ACL grants rwx")
+    # Without a default ACL the umask applies as before.
+    old_umask = os.umask(0o077)
+    try:
+        os.close(os.open(ctx.p("plain"), os.O_CREAT | os.O_WRONLY, 0o666))
+    finally:
+        os.umask(old_umask)
+    expect(stat.S_IMODE(os.stat(ctx.p("plain")).st_mode) == 0o600, "umask without a default ACL")
+    # The acl package's tools, where installed (scripts/install-deps.sh test).
+    if not (shutil.which("setfacl") and shutil.which("getfacl")):
+        ctx.note("setfacl/getfacl not installed: checked through the xattrs only")
+        return
+    import subprocess
+
+    def run(*cmd):
+        p = subprocess.run(list(cmd), capture_output=True, text=True)
+        expect(p.returncode == 0, f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()}")
+        return p.stdout
+    t = ctx.p("tool")
+    write_file(t, b"t", mode=0o600)
+    os.chmod(t, 0o600)
+    run("setfacl", "-m", f"u:{NOBODY}:rw", t)
+    out = run("getfacl", "-cn", t)
+    expect(f"user:{NOBODY}:rw-" in out and "mask::rw-" in out and "other::---" in out,
+           f"getfacl after setfacl -m u:{NOBODY}:rw: {out!r}")
+    expect(child_errno(_rw_open, t) == 0, "setfacl -m u:65534:rw did not let 65534 write")
+    run("chmod", "g-w", t)
+    expect("mask::r--" in run("getfacl", "-cn", t), "chmod g-w did not lower the mask (getfacl)")
+    run("setfacl", "-b", t)
+    expect(f"user:{NOBODY}" not in run("getfacl", "-cn", t), "setfacl -b left the named entry")
+    expect(child_errno(_open_read, t) == errno.EACCES, "setfacl -b: 65534 still reads")
+    td = ctx.p("tooldir")
+    os.mkdir(td, 0o755)
+    run("setfacl", "-d", "-m", f"u:{NOBODY}:rwx", td)
+    expect(f"default:user:{NOBODY}:rwx" in run("getfacl", "-cn", td), "getfacl of setfacl -d -m")
+    os.mkdir(os.path.join(td, "kid"))
+    write_file(os.path.join(td, "kid", "grandkid"), b"g")
+    out = run("getfacl", "-cn", os.path.join(td, "kid", "grandkid"))
+    expect(f"user:{NOBODY}:rwx" in out, f"grandchild did not inherit the default ACL: {out!r}")
+    # Created 0644: the mask is r--, so the inherited entry grants read only.
+    expect("mask::r--" in out, f"grandchild created 0644 has mask {out!r}")
+    expect(child_errno(_open_read, os.path.join(td, "kid", "grandkid")) == 0,
+           "65534 cannot read a file that inherited u:65534:rwx")
+    expect(child_errno(_rw_open, os.path.join(td, "kid", "grandkid")) == errno.EACCES,
+           "65534 wrote past the mask r-- of a file created 0644")
+    expect(child_errno(_create_in, os.path.join(td, "kid", "by-nobody")) == 0,
+           "65534 cannot create in a directory that inherited u:65534:rwx")
+
+
 def _signalled_waiter(path, lock_fn, release):
     """A child blocks in lock_fn on a lock we hold; SIGALRM after 0.3 s must end
     the wait (Python raises from the handler) instead of leaving the child stuck
@@ -1656,6 +1827,7 @@ CHECKS = [
     ("times", check_times),
     ("atime", check_atime),
     ("xattrs", check_xattrs),
+    ("posix_acls", check_posix_acls),
     ("flock", check_flock),
     ("fcntl_locks", check_fcntl_locks),
     ("truncate_under_listing", check_truncate_under_listing),

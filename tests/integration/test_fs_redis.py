@@ -3,7 +3,8 @@
 redis-server on a free loopback port): close-to-open consistency both ways,
 namespace changes (create, rename, unlink, mkdir, chmod, xattr) on one mount
 seen on the other, a file rewritten on one mount while the other holds it
-open (seen by the other's next open), names replaced on one mount (rename
+open (seen by the other's next open), POSIX ACLs set on one mount
+enforced on the other, names replaced on one mount (rename
 over, unlink + re-create) that the other had looked up, BSD flock and POSIX fcntl locks held on one mount blocking
 lockers on the other, and `strata fs fsck` at the end.
 
@@ -23,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import strata_harness as H  # noqa: E402
 import fs_mount as M  # noqa: E402
 from fs_posix_suite import in_child, read_file, write_file, expect, pread_all, pwrite_all  # noqa: E402
+import fs_posix_suite as P  # noqa: E402
 
 # Namespace changes made through one mount must show on the other within this
 # (kernel entry/attribute caches of the other mount); file contents must show
@@ -352,12 +354,67 @@ class TwoMounts:
                "A's close did not release its POSIX locks for B")
 
 
+    def posix_acls(self):
+        """An ACL set through A is enforced on B: u:65534:rw on root's 0600
+        file lets 65534 open it for writing there, a chmod on A (the mask) takes
+        it back, and a directory's default ACL set on A is inherited by a file
+        B creates."""
+        if os.geteuid() != 0:
+            print("     skipped: needs root (checks as uid 65534)", flush=True)
+            return
+        os.chmod(self.A(), 0o755)
+        acl = P.acl_pack([(P.ACL_USER_OBJ, 6), (P.ACL_USER, 6, P.NOBODY), (P.ACL_GROUP_OBJ, 0),
+                          (P.ACL_MASK, 6), (P.ACL_OTHER, 0)])
+        # B has never seen this file.
+        write_file(self.A("acl-fresh"), b"x", mode=0o600)
+        os.chmod(self.A("acl-fresh"), 0o600)
+        os.setxattr(self.A("acl-fresh"), P.ACL_ACCESS, acl)
+        eventually(lambda: _exists(self.B("acl-fresh")), "ACL'd file on B")
+        expect(P.child_errno(P._rw_open, self.B("acl-fresh")) == 0,
+               "B refused 65534 what A's ACL grants")
+        expect(P.acl_unpack(os.getxattr(self.B("acl-fresh"), P.ACL_ACCESS)) == P.acl_unpack(acl),
+               "B reads another ACL than A set")
+        # B was refused before the ACL: the grant must reach it too.
+        write_file(self.A("acl-seen"), b"x", mode=0o600)
+        os.chmod(self.A("acl-seen"), 0o600)
+        eventually(lambda: _exists(self.B("acl-seen")), "file on B")
+        expect(P.child_errno(P._rw_open, self.B("acl-seen")) == errno.EACCES, "B before the ACL")
+        os.setxattr(self.A("acl-seen"), P.ACL_ACCESS, acl)
+        eventually(lambda: P.child_errno(P._rw_open, self.B("acl-seen")) == 0, "ACL set on A grants on B")
+        # An ACL change that leaves the mode as it was (B has the old ACL
+        # cached from its last check): u:65534:--- on A refuses on B.
+        os.setxattr(self.A("acl-seen"), P.ACL_ACCESS,
+                    P.acl_pack([(P.ACL_USER_OBJ, 6), (P.ACL_USER, 0, P.NOBODY), (P.ACL_GROUP_OBJ, 0),
+                                (P.ACL_MASK, 6), (P.ACL_OTHER, 0)]))
+        eventually(lambda: P.child_errno(P._rw_open, self.B("acl-seen")) == errno.EACCES,
+                   "ACL u:65534:--- (mode unchanged) set on A enforced on B")
+        os.setxattr(self.A("acl-seen"), P.ACL_ACCESS, acl)
+        eventually(lambda: P.child_errno(P._rw_open, self.B("acl-seen")) == 0, "ACL granted again on A, on B")
+        # chmod on A lowers the mask; B refuses the write again.
+        os.chmod(self.A("acl-seen"), 0o640)
+        eventually(lambda: P.child_errno(P._rw_open, self.B("acl-seen")) == errno.EACCES,
+                   "chmod (mask r--) on A enforced on B")
+        expect(P.child_errno(P._open_read, self.B("acl-seen")) == 0, "B: 65534 keeps read under mask r--")
+        # Default ACL set on A, file created on B inherits it.
+        os.mkdir(self.A("acl-dir"), 0o755)
+        os.setxattr(self.A("acl-dir"), P.ACL_DEFAULT,
+                    P.acl_pack([(P.ACL_USER_OBJ, 7), (P.ACL_USER, 6, P.NOBODY), (P.ACL_GROUP_OBJ, 5),
+                                (P.ACL_MASK, 7), (P.ACL_OTHER, 0)]))
+        eventually(lambda: _exists(self.B("acl-dir")), "dir on B")
+        write_file(self.B("acl-dir", "made-on-b"), b"b", mode=0o644)
+        got = P.acl_unpack(os.getxattr(self.A("acl-dir", "made-on-b"), P.ACL_ACCESS))
+        expect((P.ACL_USER, 6, P.NOBODY) in got and (P.ACL_MASK, 4) in got,
+               f"file B created in A's default-ACL dir has ACL {sorted(got)}")
+        expect(P.child_errno(P._open_read, self.A("acl-dir", "made-on-b")) == 0,
+               "65534 cannot read the inherited file on A")
+
+
 def extra_args(p):
     p.add_argument("--only", default="", help="comma-separated two-mount cases (default: all)")
 
 
 CASES = ("close_to_open", "open_fd_coherence", "replaced_names", "rename_over_while_opening",
-         "namespace", "flock", "fcntl_locks")
+         "namespace", "flock", "fcntl_locks", "posix_acls")
 
 
 def main():

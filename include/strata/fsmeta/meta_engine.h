@@ -95,6 +95,10 @@ struct Context {
   // chown are not exempted (FUSE never sends them with a handle, nor
   // utimensat).
   bool write_handle = false;
+  // The request comes through a FUSE mount whose kernel enforces POSIX ACLs
+  // (FUSE_CAP_POSIX_ACL, default_permissions): Access leaves the checks the
+  // ACL may decide (everyone but the owner) to the kernel.
+  bool kernel_checked_acl = false;
 };
 
 struct Entry {
