@@ -888,6 +888,22 @@ void AddWritebackFlags(CLI::App* m, MountArgs* ma) {
               "Kernel writeback cache (faster small writes; weaker close-to-open)");
 }
 
+// dump and load (kept out of RegisterFsCommands for its size).
+void RegisterDumpLoad(CLI::App* fsc,
+                      const std::function<std::function<void()>(std::function<int()>)>& wrap) {
+  auto da = std::make_shared<std::pair<std::string, std::string>>();
+  auto* d = fsc->add_subcommand("dump", "Write the volume's metadata as JSON (to FILE or stdout)");
+  d->add_option("meta", da->first, "Metadata URL")->required();
+  d->add_option("file", da->second, "Output file (default: stdout)");
+  d->callback(wrap([da] { return CmdDump(da->first, da->second); }));
+
+  auto la = std::make_shared<std::pair<std::string, std::string>>();
+  auto* l = fsc->add_subcommand("load", "Restore metadata from a dump into an empty META_URL");
+  l->add_option("meta", la->first, "Metadata URL (unformatted)")->required();
+  l->add_option("file", la->second, "The JSON dump")->required();
+  l->callback(wrap([la] { return CmdLoad(la->first, la->second); }));
+}
+
 }  // namespace
 
 void RegisterFsCommands(CLI::App& app, int* exit_code) {
@@ -1016,17 +1032,7 @@ void RegisterFsCommands(CLI::App& app, int* exit_code) {
   w->add_option("--threads", wa->second, "Files read at once")->capture_default_str();
   w->callback(wrap([wa] { return CmdWarmup(wa->first, wa->second); }));
 
-  auto da = std::make_shared<std::pair<std::string, std::string>>();
-  auto* d = fsc->add_subcommand("dump", "Write the volume's metadata as JSON (to FILE or stdout)");
-  d->add_option("meta", da->first, "Metadata URL")->required();
-  d->add_option("file", da->second, "Output file (default: stdout)");
-  d->callback(wrap([da] { return CmdDump(da->first, da->second); }));
-
-  auto la = std::make_shared<std::pair<std::string, std::string>>();
-  auto* l = fsc->add_subcommand("load", "Restore metadata from a dump into an empty META_URL");
-  l->add_option("meta", la->first, "Metadata URL (unformatted)")->required();
-  l->add_option("file", la->second, "The JSON dump")->required();
-  l->callback(wrap([la] { return CmdLoad(la->first, la->second); }));
+  RegisterDumpLoad(fsc, wrap);
 
   struct DestroyArgs {
     std::string meta;

@@ -349,6 +349,19 @@ def make_work_dir(prefix):
     return d
 
 
+def teardown(runner, fs, srv, work, *others):
+    """The end of every FS test's main(): unmount and clean the volume (its
+    logs printed when a case failed), stop the servers, remove the work dir."""
+    if fs is not None:
+        fs.cleanup()
+        if any(not ok for _, ok, _, _ in runner.results):
+            fs.dump_logs()
+    for o in others:
+        o.stop()
+    srv.cleanup()
+    remove_work_dir(work)
+
+
 def remove_work_dir(d):
     # Never recurse into a mount that is still there.
     stuck = []

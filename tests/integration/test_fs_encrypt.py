@@ -184,12 +184,7 @@ def main():
         runner.case("a tampered block reads as EIO", t.tampered_block_is_eio)
         runner.case("fsck clean", fs.fsck)
     finally:
-        if fs is not None:
-            fs.cleanup()
-            if any(not ok for _, ok, _, _ in runner.results):
-                fs.dump_logs()
-        srv.cleanup()
-        M.remove_work_dir(work)
+        M.teardown(runner, fs, srv, work)
     return runner.finish()
 
 

@@ -81,12 +81,7 @@ def main():
             runner.case("umount again", fs.umount, mp)
         runner.case("fsck clean", fs.fsck)
     finally:
-        if fs is not None:
-            fs.cleanup()
-            if any(not ok for _, ok, _, _ in runner.results):
-                fs.dump_logs()
-        srv.cleanup()
-        M.remove_work_dir(work)
+        M.teardown(runner, fs, srv, work)
     return runner.finish()
 
 

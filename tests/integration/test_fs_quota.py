@@ -253,13 +253,7 @@ def main():
         runner.case("umount B", fs.umount, mpb)
         runner.case("fsck clean", fs.fsck)
     finally:
-        if fs is not None:
-            fs.cleanup()
-            if any(not ok for _, ok, _, _ in runner.results):
-                fs.dump_logs()
-        redis.stop()
-        srv.cleanup()
-        M.remove_work_dir(work)
+        M.teardown(runner, fs, srv, work, redis)
     return runner.finish()
 
 
