@@ -255,7 +255,7 @@ Status Frontend::Impl::Authorize(Ctx& c, bool write) {
     }
     return Status::Ok();  // each user lists the buckets it owns
   }
-  auto b = engine->GetBucket(c.bucket);
+  auto b = RequestBucket(c);
   if (!b.ok()) {
     if (b.error().code() != StatusCode::kNotFound) return b.error();
     // S3 answers NoSuchBucket to everyone, anonymous callers included: a name
@@ -265,7 +265,7 @@ Status Frontend::Impl::Authorize(Ctx& c, bool write) {
   }
   // Multi-object delete is authorized per key (s3:DeleteObject), in the handler.
   if (op == "DeleteObjects") return Status::Ok();
-  STRATA_RETURN_IF_ERROR(AuthorizeAction(c, *b, action, c.key, c.has_key));
+  STRATA_RETURN_IF_ERROR(AuthorizeAction(c, **b, action, c.key, c.has_key));
   return Status::Ok();
 }
 
@@ -279,9 +279,17 @@ Status Frontend::Impl::AuthorizeCopySource(Ctx& c, std::string_view bucket, std:
 }
 
 Status Frontend::Impl::CheckBucket(Ctx& c) {
-  auto b = engine->GetBucket(c.bucket);
+  auto b = RequestBucket(c);
   if (!b.ok()) return MakeError("NoSuchBucket", "The specified bucket does not exist");
   return Status::Ok();
+}
+
+Result<const objstore::BucketInfo*> Frontend::Impl::RequestBucket(Ctx& c) {
+  if (!c.bucket_info) {
+    STRATA_ASSIGN_OR_RETURN(objstore::BucketInfo b, engine->GetBucket(c.bucket));
+    c.bucket_info = std::move(b);
+  }
+  return &*c.bucket_info;
 }
 
 std::string Frontend::Impl::DisplayName(const Ctx& c, std::string_view id) const {

@@ -271,14 +271,14 @@ Status Frontend::Impl::DeleteObjects(Ctx& c) {
   STRATA_RETURN_IF_ERROR(CheckBucket(c));
   STRATA_ASSIGN_OR_RETURN(std::string body, ReadXmlBody(c));
   STRATA_ASSIGN_OR_RETURN(DeleteRequest d, ParseDelete(body));
-  STRATA_ASSIGN_OR_RETURN(objstore::BucketInfo bucket, engine->GetBucket(c.bucket));
+  STRATA_ASSIGN_OR_RETURN(const objstore::BucketInfo* bucket, RequestBucket(c));
   XmlWriter x("DeleteResult");
   for (const DeleteRequest::Object& o : d.objects) {
     const std::string& k = o.key;
     Status st = Status::Ok();
     if (k.empty() || k.size() > kMaxKeyBytes) {
       st = MakeError("InvalidArgument", "invalid key");
-    } else if (st = AuthorizeAction(c, bucket, "s3:DeleteObject", k, true); !st.ok()) {
+    } else if (st = AuthorizeAction(c, *bucket, "s3:DeleteObject", k, true); !st.ok()) {
       // Each key is authorized as its own DeleteObject, as S3 does (auth.cc).
     } else if (!o.version_id.empty() && o.version_id != "null") {
       st = MakeError("NotImplemented", "Strata does not keep object versions: not deleted");

@@ -82,7 +82,7 @@ void Frontend::Impl::NoteExpressControlRequest(Ctx& c) {
 
 Status Frontend::Impl::CheckDirectoryBucketOp(Ctx& c) {
   if (!IsDirectoryBucketName(c.bucket)) return Status::Ok();
-  auto b = engine->GetBucket(c.bucket);
+  auto b = RequestBucket(c);
   if (!b.ok()) return Status::Ok();  // the operation answers NoSuchBucket (or creates it)
   if (!IsDirectoryBucketOp(c.op)) {
     if (c.op == "ListObjects")
@@ -105,7 +105,7 @@ Status Frontend::Impl::CheckDirectoryBucketOp(Ctx& c) {
                        "storage class");
   }
   if (c.op == "HeadBucket") {
-    if (const std::string* doc = b->Config(kDirectoryBucketConfigName)) {
+    if (const std::string* doc = (*b)->Config(kDirectoryBucketConfigName)) {
       if (auto cfg = DirectoryBucketConfig::FromDocument(*doc); cfg.ok()) {
         c.w.AddHeader("x-amz-bucket-location-type", cfg->location_type);
         c.w.AddHeader("x-amz-bucket-location-name", cfg->location_name);

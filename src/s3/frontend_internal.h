@@ -56,6 +56,9 @@ struct Ctx {
   const Policy* user_policy = nullptr;  // the caller's user policy, if any
   std::string op = "Unknown";
   const char* route_op = nullptr;  // the matched route's operation, set before Authorize
+  // c.bucket's record as first read in this request (Frontend::Impl::RequestBucket):
+  // authorization, default encryption and the handler read it once.
+  std::optional<objstore::BucketInfo> bucket_info;
 
   bool Has(std::string_view name) const { return query.find(std::string(name)) != query.end(); }
   std::string Q(std::string_view name) const {
@@ -148,6 +151,9 @@ struct Frontend::Impl {
   Status Authenticate(Ctx& c);
   Status Authorize(Ctx& c, bool write);
   Status CheckBucket(Ctx& c);
+  // c.bucket's record, read from the engine once per request (kNotFound when
+  // it does not exist). Handlers that change the bucket read the engine.
+  Result<const objstore::BucketInfo*> RequestBucket(Ctx& c);
   // One action on one resource of an existing bucket (key "" = the bucket):
   // AccessDenied unless the policies and ACLs allow it (see auth.cc).
   Status AuthorizeAction(Ctx& c, const objstore::BucketInfo& b, std::string_view action,

@@ -188,8 +188,8 @@ Status Frontend::Impl::SseForWrite(Ctx& c, PutOptions& o) {
   }
   if (w.scheme.empty()) {
     // No SSE headers: the bucket's default encryption, if any.
-    STRATA_ASSIGN_OR_RETURN(objstore::BucketInfo b, engine->GetBucket(c.bucket));
-    if (const std::string* doc = b.Config("encryption")) w = ParseDefault(*doc);
+    STRATA_ASSIGN_OR_RETURN(const objstore::BucketInfo* b, RequestBucket(c));
+    if (const std::string* doc = b->Config("encryption")) w = ParseDefault(*doc);
   }
 
   std::map<std::string, std::string> sse_meta;
