@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -700,8 +702,14 @@ constexpr OpAction kOpActions[] = {
 }  // namespace
 
 std::string ActionForOp(std::string_view op) {
-  for (const OpAction& oa : kOpActions)
-    if (op == oa.op) return oa.action;
+  // Looked up on every authorized request: a hash map built once, not a scan.
+  static const auto* const kByOp = [] {
+    auto* m = new std::unordered_map<std::string_view, std::string_view>();
+    for (const OpAction& oa : kOpActions) m->emplace(oa.op, oa.action);
+    return m;
+  }();
+  auto it = kByOp->find(op);
+  if (it != kByOp->end()) return std::string(it->second);
   return "s3:" + std::string(op);
 }
 
