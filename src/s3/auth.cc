@@ -171,6 +171,17 @@ std::shared_ptr<const Frontend::Impl::BucketAccess> Frontend::Impl::AccessOf(
   }
   if (const std::string* p = b.Config(kPublicAccessBlockConfig))
     a->pab = DecodePublicAccessBlock(*p);
+  if (const std::string* p = b.Config(kCorsConfig)) {
+    // Stored by PutBucketCors after it parsed; one that no longer parses allows nothing.
+    auto parsed = ParseCorsConfig(*p);
+    if (parsed.ok()) {
+      a->cors = std::make_shared<const CorsConfig>(std::move(*parsed));
+    } else {
+      kLog.Error("bucket {}: stored CORS configuration does not parse: {}", b.name,
+                 parsed.error().ToString());
+      a->cors = std::make_shared<const CorsConfig>();
+    }
+  }
   std::unique_lock lock(access_mu);
   access_cache[b.name] = a;
   return a;

@@ -12,9 +12,11 @@ struct CodeStatus {
 
 constexpr CodeStatus kCodes[] = {
     {"AccessDenied", 403},
+    {"AccessForbidden", 403},
     {"AuthorizationHeaderMalformed", 400},
     {"AuthorizationQueryParametersError", 400},
     {"BadDigest", 400},
+    {"BadRequest", 400},
     {"BucketAlreadyExists", 409},
     {"BucketAlreadyOwnedByYou", 409},
     {"BucketNotEmpty", 409},

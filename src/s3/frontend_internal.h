@@ -28,6 +28,7 @@
 
 #include "s3/acl.h"
 #include "s3/aws_chunked.h"
+#include "s3/cors.h"
 #include "s3/express.h"
 #include "s3/policy.h"
 #include "s3/sigv4.h"
@@ -123,6 +124,7 @@ struct Frontend::Impl {
     std::shared_ptr<const std::map<std::string, std::string>> configs;
     std::shared_ptr<const Policy> policy;
     uint8_t pab = 0;  // kBlockPublicAcls | kIgnorePublicAcls | ...
+    std::shared_ptr<const CorsConfig> cors;  // nullptr: no CORS configuration
   };
   std::shared_mutex access_mu;
   std::unordered_map<std::string, std::shared_ptr<const BucketAccess>> access_cache;  // guarded by access_mu
@@ -181,6 +183,15 @@ struct Frontend::Impl {
   Status StoreNewBucketAcl(Ctx& c, const std::optional<Acl>& acl);
   Status ObjectAclFromHeaders(Ctx& c, objstore::ObjectMeta& meta);
 
+  // cors_handlers.cc: Put/Get/DeleteBucketCors, the preflight (OPTIONS, before
+  // authentication) and the CORS headers of actual requests (AddCorsHeaders:
+  // before authentication, so errors carry them too).
+  Status PutBucketCors(Ctx& c);
+  Status GetBucketCors(Ctx& c);
+  Status DeleteBucketCors(Ctx& c);
+  Status CorsPreflight(Ctx& c);
+  void AddCorsHeaders(Ctx& c);
+
   // bucket_handlers.cc
   Status ListBuckets(Ctx& c);
   Status CreateBucket(Ctx& c);
@@ -208,6 +219,8 @@ struct Frontend::Impl {
   Status PutObjectTagging(Ctx& c);
   Status DeleteObjectTagging(Ctx& c);
   void AddObjectHeaders(Ctx& c, const objstore::ObjectMeta& m, bool with_checksum);
+  // object_attributes.cc
+  Status GetObjectAttributes(Ctx& c);
 
   // multipart_handlers.cc
   Status CreateUpload(Ctx& c);

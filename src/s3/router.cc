@@ -50,7 +50,7 @@ constexpr RouteRow kRoutes[] = {
     {M::kGet, kBkt, "acl", nullptr, nullptr, "GetBucketAcl", kAuth, &I::GetBucketAcl},
     // Configurations Strata never holds: the "does not exist" answer of S3.
     {M::kGet, kBkt, "policy", nullptr, nullptr, "GetBucketPolicy", kAuth, &I::GetBucketPolicy},
-    {M::kGet, kBkt, "cors", nullptr, nullptr, "GetBucketCors", kAuth, &I::GetAbsentBucketConfig},
+    {M::kGet, kBkt, "cors", nullptr, nullptr, "GetBucketCors", kAuth, &I::GetBucketCors},
     {M::kGet, kBkt, "lifecycle", nullptr, nullptr, "GetBucketLifecycleConfiguration", kAuth, &I::GetAbsentBucketConfig},
     {M::kGet, kBkt, "tagging", nullptr, nullptr, "GetBucketTagging", kAuth, &I::GetAbsentBucketConfig},
     {M::kGet, kBkt, "encryption", nullptr, nullptr, "GetBucketEncryption", kAuth, &I::GetBucketEncryption},
@@ -82,7 +82,7 @@ constexpr RouteRow kRoutes[] = {
     {M::kPut, kBkt, "abac", nullptr, nullptr, "PutBucketAbac", kAuth, kNI},
     {M::kPut, kBkt, "accelerate", nullptr, nullptr, "PutBucketAccelerateConfiguration", kAuth, kNI},
     {M::kPut, kBkt, "analytics", nullptr, nullptr, "PutBucketAnalyticsConfiguration", kAuth, kNI},
-    {M::kPut, kBkt, "cors", nullptr, nullptr, "PutBucketCors", kAuth, kNI},
+    {M::kPut, kBkt, "cors", nullptr, nullptr, "PutBucketCors", kAuth, &I::PutBucketCors},
     {M::kPut, kBkt, "encryption", nullptr, nullptr, "PutBucketEncryption", kAuth, &I::PutBucketEncryption},
     {M::kPut, kBkt, "intelligent-tiering", nullptr, nullptr, "PutBucketIntelligentTieringConfiguration", kAuth, kNI},
     {M::kPut, kBkt, "inventory", nullptr, nullptr, "PutBucketInventoryConfiguration", kAuth, kNI},
@@ -106,7 +106,7 @@ constexpr RouteRow kRoutes[] = {
 
     // Buckets: DELETE. Deleting a configuration a bucket never has succeeds, as in S3.
     {M::kDelete, kBkt, "policy", nullptr, nullptr, "DeleteBucketPolicy", kAuth, &I::DeleteBucketPolicy},
-    {M::kDelete, kBkt, "cors", nullptr, nullptr, "DeleteBucketCors", kAuth, &I::DeleteBucketConfig},
+    {M::kDelete, kBkt, "cors", nullptr, nullptr, "DeleteBucketCors", kAuth, &I::DeleteBucketCors},
     {M::kDelete, kBkt, "lifecycle", nullptr, nullptr, "DeleteBucketLifecycle", kAuth, &I::DeleteBucketConfig},
     {M::kDelete, kBkt, "tagging", nullptr, nullptr, "DeleteBucketTagging", kAuth, &I::DeleteBucketConfig},
     {M::kDelete, kBkt, "encryption", nullptr, nullptr, "DeleteBucketEncryption", kAuth, &I::DeleteBucketEncryption},
@@ -135,7 +135,7 @@ constexpr RouteRow kRoutes[] = {
     {M::kGet, kObj, "uploadId", nullptr, nullptr, "ListParts", kAuth, &I::ListParts, "max-parts part-number-marker"},
     {M::kGet, kObj, "tagging", nullptr, nullptr, "GetObjectTagging", kAuth, &I::GetObjectTagging, "versionId"},
     {M::kGet, kObj, "acl", nullptr, nullptr, "GetObjectAcl", kAuth, &I::GetObjectAcl, "versionId"},
-    {M::kGet, kObj, "attributes", nullptr, nullptr, "GetObjectAttributes", kAuth, kNI},
+    {M::kGet, kObj, "attributes", nullptr, nullptr, "GetObjectAttributes", kAuth, &I::GetObjectAttributes, "versionId"},
     {M::kGet, kObj, "legal-hold", nullptr, nullptr, "GetObjectLegalHold", kAuth, kNI},
     {M::kGet, kObj, "retention", nullptr, nullptr, "GetObjectRetention", kAuth, kNI},
     {M::kGet, kObj, "torrent", nullptr, nullptr, "GetObjectTorrent", kAuth, kNI},
@@ -307,6 +307,10 @@ Status Frontend::Impl::ParseTarget(Ctx& c) {
 
 Status Frontend::Impl::Route(Ctx& c) {
   STRATA_RETURN_IF_ERROR(ParseTarget(c));
+  // CORS comes before authentication: a preflight carries no credentials, and
+  // a browser reads an actual request's error only with the CORS headers on it.
+  if (c.req.method == "OPTIONS" && !c.bucket.empty()) return CorsPreflight(c);
+  AddCorsHeaders(c);
   STRATA_RETURN_IF_ERROR(Authenticate(c));
   NoteExpressControlRequest(c);
 
