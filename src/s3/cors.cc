@@ -27,7 +27,9 @@ Status Malformed(std::string_view why) {
                                why));
 }
 
-size_t Stars(std::string_view s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '*')); }
+size_t Stars(std::string_view s) {
+  return static_cast<size_t>(std::count(s.begin(), s.end(), '*'));
+}
 
 // Checks one value of a rule (the element's name says which list it joins).
 Status CheckRuleValue(std::string_view name, const std::string& v) {
@@ -109,8 +111,7 @@ std::string Join(const std::vector<std::string>& v) {
 }  // namespace
 
 Result<CorsConfig> ParseCorsConfig(std::string_view xml) {
-  if (xml.size() > kMaxCorsBytes)
-    return Malformed("a CORS configuration can be at most 64 KB");
+  if (xml.size() > kMaxCorsBytes) return Malformed("a CORS configuration can be at most 64 KB");
   pugi::xml_document doc;
   if (Trim(xml).empty() || !doc.load_buffer(xml.data(), xml.size(), pugi::parse_default))
     return Malformed("the document does not parse");
@@ -171,13 +172,15 @@ const CorsRule* MatchCorsRule(const CorsConfig& config, std::string_view origin,
   for (const CorsRule& r : config.rules) {
     if (std::find(r.methods.begin(), r.methods.end(), method) == r.methods.end()) continue;
     bool origin_ok = false;
-    for (const std::string& o : r.origins) origin_ok = origin_ok || CorsPatternMatch(o, origin, false);
+    for (const std::string& o : r.origins)
+      origin_ok = origin_ok || CorsPatternMatch(o, origin, false);
     if (!origin_ok) continue;
     bool headers_ok = true;
     if (request_headers != nullptr) {
       for (const std::string& h : *request_headers) {
         bool allowed = false;
-        for (const std::string& p : r.allowed_headers) allowed = allowed || CorsPatternMatch(p, h, true);
+        for (const std::string& p : r.allowed_headers)
+          allowed = allowed || CorsPatternMatch(p, h, true);
         if (!allowed) {
           headers_ok = false;
           break;
@@ -195,7 +198,8 @@ HeaderList CorsResponseHeaders(const CorsRule& rule, std::string_view origin,
   // "*" answers "*" only when it is the origin that let the request in;
   // a specific origin is echoed and may carry credentials.
   bool exact = false;
-  for (const std::string& o : rule.origins) exact = exact || (o != "*" && CorsPatternMatch(o, origin, false));
+  for (const std::string& o : rule.origins)
+    exact = exact || (o != "*" && CorsPatternMatch(o, origin, false));
   const bool wildcard = !exact;
   h.emplace_back("Access-Control-Allow-Origin", wildcard ? std::string("*") : std::string(origin));
   h.emplace_back("Access-Control-Allow-Methods", Join(rule.methods));

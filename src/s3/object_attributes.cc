@@ -105,9 +105,7 @@ Status WriteParts(const Ctx& c, const ObjectMeta& m, XmlWriter& x) {
       if (n++ == max_parts) break;
       x.Open("Part");
       if (!p.checksum.empty()) x.Elem(ChecksumElement(m.checksum_algorithm), p.checksum);
-      x.Elem("PartNumber", static_cast<uint64_t>(p.number))
-          .Elem("Size", p.size)
-          .Close("Part");
+      x.Elem("PartNumber", static_cast<uint64_t>(p.number)).Elem("Size", p.size).Close("Part");
     }
   }
   x.Close("ObjectParts");

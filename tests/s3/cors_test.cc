@@ -73,19 +73,20 @@ TEST(CorsTest, SchemaViolationsAreMalformedXml) {
             "MalformedXML");  // no origin
   EXPECT_EQ(CodeOf(ParseCorsConfig(Doc(Rule("<AllowedOrigin>*</AllowedOrigin>")))),
             "MalformedXML");  // no method
-  EXPECT_EQ(CodeOf(ParseCorsConfig(Doc(Rule(
-                "<AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod><Foo/>")))),
+  EXPECT_EQ(CodeOf(ParseCorsConfig(Doc(
+                Rule("<AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod><Foo/>")))),
             "MalformedXML");
-  EXPECT_EQ(CodeOf(ParseCorsConfig(Doc(Rule("<AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET"
-                                            "</AllowedMethod><MaxAgeSeconds>soon</MaxAgeSeconds>")))),
-            "MalformedXML");
+  EXPECT_EQ(
+      CodeOf(ParseCorsConfig(Doc(Rule("<AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET"
+                                      "</AllowedMethod><MaxAgeSeconds>soon</MaxAgeSeconds>")))),
+      "MalformedXML");
   std::string many;
   for (int i = 0; i < 100; ++i) many += ok_rule;
   EXPECT_EQ(CodeOf(ParseCorsConfig(Doc(many))), "OK");
   EXPECT_EQ(CodeOf(ParseCorsConfig(Doc(many + ok_rule))), "MalformedXML");  // 101 rules
-  std::string big = Doc(Rule("<AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod>" +
-                             std::string("<AllowedHeader>") + std::string(70000, 'h') +
-                             "</AllowedHeader>"));
+  std::string big =
+      Doc(Rule("<AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod>" +
+               std::string("<AllowedHeader>") + std::string(70000, 'h') + "</AllowedHeader>"));
   EXPECT_EQ(CodeOf(ParseCorsConfig(big)), "MalformedXML");  // over 64 KB
 }
 
@@ -104,7 +105,8 @@ TEST(CorsTest, RefusedValuesAreInvalidRequest) {
   EXPECT_EQ(CodeOf(with("<ExposeHeader>*</ExposeHeader>")), "InvalidRequest");
   EXPECT_EQ(CodeOf(with("<ID>" + std::string(256, 'i') + "</ID>")), "InvalidRequest");
   EXPECT_EQ(CodeOf(with("<ID>" + std::string(255, 'i') + "</ID>")), "OK");
-  for (const char* m : {"GET", "PUT", "POST", "DELETE", "HEAD"}) EXPECT_EQ(CodeOf(with("", m)), "OK");
+  for (const char* m : {"GET", "PUT", "POST", "DELETE", "HEAD"})
+    EXPECT_EQ(CodeOf(with("", m)), "OK");
 }
 
 TEST(CorsTest, PatternsHoldOneWildcard) {
