@@ -190,6 +190,7 @@ const std::map<std::tuple<On, std::string, std::string>, Implemented> kImplement
     {{On::kBucket, "PUT", "policy"}, {{400}}},
     {{On::kBucket, "PUT", "publicAccessBlock"}, {{400}}},
     {{On::kBucket, "PUT", "encryption"}, {{400}}},
+    {{On::kBucket, "PUT", "cors"}, {{400}}},  // MalformedXML
     {{On::kBucket, "DELETE", "publicAccessBlock"}, {{204}}},
     // Deleting a configuration that does not exist succeeds.
     {{On::kBucket, "DELETE", "policy"}, {{204}}},
@@ -200,6 +201,8 @@ const std::map<std::tuple<On, std::string, std::string>, Implemented> kImplement
     {{On::kBucket, "POST", "delete"}, {{400}}},  // the body is no Delete document
     {{On::kObject, "GET", "acl"}, {{200}}},
     {{On::kObject, "GET", "tagging"}, {{200}}},
+    // GetObjectAttributes without x-amz-object-attributes: InvalidRequest.
+    {{On::kObject, "GET", "attributes"}, {{400}}},
     {{On::kObject, "GET", "uploadId=abc"}, {{400, 404}}},
     {{On::kObject, "PUT", "acl"}, {{400}}},
     {{On::kObject, "PUT", "tagging"}, {{400}}},            // MalformedXML
@@ -385,11 +388,16 @@ TEST_F(RouterWalkTest, RetentionAndLegalHoldNeverReplaceTheObject) {
   auto h = Put("/bkt/obj?legal-hold", "<LegalHold><Status>ON</Status></LegalHold>");
   EXPECT_EQ(h.status, 501) << h.body;
   ExpectObjectUnchanged("PUT ?retention / ?legal-hold", false);
-  for (const char* sub : {"retention", "legal-hold", "attributes"}) {
+  for (const char* sub : {"retention", "legal-hold"}) {
     auto g = Get(std::string("/bkt/obj?") + sub);
     EXPECT_EQ(g.status, 501) << sub;
     EXPECT_EQ(g.body.find("the original object"), std::string::npos) << sub << ": body returned";
   }
+  // GetObjectAttributes answers the attributes, never the object's bytes.
+  auto a = Get("/bkt/obj?attributes", {{"x-amz-object-attributes", "ObjectSize,ETag"}});
+  EXPECT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(First(a.body, "ObjectSize"), std::to_string(body_.size())) << a.body;
+  EXPECT_EQ(a.body.find("the original object"), std::string::npos) << "body returned";
   auto v = Get("/bkt?versions");
   EXPECT_EQ(v.status, 501);
   EXPECT_EQ(v.body.find("ListBucketResult"), std::string::npos) << v.body;
