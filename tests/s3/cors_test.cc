@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "s3/errors.h"
+#include "s3/frontend_fixture.h"
 
 namespace strata::s3 {
 namespace {
@@ -165,6 +166,54 @@ TEST(CorsTest, ResponseHeaders) {
   EXPECT_EQ(find(h, "Access-Control-Allow-Credentials"), "<absent>");
   EXPECT_EQ(find(h, "Access-Control-Allow-Headers"), "<absent>");
   EXPECT_EQ(find(h, "Access-Control-Max-Age"), "<absent>");
+}
+
+// The handlers through the frontend (no socket): a refused document keeps the
+// stored one; preflights are anonymous; actual requests and their errors carry
+// the headers.
+class CorsFrontendTest : public s3test::FrontendTest {};
+
+TEST_F(CorsFrontendTest, PreflightAndActualRequests) {
+  CreateBucket("web");
+  auto none = Get("/web?cors");
+  EXPECT_EQ(none.status, 404);
+  EXPECT_EQ(s3test::First(none.body, "Code"), "NoSuchCORSConfiguration");
+  const std::string doc = Doc(Rule(
+      "<AllowedOrigin>https://*.app.test</AllowedOrigin><AllowedMethod>GET</AllowedMethod>"
+      "<AllowedHeader>x-amz-*</AllowedHeader><ExposeHeader>ETag</ExposeHeader>"));
+  ASSERT_EQ(Put("/web?cors", doc).status, 200);
+  auto bad = Put("/web?cors", Doc(Rule("<AllowedOrigin>*</AllowedOrigin>"
+                                       "<AllowedMethod>TRACE</AllowedMethod>")));
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(s3test::First(bad.body, "Code"), "InvalidRequest");
+  auto got = Get("/web?cors");
+  ASSERT_EQ(got.status, 200);
+  EXPECT_EQ(s3test::First(got.body, "AllowedOrigin"), "https://*.app.test") << got.body;
+
+  Call pre{"OPTIONS", "/web/k", {{"Origin", "https://ui.app.test"},
+                                 {"Access-Control-Request-Method", "GET"},
+                                 {"Access-Control-Request-Headers", "x-amz-date"}}};
+  pre.access_key = "";
+  auto ok = Send(pre);
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(s3test::Header(ok, "Access-Control-Allow-Origin"), "https://ui.app.test");
+  EXPECT_EQ(s3test::Header(ok, "Access-Control-Allow-Headers"), "x-amz-date");
+  pre.headers[1].second = "PUT";
+  auto refused = Send(pre);
+  EXPECT_EQ(refused.status, 403);
+  EXPECT_EQ(s3test::First(refused.body, "Code"), "AccessForbidden");
+
+  auto missing = Get("/web/nothing", {{"Origin", "https://ui.app.test"}});
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(s3test::Header(missing, "Access-Control-Allow-Origin"), "https://ui.app.test");
+  EXPECT_EQ(s3test::Header(missing, "Access-Control-Expose-Headers"), "ETag");
+  auto other = Get("/web/nothing", {{"Origin", "https://evil.test"}});
+  EXPECT_EQ(s3test::Header(other, "Access-Control-Allow-Origin"), "");
+
+  ASSERT_EQ(Send({"DELETE", "/web?cors"}).status, 204);
+  auto gone = Send(pre);
+  EXPECT_EQ(gone.status, 403);
+  EXPECT_NE(gone.body.find("CORS is not enabled"), std::string::npos) << gone.body;
 }
 
 }  // namespace
