@@ -178,9 +178,9 @@ TEST_F(CorsFrontendTest, PreflightAndActualRequests) {
   auto none = Get("/web?cors");
   EXPECT_EQ(none.status, 404);
   EXPECT_EQ(s3test::First(none.body, "Code"), "NoSuchCORSConfiguration");
-  const std::string doc = Doc(Rule(
-      "<AllowedOrigin>https://*.app.test</AllowedOrigin><AllowedMethod>GET</AllowedMethod>"
-      "<AllowedHeader>x-amz-*</AllowedHeader><ExposeHeader>ETag</ExposeHeader>"));
+  const std::string doc =
+      Doc(Rule("<AllowedOrigin>https://*.app.test</AllowedOrigin><AllowedMethod>GET</AllowedMethod>"
+               "<AllowedHeader>x-amz-*</AllowedHeader><ExposeHeader>ETag</ExposeHeader>"));
   ASSERT_EQ(Put("/web?cors", doc).status, 200);
   auto bad = Put("/web?cors", Doc(Rule("<AllowedOrigin>*</AllowedOrigin>"
                                        "<AllowedMethod>TRACE</AllowedMethod>")));
@@ -190,9 +190,11 @@ TEST_F(CorsFrontendTest, PreflightAndActualRequests) {
   ASSERT_EQ(got.status, 200);
   EXPECT_EQ(s3test::First(got.body, "AllowedOrigin"), "https://*.app.test") << got.body;
 
-  Call pre{"OPTIONS", "/web/k", {{"Origin", "https://ui.app.test"},
-                                 {"Access-Control-Request-Method", "GET"},
-                                 {"Access-Control-Request-Headers", "x-amz-date"}}};
+  Call pre{"OPTIONS",
+           "/web/k",
+           {{"Origin", "https://ui.app.test"},
+            {"Access-Control-Request-Method", "GET"},
+            {"Access-Control-Request-Headers", "x-amz-date"}}};
   pre.access_key = "";
   auto ok = Send(pre);
   EXPECT_EQ(ok.status, 200) << ok.body;
