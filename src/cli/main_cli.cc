@@ -60,8 +60,9 @@ void RaiseDescriptorLimit(const server::ServerOptions& opts) {
 
 // The S3 lifecycle worker's options; --test-clock-file is hidden (tests only).
 void AddLifecycleOptions(CLI::App* srv, server::ServerOptions& o) {
-  srv->add_flag("--no-lifecycle{false}", o.enable_lifecycle,
-                "Do not run the S3 lifecycle worker (bucket lifecycle rules are kept, not applied)");
+  srv->add_flag(
+      "--no-lifecycle{false}", o.enable_lifecycle,
+      "Do not run the S3 lifecycle worker (bucket lifecycle rules are kept, not applied)");
   srv->add_option("--lifecycle-interval-ms", o.lifecycle_interval_ms,
                   "Time from the start of one lifecycle pass to the next")
       ->capture_default_str()

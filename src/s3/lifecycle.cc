@@ -136,7 +136,8 @@ Status ParseExpiration(const pugi::xml_node& e, LifecycleRule& r) {
   STRATA_ASSIGN_OR_RETURN(pugi::xml_node date, One(e, "Date"));
   STRATA_ASSIGN_OR_RETURN(pugi::xml_node marker, One(e, "ExpiredObjectDeleteMarker"));
   if ((days ? 1 : 0) + (date ? 1 : 0) + (marker ? 1 : 0) != 1)
-    return Malformed("an <Expiration> holds exactly one of Days, Date and ExpiredObjectDeleteMarker");
+    return Malformed(
+        "an <Expiration> holds exactly one of Days, Date and ExpiredObjectDeleteMarker");
   if (days) {
     STRATA_ASSIGN_OR_RETURN(r.expiration_days, Positive(days, "Days", "Expiration"));
   }
@@ -172,8 +173,8 @@ Status ParseActions(const pugi::xml_node& rule, LifecycleRule& r) {
                             Positive(d, "NoncurrentDays", "NoncurrentVersionExpiration"));
     STRATA_ASSIGN_OR_RETURN(pugi::xml_node k, One(nve, "NewerNoncurrentVersions"));
     if (k) {
-      STRATA_ASSIGN_OR_RETURN(r.newer_noncurrent_versions,
-                              Positive(k, "NewerNoncurrentVersions", "NoncurrentVersionExpiration"));
+      STRATA_ASSIGN_OR_RETURN(r.newer_noncurrent_versions, Positive(k, "NewerNoncurrentVersions",
+                                                                    "NoncurrentVersionExpiration"));
       if (*r.newer_noncurrent_versions > 100)
         return MakeError("InvalidArgument", "NewerNoncurrentVersions must be at most 100");
     }

@@ -113,7 +113,6 @@ struct NoncurrentView {
 // a version older than NoncurrentDays (S3 rounding) beyond the
 // NewerNoncurrentVersions newest ones kept.
 std::vector<size_t> NoncurrentToExpire(const LifecycleConfig& c, std::string_view key,
-                                       const std::vector<NoncurrentView>& versions,
-                                       int64_t now_ns);
+                                       const std::vector<NoncurrentView>& versions, int64_t now_ns);
 
 }  // namespace strata::s3

@@ -20,8 +20,7 @@ namespace {
 bool HasBodyChecksum(const Ctx& c) {
   if (c.H("content-md5") || c.H("x-amz-trailer")) return true;
   for (const http::HeaderField& h : c.req.headers) {
-    if (h.name.size() > 15 && IEquals(h.name.substr(0, 15), "x-amz-checksum-"))
-      return true;
+    if (h.name.size() > 15 && IEquals(h.name.substr(0, 15), "x-amz-checksum-")) return true;
   }
   return false;
 }
@@ -70,9 +69,9 @@ void Frontend::Impl::AddExpirationHeader(Ctx& c, const objstore::ObjectMeta& m) 
                     m.mtime_ns, &m.tags};
   auto match = EarliestExpiry(*config, o);
   if (!match) return;
-  c.w.AddHeader("x-amz-expiration", fmt::format("expiry-date=\"{}\", rule-id=\"{}\"",
-                                                FormatHttpDate(match->at_ns),
-                                                QuoteRuleId(match->rule->id)));
+  c.w.AddHeader("x-amz-expiration",
+                fmt::format("expiry-date=\"{}\", rule-id=\"{}\"", FormatHttpDate(match->at_ns),
+                            QuoteRuleId(match->rule->id)));
 }
 
 Status Frontend::Impl::PutBucketLifecycle(Ctx& c) {

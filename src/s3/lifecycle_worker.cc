@@ -100,8 +100,7 @@ WallClock FileClock(std::string path) {
       double secs = 0;
       std::string_view t = Trim(s);
       auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), secs);
-      if (ec == std::errc() && p == t.data() + t.size())
-        return static_cast<int64_t>(secs * 1e9);
+      if (ec == std::errc() && p == t.data() + t.size()) return static_cast<int64_t>(secs * 1e9);
     }
     return NowUnixNanos();
   };
@@ -199,14 +198,14 @@ void LifecycleWorker::Impl::Entry(const std::string& bucket, const LifecycleConf
 // delete marker left with none under ExpiredObjectDeleteMarker.
 void LifecycleWorker::Impl::Noncurrent(const std::string& bucket, const LifecycleConfig& c,
                                        const LifecycleEntry& e) {
-  const bool marker_rule =
-      e.delete_marker && AnyRule(c, [](const LifecycleRule& r) {
-        return r.expired_object_delete_marker.value_or(false);
-      });
+  const bool marker_rule = e.delete_marker && AnyRule(c, [](const LifecycleRule& r) {
+                             return r.expired_object_delete_marker.value_or(false);
+                           });
   if (!AnyRule(c, [](const LifecycleRule& r) { return r.has_noncurrent(); }) && !marker_rule)
     return;
   auto versions = store->NoncurrentVersions(bucket, e.meta.key);
-  if (!versions.ok()) return Failed("listing the versions of", bucket, e.meta.key, versions.error());
+  if (!versions.ok())
+    return Failed("listing the versions of", bucket, e.meta.key, versions.error());
   std::vector<NoncurrentView> views;
   views.reserve(versions->size());
   for (const NoncurrentVersion& v : *versions)
@@ -257,7 +256,8 @@ Status LifecycleWorker::Impl::Objects(const std::string& bucket, const Lifecycle
 Status LifecycleWorker::Impl::Uploads(const std::string& bucket, const LifecycleConfig& c) {
   if (!AnyRule(c, [](const LifecycleRule& r) { return r.abort_days.has_value(); }))
     return Status::Ok();
-  STRATA_ASSIGN_OR_RETURN(std::vector<objstore::MultipartUpload> uploads, store->ListUploads(bucket));
+  STRATA_ASSIGN_OR_RETURN(std::vector<objstore::MultipartUpload> uploads,
+                          store->ListUploads(bucket));
   for (const objstore::MultipartUpload& u : uploads) {
     for (const LifecycleRule& r : c.rules) {
       if (!r.enabled || !r.abort_days) continue;

@@ -1,5 +1,3 @@
-#include <strata/server/server.h>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -17,9 +15,10 @@
 #include <strata/features/online_service.h>
 #include <strata/features/repo.h>
 #include <strata/qdrant/handler.h>
-#include <strata/s3/user_store.h>
 #include <strata/s3/kms.h>
 #include <strata/s3/lifecycle.h>
+#include <strata/s3/user_store.h>
+#include <strata/server/server.h>
 #include <strata/vector/collection.h>
 
 #include "server/admin_users.h"
@@ -132,7 +131,8 @@ struct StrataServer::Impl {
     auto& reg = metrics::Registry::Global();
     std::shared_ptr<s3::LifecycleWorker> w = lifecycle;
     auto gauge = [&reg, w](const char* name, const char* help, auto field) {
-      reg.AddCallbackGauge(name, help, [w, field] { return static_cast<double>(w->stats().*field); });
+      reg.AddCallbackGauge(name, help,
+                           [w, field] { return static_cast<double>(w->stats().*field); });
     };
     using L = s3::LifecycleStats;
     gauge("strata_s3_lifecycle_passes_total", "Lifecycle passes completed", &L::passes);
@@ -141,16 +141,17 @@ struct StrataServer::Impl {
     gauge("strata_s3_lifecycle_objects_expired_total", "Current objects expired by lifecycle rules",
           &L::objects_expired);
     gauge("strata_s3_lifecycle_noncurrent_expired_total",
-          "Noncurrent versions and delete markers removed by lifecycle rules", &L::noncurrent_expired);
+          "Noncurrent versions and delete markers removed by lifecycle rules",
+          &L::noncurrent_expired);
     gauge("strata_s3_lifecycle_uploads_aborted_total",
           "Incomplete multipart uploads aborted by lifecycle rules", &L::uploads_aborted);
     gauge("strata_s3_lifecycle_errors_total", "Lifecycle steps that failed (logged)", &L::errors);
     reg.AddCallbackGauge("strata_s3_lifecycle_last_pass_timestamp_seconds",
                          "When the last lifecycle pass ended (Unix seconds, lifecycle clock)",
                          [w] { return static_cast<double>(w->stats().last_pass_unix_ns) / 1e9; });
-    reg.AddCallbackGauge("strata_s3_lifecycle_last_pass_duration_seconds",
-                         "How long the last lifecycle pass took",
-                         [w] { return static_cast<double>(w->stats().last_pass_duration_ns) / 1e9; });
+    reg.AddCallbackGauge(
+        "strata_s3_lifecycle_last_pass_duration_seconds", "How long the last lifecycle pass took",
+        [w] { return static_cast<double>(w->stats().last_pass_duration_ns) / 1e9; });
     lifecycle->Start();
   }
 

@@ -4,6 +4,8 @@
 // object's age"), the worker over a real engine with a clock the test moves,
 // the noncurrent-version step through a store that reports versions, and the
 // S3 operations and x-amz-expiration header through the frontend.
+#include "s3/lifecycle.h"
+
 #include <map>
 #include <memory>
 #include <string>
@@ -18,7 +20,6 @@
 
 #include "s3/errors.h"
 #include "s3/frontend_fixture.h"
-#include "s3/lifecycle.h"
 #include "testutil/testutil.h"
 
 namespace strata::s3 {
@@ -49,24 +50,24 @@ std::string CodeOf(const std::string& xml) {
 }
 
 TEST(LifecycleParseTest, EveryFilterFormRoundTrips) {
-  const std::string xml = Doc(
-      Rule("<Filter><Prefix>logs/</Prefix></Filter><Expiration><Days>30</Days></Expiration>",
-           "prefix") +
-      Rule("<Filter><Tag><Key>tier</Key><Value>tmp</Value></Tag></Filter>"
-           "<Expiration><Date>2030-01-01T00:00:00.000Z</Date></Expiration>",
-           "tag") +
-      Rule("<Filter><ObjectSizeGreaterThan>1024</ObjectSizeGreaterThan></Filter>"
-           "<Expiration><Days>1</Days></Expiration>",
-           "big") +
-      Rule("<Filter><And><Prefix>a/</Prefix><Tag><Key>k</Key><Value>v</Value></Tag>"
-           "<ObjectSizeGreaterThan>10</ObjectSizeGreaterThan>"
-           "<ObjectSizeLessThan>100</ObjectSizeLessThan></And></Filter>"
-           "<Expiration><Days>2</Days></Expiration>",
-           "and", "Disabled") +
-      Rule("<Prefix>tmp/</Prefix><AbortIncompleteMultipartUpload><DaysAfterInitiation>7"
-           "</DaysAfterInitiation></AbortIncompleteMultipartUpload>",
-           "legacy") +
-      Rule("<Filter/><Expiration><Days>365</Days></Expiration>", "all"));
+  const std::string xml =
+      Doc(Rule("<Filter><Prefix>logs/</Prefix></Filter><Expiration><Days>30</Days></Expiration>",
+               "prefix") +
+          Rule("<Filter><Tag><Key>tier</Key><Value>tmp</Value></Tag></Filter>"
+               "<Expiration><Date>2030-01-01T00:00:00.000Z</Date></Expiration>",
+               "tag") +
+          Rule("<Filter><ObjectSizeGreaterThan>1024</ObjectSizeGreaterThan></Filter>"
+               "<Expiration><Days>1</Days></Expiration>",
+               "big") +
+          Rule("<Filter><And><Prefix>a/</Prefix><Tag><Key>k</Key><Value>v</Value></Tag>"
+               "<ObjectSizeGreaterThan>10</ObjectSizeGreaterThan>"
+               "<ObjectSizeLessThan>100</ObjectSizeLessThan></And></Filter>"
+               "<Expiration><Days>2</Days></Expiration>",
+               "and", "Disabled") +
+          Rule("<Prefix>tmp/</Prefix><AbortIncompleteMultipartUpload><DaysAfterInitiation>7"
+               "</DaysAfterInitiation></AbortIncompleteMultipartUpload>",
+               "legacy") +
+          Rule("<Filter/><Expiration><Days>365</Days></Expiration>", "all"));
   ASSERT_OK_AND_ASSIGN(LifecycleConfig c, ParseLifecycle(xml));
   ASSERT_EQ(c.rules.size(), 6u);
   EXPECT_EQ(c.rules[0].filter.prefix, "logs/");
@@ -191,14 +192,14 @@ TEST(LifecycleMatchTest, FiltersByPrefixTagsAndSize) {
 TEST(LifecycleMatchTest, EarliestEnabledRuleWins) {
   ASSERT_OK_AND_ASSIGN(
       LifecycleConfig c,
-      ParseLifecycle(Doc(
-          Rule("<Filter><Prefix>a/</Prefix></Filter><Expiration><Days>10</Days></Expiration>",
-               "ten") +
-          Rule("<Filter><Prefix>a/</Prefix></Filter><Expiration><Days>2</Days></Expiration>",
-               "two-disabled", "Disabled") +
-          Rule("<Filter/><Expiration><Days>5</Days></Expiration>", "five") +
-          Rule("<Filter><Prefix>b/</Prefix></Filter><Expiration><Days>1</Days></Expiration>",
-               "b"))));
+      ParseLifecycle(
+          Doc(Rule("<Filter><Prefix>a/</Prefix></Filter><Expiration><Days>10</Days></Expiration>",
+                   "ten") +
+              Rule("<Filter><Prefix>a/</Prefix></Filter><Expiration><Days>2</Days></Expiration>",
+                   "two-disabled", "Disabled") +
+              Rule("<Filter/><Expiration><Days>5</Days></Expiration>", "five") +
+              Rule("<Filter><Prefix>b/</Prefix></Filter><Expiration><Days>1</Days></Expiration>",
+                   "b"))));
   LifecycleObject o{"a/x", 1, kJan15, nullptr};
   auto m = EarliestExpiry(c, o);
   ASSERT_TRUE(m.has_value());
@@ -280,17 +281,16 @@ TEST_F(LifecycleWorkerTest, ExpiresByPrefixTagAndSizeWhenTheClockPasses) {
   Put("scratch/u", 10, {{"tier", "gold"}});
   Put("big/x", 5000);
   Put("big/y", 50);
-  Configure(
-      Rule("<Filter><Prefix>logs/</Prefix></Filter><Expiration><Days>1</Days></Expiration>",
-           "logs") +
-      Rule("<Filter><Tag><Key>tier</Key><Value>tmp</Value></Tag></Filter>"
-           "<Expiration><Days>1</Days></Expiration>",
-           "tmp") +
-      Rule("<Filter><ObjectSizeGreaterThan>1000</ObjectSizeGreaterThan></Filter>"
-           "<Expiration><Days>1</Days></Expiration>",
-           "big") +
-      Rule("<Filter><Prefix>keep/</Prefix></Filter><Expiration><Days>1</Days></Expiration>",
-           "off", "Disabled"));
+  Configure(Rule("<Filter><Prefix>logs/</Prefix></Filter><Expiration><Days>1</Days></Expiration>",
+                 "logs") +
+            Rule("<Filter><Tag><Key>tier</Key><Value>tmp</Value></Tag></Filter>"
+                 "<Expiration><Days>1</Days></Expiration>",
+                 "tmp") +
+            Rule("<Filter><ObjectSizeGreaterThan>1000</ObjectSizeGreaterThan></Filter>"
+                 "<Expiration><Days>1</Days></Expiration>",
+                 "big") +
+            Rule("<Filter><Prefix>keep/</Prefix></Filter><Expiration><Days>1</Days></Expiration>",
+                 "off", "Disabled"));
   LifecycleWorker w(store_.get(), Options());
   ASSERT_OK(w.RunPass());
   EXPECT_EQ(w.stats().objects_expired, 0u);  // nothing is a day old yet
@@ -400,9 +400,10 @@ class VersionedFake final : public LifecycleStore {
 TEST_F(LifecycleWorkerTest, NoncurrentVersionsGoThroughTheStore) {
   Put("m/k", 1);
   Put("n/k", 1);
-  Configure(Rule("<Filter><Prefix>m/</Prefix></Filter><NoncurrentVersionExpiration>"
-                 "<NoncurrentDays>1</NoncurrentDays><NewerNoncurrentVersions>1"
-                 "</NewerNoncurrentVersions></NoncurrentVersionExpiration>"));
+  Configure(
+      Rule("<Filter><Prefix>m/</Prefix></Filter><NoncurrentVersionExpiration>"
+           "<NoncurrentDays>1</NoncurrentDays><NewerNoncurrentVersions>1"
+           "</NewerNoncurrentVersions></NoncurrentVersionExpiration>"));
   VersionedFake fake(store_.get());
   for (const char* key : {"m/k", "n/k"}) {
     for (int i = 0; i < 3; ++i)
@@ -434,9 +435,8 @@ class LifecycleApiTest : public s3test::FrontendTest {
 TEST_F(LifecycleApiTest, PutGetDelete) {
   auto none = Get("/bkt?lifecycle");
   ExpectError(none, 404, "NoSuchLifecycleConfiguration", "/bkt");
-  const std::string xml =
-      Doc(Rule("<Filter><Prefix>logs/</Prefix></Filter><Expiration><Days>3</Days></Expiration>",
-               "logs"));
+  const std::string xml = Doc(Rule(
+      "<Filter><Prefix>logs/</Prefix></Filter><Expiration><Days>3</Days></Expiration>", "logs"));
   auto put = PutConfig(xml);
   ASSERT_EQ(put.status, 200) << put.body;
   auto get = Get("/bkt?lifecycle");
@@ -455,8 +455,8 @@ TEST_F(LifecycleApiTest, RefusalsChangeNothing) {
       Doc(Rule("<Filter/><Expiration><Days>30</Days></Expiration>", "keep-me"));
   ASSERT_EQ(PutConfig(good).status, 200);
   // S3 requires an integrity header on this operation.
-  ExpectError(PutConfig(Doc(Rule("<Filter/><Expiration><Days>1</Days></Expiration>")), false),
-              400, "InvalidRequest", "/bkt");
+  ExpectError(PutConfig(Doc(Rule("<Filter/><Expiration><Days>1</Days></Expiration>")), false), 400,
+              "InvalidRequest", "/bkt");
   ExpectError(PutConfig(Doc(Rule("<Filter/><Expiration><Days>0</Days></Expiration>"))), 400,
               "InvalidArgument", "/bkt");
   ExpectError(PutConfig("<LifecycleConfiguration><Rule>"), 400, "MalformedXML", "/bkt");

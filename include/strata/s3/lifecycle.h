@@ -40,15 +40,15 @@ WallClock FileClock(std::string path);
 
 // One key's current entry in a listing page.
 struct LifecycleEntry {
-  objstore::ObjectMeta meta;     // key, size, etag, mtime (tags only after Head)
-  bool delete_marker = false;    // the current version is a delete marker
-  std::string version_id;        // of the delete marker ("" unversioned)
+  objstore::ObjectMeta meta;   // key, size, etag, mtime (tags only after Head)
+  bool delete_marker = false;  // the current version is a delete marker
+  std::string version_id;      // of the delete marker ("" unversioned)
 };
 
 struct LifecyclePage {
   std::vector<LifecycleEntry> entries;
   bool truncated = false;
-  std::string next_marker;       // start_after of the next page
+  std::string next_marker;  // start_after of the next page
 };
 
 // A noncurrent version of a key.
@@ -96,11 +96,11 @@ struct LifecycleOptions {
 struct LifecycleStats {
   uint64_t passes = 0;
   uint64_t objects_scanned = 0;
-  uint64_t objects_expired = 0;          // current objects
-  uint64_t noncurrent_expired = 0;       // noncurrent versions and delete markers
+  uint64_t objects_expired = 0;     // current objects
+  uint64_t noncurrent_expired = 0;  // noncurrent versions and delete markers
   uint64_t uploads_aborted = 0;
-  uint64_t errors = 0;                   // failed steps (logged; the pass goes on)
-  int64_t last_pass_unix_ns = 0;         // by the lifecycle clock, when the last pass ended
+  uint64_t errors = 0;            // failed steps (logged; the pass goes on)
+  int64_t last_pass_unix_ns = 0;  // by the lifecycle clock, when the last pass ended
   int64_t last_pass_duration_ns = 0;
 };
 
