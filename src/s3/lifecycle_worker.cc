@@ -128,12 +128,13 @@ struct LifecycleWorker::Impl {
     std::lock_guard lk(stats_mu);
     stats.*field += n;
   }
-  // Waits ms (monotonic) unless stopped; false when stopped.
-  bool Sleep(int64_t ms) {
+  // Waits ns (monotonic) unless stopped; false when stopped.
+  bool SleepNs(int64_t ns) {
     std::unique_lock lk(mu);
-    if (ms > 0) cv.wait_for(lk, std::chrono::milliseconds(ms), [this] { return stop; });
+    if (ns > 0) cv.wait_for(lk, std::chrono::nanoseconds(ns), [this] { return stop; });
     return !stop;
   }
+  bool Sleep(int64_t ms) { return SleepNs(ms * 1'000'000); }
   bool Stopped() {
     std::lock_guard lk(mu);
     return stop;
@@ -143,7 +144,7 @@ struct LifecycleWorker::Impl {
     if (opts.max_actions_per_sec <= 0) return !Stopped();
     const int64_t gap = static_cast<int64_t>(1e9 / opts.max_actions_per_sec);
     const int64_t now = MonotonicNanos();
-    if (next_action_ns > now && !Sleep((next_action_ns - now) / 1'000'000)) return false;
+    if (next_action_ns > now && !SleepNs(next_action_ns - now)) return false;
     next_action_ns = std::max(now, next_action_ns) + gap;
     return !Stopped();
   }

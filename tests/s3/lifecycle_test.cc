@@ -361,6 +361,20 @@ TEST_F(LifecycleWorkerTest, StopInterruptsABackgroundPass) {
   EXPECT_LT(MonotonicNanos() - start, 10'000'000'000);
 }
 
+TEST_F(LifecycleWorkerTest, DeletesArePacedToTheRate) {
+  for (int i = 0; i < 6; ++i) Put("k/" + std::to_string(i), 1);
+  Configure(Rule("<Filter/><Expiration><Days>1</Days></Expiration>"));
+  LifecycleOptions o = Options();
+  o.max_actions_per_sec = 20;  // one every 50 ms
+  LifecycleWorker w(store_.get(), o);
+  now_ += 3 * kDay;
+  const int64_t start = MonotonicNanos();
+  ASSERT_OK(w.RunPass());
+  // Six deletes are five gaps apart: never sooner than 250 ms.
+  EXPECT_GE(MonotonicNanos() - start, 240'000'000);
+  EXPECT_EQ(w.stats().objects_expired, 6u);
+}
+
 // A store that reports noncurrent versions for keys (as a versioned engine
 // will) over the real engine's current objects.
 class VersionedFake final : public LifecycleStore {
