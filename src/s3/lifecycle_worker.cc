@@ -122,6 +122,7 @@ struct LifecycleWorker::Impl {
 
   std::mutex stats_mu;
   LifecycleStats stats;  // guarded by stats_mu
+  LifecycleStats pass_start_stats;  // stats when the last pass ended; guarded by stats_mu
 
   int64_t Now() const { return opts.clock ? opts.clock() : NowUnixNanos(); }
   void Count(uint64_t LifecycleStats::*field, uint64_t n = 1) {
@@ -185,7 +186,7 @@ void LifecycleWorker::Impl::Entry(const std::string& bucket, const LifecycleConf
       Status st = store->ExpireCurrent(bucket, e.meta);
       if (st.ok()) {
         Count(&LifecycleStats::objects_expired);
-        kLifeLog.Info("expired {}/{} (rule \"{}\")", bucket, e.meta.key, match->rule->id);
+        kLifeLog.Debug("expired {}/{} (rule \"{}\")", bucket, e.meta.key, match->rule->id);
         return;
       }
       if (st.code() != StatusCode::kPreconditionFailed) Failed("expiring", bucket, e.meta.key, st);
@@ -268,7 +269,7 @@ Status LifecycleWorker::Impl::Uploads(const std::string& bucket, const Lifecycle
       Status st = store->AbortUpload(bucket, u.key, u.upload_id);
       if (st.ok()) {
         Count(&LifecycleStats::uploads_aborted);
-        kLifeLog.Info("aborted upload {} of {}/{} (rule \"{}\")", u.upload_id, bucket, u.key, r.id);
+        kLifeLog.Debug("aborted upload {} of {}/{} (rule \"{}\")", u.upload_id, bucket, u.key, r.id);
       } else if (st.code() != StatusCode::kNotFound) {
         Failed("aborting an upload of", bucket, u.key, st);
       }
@@ -301,10 +302,23 @@ Status LifecycleWorker::Impl::Pass() {
       if (first.ok()) first = st;
     }
   }
-  std::lock_guard lk(im.stats_mu);
-  ++im.stats.passes;
-  im.stats.last_pass_unix_ns = im.Now();
-  im.stats.last_pass_duration_ns = MonotonicNanos() - start;
+  LifecycleStats before, now;
+  {
+    std::lock_guard lk(im.stats_mu);
+    before = im.pass_start_stats;
+    ++im.stats.passes;
+    im.stats.last_pass_unix_ns = im.Now();
+    im.stats.last_pass_duration_ns = MonotonicNanos() - start;
+    im.pass_start_stats = now = im.stats;
+  }
+  if (now.objects_expired + now.noncurrent_expired + now.uploads_aborted >
+      before.objects_expired + before.noncurrent_expired + before.uploads_aborted)
+    kLifeLog.Info("lifecycle pass: {} objects expired, {} versions removed, {} uploads aborted in "
+                  "{} ms",
+                  now.objects_expired - before.objects_expired,
+                  now.noncurrent_expired - before.noncurrent_expired,
+                  now.uploads_aborted - before.uploads_aborted,
+                  now.last_pass_duration_ns / 1'000'000);
   return first;
 }
 
