@@ -269,7 +269,8 @@ Status LifecycleWorker::Impl::Uploads(const std::string& bucket, const Lifecycle
       Status st = store->AbortUpload(bucket, u.key, u.upload_id);
       if (st.ok()) {
         Count(&LifecycleStats::uploads_aborted);
-        kLifeLog.Debug("aborted upload {} of {}/{} (rule \"{}\")", u.upload_id, bucket, u.key, r.id);
+        kLifeLog.Debug("aborted upload {} of {}/{} (rule \"{}\")", u.upload_id, bucket, u.key,
+                       r.id);
       } else if (st.code() != StatusCode::kNotFound) {
         Failed("aborting an upload of", bucket, u.key, st);
       }
@@ -313,12 +314,12 @@ Status LifecycleWorker::Impl::Pass() {
   }
   if (now.objects_expired + now.noncurrent_expired + now.uploads_aborted >
       before.objects_expired + before.noncurrent_expired + before.uploads_aborted)
-    kLifeLog.Info("lifecycle pass: {} objects expired, {} versions removed, {} uploads aborted in "
-                  "{} ms",
-                  now.objects_expired - before.objects_expired,
-                  now.noncurrent_expired - before.noncurrent_expired,
-                  now.uploads_aborted - before.uploads_aborted,
-                  now.last_pass_duration_ns / 1'000'000);
+    kLifeLog.Info(
+        "lifecycle pass: {} objects expired, {} versions removed, {} uploads aborted in "
+        "{} ms",
+        now.objects_expired - before.objects_expired,
+        now.noncurrent_expired - before.noncurrent_expired,
+        now.uploads_aborted - before.uploads_aborted, now.last_pass_duration_ns / 1'000'000);
   return first;
 }
 
