@@ -298,7 +298,7 @@ Status LifecycleWorker::Impl::Pass() {
   for (const objstore::BucketInfo& b : buckets) {
     if (im.Stopped()) break;
     Status st = im.Bucket(b);
-    if (!st.ok()) {
+    if (!st.ok() && st.code() != StatusCode::kNotFound) {  // NotFound: deleted meanwhile
       im.Failed("lifecycle pass over", b.name, "", st);
       if (first.ok()) first = st;
     }
