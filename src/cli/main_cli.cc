@@ -58,6 +58,32 @@ void RaiseDescriptorLimit(const server::ServerOptions& opts) {
   }
 }
 
+// The S3 lifecycle worker's options; --test-clock-file is hidden (tests only).
+void AddLifecycleOptions(CLI::App* srv, server::ServerOptions& o) {
+  srv->add_flag(
+      "--no-lifecycle{false}", o.enable_lifecycle,
+      "Do not run the S3 lifecycle worker (bucket lifecycle rules are kept, not applied)");
+  srv->add_option("--lifecycle-interval-ms", o.lifecycle_interval_ms,
+                  "Time from the start of one lifecycle pass to the next")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{7} * 24 * 3600 * 1000));
+  srv->add_option("--lifecycle-page-keys", o.lifecycle_page_keys,
+                  "Keys the lifecycle worker reads per listing page")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  srv->add_option("--lifecycle-page-pause-ms", o.lifecycle_page_pause_ms,
+                  "Pause of the lifecycle worker after each page of keys")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{60'000}));
+  srv->add_option("--lifecycle-rate", o.lifecycle_max_actions_per_sec,
+                  "Lifecycle expirations and aborts per second (0 = unlimited)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  srv->add_option("--test-clock-file", o.test_clock_file,
+                  "Test only: the lifecycle worker's current time is the Unix time in this file")
+      ->group("");
+}
+
 int RunServer(server::ServerOptions opts, const std::string& log_level) {
   log::SetLevel(log::ParseLevel(log_level));
   RaiseDescriptorLimit(opts);
@@ -173,6 +199,7 @@ int Main(int argc, char** argv) {
   srv->add_flag("--no-fsync", no_fsync,
                 "Do not fsync on commit (faster; an acknowledged write still survives kill -9 but not power loss)");
   srv->add_option("--log-level", log_level, "trace|debug|info|warn|error")->capture_default_str();
+  AddLifecycleOptions(srv, sopts);
 
   int transfer_rc = -1;  // set by the transfer subcommands' callbacks (run inside parse)
   RegisterTransferCommands(app, &transfer_rc);

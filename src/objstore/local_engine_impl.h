@@ -374,6 +374,8 @@ class LocalEngineImpl final : public LocalEngine {
     return std::unique_ptr<ObjectReader>(std::move(r));
   }
   Status DeleteObject(std::string_view bucket, std::string_view key) override;
+  Status DeleteObjectIfUnchanged(std::string_view bucket, std::string_view key,
+                                 std::string_view etag, int64_t mtime_ns) override;
   Result<ObjectMeta> CopyObject(std::string_view src_bucket, std::string_view src_key,
                                 std::string_view dst_bucket, std::string_view dst_key,
                                 std::optional<ObjectMeta> meta, PutOptions options) override;

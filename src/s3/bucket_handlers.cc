@@ -157,8 +157,6 @@ struct Absent {
 const Absent kAbsent[] = {
     {"GetBucketPolicy", "NoSuchBucketPolicy", "The bucket policy does not exist"},
     {"GetBucketCors", "NoSuchCORSConfiguration", "The CORS configuration does not exist"},
-    {"GetBucketLifecycleConfiguration", "NoSuchLifecycleConfiguration",
-     "The lifecycle configuration does not exist"},
     {"GetBucketTagging", "NoSuchTagSet", "The TagSet does not exist"},
     {"GetBucketEncryption", "ServerSideEncryptionConfigurationNotFoundError",
      "The server side encryption configuration was not found"},

@@ -36,6 +36,8 @@
 
 namespace strata::s3 {
 
+struct LifecycleConfig;  // s3/lifecycle.h
+
 inline constexpr log::Logger kLog("s3");
 inline constexpr uint64_t kMaxKeyBytes = 1024;
 
@@ -135,6 +137,14 @@ struct Frontend::Impl {
   metrics::Counter* bytes_out = nullptr;
   std::mutex counters_mu;
   std::map<std::string, metrics::Counter*, std::less<>> counters;  // guarded by counters_mu
+  // Parsed lifecycle configurations by bucket, valid while the bucket's
+  // configs pointer is the one cached (as access_cache).
+  struct LifecycleCacheEntry {
+    std::shared_ptr<const std::map<std::string, std::string>> configs;
+    std::shared_ptr<const LifecycleConfig> config;
+  };
+  std::mutex lifecycle_mu;
+  std::unordered_map<std::string, LifecycleCacheEntry> lifecycle_cache;  // guarded by lifecycle_mu
 
   // frontend.cc
   void Handle(http::Request& req, http::ResponseWriter& w);
@@ -270,6 +280,14 @@ struct Frontend::Impl {
   Status PutBucketEncryption(Ctx& c);
   Status GetBucketEncryption(Ctx& c);
   Status DeleteBucketEncryption(Ctx& c);
+
+  // lifecycle_handlers.cc: bucket lifecycle configurations (rules: lifecycle.h).
+  Status PutBucketLifecycle(Ctx& c);
+  Status GetBucketLifecycle(Ctx& c);
+  Status DeleteBucketLifecycle(Ctx& c);
+  // x-amz-expiration of GET/HEAD when a rule expires the object.
+  void AddExpirationHeader(Ctx& c, const objstore::ObjectMeta& m);
+  std::shared_ptr<const LifecycleConfig> BucketLifecycle(const objstore::BucketInfo& b);
 };
 
 }  // namespace strata::s3

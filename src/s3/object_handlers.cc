@@ -196,6 +196,7 @@ void Frontend::Impl::AddObjectHeaders(Ctx& c, const ObjectMeta& m, bool with_che
   for (const auto& [k, v] : m.user_meta) w.AddHeader("x-amz-meta-" + k, v);
   if (!m.tags.empty()) w.AddHeader("x-amz-tagging-count", std::to_string(m.tags.size()));
   if (!m.parts.empty()) w.AddHeader("x-amz-mp-parts-count", std::to_string(m.parts.size()));
+  AddExpirationHeader(c, m);
   if (with_checksum && m.checksum_algorithm != ChecksumAlgorithm::kNone && !m.checksum.empty()) {
     std::string v = m.checksum;
     if (m.checksum_composite) v += "-" + std::to_string(m.parts.size());

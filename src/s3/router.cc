@@ -51,7 +51,7 @@ constexpr RouteRow kRoutes[] = {
     // Configurations Strata never holds: the "does not exist" answer of S3.
     {M::kGet, kBkt, "policy", nullptr, nullptr, "GetBucketPolicy", kAuth, &I::GetBucketPolicy},
     {M::kGet, kBkt, "cors", nullptr, nullptr, "GetBucketCors", kAuth, &I::GetBucketCors},
-    {M::kGet, kBkt, "lifecycle", nullptr, nullptr, "GetBucketLifecycleConfiguration", kAuth, &I::GetAbsentBucketConfig},
+    {M::kGet, kBkt, "lifecycle", nullptr, nullptr, "GetBucketLifecycleConfiguration", kAuth, &I::GetBucketLifecycle},
     {M::kGet, kBkt, "tagging", nullptr, nullptr, "GetBucketTagging", kAuth, &I::GetAbsentBucketConfig},
     {M::kGet, kBkt, "encryption", nullptr, nullptr, "GetBucketEncryption", kAuth, &I::GetBucketEncryption},
     {M::kGet, kBkt, "object-lock", nullptr, nullptr, "GetObjectLockConfiguration", kAuth, &I::GetAbsentBucketConfig},
@@ -86,7 +86,7 @@ constexpr RouteRow kRoutes[] = {
     {M::kPut, kBkt, "encryption", nullptr, nullptr, "PutBucketEncryption", kAuth, &I::PutBucketEncryption},
     {M::kPut, kBkt, "intelligent-tiering", nullptr, nullptr, "PutBucketIntelligentTieringConfiguration", kAuth, kNI},
     {M::kPut, kBkt, "inventory", nullptr, nullptr, "PutBucketInventoryConfiguration", kAuth, kNI},
-    {M::kPut, kBkt, "lifecycle", nullptr, nullptr, "PutBucketLifecycleConfiguration", kAuth, kNI},
+    {M::kPut, kBkt, "lifecycle", nullptr, nullptr, "PutBucketLifecycleConfiguration", kAuth, &I::PutBucketLifecycle},
     {M::kPut, kBkt, "logging", nullptr, nullptr, "PutBucketLogging", kAuth, kNI},
     {M::kPut, kBkt, "metadataInventoryTable", nullptr, nullptr, "UpdateBucketMetadataInventoryTableConfiguration", kAuth, kNI},
     {M::kPut, kBkt, "metadataJournalTable", nullptr, nullptr, "UpdateBucketMetadataJournalTableConfiguration", kAuth, kNI},
@@ -107,7 +107,7 @@ constexpr RouteRow kRoutes[] = {
     // Buckets: DELETE. Deleting a configuration a bucket never has succeeds, as in S3.
     {M::kDelete, kBkt, "policy", nullptr, nullptr, "DeleteBucketPolicy", kAuth, &I::DeleteBucketPolicy},
     {M::kDelete, kBkt, "cors", nullptr, nullptr, "DeleteBucketCors", kAuth, &I::DeleteBucketCors},
-    {M::kDelete, kBkt, "lifecycle", nullptr, nullptr, "DeleteBucketLifecycle", kAuth, &I::DeleteBucketConfig},
+    {M::kDelete, kBkt, "lifecycle", nullptr, nullptr, "DeleteBucketLifecycle", kAuth, &I::DeleteBucketLifecycle},
     {M::kDelete, kBkt, "tagging", nullptr, nullptr, "DeleteBucketTagging", kAuth, &I::DeleteBucketConfig},
     {M::kDelete, kBkt, "encryption", nullptr, nullptr, "DeleteBucketEncryption", kAuth, &I::DeleteBucketEncryption},
     {M::kDelete, kBkt, "analytics", nullptr, nullptr, "DeleteBucketAnalyticsConfiguration", kAuth, kNI},

@@ -1,5 +1,3 @@
-#include <strata/server/server.h>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -17,8 +15,10 @@
 #include <strata/features/online_service.h>
 #include <strata/features/repo.h>
 #include <strata/qdrant/handler.h>
-#include <strata/s3/user_store.h>
 #include <strata/s3/kms.h>
+#include <strata/s3/lifecycle.h>
+#include <strata/s3/user_store.h>
+#include <strata/server/server.h>
 #include <strata/vector/collection.h>
 
 #include "server/admin_users.h"
@@ -105,6 +105,8 @@ struct StrataServer::Impl {
   std::unique_ptr<s3::UserStore> users;  // root (fixed) + DATA/users, changed by the admin API
   std::unique_ptr<s3::Frontend> s3;
   std::unique_ptr<http::Server> s3_http;
+  std::unique_ptr<s3::LifecycleStore> lifecycle_store;
+  std::shared_ptr<s3::LifecycleWorker> lifecycle;  // shared with its /metrics callbacks
   std::unique_ptr<http::Server> admin_http;
   std::unique_ptr<vector::CollectionManager> collections;
   std::unique_ptr<qdrant::Handler> qdrant_handler;
@@ -113,6 +115,45 @@ struct StrataServer::Impl {
   std::unique_ptr<feast::Handler> feast_handler;
   std::unique_ptr<http::Server> features_http;
   std::string features_repo;
+
+  void StartLifecycle() {
+    s3::LifecycleOptions lo;
+    lo.interval_ms = opts.lifecycle_interval_ms;
+    lo.page_keys = opts.lifecycle_page_keys;
+    lo.page_pause_ms = opts.lifecycle_page_pause_ms;
+    lo.max_actions_per_sec = opts.lifecycle_max_actions_per_sec;
+    if (!opts.test_clock_file.empty()) {
+      lo.clock = s3::FileClock(opts.test_clock_file);
+      kLog.Warn("lifecycle clock read from {} (test only)", opts.test_clock_file);
+    }
+    lifecycle_store = s3::NewEngineLifecycleStore(engine.get());
+    lifecycle = std::make_shared<s3::LifecycleWorker>(lifecycle_store.get(), lo);
+    auto& reg = metrics::Registry::Global();
+    std::shared_ptr<s3::LifecycleWorker> w = lifecycle;
+    auto gauge = [&reg, w](const char* name, const char* help, auto field) {
+      reg.AddCallbackGauge(name, help,
+                           [w, field] { return static_cast<double>(w->stats().*field); });
+    };
+    using L = s3::LifecycleStats;
+    gauge("strata_s3_lifecycle_passes_total", "Lifecycle passes completed", &L::passes);
+    gauge("strata_s3_lifecycle_objects_scanned_total", "Objects the lifecycle worker examined",
+          &L::objects_scanned);
+    gauge("strata_s3_lifecycle_objects_expired_total", "Current objects expired by lifecycle rules",
+          &L::objects_expired);
+    gauge("strata_s3_lifecycle_noncurrent_expired_total",
+          "Noncurrent versions and delete markers removed by lifecycle rules",
+          &L::noncurrent_expired);
+    gauge("strata_s3_lifecycle_uploads_aborted_total",
+          "Incomplete multipart uploads aborted by lifecycle rules", &L::uploads_aborted);
+    gauge("strata_s3_lifecycle_errors_total", "Lifecycle steps that failed (logged)", &L::errors);
+    reg.AddCallbackGauge("strata_s3_lifecycle_last_pass_timestamp_seconds",
+                         "When the last lifecycle pass ended (Unix seconds, lifecycle clock)",
+                         [w] { return static_cast<double>(w->stats().last_pass_unix_ns) / 1e9; });
+    reg.AddCallbackGauge(
+        "strata_s3_lifecycle_last_pass_duration_seconds", "How long the last lifecycle pass took",
+        [w] { return static_cast<double>(w->stats().last_pass_duration_ns) / 1e9; });
+    lifecycle->Start();
+  }
 
   Status StartFeatures() {
     features_repo = opts.features_repo.empty() ? opts.data_dir + "/features" : opts.features_repo;
@@ -283,6 +324,7 @@ Status StrataServer::Start() {
     reg.AddCallbackGauge("strata_http_s3_accept_paused",
                          "1 while the S3 port is not accepting (at the connection limit)",
                          [srv] { return srv->GetStats().accept_paused ? 1.0 : 0.0; });
+    if (im.opts.enable_lifecycle) im.StartLifecycle();
   }
   if (im.opts.enable_vector) {
     vector::CollectionOptions vo;
@@ -325,6 +367,7 @@ Status StrataServer::Start() {
 }
 
 void StrataServer::Stop() {
+  if (impl_->lifecycle) impl_->lifecycle->Stop();
   if (impl_->s3_http) impl_->s3_http->Stop();
   if (impl_->admin_http) impl_->admin_http->Stop();
   if (impl_->vector_http) impl_->vector_http->Stop();
@@ -336,6 +379,8 @@ void StrataServer::Stop() {
   impl_->collections.reset();
   impl_->s3.reset();
   impl_->users.reset();
+  impl_->lifecycle.reset();
+  impl_->lifecycle_store.reset();
   impl_->engine.reset();
 }
 

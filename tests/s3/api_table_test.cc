@@ -139,6 +139,7 @@ const char* const kS3Operations[] = {
 // Operations that are the same request as another (one row serves both).
 const std::map<std::string, std::string> kSameRequestAs = {
     {"GetBucketLifecycle", "GetBucketLifecycleConfiguration"},
+    {"PutBucketLifecycle", "PutBucketLifecycleConfiguration"},
 };
 
 // Operation -> status from the `| Operation | Status |` table.

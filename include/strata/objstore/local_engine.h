@@ -236,6 +236,13 @@ class LocalEngine {
                                                            const DataKeyFn& data_key) = 0;
   // Deleting a missing key is OK (S3 semantics).
   virtual Status DeleteObject(std::string_view bucket, std::string_view key) = 0;
+  // Deletes the key only while its current object is still the one read
+  // before (same etag and mtime), checked under the key's commit lock:
+  // kPreconditionFailed when it was overwritten meanwhile, OK when already
+  // gone. The lifecycle worker's delete: a PUT that lands between its listing
+  // and its delete is never lost.
+  virtual Status DeleteObjectIfUnchanged(std::string_view bucket, std::string_view key,
+                                         std::string_view etag, int64_t mtime_ns) = 0;
   // Copies data and metadata; `meta` replaces the metadata when set (REPLACE directive).
   virtual Result<ObjectMeta> CopyObject(std::string_view src_bucket, std::string_view src_key,
                                         std::string_view dst_bucket, std::string_view dst_key,

@@ -13,6 +13,7 @@
 // Thread-safety: Start/Stop from one thread.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,6 +61,14 @@ struct ServerOptions {
   // keys (none: one key, "aws/s3"); the first is the default key id.
   std::string kms_key_file;
   std::vector<std::string> kms_keys;
+  // The S3 lifecycle worker (s3/lifecycle.h): runs with the S3 API.
+  bool enable_lifecycle = true;
+  int64_t lifecycle_interval_ms = 60 * 60 * 1000;  // between the starts of two passes
+  int lifecycle_page_keys = 1000;                  // keys read per listing page
+  int64_t lifecycle_page_pause_ms = 10;            // pause after each page
+  double lifecycle_max_actions_per_sec = 1000;     // expirations + aborts; 0 = unlimited
+  // Test-only: the lifecycle worker's "now" is the Unix time in this file (s3::FileClock).
+  std::string test_clock_file;
 };
 
 // The root credentials of a data directory.
