@@ -509,12 +509,15 @@ class HnswIndex final : public IndexBase {
   // (a cache miss, a quarter of a distance) and scores the new matching
   // nodes within two hops, ~sel * M0 (M0 + 1) / 2, at most M0. A plain
   // filtered walk expands ~ef / sel nodes. The exact scan reads the matching
-  // rows in order, prefetched: kScanCost of a random-access distance each.
+  // rows in order, prefetched, yet costs about one random-access distance per
+  // row (kScanCost, measured in FilteredGuaranteeTest: a 6,000-row scan took
+  // 8-12 unfiltered 30k x 128 searches; the vectors stream from memory where
+  // the walk's neighbourhood stays in cache).
   // Under kMinTwoHopMatches matching nodes within two hops the predicate's
   // subgraph falls apart and no walk is worth trying.
   bool PreferExact(const SearchParams& p, size_t k, double sel, double matches) const override {
-    constexpr double kScanCost = 0.3, kLinkCost = 0.25, kMinTwoHopMatches = 4;
-    const double ef = double(std::max<size_t>(p.ef ? p.ef : 64, k));
+    constexpr double kScanCost = 1.0, kLinkCost = 0.25, kMinTwoHopMatches = 4;
+    const double ef = double(FilteredEf(std::max<size_t>(p.ef ? p.ef : 64, k), sel));
     const double m0 = double(M0_);
     if (sel * m0 * m0 < kMinTwoHopMatches) return true;
     double walk;
@@ -531,6 +534,15 @@ class HnswIndex final : public IndexBase {
     // ACORN's two-hop expansion pays off once most neighbours are filtered out
     // (Weaviate and Qdrant switch at 40%).
     return selectivity < 0.4 ? FilterStrategy::kAcorn : FilterStrategy::kGraph;
+  }
+
+  // A filtered walk's beam: ef / sel, at most 4 ef. When the query's own
+  // region does not match, its nearest matching points are spread over the
+  // neighbouring regions; a beam of ef alone settles in one of them
+  // (FilteredGuaranteeTest: a 37% category filter on clustered data gave
+  // recall@10 0.88 with ef).
+  static size_t FilteredEf(size_t ef, double sel) {
+    return size_t(double(ef) * std::clamp(1.0 / std::max(sel, 1e-9), 1.0, 4.0));
   }
 
   Status SearchOne(const float* query, size_t k, const QueryContext& ctx,
@@ -567,8 +579,10 @@ class HnswIndex final : public IndexBase {
         SearchLevel0<true, false>(K, q, ep, ep_dist, ef, nullptr, &top);
       }
     } else if (ctx.strategy == FilterStrategy::kAcorn) {
+      ef = FilteredEf(ef, ctx.selectivity);
       SearchFiltered<true>(K, q, ep, ep_dist, ef, ctx, &top);
     } else {
+      ef = FilteredEf(ef, ctx.selectivity);
       SearchFiltered<false>(K, q, ep, ep_dist, ef, ctx, &top);
     }
     // A walk that could not gather ef matching nodes saw too little of the
