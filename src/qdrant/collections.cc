@@ -217,13 +217,17 @@ Status CheckStrataKeys(const json& strata_all) {
                                   "compact_deleted_ratio",
                                   "merge_small_rows",
                                   "merge_max_rows",
+                                  "index_threads",
+                                  "search_threads",
+                                  "sync",
                                   "payload_schema"};
     if (std::none_of(std::begin(kKeys), std::end(kKeys),
                      [&](const char* k) { return it.key() == k; })) {
       return Status::InvalidArgument(
           fmt::format("unknown key \"{}\" in \"strata\" (index, params, segment_rows, "
                       "payload_schema, exact_selectivity, "
-                      "exact_max_rows, compact_deleted_ratio, merge_small_rows, merge_max_rows)",
+                      "exact_max_rows, compact_deleted_ratio, merge_small_rows, merge_max_rows, "
+                      "index_threads, search_threads, sync)",
                       it.key()));
     }
   }
@@ -245,6 +249,23 @@ Status ApplyStrataOptions(const json* strata, vector::CollectionOptions* opts,
     if (const json* x = Field(*strata, "merge_small_rows"))
       opts->merge_small_rows = x->get<size_t>();
     if (const json* x = Field(*strata, "merge_max_rows")) opts->merge_max_rows = x->get<size_t>();
+    // Threads for index builds (0 = all cores) and for one search batch (0 =
+    // all cores); fsync of the WAL before wait=true writes return. A server
+    // started with --no-fsync never syncs, whatever a collection asks.
+    for (auto [key, out] : {std::pair{"index_threads", &opts->index_threads},
+                            std::pair{"search_threads", &opts->search_threads}}) {
+      const json* x = Field(*strata, key);
+      if (x == nullptr) continue;
+      if (!x->is_number_unsigned() || x->get<uint64_t>() > 1024) {
+        return Status::InvalidArgument(fmt::format(
+            "strata.{} is a thread count from 0 (all cores) to 1024, got {}", key, x->dump()));
+      }
+      *out = x->get<uint32_t>();
+    }
+    if (const json* x = Field(*strata, "sync")) {
+      if (!x->is_boolean()) return Status::InvalidArgument("strata.sync must be true or false");
+      opts->sync = opts->sync && x->get<bool>();
+    }
     if (const json* ps = Field(*strata, "payload_schema")) {
       if (!ps->is_object())
         return Status::InvalidArgument("strata.payload_schema maps field names to types");
@@ -387,6 +408,9 @@ json CollectionInfoJson(const Collection& c) {
                   {"segment_rows", info.options.segment_rows},
                   {"exact_selectivity", info.options.exact_selectivity},
                   {"exact_max_rows", info.options.exact_max_rows},
+                  {"index_threads", info.options.index_threads},
+                  {"search_threads", info.options.search_threads},
+                  {"sync", info.options.sync},
                   {"memory_bytes", info.memory_bytes},
                   {"disk_bytes", info.disk_bytes},
                   {"pending_tasks", info.pending_tasks}}}}},

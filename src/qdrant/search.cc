@@ -28,30 +28,78 @@ Result<vector::FilterStrategy> StrategyFromString(const std::string& s) {
       fmt::format("unknown filter strategy \"{}\" (auto, graph, acorn, exact)", s));
 }
 
+// A non-negative integer parameter (Qdrant's usize fields): a negative or
+// fractional value is a 400 that names the parameter.
+Result<uint64_t> Count(const json& v, const char* name) {
+  if (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0) {
+    return Status::InvalidArgument(
+        fmt::format("{} must not be negative (got {})", name, v.get<int64_t>()));
+  }
+  if (!v.is_number_unsigned()) {
+    return Status::InvalidArgument(
+        fmt::format("{} must be a non-negative integer (got {})", name, v.dump()));
+  }
+  return v.get<uint64_t>();
+}
+
+// A per-request index knob: a count that fits in 32 bits.
+Status Knob(const json& params, const char* key, uint32_t* out) {
+  const json* v = Field(params, key);
+  if (v == nullptr) return Status::Ok();
+  STRATA_ASSIGN_OR_RETURN(uint64_t n, Count(*v, key));
+  if (n > 1'000'000) return Status::InvalidArgument(fmt::format("{} is at most 1000000", key));
+  *out = uint32_t(n);
+  return Status::Ok();
+}
+
+// The index knobs of "params" (Qdrant's hnsw_ef and exact; Strata's rerank =
+// IVF_PQ candidates re-scored exactly, search_list = DISKANN's candidate list
+// size) and of the "strata" object (also nprobe, ef, filter_strategy).
+Status ParseSearchParams(const json& b, vector::SearchRequest* r) {
+  if (const json* p = Field(b, "params")) {
+    if (!p->is_object()) return Status::InvalidArgument("params must be a JSON object");
+    STRATA_RETURN_IF_ERROR(Knob(*p, "hnsw_ef", &r->ef));
+    STRATA_RETURN_IF_ERROR(Knob(*p, "rerank", &r->rerank));
+    STRATA_RETURN_IF_ERROR(Knob(*p, "search_list", &r->search_list));
+    if (const json* ex = Field(*p, "exact")) r->exact = ex->get<bool>();
+  }
+  if (const json* s = Field(b, "strata")) {
+    if (!s->is_object()) return Status::InvalidArgument("strata must be a JSON object");
+    STRATA_RETURN_IF_ERROR(Knob(*s, "nprobe", &r->nprobe));
+    STRATA_RETURN_IF_ERROR(Knob(*s, "ef", &r->ef));
+    STRATA_RETURN_IF_ERROR(Knob(*s, "rerank", &r->rerank));
+    STRATA_RETURN_IF_ERROR(Knob(*s, "search_list", &r->search_list));
+    if (const json* st = Field(*s, "filter_strategy")) {
+      STRATA_ASSIGN_OR_RETURN(r->filter_strategy, StrategyFromString(st->get<std::string>()));
+    }
+  }
+  return Status::Ok();
+}
+
 // Common search parameters: filter, limit, offset, selectors, params.
 Status ParseSearchCommon(const json& b, vector::SearchRequest* r, PayloadSelector* ps,
                          VectorSelector* vs, bool payload_default) {
   STRATA_ASSIGN_OR_RETURN(r->filter, FilterFromJson(Field(b, "filter")));
   try {
-    if (const json* l = Field(b, "limit")) r->limit = l->get<size_t>();
-    if (const json* l = Field(b, "top")) r->limit = l->get<size_t>();
-    if (const json* o = Field(b, "offset")) r->offset = o->get<size_t>();
+    // Qdrant: limit is a usize validated with range(min = 1).
+    for (const char* key : {"limit", "top"}) {
+      const json* l = Field(b, key);
+      if (l == nullptr) continue;
+      STRATA_ASSIGN_OR_RETURN(uint64_t n, Count(*l, "limit"));
+      if (n == 0) return Status::InvalidArgument("limit must be at least 1 (got 0)");
+      if (n > 100000)
+        return Status::InvalidArgument(fmt::format("limit is at most 100000 (got {})", n));
+      r->limit = size_t(n);
+    }
+    if (const json* o = Field(b, "offset")) {
+      STRATA_ASSIGN_OR_RETURN(uint64_t n, Count(*o, "offset"));
+      r->offset = size_t(n);
+    }
     if (const json* t = Field(b, "score_threshold")) r->score_threshold = t->get<float>();
-    if (const json* p = Field(b, "params")) {
-      if (const json* ef = Field(*p, "hnsw_ef")) r->ef = ef->get<uint32_t>();
-      if (const json* ex = Field(*p, "exact")) r->exact = ex->get<bool>();
-    }
-    if (const json* s = Field(b, "strata")) {
-      if (const json* n = Field(*s, "nprobe")) r->nprobe = n->get<uint32_t>();
-      if (const json* ef = Field(*s, "ef")) r->ef = ef->get<uint32_t>();
-      if (const json* st = Field(*s, "filter_strategy")) {
-        STRATA_ASSIGN_OR_RETURN(r->filter_strategy, StrategyFromString(st->get<std::string>()));
-      }
-    }
+    STRATA_RETURN_IF_ERROR(ParseSearchParams(b, r));
   } catch (const json::exception& e) {
     return Status::InvalidArgument(std::string("bad search parameter: ") + e.what());
   }
-  if (r->limit > 100000) return Status::InvalidArgument("limit is at most 100000");
   STRATA_RETURN_IF_ERROR(SelectorsFromBody(b, payload_default, ps, vs));
   r->with_payload = ps->enabled;
   r->with_vectors = vs->enabled;

@@ -71,7 +71,7 @@ Result<std::unique_ptr<CollectionManager>> CollectionManager::Open(
       json cfg = json::parse(cin, nullptr, false);
       if (cfg.is_object()) opts = OptionsFromJson(cfg.value("options", json::object()), opts);
     }
-    opts.sync = defaults.sync;
+    opts.sync = opts.sync && defaults.sync;  // --no-fsync turns every collection's off
     opts.background = defaults.background;
     auto c = Collection::Open(e.path().string(), opts);
     if (!c) {

@@ -1,9 +1,10 @@
 // Collection reads: Get, Scroll, Count, and search. SearchBatch groups
 // requests that can share one index call per segment, then per segment the
 // planner picks exact search over the filtered rows (a filter that keeps few
-// rows: at most exact_max_rows or exact_selectivity of the live ones) or the
-// index's graph walk with the filter; hits from every segment are merged in
-// score order.
+// rows: at most exact_max_rows or exact_selectivity of the live ones) or
+// hands the filter to the index, whose own planner weighs an exact scan
+// against its filtered walk (and whose walk falls back to the scan when it
+// comes up short); hits from every segment are merged in score order.
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -96,10 +97,12 @@ Status SearchSegment(const Collection::Impl& im, const Segment& seg, const Searc
     SearchParams sp;
     sp.ef = r0.ef;
     sp.nprobe = r0.nprobe;
+    sp.rerank = r0.rerank;
+    sp.search_l = r0.search_list;
     sp.filter = allowed ? &*allowed : nullptr;
     sp.filter_strategy =
         r0.filter_strategy == FilterStrategy::kExact ? FilterStrategy::kAuto : r0.filter_strategy;
-    sp.exact_threshold = 1;  // the collection already decided against exact
+    sp.exact_threshold = 0;  // the index's cost model decides between its walk and a scan
     sp.num_threads = threads;
     st = sf.index->Search(nq, queries.data(), k, sp, &res);
     if (filtered) M().graph_plans.Inc();
@@ -206,8 +209,8 @@ Result<std::vector<std::vector<ScoredPoint>>> Collection::SearchBatch(
     const SearchRequest& r = reqs[i];
     if (r.limit == 0) continue;
     std::string key =
-        fmt::format("{}|{}|{}|{}|{}|{}", field[i], r.filter ? r.filter->ToString() : "", r.exact,
-                    r.ef, r.nprobe, int(r.filter_strategy));
+        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", field[i], r.filter ? r.filter->ToString() : "",
+                    r.exact, r.ef, r.nprobe, int(r.filter_strategy), r.rerank, r.search_list);
     groups[key].push_back(i);
   }
 
@@ -227,7 +230,7 @@ Result<std::vector<std::vector<ScoredPoint>>> Collection::SearchBatch(
       queries.insert(queries.end(), reqs[i].vector.begin(), reqs[i].vector.end());
     std::vector<std::vector<Hit>> hits(nq);
     const bool filtered = r0.filter && !internal::IsTrivial(*r0.filter);
-    const uint32_t threads = nq >= 8 ? 0 : im.opts.search_threads;
+    const uint32_t threads = im.opts.search_threads != 0 ? im.opts.search_threads : nq >= 8 ? 0 : 1;
 
     Status err;
     im.ForEachSegment([&](Segment& seg) {

@@ -257,5 +257,93 @@ TEST_F(QdrantHandlerTest, RootAndTransportErrors) {
   EXPECT_TRUE(big.body["status"].contains("error")) << big.text;
 }
 
+// Qdrant validates limit as a usize with range(min = 1): 0 and negative
+// limits are a 400 (not an empty 200, not "at most 100000").
+TEST_F(QdrantHandlerTest, SearchLimitMustBePositive) {
+  MakeCities();
+  const std::string v = R"("vector": [0.2, 0.1, 0.9, 0.7])";
+  ExpectError(Call("POST", "/collections/cities/points/search", "{" + v + R"(, "limit": 0})"), 400,
+              "limit must be at least 1");
+  ExpectError(Call("POST", "/collections/cities/points/search", "{" + v + R"(, "limit": -1})"), 400,
+              "limit must not be negative");
+  ExpectError(Call("POST", "/collections/cities/points/search", "{" + v + R"(, "top": -5})"), 400,
+              "negative");
+  ExpectError(Call("POST", "/collections/cities/points/search", "{" + v + R"(, "limit": 2.5})"),
+              400, "non-negative integer");
+  ExpectError(
+      Call("POST", "/collections/cities/points/search", "{" + v + R"(, "limit": 3, "offset": -1})"),
+      400, "offset must not be negative");
+  ExpectError(Call("POST", "/collections/cities/points/query",
+                   R"({"query": [0.2, 0.1, 0.9, 0.7], "limit": 0})"),
+              400, "limit must be at least 1");
+  ExpectError(Call("POST", "/collections/cities/points/search/batch",
+                   R"({"searches": [{)" + v + R"(, "limit": 2}, {)" + v + R"(, "limit": 0}]})"),
+              400, "limit must be at least 1");
+  json ok =
+      ExpectOk(Call("POST", "/collections/cities/points/search", "{" + v + R"(, "limit": 1})"));
+  EXPECT_EQ(ok.size(), 1u);
+}
+
+// The per-request index knobs: hnsw_ef, rerank (IVF_PQ) and search_list
+// (DISKANN) in "params" (and the "strata" object) are counts; anything else is
+// a 400 that names the knob.
+TEST_F(QdrantHandlerTest, SearchParamsKnobs) {
+  MakeCities();
+  const std::string v = R"("vector": [0.2, 0.1, 0.9, 0.7], "limit": 2)";
+  for (const char* body : {R"("params": {"hnsw_ef": 128, "rerank": 64, "search_list": 200})",
+                           R"("strata": {"ef": 32, "rerank": 16, "search_list": 50})"}) {
+    json r =
+        ExpectOk(Call("POST", "/collections/cities/points/search", "{" + v + ", " + body + "}"));
+    EXPECT_EQ(r.size(), 2u);
+  }
+  ExpectError(
+      Call("POST", "/collections/cities/points/search", "{" + v + R"(, "params": {"rerank": -3}})"),
+      400, "rerank must not be negative");
+  ExpectError(Call("POST", "/collections/cities/points/search",
+                   "{" + v + R"(, "params": {"search_list": "big"}})"),
+              400, "search_list");
+  ExpectError(Call("POST", "/collections/cities/points/search",
+                   "{" + v + R"(, "params": {"hnsw_ef": -1}})"),
+              400, "hnsw_ef must not be negative");
+}
+
+// docs/vector.md lists index_threads, search_threads and sync among the
+// "strata" options of a create body: they are accepted, kept (also across a
+// restart of the manager) and shown; bad values are a 400.
+TEST_F(QdrantHandlerTest, CollectionThreadAndSyncOptions) {
+  ExpectOk(Call("PUT", "/collections/t", R"({"vectors": {"size": 4, "distance": "Dot"},
+      "strata": {"index_threads": 3, "search_threads": 2, "sync": false}})"));
+  auto check = [&](const std::string& when) {
+    json info = ExpectOk(Call("GET", "/collections/t"));
+    EXPECT_EQ(info["config"]["strata"]["index_threads"], 3) << when;
+    EXPECT_EQ(info["config"]["strata"]["search_threads"], 2) << when;
+    EXPECT_EQ(info["config"]["strata"]["sync"], false) << when;
+    EXPECT_EQ(info["config"]["hnsw_config"]["max_indexing_threads"], 3) << when;
+    auto c = manager_->Get("t");
+    ASSERT_OK(c);
+    auto o = (*c)->Info().options;
+    EXPECT_EQ(o.index_threads, 3u) << when;
+    EXPECT_EQ(o.search_threads, 2u) << when;
+    EXPECT_FALSE(o.sync) << when;
+  };
+  check("after create");
+  handler_.reset();
+  manager_.reset();
+  Open({});
+  check("after reopening");
+  // The defaults: sync on, threads automatic.
+  ExpectOk(Call("PUT", "/collections/d", R"({"vectors": {"size": 4, "distance": "Dot"}})"));
+  json d = ExpectOk(Call("GET", "/collections/d"));
+  EXPECT_EQ(d["config"]["strata"]["sync"], true);
+  EXPECT_EQ(d["config"]["strata"]["search_threads"], 0);
+  ExpectError(Call("PUT", "/collections/b1", R"({"vectors": {"size": 4, "distance": "Dot"},
+      "strata": {"index_threads": -1}})"),
+              400, "index_threads");
+  ExpectError(Call("PUT", "/collections/b2", R"({"vectors": {"size": 4, "distance": "Dot"},
+      "strata": {"sync": "yes"}})"),
+              400, "sync");
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/b1/exists"))["exists"], false);
+}
+
 }  // namespace
 }  // namespace strata::qdrant

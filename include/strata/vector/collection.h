@@ -62,6 +62,9 @@ struct SearchRequest {
   bool with_vectors = false;
   uint32_t ef = 0;      // HNSW beam (Qdrant hnsw_ef); 0 = index default
   uint32_t nprobe = 0;  // IVF lists to scan; 0 = index default
+  uint32_t rerank = 0;  // IVF_PQ candidates re-scored exactly; 0 = 8 * k
+  // DISKANN candidate list size; 0 = ef when set (Qdrant's hnsw_ef), else max(100, k)
+  uint32_t search_list = 0;
   bool exact = false;   // brute force over the matching rows
   FilterStrategy filter_strategy = FilterStrategy::kAuto;
   std::vector<PointId> exclude;  // never return these (query by point id)

@@ -133,7 +133,7 @@ struct SearchParams {
   uint32_t ef = 0;          // HNSW beam width; 0 = max(64, k)
   uint32_t nprobe = 0;      // IVF lists scanned; 0 = max(1, nlist/16)
   uint32_t rerank = 0;      // IVF_PQ: PQ candidates re-scored exactly; 0 = 8*k (needs raw vectors)
-  uint32_t search_l = 0;    // DISKANN candidate list size; 0 = max(100, k)
+  uint32_t search_l = 0;    // DISKANN candidate list size; 0 = ef if set, else max(100, k)
   uint32_t beam_width = 0;  // DISKANN nodes read per step; 0 = 4
   const IdFilter* filter = nullptr;  // not owned; must outlive the call
   FilterStrategy filter_strategy = FilterStrategy::kAuto;

@@ -67,9 +67,11 @@ struct CollectionOptions {
   // matching rows; otherwise the index walks its graph with the filter.
   double exact_selectivity = 0.03;
   size_t exact_max_rows = 2'000;
-  // Threads for index builds (0 = all cores) and for searching one batch.
+  // Threads for index builds (0 = all cores) and for searching one batch
+  // (0 = auto: one thread for batches under 8 queries, all cores above; N:
+  // at most N threads for any batch).
   uint32_t index_threads = 0;
-  uint32_t search_threads = 1;
+  uint32_t search_threads = 0;
   // false: no background thread; sealing, index builds and compaction run
   // inline in the call that triggers them (deterministic tests, tools).
   bool background = true;

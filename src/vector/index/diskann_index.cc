@@ -310,7 +310,10 @@ class DiskAnnIndex final : public IndexBase {
     const size_t m = pq_.code_size();
     const bool l2 = params_.metric == Metric::kL2;
     const bool filtered = ctx.filter != nullptr || live_ != rows();
-    size_t L = std::max<size_t>(ctx.params->search_l ? ctx.params->search_l : 100, k);
+    // The list size: search_l, else the beam width asked for as HNSW's ef
+    // (Qdrant clients set hnsw_ef whatever the index), else 100.
+    const SearchParams& sp = *ctx.params;
+    size_t L = std::max<size_t>(sp.search_l ? sp.search_l : sp.ef ? sp.ef : 100, k);
     if (ctx.filter != nullptr && ctx.selectivity < 1.0) {
       L = std::min<size_t>(size_t(double(L) / std::sqrt(std::max(ctx.selectivity, 1e-4))),
                            std::max<size_t>(L, 4096));

@@ -19,6 +19,14 @@
 // (hnswlib's filtered search); kAcorn (ACORN-1) expands only matching nodes,
 // reaching them through non-matching neighbours' links (two hops), which
 // keeps the walk inside the predicate's subgraph when the filter is selective.
+// Both start from the upper levels' entry point *and* from a sample of
+// matching nodes (a filter correlated with the data leaves no matching node
+// near an unfiltered entry point); when the matching frontier dries up the
+// two-hop walk also queues non-matching nodes it passed (a bounded budget);
+// and a walk that gathered fewer than ef matching nodes is finished by an
+// exact scan of the matching rows. The planner (PreferExact) compares the
+// scan's cost with the walk's, estimated from the selectivity and the
+// level-0 degree (sel * 2M matching neighbours per node).
 //
 // SQ8: each component is stored as a byte, x_i ~ o_i + s * c_i (per-dimension
 // offset o, one scale s, so code-to-code L2 is exact integer arithmetic).
@@ -495,6 +503,30 @@ class HnswIndex final : public IndexBase {
   }
   double MinGraphSelectivity() const override { return 0.02; }
 
+  // Cost in random-access distance evaluations. A walk expands about ef
+  // nodes. Unfiltered, each scores ~M0/2 new neighbours. Two-hop (ACORN),
+  // each reads the link lists of its ~M0 (1 - sel) non-matching neighbours
+  // (a cache miss, a quarter of a distance) and scores the new matching
+  // nodes within two hops, ~sel * M0 (M0 + 1) / 2, at most M0. A plain
+  // filtered walk expands ~ef / sel nodes. The exact scan reads the matching
+  // rows in order, prefetched: kScanCost of a random-access distance each.
+  // Under kMinTwoHopMatches matching nodes within two hops the predicate's
+  // subgraph falls apart and no walk is worth trying.
+  bool PreferExact(const SearchParams& p, size_t k, double sel, double matches) const override {
+    constexpr double kScanCost = 0.3, kLinkCost = 0.25, kMinTwoHopMatches = 4;
+    const double ef = double(std::max<size_t>(p.ef ? p.ef : 64, k));
+    const double m0 = double(M0_);
+    if (sel * m0 * m0 < kMinTwoHopMatches) return true;
+    double walk;
+    if (GraphStrategy(sel) == FilterStrategy::kAcorn) {
+      walk = ef * (kLinkCost * m0 * (1 - sel) + std::min(m0, 0.5 * sel * m0 * (m0 + 1))) +
+             double(kFilterSeeds);
+    } else {
+      walk = ef * m0 * 0.5 / sel + double(kFilterSeeds);
+    }
+    return matches * kScanCost <= walk;
+  }
+
   FilterStrategy GraphStrategy(double selectivity) const override {
     // ACORN's two-hop expansion pays off once most neighbours are filtered out
     // (Weaviate and Qdrant switch at 40%).
@@ -526,18 +558,126 @@ class HnswIndex final : public IndexBase {
       }
     }
     size_t ef = std::max<size_t>(ctx.params->ef ? ctx.params->ef : 64, k);
-    const bool filtered = ctx.filter != nullptr || live_ != rows();
     thread_local std::vector<HeapItem> top;
     top.clear();
-    if (!filtered) {
-      SearchLevel0<false, false>(K, q, ep, ep_dist, ef, ctx.filter, &top);
+    if (ctx.filter == nullptr) {
+      if (live_ == rows()) {
+        SearchLevel0<false, false>(K, q, ep, ep_dist, ef, nullptr, &top);
+      } else {
+        SearchLevel0<true, false>(K, q, ep, ep_dist, ef, nullptr, &top);
+      }
     } else if (ctx.strategy == FilterStrategy::kAcorn) {
-      SearchLevel0<true, true>(K, q, ep, ep_dist, ef, ctx.filter, &top);
+      SearchFiltered<true>(K, q, ep, ep_dist, ef, ctx, &top);
     } else {
-      SearchLevel0<true, false>(K, q, ep, ep_dist, ef, ctx.filter, &top);
+      SearchFiltered<false>(K, q, ep, ep_dist, ef, ctx, &top);
+    }
+    // A walk that could not gather ef matching nodes saw too little of the
+    // predicate's subgraph to trust: finish exactly over the matching rows
+    // (there are few of them, or the planner would not have walked).
+    if (ctx.filter != nullptr && top.size() < ef && ctx.matching != nullptr) {
+      const std::vector<uint32_t>& match = ctx.matching->Get();
+      if (top.size() < match.size()) {
+        return ExactOverRows(query, match.data(), match.size(), k, out);
+      }
     }
     WriteResults(top, k, LabelsPtr(), out);
     return Status::Ok();
+  }
+
+  // The filtered level-0 walk; *top gets the (up to) ef best matching nodes.
+  // kTwoHop (ACORN-1): candidates are matching nodes, found directly or
+  // through a non-matching neighbour's links; non-matching neighbours are
+  // remembered (up to kReserve) and, when no matching candidate is left
+  // before ef are found, scored and queued (at most kRefills times).
+  // Otherwise (hnswlib's filtered walk) every neighbour is a candidate and
+  // only matching ones enter *top.
+  template <bool kTwoHop>
+  void SearchFiltered(const DistanceKernels& K, const Query& q, uint32_t ep, float ep_dist,
+                      size_t ef, const QueryContext& ctx, std::vector<HeapItem>* top) const {
+    constexpr size_t kReserve = 256, kRefills = 8;
+    const IdFilter* filter = ctx.filter;
+    auto visited = pool_.Get(rows());
+    VisitedList& vis = *visited;
+    thread_local std::vector<HeapItem> cand;  // min-heap by dist
+    thread_local std::vector<uint32_t> reserve;
+    cand.clear();
+    reserve.clear();
+    top->reserve(ef + 1);
+    float lower = std::numeric_limits<float>::infinity();
+    auto offer = [&](float dd, uint32_t id, bool match) {
+      if (top->size() >= ef && dd >= lower) return;
+      cand.push_back({dd, id});
+      std::push_heap(cand.begin(), cand.end(), HeapGreater);
+      if (!match) return;
+      top->push_back({dd, id});
+      std::push_heap(top->begin(), top->end(), HeapLess);
+      if (top->size() > ef) {
+        std::pop_heap(top->begin(), top->end(), HeapLess);
+        top->pop_back();
+      }
+      lower = top->size() >= ef ? top->front().dist : std::numeric_limits<float>::infinity();
+    };
+    vis.Set(ep);
+    offer(ep_dist, ep, Passes(ep, filter));
+    if (ctx.seeds != nullptr) {
+      for (uint32_t s : *ctx.seeds) PrefetchData(s);
+      for (uint32_t s : *ctx.seeds) {
+        if (vis.Visited(s)) continue;
+        vis.Set(s);
+        offer(DistQ(K, q, s), s, true);
+      }
+    }
+    uint32_t fresh[1024];
+    size_t refills = 0;
+    for (;;) {
+      if (cand.empty()) {
+        if (!kTwoHop || top->size() >= ef || reserve.empty() || refills++ == kRefills) break;
+        for (uint32_t r : reserve) PrefetchData(r);
+        for (uint32_t r : reserve) offer(DistQ(K, q, r), r, false);
+        reserve.clear();
+        continue;
+      }
+      HeapItem c = cand.front();
+      if (c.dist > lower) break;  // lower is finite only once top holds ef nodes
+      std::pop_heap(cand.begin(), cand.end(), HeapGreater);
+      cand.pop_back();
+      const uint32_t* links = Links0(c.id);
+      uint32_t cnt = links[0];
+      uint32_t nf = 0;
+      for (uint32_t j = 1; j <= cnt; ++j) Prefetch(&vis.mark[links[j]]);
+      for (uint32_t j = 1; j <= cnt; ++j) {
+        uint32_t nb = links[j];
+        if (vis.Visited(nb)) continue;
+        vis.Set(nb);
+        if constexpr (kTwoHop) {
+          if (!Passes(nb, filter)) {
+            const uint32_t* l2 = Links0(nb);
+            uint32_t c2 = l2[0];
+            for (uint32_t t = 1; t <= c2 && nf < 1024; ++t) {
+              uint32_t nb2 = l2[t];
+              if (vis.Visited(nb2) || !Passes(nb2, filter)) continue;
+              vis.Set(nb2);
+              PrefetchData(nb2);
+              fresh[nf++] = nb2;
+            }
+            if (reserve.size() < kReserve) reserve.push_back(nb);
+            continue;
+          }
+        }
+        PrefetchData(nb);
+        fresh[nf++] = nb;
+      }
+      for (uint32_t j = 0; j < nf; ++j) {
+        uint32_t nb = fresh[j];
+        offer(DistQ(K, q, nb), nb, kTwoHop || Passes(nb, filter));
+      }
+      if (!cand.empty()) {
+        const char* next = reinterpret_cast<const char*>(Links0(cand.front().id));
+        Prefetch(next);
+        Prefetch(next + 64);
+      }
+    }
+    pool_.Put(std::move(visited));
   }
 
   template <bool kFiltered, bool kAcorn>

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
+#include <numeric>
 
 #include <strata/core/checksum.h>
 #include <strata/core/file_util.h>
@@ -438,10 +439,10 @@ size_t IndexBase::DefaultExactThreshold(const SearchParams& p, size_t k) const {
   return std::max<size_t>(10000, 4 * k);
 }
 
-std::vector<uint32_t> IndexBase::MatchingRows(const IdFilter& filter) const {
+std::vector<uint32_t> IndexBase::MatchingRows(const IdFilter* filter) const {
   std::vector<uint32_t> out;
   std::vector<uint64_t> ids;
-  if (filter.Enumerate(&ids)) {
+  if (filter != nullptr && filter->Enumerate(&ids)) {
     out.reserve(ids.size());
     for (uint64_t id : ids) {
       uint32_t r = FindRow(id);
@@ -451,9 +452,42 @@ std::vector<uint32_t> IndexBase::MatchingRows(const IdFilter& filter) const {
     return out;
   }
   for (uint32_t r = 0; r < rows(); ++r) {
-    if (!IsDeleted(r) && filter.Contains(Label(r))) out.push_back(r);
+    if (Passes(r, filter)) out.push_back(r);
   }
   return out;
+}
+
+const std::vector<uint32_t>& LazyMatchingRows::Get() const {
+  std::call_once(once_, [this] { rows_ = index_->MatchingRows(filter_); });
+  return rows_;
+}
+
+std::vector<uint32_t> IndexBase::SampleMatchingRows(const IdFilter& filter, double selectivity,
+                                                    size_t want) const {
+  std::vector<uint32_t> out;
+  const size_t n = rows();
+  if (n == 0 || want == 0) return out;
+  // Rows i * stride mod n visit every row once (stride coprime with n) in an
+  // order that spreads over the whole index; enough probes to find `want`
+  // matches at the estimated selectivity, four times over.
+  uint64_t stride = 0x9E3779B1u % n;
+  if (stride == 0) stride = 1;
+  while (std::gcd(stride, uint64_t(n)) != 1) ++stride;
+  const double expect = double(want) / std::max(selectivity, 1e-6);
+  const size_t probes = size_t(std::min<double>(double(n), 4 * expect + 256));
+  out.reserve(want);
+  uint64_t r = 0;
+  for (size_t i = 0; i < probes && out.size() < want; ++i) {
+    if (Passes(uint32_t(r), &filter)) out.push_back(uint32_t(r));
+    r += stride;
+    if (r >= n) r -= n;
+  }
+  return out;
+}
+
+bool IndexBase::PreferExact(const SearchParams& p, size_t k, double selectivity,
+                            double matches) const {
+  return matches <= double(DefaultExactThreshold(p, k)) || selectivity < MinGraphSelectivity();
 }
 
 Status IndexBase::ExactOverRows(const float* query, const uint32_t* rows, size_t n, size_t k,
@@ -509,22 +543,22 @@ Status IndexBase::Search(size_t nq, const float* queries, size_t k, const Search
   const unsigned threads = ResolveThreads(params.num_threads);
 
   QueryContext ctx{&params, params.filter, FilterStrategy::kGraph, 1.0};
+  LazyMatchingRows matching(this, params.filter);
+  std::vector<uint32_t> seeds;
   if (params.filter != nullptr) {
     FilterStrategy s = params.filter_strategy;
     if (s != FilterStrategy::kExact) {
       ctx.selectivity = EstimateSelectivity(*params.filter);
       if (s == FilterStrategy::kAuto) {
-        size_t threshold = params.exact_threshold != 0 ? params.exact_threshold
-                                                       : DefaultExactThreshold(params, k);
         double matches = ctx.selectivity * double(live_);
-        bool exact = matches <= double(threshold) ||
-                     (params.exact_threshold == 0 && ctx.selectivity < MinGraphSelectivity());
+        bool exact = params.exact_threshold != 0 ? matches <= double(params.exact_threshold)
+                                                 : PreferExact(params, k, ctx.selectivity, matches);
         s = exact ? FilterStrategy::kExact : GraphStrategy(std::max(ctx.selectivity, 1e-9));
       }
     }
     ctx.strategy = s;
     if (s == FilterStrategy::kExact) {
-      std::vector<uint32_t> match = MatchingRows(*params.filter);
+      const std::vector<uint32_t>& match = matching.Get();
       FirstError err;
       ParallelFor(nq, threads, [&](size_t q, unsigned) {
         if (err.failed()) return;
@@ -533,8 +567,26 @@ Status IndexBase::Search(size_t nq, const float* queries, size_t k, const Search
       });
       return err.Take();
     }
+    seeds = SampleMatchingRows(*params.filter, ctx.selectivity, kFilterSeeds);
+    ctx.seeds = &seeds;
   }
-  return SearchBatch(nq, queries, k, ctx, out->neighbors.data(), threads);
+  const bool restricted = params.filter != nullptr || live_ != rows_;
+  if (restricted) ctx.matching = &matching;
+  STRATA_RETURN_IF_ERROR(SearchBatch(nq, queries, k, ctx, out->neighbors.data(), threads));
+  if (!restricted) return Status::Ok();
+  // The guarantee: a walk that found fewer than k passing rows (the
+  // predicate's subgraph is cut off from where the walk ran) is finished by
+  // an exact scan of the matching rows, so no search returns fewer than
+  // min(k, matches).
+  FirstError err;
+  ParallelFor(nq, threads, [&](size_t q, unsigned) {
+    if (err.failed() || out->Count(q) >= k) return;
+    const std::vector<uint32_t>& match = matching.Get();
+    if (out->Count(q) >= std::min(k, match.size())) return;
+    err.Set(ExactOverRows(queries + q * d, match.data(), match.size(), k,
+                          out->neighbors.data() + q * k));
+  });
+  return err.Take();
 }
 
 Status IndexBase::SearchSubset(size_t nq, const float* queries, size_t k, const uint64_t* ids,

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -231,12 +232,38 @@ class DiskFile {
   bool writable_;
 };
 
+class IndexBase;
+
+// Matching rows sampled per filtered Search call as entry points of the walk.
+inline constexpr size_t kFilterSeeds = 64;
+
+// The live rows passing a filter (all live rows without one), enumerated on
+// first use and then shared by the queries of a Search call: the exact scan a
+// filtered walk falls back to when it comes up short. Thread-safe.
+class LazyMatchingRows {
+ public:
+  LazyMatchingRows(const IndexBase* index, const IdFilter* filter)
+      : index_(index), filter_(filter) {}
+  const std::vector<uint32_t>& Get() const;
+
+ private:
+  const IndexBase* index_;
+  const IdFilter* filter_;
+  mutable std::once_flag once_;
+  mutable std::vector<uint32_t> rows_;  // written once under once_
+};
+
 // How a single query is to be answered (fixed for a whole Search call).
 struct QueryContext {
   const SearchParams* params;
   const IdFilter* filter;         // nullptr: no filter
   FilterStrategy strategy;        // kGraph or kAcorn when filtered (kExact never reaches impls)
   double selectivity;             // estimated fraction passing the filter; 1 without one
+  // Filtered walks: a sample of matching rows (entry points among the nodes
+  // that pass, so the walk starts inside the predicate's subgraph), and the
+  // matching rows for an exact fallback. Both null without a filter.
+  const std::vector<uint32_t>* seeds = nullptr;
+  const LazyMatchingRows* matching = nullptr;
 };
 
 class IndexBase : public Index {
@@ -280,6 +307,9 @@ class IndexBase : public Index {
   uint64_t Label(uint32_t i) const { return identity_ ? i : labels_[i]; }
   // For WriteResults: nullptr while ids are row numbers.
   const uint64_t* LabelsPtr() const { return identity_ ? nullptr : labels_.data(); }
+  // Live rows whose id passes the filter (all live rows for nullptr),
+  // ascending (enumerated or scanned).
+  std::vector<uint32_t> MatchingRows(const IdFilter* filter) const;
   // Row of a live or removed id; UINT32_MAX if unknown.
   uint32_t FindRow(uint64_t id) const {
     if (identity_) return id < rows_ ? uint32_t(id) : UINT32_MAX;
@@ -312,11 +342,18 @@ class IndexBase : public Index {
   // quality collapses (docs/vector.md, "Filtered search").
   virtual size_t DefaultExactThreshold(const SearchParams& p, size_t k) const;
   virtual double MinGraphSelectivity() const { return 0.0; }
+  // The planner for kAuto without an explicit exact_threshold: true when an
+  // exact scan of the `matches` expected matching rows is cheaper than the
+  // filtered walk. Default: the fixed thresholds above; HNSW: a cost model.
+  virtual bool PreferExact(const SearchParams& p, size_t k, double selectivity,
+                           double matches) const;
 
   // Query prepared for search: copied and normalised for COSINE.
   const float* PrepareQuery(const float* q, std::vector<float>* buf) const;
-  // Rows whose id passes the filter (enumerated or scanned).
-  std::vector<uint32_t> MatchingRows(const IdFilter& filter) const;
+  // Up to `want` live rows passing the filter, spread over the index (for
+  // entry points), found by probing rows in a fixed pseudo-random order.
+  std::vector<uint32_t> SampleMatchingRows(const IdFilter& filter, double selectivity,
+                                           size_t want) const;
   Status ExactOverRows(const float* query, const uint32_t* rows, size_t n, size_t k,
                        Neighbor* out) const;
   Status EnsureWritableDisk();
