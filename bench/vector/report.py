@@ -149,6 +149,8 @@ def filtered_table(rows, target, k1, k2):
         cells.append(txt)
         if ours and f1:
             cells.append(f"{ours[0] / f1:.2f}x / {ours[1] / f2:.2f}x")
+        elif not by[b]["faiss"]:
+            cells.append("-")
         else:
             cells.append("FAISS not reached" if ours else "Strata (auto) not reached")
         for k in ("strata-exact", "faiss-exact"):
