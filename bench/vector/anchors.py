@@ -7,6 +7,8 @@ The metric is DIR/metric (l2, or cosine: hnswlib's "cosine" space, FAISS inner
 product over normalised vectors).
 
   anchors.py --dir DIR --json results.jsonl [--M 16] [--efc 200] [--only hnswlib,faiss-hnsw]
+  anchors.py --dir DIR --only faiss-filtered ...   (the filter buckets of
+      prepare.py clustered: FAISS HNSW with an IDSelectorBitmap, and exact)
 """
 import argparse
 import json
@@ -35,7 +37,7 @@ def loadavg():
         return " ".join(f.read().split()[:3])
 
 
-def emit(out, engine, index, build, search, rec, q, b, mem_mb):
+def emit(out, engine, index, build, search, rec, q, b, mem_mb, extra=None):
     """q: {threads: (wall qps, cpu qps)}; b: (wall s, cpu s per thread)."""
     print(f"{engine:15s} {index:9s} {build:22s} {search:20s} recall@10 {rec:.4f}  "
           f"QPS 1t {q[1][0]:7.0f} (cpu {q[1][1]:7.0f})  2t {q[2][0]:7.0f} (cpu {q[2][1]:7.0f})",
@@ -46,7 +48,7 @@ def emit(out, engine, index, build, search, rec, q, b, mem_mb):
                                   qps2=round(q[2][0], 1), cpu_qps1=round(q[1][1], 1),
                                   cpu_qps2=round(q[2][1], 1), build_s=round(b[0], 3),
                                   build_cpu_s=round(b[1], 3), mem_mb=round(mem_mb, 2),
-                                  disk_mb=0, load=loadavg())) + "\n")
+                                  disk_mb=0, load=loadavg(), **(extra or {}))) + "\n")
         out.flush()
 
 
@@ -70,6 +72,87 @@ def rss_mb():
     return 0.0
 
 
+def load_buckets(d, n, nq):
+    """The filter buckets of prepare.py clustered: (name, kind, selectivity,
+    matches, packed bitmap, exact filtered top-k)."""
+    fdir = os.path.join(d, "filters")
+    out = []
+    for line in open(os.path.join(fdir, "buckets.tsv")):
+        name, kind, sel, matches = line.split()
+        bits = np.fromfile(os.path.join(fdir, name + ".bits"), dtype=np.uint8)
+        gt = read_vecs(os.path.join(fdir, name + ".gt.ivecs"), np.int32)[:nq]
+        out.append((name, kind, float(sel), int(matches), bits, gt))
+    return out
+
+
+def filtered_recall(found, gt, k):
+    """recall@k against the exact filtered top-k (-1 past the matches)."""
+    hits = want = 0
+    for q in range(gt.shape[0]):
+        truth = set(x for x in gt[q, :k].tolist() if x >= 0)
+        if truth:
+            hits += len(set(found[q, :k].tolist()) & truth)
+            want += len(truth)
+    return hits / want if want else 1.0
+
+
+def faiss_filtered(a, out, base, queries, fmetric, efs):
+    """Issue 22's filtered table, FAISS's side: HNSW (same M, efConstruction)
+    searched with an IDSelectorBitmap through SearchParametersHNSW (sel,
+    efSearch), the ef sweep ending at the first ef reaching --stop-recall; and
+    exact search over the filtered subset (IndexFlat with the same selector:
+    distances only to matching rows)."""
+    import faiss
+
+    n, d = base.shape
+    k = a.k
+    buckets = load_buckets(a.dir, n, queries.shape[0])
+    build = f"M={a.M},efC={a.efc}"
+    faiss.omp_set_num_threads(a.build_threads)
+    hnsw = faiss.IndexHNSWFlat(d, a.M, fmetric)
+    hnsw.hnsw.efConstruction = a.efc
+    w0, c0 = time.perf_counter(), time.process_time()
+    hnsw.add(base)
+    b = (time.perf_counter() - w0, (time.process_time() - c0) / a.build_threads)
+    print(f"faiss-hnsw {build}: built in {b[0]:.2f} s ({b[1]:.2f} CPU s per thread)", flush=True)
+    flat = faiss.IndexFlat(d, fmetric)
+    flat.add(base)
+    for name, kind, sel, matches, bits, gt in buckets:
+        selector = faiss.IDSelectorBitmap(n, faiss.swig_ptr(bits))
+        runs = []
+        for ef in efs:
+            # Fields set one by one: python3-faiss 1.7.3's keyword constructor
+            # SearchParametersHNSW(sel=..., efSearch=...) left efSearch at its
+            # default here (recall stopped growing with ef, unfiltered too).
+            params = faiss.SearchParametersHNSW()
+            params.sel = selector
+            params.efSearch = ef
+            assert params.efSearch == ef
+            runs.append(("HNSW", build, f"ef={ef}", hnsw, params))
+        params = faiss.SearchParameters()
+        params.sel = selector
+        runs.append(("FLAT", "exact", "exact", flat, params))
+        hnsw_done = False
+        for index_name, build_label, search, index, params in runs:
+            if index_name == "HNSW" and hnsw_done:
+                continue
+            faiss.omp_set_num_threads(1)
+            _, labels = index.search(queries, k, params=params)
+            rec = filtered_recall(labels, gt, k)
+            short = int(np.sum((labels >= 0).sum(axis=1) < min(k, matches)))
+            q = {}
+            for t in (1, 2):
+                faiss.omp_set_num_threads(t)
+                q[t] = timed(lambda: index.search(queries, k, params=params), len(queries), t,
+                             a.repeat)
+            print(f"[{name}, {matches} rows] short {short}  ", end="")
+            emit(out, "faiss", index_name, build_label, search, rec, q,
+                 b if index_name == "HNSW" else (0, 0), 0,
+                 extra=dict(bucket=name, kind=kind, selectivity=sel, matches=matches, n=n,
+                            strategy="selector", short=short))
+            hnsw_done = index_name == "HNSW" and rec >= a.stop_recall
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", required=True)
@@ -83,6 +166,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--ef", default="10,16,24,32,48,64,96,128,192,256,384,512")
     ap.add_argument("--nprobe", default="4,8,16,32,64")
+    ap.add_argument("--stop-recall", type=float, default=0.98,
+                    help="faiss-filtered: a bucket's ef sweep ends at the first ef reaching this")
     a = ap.parse_args()
     only = set(a.only.split(","))
     base = read_vecs(os.path.join(a.dir, "base.fvecs"), np.float32)
@@ -148,6 +233,10 @@ def main():
         w0, c0 = time.perf_counter(), time.process_time()
         fn()
         return (time.perf_counter() - w0, (time.process_time() - c0) / a.build_threads)
+
+    if "faiss-filtered" in only:
+        faiss_filtered(a, out, base, queries, fmetric,
+                       [int(x) for x in a.ef.split(",")])
 
     if "faiss-hnsw" in only:
         faiss.omp_set_num_threads(a.build_threads)

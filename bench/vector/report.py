@@ -42,7 +42,7 @@ def main():
     curves = defaultdict(list)
     meta = {}
     for r in rows:
-        if r.get("filtered") or "qps1" not in r:
+        if r.get("filtered") or "bucket" in r or "qps1" not in r:
             continue
         key = (r["index"], r["engine"])
         curves[key].append(r)
@@ -82,6 +82,7 @@ def main():
         b = meta[(index, engine)][kb] / max(meta[(index, "strata")][kb], 1e-9)
         print(f"- {index} vs {engine}: " + ", ".join(parts) + f"; build {b:.2f}x faster")
 
+    filtered_table(rows, 0.95, k1, k2)
     filt = [r for r in rows if r.get("filtered")]
     if filt:
         print()
@@ -90,6 +91,73 @@ def main():
         for r in filt:
             print(f"| {r['index']} | {r['search']} | {r['recall']:.4f} | {r[k1]:,.0f} | "
                   f"{r[k2]:,.0f} |")
+
+
+def bucket_cell(pts, target, k1, k2):
+    """QPS@target 1t / 2t, the lowest search setting reaching it and its short
+    queries; or "not reached" with the best recall and its short queries."""
+    q1, q2 = qps_at(pts, target, k1), qps_at(pts, target, k2)
+    hit = [p for p in pts if p["recall"] >= target]
+    if q1 is None or q2 is None:
+        best = max(pts, key=lambda p: p["recall"])
+        return None, None, f"not reached (max {best['recall']:.3f}, short {best['short']})"
+    first = hit[0]
+    return q1, q2, (f"{q1:,.0f} / {q2:,.0f} ({first['search']}, recall {first['recall']:.3f}, "
+                    f"short {first['short']})")
+
+
+def filtered_table(rows, target, k1, k2):
+    """Issue 22's table: per filter bucket, QPS at recall@10 = target for
+    Strata (strategy auto), FAISS HNSW with an IDSelectorBitmap, and exact
+    search over the filtered subset (Strata kExact, FAISS IndexFlat with the
+    selector); Strata / FAISS in the same run."""
+    by = defaultdict(lambda: defaultdict(list))
+    meta = {}
+    for r in rows:
+        if "bucket" not in r:
+            continue
+        if r["engine"] == "strata":
+            key = "strata-exact" if r["search"] == "exact" else "strata-" + r["strategy"]
+        else:
+            key = "faiss-exact" if r["index"] == "FLAT" else "faiss"
+        by[r["bucket"]][key].append(r)
+        meta[r["bucket"]] = r
+    if not by:
+        return
+    strata_keys = sorted({k for b in by.values() for k in b if k.startswith("strata-")
+                          and k != "strata-exact"})
+    print()
+    print(f"Filtered search: QPS at recall@10 = {target} (1 thread / 2 threads), lowest search "
+          "setting reaching it, queries answered with fewer than min(10, matches) points.")
+    print()
+    print("| filter | rows | " + " | ".join(f"Strata {k[7:]}" for k in strata_keys) + " | FAISS HNSW + IDSelectorBitmap | "
+          "Strata / FAISS | Strata exact | FAISS exact |")
+    print("|---|---|" + "---|" * (len(strata_keys) + 4))
+    order = sorted(by, key=lambda b: ({"cat": 0, "ts": 1}.get(meta[b]["kind"], 2),
+                                      meta[b]["selectivity"]))
+    for b in order:
+        m = meta[b]
+        cells = [b, f"{m['matches']:,} ({m['matches'] / m['n']:.2%})"]
+        ours = None
+        for k in strata_keys:
+            q1, q2, txt = bucket_cell(by[b][k], target, k1, k2) if by[b][k] else (None, None, "-")
+            if k == "strata-auto" and q1:
+                ours = (q1, q2)
+            cells.append(txt)
+        f1, f2, txt = bucket_cell(by[b]["faiss"], target, k1, k2) if by[b]["faiss"] else \
+            (None, None, "-")
+        cells.append(txt)
+        if ours and f1:
+            cells.append(f"{ours[0] / f1:.2f}x / {ours[1] / f2:.2f}x")
+        elif not by[b]["faiss"]:
+            cells.append("-")
+        else:
+            cells.append("FAISS not reached" if ours else "Strata (auto) not reached")
+        for k in ("strata-exact", "faiss-exact"):
+            e = by[b][k]
+            cells.append(f"{e[0][k1]:,.0f} / {e[0][k2]:,.0f} (recall {e[0]['recall']:.3f})"
+                         if e else "-")
+        print("| " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -16,23 +16,24 @@
 // (written by `strata server`, see bench/vector/rest_bench.py) and measures
 // in-process Collection::SearchBatch in batches of --batch queries: the
 // in-process side of the REST comparison.
-#include <strata/vector/collection.h>
-#include <strata/vector/index.h>
+#include <time.h>
 
 #include <algorithm>
-#include <cmath>
-#include <functional>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <time.h>
+#include <strata/vector/collection.h>
+#include <strata/vector/index.h>
 
 #ifdef STRATA_BENCH_HAVE_HNSWLIB
 #include "hnswlib_anchor.h"
@@ -50,6 +51,9 @@ struct Args {
   size_t max_queries = 1000;
   size_t diskann_max_n = 250000;
   bool filters = false;
+  bool filter_buckets = false;  // DIR/filters/ (prepare.py clustered): issue 22's table
+  std::string filter_strategies = "auto,exact";
+  double stop_recall = 0.98;  // a bucket's ef sweep ends at the first ef reaching this
   std::string json;
   std::string ef_list, nprobe_list;
   int repeat = 3;       // best of N timed runs per point (ann-benchmarks does the same)
@@ -185,16 +189,18 @@ void Emit(const char* engine, const std::string& index, const std::string& build
 // writes nq x k labels.
 using SearchFn = std::function<void(unsigned threads, std::vector<uint64_t>* labels)>;
 
-
 // Best-of-`repeat` QPS at 1 and 2 threads for each engine, runs interleaved
 // (engine A, engine B, A, B, ...) so machine load hits all of them alike.
+// warm (optional) gets the first engine's labels.
 std::vector<QpsPoint> Measure(const std::vector<SearchFn>& engines, size_t nq, size_t k,
-                           const std::vector<std::vector<uint32_t>>& truth, int repeat) {
+                              const std::vector<std::vector<uint32_t>>& truth, int repeat,
+                              std::vector<uint64_t>* warm = nullptr) {
   std::vector<QpsPoint> pts(engines.size());
   std::vector<uint64_t> labels;
   for (size_t e = 0; e < engines.size(); ++e) {
     engines[e](1, &labels);  // warm-up, and the recall
     pts[e].recall = Recall(labels, k, truth);
+    if (e == 0 && warm) *warm = labels;
   }
   for (int r = 0; r < repeat; ++r) {
     for (unsigned threads : {1u, 2u}) {
@@ -226,6 +232,114 @@ SearchFn StrataEngine(const Index& idx, const Data& d, size_t k, SearchParams sp
     labels->resize(d.nq * k);
     for (size_t i = 0; i < labels->size(); ++i) (*labels)[i] = res.neighbors[i].id;
   };
+}
+
+// One filter bucket written by prepare.py clustered (write_filters): the
+// allow set as a row-id bitset, and the exact filtered top-k per query.
+struct Bucket {
+  std::string name, kind;
+  double selectivity = 0;  // asked; the real one is matches / n
+  size_t matches = 0;
+  std::unique_ptr<BitsetIdFilter> filter;
+  std::vector<std::vector<uint32_t>> truth;
+};
+
+bool LoadBuckets(const std::string& dir, const Data& d, size_t k, std::vector<Bucket>* out) {
+  std::ifstream tsv(dir + "/filters/buckets.tsv");
+  if (!tsv) return false;
+  std::string name, kind;
+  double sel;
+  size_t matches;
+  while (tsv >> name >> kind >> sel >> matches) {
+    Bucket b;
+    b.name = name;
+    b.kind = kind;
+    b.selectivity = sel;
+    std::ifstream bits(dir + "/filters/" + name + ".bits", std::ios::binary);
+    std::vector<unsigned char> bytes((d.n + 7) / 8);
+    if (!bits.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(bytes.size()))) {
+      std::fprintf(stderr, "%s/filters/%s.bits: short\n", dir.c_str(), name.c_str());
+      return false;
+    }
+    b.filter = std::make_unique<BitsetIdFilter>(d.n);
+    for (size_t i = 0; i < d.n; ++i) {
+      if ((bytes[i >> 3] >> (i & 7)) & 1) b.filter->Set(i);
+    }
+    b.matches = size_t(b.filter->Cardinality());
+    std::vector<int32_t> gt;
+    size_t gk = 0;
+    if (b.matches != matches || !ReadVecs(dir + "/filters/" + name + ".gt.ivecs", &gt, &gk) ||
+        gt.size() / gk < d.nq) {
+      std::fprintf(stderr, "%s/filters/%s: inconsistent bucket\n", dir.c_str(), name.c_str());
+      return false;
+    }
+    b.truth.resize(d.nq);
+    for (size_t q = 0; q < d.nq; ++q) {
+      for (size_t j = 0; j < std::min(gk, k); ++j) {
+        if (gt[q * gk + j] >= 0) b.truth[q].push_back(uint32_t(gt[q * gk + j]));
+      }
+    }
+    out->push_back(std::move(b));
+  }
+  return !out->empty();
+}
+
+// Queries answered with fewer than min(k, matches) points.
+size_t ShortResults(const std::vector<uint64_t>& labels, size_t nq, size_t k, size_t matches) {
+  size_t want = std::min(k, matches), n_short = 0;
+  for (size_t q = 0; q < nq; ++q) {
+    size_t got = 0;
+    while (got < k && labels[q * k + got] != kNoId) ++got;
+    n_short += got < want;
+  }
+  return n_short;
+}
+
+FilterStrategy StrategyByName(const std::string& s) {
+  if (s == "graph") return FilterStrategy::kGraph;
+  if (s == "acorn") return FilterStrategy::kAcorn;
+  if (s == "exact") return FilterStrategy::kExact;
+  if (s != "auto") {
+    std::fprintf(stderr, "unknown filter strategy %s (auto, graph, acorn, exact)\n", s.c_str());
+    std::exit(2);
+  }
+  return FilterStrategy::kAuto;
+}
+
+// Issue 22's filtered table, Strata's side: per bucket and strategy, the ef
+// sweep (ending at the first ef whose recall@k reaches --stop-recall; exact
+// is one point) with the bucket's allow set as the filter, recall against
+// the exact filtered top-k, and the queries that came back short.
+void RunFilterBuckets(const Args& a, const Data& d, const Index& idx, const std::string& label,
+                      const std::string& build, const Built& bt,
+                      const std::vector<Bucket>& buckets) {
+  const std::vector<uint32_t> efs = ParseList(a.ef_list, {16, 32, 64, 128, 256, 512});
+  for (const Bucket& b : buckets) {
+    for (const std::string& strat : Split(a.filter_strategies)) {
+      const FilterStrategy fs = StrategyByName(strat);
+      for (uint32_t ef : efs) {
+        SearchParams sp;
+        sp.ef = ef;
+        sp.filter = b.filter.get();
+        sp.filter_strategy = fs;
+        std::vector<uint64_t> labels;
+        QpsPoint pt =
+            Measure({StrataEngine(idx, d, a.k, sp)}, d.nq, a.k, b.truth, a.repeat, &labels)[0];
+        size_t n_short = ShortResults(labels, d.nq, a.k, b.matches);
+        std::string search = fs == FilterStrategy::kExact ? "exact" : "ef=" + std::to_string(ef);
+        char extra[256];
+        std::snprintf(extra, sizeof(extra),
+                      ",\"bucket\":\"%s\",\"kind\":\"%s\",\"selectivity\":%g,"
+                      "\"matches\":%zu,\"n\":%zu,\"strategy\":\"%s\",\"short\":%zu",
+                      b.name.c_str(), b.kind.c_str(), b.selectivity, b.matches, d.n, strat.c_str(),
+                      n_short);
+        std::printf("[%s, %zu rows, %s] short %zu  ", b.name.c_str(), b.matches, strat.c_str(),
+                    n_short);
+        Emit("strata", label, build, search, pt, bt, extra);
+        if (fs == FilterStrategy::kExact || pt.recall >= a.stop_recall) break;
+      }
+    }
+  }
 }
 
 // In-process Collection::SearchBatch over the queries in batches of a.batch
@@ -315,6 +429,12 @@ int main(int argc, char** argv) {
     else if (s == "--queries") a.max_queries = std::stoul(next());
     else if (s == "--diskann-max-n") a.diskann_max_n = std::stoul(next());
     else if (s == "--filters") a.filters = true;
+    else if (s == "--filter-buckets")
+      a.filter_buckets = true;
+    else if (s == "--filter-strategies")
+      a.filter_strategies = next();
+    else if (s == "--stop-recall")
+      a.stop_recall = std::stod(next());
     else if (s == "--json") a.json = next();
     else if (s == "--ef") a.ef_list = next();
     else if (s == "--nprobe") a.nprobe_list = next();
@@ -328,6 +448,7 @@ int main(int argc, char** argv) {
                    "usage: %s --dir DIR [--types hnsw,hnsw_sq8,ivf_flat,ivf_pq,diskann,flat] "
                    "[--M 16] [--efc 200] [--build-threads 2] [--k 10] [--queries 1000] "
                    "[--ef 10,20,..] [--nprobe 4,8,..] [--repeat 3] [--no-anchor] [--filters] "
+                   "[--filter-buckets [--filter-strategies auto,exact] [--stop-recall 0.98]] "
                    "[--json out.jsonl]\n",
                    argv[0]);
       return 2;
@@ -364,6 +485,14 @@ int main(int argc, char** argv) {
   }
   if (!a.json.empty()) g_json = std::fopen(a.json.c_str(), "a");
   if (!a.collection.empty()) return RunCollection(a, d, truth);
+  std::vector<Bucket> buckets;
+  if (a.filter_buckets && !LoadBuckets(a.dir, d, a.k, &buckets)) {
+    std::fprintf(stderr,
+                 "--filter-buckets: no usable %s/filters/buckets.tsv (prepare.py "
+                 "clustered writes it)\n",
+                 a.dir.c_str());
+    return 1;
+  }
   std::printf("data %s: %zu x %zu, %zu queries, %s, SIMD %s\n", a.dir.c_str(), d.n, d.dim, d.nq,
               metric == Metric::kCosine ? "cosine" : "l2",
               std::string(SimdLevelName(ActiveSimdLevel())).c_str());
@@ -463,6 +592,10 @@ int main(int argc, char** argv) {
                 IndexTypeName(p.type).data(), build.c_str(), bt.wall_s, bt.cpu_s, a.build_threads,
                 bt.mem_mb, raw_mb, bt.mem_mb / raw_mb, bt.disk_mb);
     std::string label = type == "hnsw_sq8" ? "HNSW_SQ8" : std::string(IndexTypeName(p.type));
+    if (a.filter_buckets) {  // only issue 22's filtered table for this index
+      RunFilterBuckets(a, d, *idx, label, build, bt, buckets);
+      continue;
+    }
 
     auto run = [&](const std::string& search, const SearchParams& sp) {
       QpsPoint pt = Measure({StrataEngine(*idx, d, a.k, sp)}, d.nq, a.k, truth, a.repeat)[0];
