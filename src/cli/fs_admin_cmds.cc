@@ -734,7 +734,8 @@ void RegisterFsAdminCommands(
   auto* st = fsc->add_subcommand(
       "stats",
       "Live per-operation counters of a mount: ops/s and latency per FUSE op, and the metadata "
-      "transactions (meta:readtxn, meta:writetxn) and entry-cache answers (meta:cached) behind them");
+      "transactions (meta:readtxn, meta:writetxn) and entry-cache answers (meta:cached) behind "
+      "them");
   st->add_option("address", sta->address, "The mount's --metrics HOST:PORT")->capture_default_str();
   st->add_option("--interval", sta->interval, "Seconds between refreshes")->capture_default_str();
   st->add_option("--count", sta->count, "Refreshes before exiting (0: until interrupted)")

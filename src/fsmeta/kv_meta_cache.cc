@@ -138,10 +138,10 @@ struct KvMeta::Cache {
   std::mutex check_mu;  // one counter read at a time
 
   std::mutex mu;
-  uint64_t epoch = 0;            // guarded by mu
-  int64_t valid_until_ns = 0;    // guarded by mu: answers allowed before (monotonic)
-  int64_t foreign = -1;          // guarded by mu: other clients' changes at the last check
-  uint64_t sid = 0;              // guarded by mu: the session the counters were read for
+  uint64_t epoch = 0;          // guarded by mu
+  int64_t valid_until_ns = 0;  // guarded by mu: answers allowed before (monotonic)
+  int64_t foreign = -1;        // guarded by mu: other clients' changes at the last check
+  uint64_t sid = 0;            // guarded by mu: the session the counters were read for
   std::unordered_map<std::string, std::optional<std::string>> kv;  // guarded by mu
   std::unordered_set<Ino> complete;  // guarded by mu: every entry of these is in kv
 

@@ -908,7 +908,8 @@ TEST_P(MetaTest, CachedLookupsAndStatsCostNoTransactions) {
     EXPECT_TRUE(S_ISREG(a.mode));
     found.push_back(e);
   }
-  EXPECT_LE(TxnsOf(*m_) - t1, 2u) << "transactions for " << kN << " lookups + stats of cached names";
+  EXPECT_LE(TxnsOf(*m_) - t1, 2u) << "transactions for " << kN
+                                  << " lookups + stats of cached names";
   EXPECT_GE(m_->Transactions().cached, 3u * kN);
   const uint64_t t2 = TxnsOf(*m_);
   for (int i = 0; i < kN; ++i) {
