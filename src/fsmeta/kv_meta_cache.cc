@@ -15,7 +15,8 @@
 // directories it created itself and so knows completely. Lookup and GetAttr
 // run their usual bodies against it (CacheServe) while the counters were
 // checked less than check_interval ago; any key the cache lacks (or an
-// absent inode, which may mean a stale name) falls back to a real
+// absent inode, which may mean a stale name; or an absent name while
+// another session is registered, see Cache::alone) falls back to a real
 // transaction. Keeping it right against this client's own concurrent
 // operations: every real transaction, at its end, stores what it read and
 // wrote if no other write of this client was applied to the cache since it
@@ -142,6 +143,11 @@ struct KvMeta::Cache {
   int64_t valid_until_ns = 0;  // guarded by mu: answers allowed before (monotonic)
   int64_t foreign = -1;        // guarded by mu: other clients' changes at the last check
   uint64_t sid = 0;            // guarded by mu: the session the counters were read for
+  // No other session was registered at the last check: only then are names
+  // known absent answered from the cache, so a name another mount creates
+  // shows here at once, as without the cache (JuiceFS's negative entry
+  // cache is off by default for the same reason).
+  bool alone = false;  // guarded by mu
   std::unordered_map<std::string, std::optional<std::string>> kv;  // guarded by mu
   std::unordered_set<Ino> complete;  // guarded by mu: every entry of these is in kv
 
@@ -160,11 +166,11 @@ struct KvMeta::Cache {
     if (!CachedKey(k)) return false;
     auto it = kv.find(k);
     if (it != kv.end()) {
-      if (!it->second && IsAttrKey(k)) return false;
+      if (!it->second && (IsAttrKey(k) || !alone)) return false;
       *out = it->second;
       return true;
     }
-    if (IsDentKey(k) && complete.count(DentParent(k))) {
+    if (IsDentKey(k) && alone && complete.count(DentParent(k))) {
       out->reset();
       return true;
     }
@@ -265,11 +271,17 @@ bool KvMeta::CacheFresh() {
   }
   const uint64_t sid = sid_.load();
   int64_t total = 0, mine = 0;
+  int others = 0;
   Status st = kv_->Txn(
       [&](KvTxn& t) {
         auto v = t.MultiGet({kChanges, SessionChangesKey(sid)});
         total = CounterValue(v[0]);
         mine = CounterValue(v[1]);
+        others = 0;
+        t.Scan(codec::SessionPrefix(), "", 2, true, [&](const std::string& k, const std::string&) {
+          if (k != codec::SessionKey(sid)) ++others;
+          return true;
+        });
         return Status::Ok();
       },
       true);
@@ -281,6 +293,7 @@ bool KvMeta::CacheFresh() {
     c.foreign = total - mine;
     c.sid = sid;
   }
+  c.alone = others == 0;
   c.valid_until_ns = t0 + c.interval_ns;
   return true;
 }

@@ -6,9 +6,9 @@ of one volume:
   * transaction counts, from A's /metrics (strata_fsmeta_txn_seconds_count,
     strata_fsmeta_cached_total): N files created in a directory A made, then
     stat'ed and unlinked after the kernel's own caches expired. The lookups
-    (the negative one before each create, the one behind each stat and
-    unlink) and the attribute reads cost no read transaction; the creates and
-    unlinks one write transaction each. Without the cache (--meta-cache 0,
+    behind each stat and unlink and the attribute reads cost no read
+    transaction (the negative lookup before each create does: another mount
+    is registered); the creates and unlinks one write transaction each. Without the cache (--meta-cache 0,
     mount C) the same run pays a read transaction per lookup.
   * coherence: names B looked up or found missing, then created, renamed over,
     unlinked + re-created and chmodded on A, show on B within the bound the
@@ -113,10 +113,14 @@ class Cases:
     def transaction_counts(self):
         r = create_stat_unlink(self.a, self.n, self.port_a)
         n = self.n
-        # Cached: no read transaction per op (a counter read per 0.5 s at most).
+        # Cached: no read transaction per op (a counter read per 0.5 s at most)
+        # but the lookup before each create: with B mounted too, a name's
+        # absence is always read from the engine (B's creates show at once);
+        # without the cache a create costs three.
         for ph in ("create", "stat", "unlink"):
-            expect(r[ph][1] <= n / 10, f"{ph}: {r[ph][1]:.0f} read transactions for {n} files "
-                                       f"(the cache should answer the lookups)")
+            limit = n * 1.1 if ph == "create" else n / 10
+            expect(r[ph][1] <= limit, f"{ph}: {r[ph][1]:.0f} read transactions for {n} files "
+                                      f"(the cache should answer the lookups)")
         expect(r["stat"][3] >= n, f"stat: only {r['stat'][3]:.0f} cached answers for {n} stats")
         expect(r["unlink"][2] <= n + 10, f"unlink: {r['unlink'][2]:.0f} write transactions for {n}")
 
@@ -145,9 +149,14 @@ class Cases:
         os.stat(B("gone"))
         os.stat(B("mode"))
         expect(not os.path.exists(B("new")), "new exists too early")
+        expect(not os.path.exists(B("atonce")), "atonce exists too early")
         time.sleep(KERNEL_CACHE_S + 0.2)  # the kernel asks the mount again from here
         os.stat(B("gone"))
 
+        # A name B found missing, created on A, shows on B at once (names
+        # absent are not cached while another mount is registered).
+        write(A("atonce"), b"a")
+        expect(os.path.exists(B("atonce")), "A's create not visible on B at once")
         write(A("new"), b"created on A")
         eventually(lambda: os.path.exists(B("new")), "create of a name B found missing")
         os.unlink(A("gone"))
