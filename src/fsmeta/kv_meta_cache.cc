@@ -147,7 +147,7 @@ struct KvMeta::Cache {
   // known absent answered from the cache, so a name another mount creates
   // shows here at once, as without the cache (JuiceFS's negative entry
   // cache is off by default for the same reason).
-  bool alone = false;  // guarded by mu
+  bool alone = false;                                              // guarded by mu
   std::unordered_map<std::string, std::optional<std::string>> kv;  // guarded by mu
   std::unordered_set<Ino> complete;  // guarded by mu: every entry of these is in kv
 
