@@ -602,6 +602,16 @@ Result<std::map<std::string, OpSample>> Scrape(http::HttpClient& c, const std::s
     auto value = [&] { return std::atof(line.c_str() + line.rfind(' ') + 1); };
     if (line.rfind("strata_fs_read_bytes_total", 0) == 0) *rbytes = value();
     if (line.rfind("strata_fs_written_bytes_total", 0) == 0) *wbytes = value();
+    // The metadata transactions behind those ops, and the lookups and stats
+    // the mount's entry cache answered without one.
+    if (line.rfind("strata_fsmeta_cached_total", 0) == 0) out["meta:cached"].count = value();
+    for (const char* kind : {"read", "write"}) {
+      const std::string l = fmt::format("{{kind=\"{}\"}} ", kind);
+      if (line.rfind("strata_fsmeta_txn_seconds_count" + l, 0) == 0)
+        out[fmt::format("meta:{}txn", kind)].count = value();
+      if (line.rfind("strata_fsmeta_txn_seconds_sum" + l, 0) == 0)
+        out[fmt::format("meta:{}txn", kind)].sum = value();
+    }
     const bool is_count = line.rfind("strata_fs_op_seconds_count{", 0) == 0;
     const bool is_sum = line.rfind("strata_fs_op_seconds_sum{", 0) == 0;
     if (!is_count && !is_sum) continue;
@@ -722,7 +732,10 @@ void RegisterFsAdminCommands(
 
   auto sta = std::make_shared<StatsArgs>();
   auto* st = fsc->add_subcommand(
-      "stats", "Live per-operation counters of a mount: ops/s and latency per FUSE op");
+      "stats",
+      "Live per-operation counters of a mount: ops/s and latency per FUSE op, and the metadata "
+      "transactions (meta:readtxn, meta:writetxn) and entry-cache answers (meta:cached) behind "
+      "them");
   st->add_option("address", sta->address, "The mount's --metrics HOST:PORT")->capture_default_str();
   st->add_option("--interval", sta->interval, "Seconds between refreshes")->capture_default_str();
   st->add_option("--count", sta->count, "Refreshes before exiting (0: until interrupted)")

@@ -171,6 +171,7 @@ struct MountArgs {
   int max_uploads = 20;
   uint32_t prefetch = 8;
   double attr_timeout = 1.0, entry_timeout = 1.0;
+  double meta_cache = 0.5;  // the mount's entry cache (MetaEngine::EnableCache); 0: off
   std::string log_file, log_level = "info";
   std::string metrics = "127.0.0.1:9567";
   std::string encrypt_key_file;  // encrypted volumes (fs/encryption.h)
@@ -271,6 +272,7 @@ int ServeForeground(const MountArgs& a, int ready_fd) {
   mo.allow_other = !a.no_allow_other;
   mo.attr_timeout = a.attr_timeout;
   mo.entry_timeout = a.entry_timeout;
+  mo.meta_cache = a.meta_cache;
   bool bg = ready_fd >= 0;
   std::unique_ptr<http::Server> metrics_server = StartMetrics(a.metrics);
   Status st = fs::ServeMount(vol->get(), mo, [&] {
@@ -958,6 +960,11 @@ void RegisterFsCommands(CLI::App& app, int* exit_code) {
   m->add_flag("--no-allow-other", ma->no_allow_other, "Only the mounting user may access the mount");
   m->add_option("--attr-timeout", ma->attr_timeout, "Seconds the kernel caches attributes")->capture_default_str();
   m->add_option("--entry-timeout", ma->entry_timeout, "Seconds the kernel caches names")->capture_default_str();
+  m->add_option("--meta-cache", ma->meta_cache,
+                "Seconds the mount answers lookups and stats from its own entry cache before it "
+                "checks the volume's change counter again (0: every lookup and stat is a "
+                "metadata transaction)")
+      ->capture_default_str();
   m->add_option("--log", ma->log_file, "Log file of a --background mount (default: none)");
   m->add_option("--metrics", ma->metrics,
                 "Serve Prometheus metrics on HOST:PORT/metrics (the default moves to the next free port; none: off)")

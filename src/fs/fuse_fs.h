@@ -305,7 +305,10 @@ class FuseFs {
   }
 
   // Answers ESTALE and notes when (see OpLookup and OpOpen).
+  // The entry cache may hold the replaced name too: the kernel's lookup
+  // that follows must read the metadata engine.
   void ReplyStale(fuse_req_t req, const char* op) {
+    meta_->DropCaches();
     last_estale_ns_ = SteadyNs();
     ErrorCounter(op, ESTALE).Inc();
     fuse_reply_err(req, ESTALE);

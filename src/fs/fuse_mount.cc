@@ -159,6 +159,7 @@ Status ServeMount(Volume* volume, const MountOptions& options,
     fuse_session_destroy(se);
     return sid.error().WithContext("registering the mount session");
   }
+  volume->meta()->EnableCache(options.meta_cache);
   if (fuse_set_signal_handlers(se) != 0) {
     fuse_session_destroy(se);
     (void)volume->meta()->CloseSession();

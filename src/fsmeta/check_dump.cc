@@ -98,7 +98,7 @@ struct KvMeta::CheckRun {
   std::set<Ino> freed;  // by repair
 
   Status Fix(const std::function<void(KvTxn&)>& fn) {
-    return m.kv_->Txn(
+    return m.Txn(
         [&](KvTxn& t) {
           fn(t);
           return Status::Ok();
@@ -244,7 +244,7 @@ Status KvMeta::CheckRun::CheckCounters() {
       space += static_cast<int64_t>((a.size + 4095) / 4096 * 4096);
   }
   std::optional<std::string> ci, cs;
-  STRATA_RETURN_IF_ERROR(m.kv_->Txn(
+  STRATA_RETURN_IF_ERROR(m.Txn(
       [&](KvTxn& t) {
         ci = t.Get(kInodes);
         cs = t.Get(kUsedSpace);
@@ -323,7 +323,7 @@ Status KvMeta::CheckRun::CheckSymlinks() {
   for (const auto& [ino, a] : attrs) {
     if (!S_ISLNK(a.mode)) continue;
     bool has = false;
-    STRATA_RETURN_IF_ERROR(m.kv_->Txn(
+    STRATA_RETURN_IF_ERROR(m.Txn(
         [&](KvTxn& t) {
           has = t.Get(SymKey(ino)).has_value();
           return Status::Ok();
@@ -373,7 +373,7 @@ Status KvMeta::Dump(std::ostream& out) {
     if (k.size() != 9 || !DecodeAttr(v, &a)) return true;
     Ino ino = DecodeBigEndian64(k.data() + 1);
     json j = AttrJson(ino, a);
-    inner = kv_->Txn(
+    inner = Txn(
         [&](KvTxn& t) {
           if (S_ISLNK(a.mode)) {
             auto s = t.Get(SymKey(ino));
@@ -469,7 +469,7 @@ Status KvMeta::Load(std::istream& in) {
     return Status::InvalidArgument(std::string("metadata dump is not valid JSON: ") + e.what());
   }
   bool formatted = false;
-  STRATA_RETURN_IF_ERROR(kv_->Txn(
+  STRATA_RETURN_IF_ERROR(Txn(
       [&](KvTxn& t) {
         formatted = t.Get(kFormatKey).has_value();
         return Status::Ok();
@@ -483,6 +483,8 @@ Status KvMeta::Load(std::istream& in) {
   Status st;
   auto flush = [&]() -> Status {
     if (kvs.empty()) return Status::Ok();
+    // Straight to the backend: the loaded volume keeps the dump's change
+    // counters (a load makes a new volume, no client has cached it yet).
     Status s = kv_->Txn(
         [&](KvTxn& t) {
           for (auto& [k, v] : kvs) t.Set(k, v);
@@ -580,6 +582,7 @@ Status KvMeta::Load(std::istream& in) {
   }
   STRATA_RETURN_IF_ERROR(add(kFormatKey, format_json));  // last: the volume exists once complete
   STRATA_RETURN_IF_ERROR(flush());
+  DropCaches();
   return LoadFormat().status();
 }
 

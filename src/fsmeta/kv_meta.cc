@@ -1,5 +1,5 @@
 // KvMeta's core: what every operation file uses. The backend transaction
-// with its metrics (Txn), inode and slice ids handed out in batches, the soft
+// (Txn: kv_meta_cache.cc), inode and slice ids handed out in batches, the soft
 // capacity and inode limits (CheckSpace), permission checks (Access, InGroup,
 // Sticky), and the volume format (Init, LoadFormat, Destroy).
 //
@@ -29,9 +29,6 @@
 namespace strata::fsmeta {
 
 using namespace codec;  // NOLINT: private keys and encodings
-
-KvMeta::KvMeta(std::unique_ptr<TxnKV> kv) : kv_(std::move(kv)) {}
-KvMeta::~KvMeta() = default;
 
 std::string_view KvMeta::Backend() const { return kv_->Name(); }
 
@@ -82,38 +79,6 @@ Status KvMeta::Sticky(const Context& ctx, const Attr& dir, const Attr& victim) c
   if (!ctx.check_permission || ctx.uid == 0 || !(dir.mode & S_ISVTX)) return Status::Ok();
   if (ctx.uid == dir.uid || ctx.uid == victim.uid) return Status::Ok();
   return FsError(EPERM, "sticky directory: only the owner may remove or rename this entry");
-}
-
-Status KvMeta::Txn(const std::function<Status(KvTxn&)>& body, bool read_only) {
-  // strata_fsmeta_txn_seconds{kind}; its _count is the number of transactions.
-  struct TxnMetrics {
-    metrics::Histogram* latency[2];
-    metrics::Counter* failures[2];
-    TxnMetrics() {
-      auto& r = metrics::Registry::Global();
-      for (int i = 0; i < 2; ++i) {
-        const std::string l = i ? "kind=\"read\"" : "kind=\"write\"";
-        latency[i] = &r.GetHistogram("strata_fsmeta_txn_seconds",
-                                     "Metadata transactions, retries included", l);
-        failures[i] = &r.GetCounter(
-            "strata_fsmeta_txn_failures_total",
-            "Metadata transactions that failed for other than a filesystem error (I/O, "
-            "connection, corruption)",
-            l);
-      }
-    }
-  };
-  static TxnMetrics m;
-  const auto t0 = std::chrono::steady_clock::now();
-  Status st = kv_->Txn(body, read_only);
-  const int i = read_only ? 1 : 0;
-  m.latency[i]->Observe(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  if (st.code() == StatusCode::kIOError || st.code() == StatusCode::kUnavailable ||
-      st.code() == StatusCode::kCorruption || st.code() == StatusCode::kInternal) {
-    m.failures[i]->Inc();
-  }
-  return st;
 }
 
 Result<Ino> KvMeta::NextInode() {
@@ -313,6 +278,7 @@ Result<Format> KvMeta::LoadFormat() {
 
 Status KvMeta::Destroy() {
   STRATA_RETURN_IF_ERROR(kv_->DeleteAll());
+  DropCaches();
   std::lock_guard<std::mutex> lock(fmt_mu_);
   format_.reset();
   return Status::Ok();

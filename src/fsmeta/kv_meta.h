@@ -13,6 +13,8 @@
 //                       Write, Truncate, Fallocate, the slice deletion queue
 //   kv_meta_xattr.cc    extended attributes
 //   kv_meta_session.cc  sessions, their clean-up, BSD and POSIX locks
+//   kv_meta_cache.cc    the transaction wrapper (change counters, transaction
+//                       counts) and this client's entry cache
 //   check_dump.cc       fsck, dump and load
 #pragma once
 
@@ -117,12 +119,33 @@ class KvMeta final : public MetaEngine {
   Status CheckQuotaGrowth(Ino ino, uint64_t new_size) override;
 
   Status Sync() override;
+  // The entry cache's state (kv_meta_cache.cc).
+  struct Cache;
+  void EnableCache(double check_interval_s) override;
+  void DropCaches() override;
+  TxnCounts Transactions() const override;
   Result<std::vector<std::string>> Check(const CheckOptions& options) override;
   Status Dump(std::ostream& out) override;
   Status Load(std::istream& in) override;
 
  private:
-  Status Txn(const std::function<Status(KvTxn&)>& body, bool read_only);
+  // One backend transaction (kv_meta_cache.cc). Counts it, bumps the change
+  // counters when it writes attributes or entries, and feeds the entry cache
+  // with the attributes and entries it read and wrote. `cacheable` (read-only
+  // bodies that only read attributes and entries: Lookup, GetAttr) first
+  // tries the body against the cache, without a transaction.
+  Status Txn(const std::function<Status(KvTxn&)>& body, bool read_only, bool cacheable = false);
+  // GetAttr; cacheable = false reads the backend (Open).
+  Result<Attr> ReadAttr(Ino ino, bool cacheable);
+  // Whether the cache may answer now: reads the change counters when the
+  // last read is check_interval old, clearing the cache if another client
+  // changed something since.
+  bool CacheFresh();
+  std::optional<Status> CacheServe(const std::function<Status(KvTxn&)>& body);
+  // Mkdir's new directory is known completely (empty) if nothing but the
+  // Mkdir itself touched the cache since `epoch0` (CacheEpoch before it).
+  uint64_t CacheEpoch();
+  void CacheNewDir(Ino dir, uint64_t epoch0);
   Status Access(const Context& ctx, const Attr& a, int mask) const;
   // POSIX ACLs (kv_meta_xattr.cc): who may change them, setfacl (keeps the
   // mode in sync), chmod (keeps the access ACL in sync), and the inheritance
@@ -191,6 +214,8 @@ class KvMeta final : public MetaEngine {
   std::map<Ino, GrowthView> growth_;  // guarded by qdirs_mu_
 
   std::unique_ptr<TxnKV> kv_;
+  std::unique_ptr<Cache> cache_;  // set once by EnableCache, before use
+  std::atomic<uint64_t> n_read_{0}, n_write_{0}, n_cached_{0};
 
   std::mutex fmt_mu_;
   std::optional<Format> format_;  // guarded by fmt_mu_

@@ -50,7 +50,7 @@ Result<Entry> KvMeta::Lookup(const Context& ctx, Ino parent, std::string_view na
         e.attr = *a;
         return Status::Ok();
       },
-      true));
+      true, true));
   return e;
 }
 
@@ -136,7 +136,10 @@ Result<Entry> KvMeta::Mknod(const Context& ctx, Ino parent, std::string_view nam
 
 Result<Entry> KvMeta::Mkdir(const Context& ctx, Ino parent, std::string_view name, uint32_t mode,
                             uint32_t umask) {
-  return MakeNode(ctx, parent, name, S_IFDIR | (mode & 07777), umask, 0, {}, false);
+  const uint64_t epoch0 = CacheEpoch();
+  auto r = MakeNode(ctx, parent, name, S_IFDIR | (mode & 07777), umask, 0, {}, false);
+  if (r) CacheNewDir(r->ino, epoch0);
+  return r;
 }
 
 Result<Entry> KvMeta::Symlink(const Context& ctx, Ino parent, std::string_view name,

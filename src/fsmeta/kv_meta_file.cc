@@ -31,7 +31,8 @@ Result<Entry> KvMeta::Create(const Context& ctx, Ino parent, std::string_view na
 // ---- files ----------------------------------------------------------------
 
 Result<Attr> KvMeta::Open(const Context& ctx, Ino ino, int flags) {
-  STRATA_ASSIGN_OR_RETURN(Attr a, GetAttr(ino));
+  // Never from the entry cache: close-to-open needs what is committed now.
+  STRATA_ASSIGN_OR_RETURN(Attr a, ReadAttr(ino, false));
   int mask = 0;
   switch (flags & O_ACCMODE) {
     case O_RDONLY:

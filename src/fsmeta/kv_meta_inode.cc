@@ -49,7 +49,9 @@ Result<StatFs> KvMeta::StatFS(const Context&, Ino) {
   return s;
 }
 
-Result<Attr> KvMeta::GetAttr(Ino ino) {
+Result<Attr> KvMeta::GetAttr(Ino ino) { return ReadAttr(ino, true); }
+
+Result<Attr> KvMeta::ReadAttr(Ino ino, bool cacheable) {
   Attr out;
   STRATA_RETURN_IF_ERROR(Txn(
       [&](KvTxn& t) {
@@ -59,7 +61,7 @@ Result<Attr> KvMeta::GetAttr(Ino ino) {
         out = *a;
         return Status::Ok();
       },
-      true));
+      true, cacheable));
   return out;
 }
 

@@ -124,7 +124,7 @@ Result<Entry> KvMeta::CloneFile(const Context& ctx, Ino ino, Ino new_parent,
   STRATA_RETURN_IF_ERROR(CheckName(name));
   if (name == "." || name == "..") return FsError(EEXIST, Quote(name) + " already exists");
   if (new_parent == kTrashIno) return FsError(EPERM, "cannot clone into the trash");
-  STRATA_ASSIGN_OR_RETURN(Attr src0, GetAttr(ino));
+  STRATA_ASSIGN_OR_RETURN(Attr src0, ReadAttr(ino, false));
   if (!IsReg(src0) && !S_ISLNK(src0.mode)) {
     return FsError(IsDir(src0) ? EISDIR : EINVAL,
                    "only regular files and symlinks are cloned one by one");

@@ -875,6 +875,162 @@ TEST_P(MetaTest, DumpLoadRoundTrip) {
   ASSERT_OK(other->Destroy());
 }
 
+// ---- the entry cache (MetaEngine::EnableCache) ----------------------------------
+
+uint64_t TxnsOf(MetaEngine& m) {
+  auto c = m.Transactions();
+  return c.read + c.write;
+}
+
+// N creates in a directory this client made, each preceded by the lookup the
+// kernel sends first (ENOENT), then N lookups and N stats of them, then N
+// unlinks: with the cache, the negative lookups, lookups and stats cost no
+// transaction (one counter read at most), creates and unlinks one each.
+// Without it every lookup and stat is a transaction of its own (4N + 2N).
+TEST_P(MetaTest, CachedLookupsAndStatsCostNoTransactions) {
+  m_->EnableCache(60);
+  constexpr int kN = 200;
+  Entry d = MkDir(kRootIno, "d");
+  const uint64_t t0 = TxnsOf(*m_);
+  for (int i = 0; i < kN; ++i) {
+    const std::string name = "f" + std::to_string(i);
+    EXPECT_ERRNO(m_->Lookup(root_, d.ino, name), ENOENT);
+    ASSERT_OK_AND_ASSIGN(Entry e, m_->Create(root_, d.ino, name, 0644, 0, O_RDWR));
+    ASSERT_OK(m_->Close(e.ino));
+  }
+  const uint64_t creates = TxnsOf(*m_) - t0;
+  EXPECT_LE(creates, kN + 5u) << "transactions for " << kN << " lookups + creates + closes";
+  const uint64_t t1 = TxnsOf(*m_);
+  std::vector<Entry> found;
+  for (int i = 0; i < kN; ++i) {
+    ASSERT_OK_AND_ASSIGN(Entry e, m_->Lookup(root_, d.ino, "f" + std::to_string(i)));
+    ASSERT_OK_AND_ASSIGN(Attr a, m_->GetAttr(e.ino));
+    EXPECT_TRUE(S_ISREG(a.mode));
+    found.push_back(e);
+  }
+  EXPECT_LE(TxnsOf(*m_) - t1, 2u) << "transactions for " << kN
+                                  << " lookups + stats of cached names";
+  EXPECT_GE(m_->Transactions().cached, 3u * kN);
+  const uint64_t t2 = TxnsOf(*m_);
+  for (int i = 0; i < kN; ++i) {
+    ASSERT_OK(m_->Lookup(root_, d.ino, "f" + std::to_string(i)).status());
+    ASSERT_OK(m_->Unlink(root_, d.ino, "f" + std::to_string(i)));
+    EXPECT_ERRNO(m_->Lookup(root_, d.ino, "f" + std::to_string(i)), ENOENT);
+  }
+  EXPECT_LE(TxnsOf(*m_) - t2, kN + 5u) << "transactions for " << kN << " lookups + unlinks";
+  ASSERT_OK_AND_ASSIGN(Attr dir, m_->GetAttr(d.ino));
+  EXPECT_EQ(dir.nlink, 2u);
+  ExpectClean();
+}
+
+// This client's own changes show at once through its cache, whatever the
+// check interval: renames, unlinks, chmod, a slice commit's new length,
+// links, rmdir.
+TEST_P(MetaTest, CacheShowsOwnChangesAtOnce) {
+  m_->EnableCache(3600);
+  Entry d = MkDir(kRootIno, "d");
+  Entry a = MkFile(d.ino, "a");
+  Entry b = MkFile(d.ino, "b");
+  ASSERT_OK(m_->Lookup(root_, d.ino, "a").status());
+  ASSERT_OK(m_->Lookup(root_, d.ino, "b").status());
+  ASSERT_OK(m_->Rename(root_, d.ino, "a", d.ino, "b", 0));
+  EXPECT_ERRNO(m_->Lookup(root_, d.ino, "a"), ENOENT);
+  ASSERT_OK_AND_ASSIGN(Entry e, m_->Lookup(root_, d.ino, "b"));
+  EXPECT_EQ(e.ino, a.ino);
+  EXPECT_ERRNO(m_->GetAttr(b.ino), ENOENT);
+  Attr in;
+  in.mode = 0600;
+  ASSERT_OK(m_->SetAttr(root_, a.ino, kSetMode, in).status());
+  ASSERT_OK(m_->Write(a.ino, 0, 100, Slice{7, 50, 0, 50, 0}, 5));
+  ASSERT_OK_AND_ASSIGN(Attr got, m_->GetAttr(a.ino));
+  EXPECT_EQ(got.mode & 07777, 0600u);
+  EXPECT_EQ(got.size, 150u);
+  ASSERT_OK(m_->Link(root_, a.ino, kRootIno, "hard").status());
+  ASSERT_OK_AND_ASSIGN(got, m_->GetAttr(a.ino));
+  EXPECT_EQ(got.nlink, 2u);
+  ASSERT_OK(m_->Unlink(root_, d.ino, "b"));
+  EXPECT_ERRNO(m_->Lookup(root_, d.ino, "b"), ENOENT);
+  ASSERT_OK(m_->Rmdir(root_, kRootIno, "d"));
+  EXPECT_ERRNO(m_->Lookup(root_, kRootIno, "d"), ENOENT);
+  ASSERT_OK_AND_ASSIGN(e, m_->Lookup(root_, kRootIno, "hard"));
+  EXPECT_EQ(e.attr.nlink, 1u);
+  ExpectClean();
+}
+
+// Another client's creates, renames over a looked-up name, unlinks, chmods
+// and slice commits show through the cache once the check interval has
+// passed (the cache had the old answers: names absent, the old inode, the
+// old attributes), also in a directory this client created (known
+// completely). DropCaches shows them at once.
+TEST_P(MetaTest, CacheSeesOtherClientsChangesAfterTheInterval) {
+  constexpr auto kInterval = std::chrono::milliseconds(50);
+  m_->EnableCache(0.05);
+  auto other = Second();
+  Entry d = MkDir(kRootIno, "d");  // made here: complete
+  Entry tgt = MkFile(d.ino, "tgt");
+  EXPECT_ERRNO(m_->Lookup(root_, d.ino, "new"), ENOENT);
+  ASSERT_OK(m_->Lookup(root_, d.ino, "tgt").status());
+  ASSERT_OK(m_->GetAttr(tgt.ino).status());
+  auto settle = [&] { std::this_thread::sleep_for(kInterval * 3); };
+
+  ASSERT_OK_AND_ASSIGN(Entry made, other->Create(root_, d.ino, "new", 0644, 0, O_RDWR));
+  ASSERT_OK(other->Close(made.ino));
+  ASSERT_OK_AND_ASSIGN(Entry src, other->Mknod(root_, d.ino, "src", S_IFREG | 0644, 0, 0));
+  settle();
+  ASSERT_OK_AND_ASSIGN(Entry e, m_->Lookup(root_, d.ino, "new"));
+  EXPECT_EQ(e.ino, made.ino);
+  ASSERT_OK(m_->Lookup(root_, d.ino, "src").status());
+  // With another session registered (seen at the check above), a name found
+  // missing is read from the engine each time: the other's create shows at
+  // once, as without the cache.
+  EXPECT_ERRNO(m_->Lookup(root_, d.ino, "late"), ENOENT);
+  ASSERT_OK(other->Mknod(root_, d.ino, "late", S_IFREG | 0644, 0, 0).status());
+  ASSERT_OK(m_->Lookup(root_, d.ino, "late").status());
+
+  ASSERT_OK(m_->Lookup(root_, d.ino, "tgt").status());
+  ASSERT_OK(other->Rename(root_, d.ino, "src", d.ino, "tgt", 0));
+  settle();
+  ASSERT_OK_AND_ASSIGN(e, m_->Lookup(root_, d.ino, "tgt"));
+  EXPECT_EQ(e.ino, src.ino) << "rename over a name looked up here";
+  EXPECT_ERRNO(m_->Lookup(root_, d.ino, "src"), ENOENT);
+  EXPECT_ERRNO(m_->GetAttr(tgt.ino), ENOENT);
+
+  Attr in;
+  in.mode = 0600;
+  ASSERT_OK(other->SetAttr(root_, src.ino, kSetMode, in).status());
+  ASSERT_OK(other->Write(src.ino, 0, 0, Slice{9, 42, 0, 42, 0}, 5));
+  settle();
+  ASSERT_OK_AND_ASSIGN(Attr got, m_->GetAttr(src.ino));
+  EXPECT_EQ(got.mode & 07777, 0600u);
+  EXPECT_EQ(got.size, 42u);
+
+  ASSERT_OK(other->Unlink(root_, d.ino, "tgt"));
+  ASSERT_OK(other->Mknod(root_, d.ino, "tgt", S_IFREG | 0644, 0, 0).status());
+  settle();
+  ASSERT_OK_AND_ASSIGN(e, m_->Lookup(root_, d.ino, "tgt"));
+  EXPECT_NE(e.ino, src.ino) << "unlink + re-create of a name looked up here";
+
+  // DropCaches (what the mount does after answering ESTALE): at once.
+  m_->EnableCache(3600);
+  ASSERT_OK(m_->Lookup(root_, d.ino, "new").status());
+  ASSERT_OK(other->Unlink(root_, d.ino, "new"));
+  m_->DropCaches();
+  EXPECT_ERRNO(m_->Lookup(root_, d.ino, "new"), ENOENT);
+}
+
+// Clients without the cache pay a transaction for every lookup and stat
+// (what the counters above are compared with).
+TEST_P(MetaTest, WithoutTheCacheEveryLookupIsATransaction) {
+  Entry f = MkFile(kRootIno, "f");
+  const uint64_t t0 = TxnsOf(*m_);
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_OK(m_->Lookup(root_, kRootIno, "f").status());
+    ASSERT_OK(m_->GetAttr(f.ino).status());
+  }
+  EXPECT_EQ(TxnsOf(*m_) - t0, 20u);
+  EXPECT_EQ(m_->Transactions().cached, 0u);
+}
+
 // Two clients and two threads each create files in one directory and append
 // slices to one shared file; optimistic retries must lose nothing.
 TEST_P(MetaTest, ConcurrentWritersLoseNothing) {

@@ -377,6 +377,27 @@ class MetaEngine {
     return FsError(ENOTSUP, "clone is not supported by this engine");
   }
 
+  // ---- this client's entry cache and transaction counts (kv_meta_cache.cc) ----
+  // Serves Lookup and GetAttr from what this client last read or wrote
+  // (names -> inode, attributes, names known absent, and directories it
+  // created and so knows completely) instead of a transaction each. Every
+  // write transaction of every client bumps a volume change counter and one
+  // of its own session; a cached answer is given only while the counters,
+  // read at most `check_interval_s` ago (one read), show no change by
+  // another client since the cache was filled: another mount's changes show
+  // within check_interval_s (plus the kernel's own entry/attribute cache),
+  // this client's at once. Open, ReadDir and every write always read the
+  // engine. 0 turns the cache off (the default).
+  virtual void EnableCache(double check_interval_s) { (void)check_interval_s; }
+  // Forgets everything cached (e.g. after answering ESTALE: the next lookup
+  // reads the engine).
+  virtual void DropCaches() {}
+  struct TxnCounts {
+    uint64_t read = 0, write = 0;  // backend transactions this engine ran
+    uint64_t cached = 0;           // Lookup/GetAttr answered from the cache
+  };
+  virtual TxnCounts Transactions() const { return {}; }
+
   // ---- maintenance ----
   // fsck: nlink counts, dangling entries, orphan inodes, directory parents,
   // chunk/slice sanity, file lengths vs. slices. Returns one line per problem
