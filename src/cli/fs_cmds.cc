@@ -881,21 +881,18 @@ int CmdBench(const BenchArgs& a) {
 void AddWritebackFlags(CLI::App* m, MountArgs* ma) {
   m->add_flag("--writeback", ma->writeback,
               "Upload in the background: close returns once the data is staged durably in "
-              "--cache-dir (needed) "
-              "and the metadata committed; staged blocks survive a crash of the mount and are "
-              "uploaded by the "
-              "next one");
+              "--cache-dir (needed) and the metadata committed; staged blocks survive a crash "
+              "of the mount and are uploaded by the next one");
   m->add_option("--writeback-limit", ma->writeback_limit,
                 "Bytes staged at most with --writeback; beyond, writes upload synchronously")
       ->capture_default_str();
   m->add_flag("--writeback-sync", ma->writeback_sync,
-              "With --writeback: fdatasync each staged block before its commit, so a closed file "
-              "survives a "
-              "power loss (the default; the flag says it explicitly)");
+              "With --writeback: fdatasync each staged block before its commit, so a closed "
+              "file survives a power loss (the default; the flag says it explicitly)");
   m->add_flag("--writeback-no-fsync", ma->writeback_no_fsync,
-              "With --writeback: stage without fdatasync; a close then survives a crash of the "
-              "mount but not a "
-              "power loss, until an fsync (a syncfs of the stage's disk) or the upload");
+              "With --writeback: stage without fdatasync; a close then survives a crash of "
+              "the mount but not a power loss, until an fsync (a syncfs of the stage's disk) "
+              "or the upload");
   m->add_option("--upload-delay", ma->upload_delay_s,
                 "With --writeback: seconds a staged block waits before its upload (a file deleted meanwhile is "
                 "never uploaded; unmount uploads at once)")
