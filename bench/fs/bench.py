@@ -1,24 +1,37 @@
 #!/usr/bin/python3
-"""Filesystems over one S3 bucket, side by side: Strata FS, s3fs, rclone mount
-(--vfs-cache-mode writes) and the local disk as the limit. Driven by run.sh
-(see there for usage); standard library only.
+"""Filesystems over one S3 bucket, side by side, in one run: Strata FS
+without and with --writeback, s3fs, rclone mount (--vfs-cache-mode writes)
+and the local disk as the limit. Driven by run.sh (see there for usage);
+standard library only.
 
 One `strata server --no-fsync` on a free loopback port, one bucket `bench`;
-each FUSE tool gets its own prefix in it (strata/, s3fs/, rclone/). For each
-tool, in this order:
+each FUSE tool gets its own prefix in it (strata/, strata-wb/, s3fs/,
+rclone/). For each tool, in this order:
 
   seq write   SIZE MiB in 1 MiB write()s, then fsync + close;
               ROUNDS times (default 3), a new file each round, each
               round after sync + drop_caches + 2 s (not timed)     MiB/s
-  seq read    cold: unmount, drop the page cache, wipe the tool's local cache,
-              mount, read the last round's file in 1 MiB reads     MiB/s
+  seq read    cold, ROUNDS times: unmount, drop the page cache, wipe the
+              tool's local cache, mount, read the last round's file in
+              1 MiB reads                                          MiB/s
               warm: read it all again at once, ROUNDS times        MiB/s
   rand read   cold again; 4 KiB os.pread at 4 KiB-aligned offsets from a
               fixed seed for RAND_SECS seconds, one thread         IOPS
   small files N x 4 KiB: create+write+close each, ROUNDS times into a new
               directory (files/s); then ROUNDS times: unmount, drop caches,
               mount; stat each (files/s); read each (files/s)
-  empty files M creates then M unlinks; ops/s = 2M / total time
+  create      M empty files created (open O_CREAT|O_EXCL + close), ROUNDS
+              times into a new directory                           ops/s
+  unlink      the M files of each create round unlinked            ops/s
+
+"Until durable": a write row stops its clock once the data is where the
+tool promises it. s3fs uploads in close() and Strata FS commits in
+fsync()/close() (with --writeback: staged and fdatasynced on the local
+disk, metadata committed; the upload follows in the background), so for
+them that is the return of close. rclone uploads after close, in the
+background (after its --vfs-write-back delay, 5 s by default), so its write
+rows, create included, poll the bucket (`strata ls`) until every object is
+there with its size, and its unlink row until the objects are gone.
 
 Rows measured in rounds show the median round; every round is logged. A
 single round is too short to trust on a shared 2-core VM: 1,000 stats take
@@ -26,16 +39,21 @@ well under 0.1 s on a fast mount, a warm 1 GiB read 0.1-0.25 s, a 1 GiB write
 about 2 s, and single rounds of identical code swung up to 2x with other
 tenants' load (the local disk's warm read: 6.1 to 9.6 GiB/s). Only the big writes
 are settled first: 4 MiB of small files leave nothing to flush, and dropping
-the caches before a write round is not part of any write test.
+the caches before a write round is not part of any write test. A Strata
+--writeback mount's settle also waits (untimed) until its stage is uploaded.
 
 Every timing is wall clock of the operations themselves (mounting is not
 counted). Local: the same directory operations on WORK/local, page cache
 dropped instead of remounting. The page cache is dropped with
 `echo 3 > /proc/sys/vm/drop_caches` when that is permitted (root); if not, the
-table says so.
+table says so. Strata's own caches: its --cache-dir is removed before every
+cold mount (after the unmount uploaded the writeback stage; a stage not
+empty then stops the run rather than lose data) and its RAM cache goes with
+the process.
 """
 
 import argparse
+import glob
 import json
 import os
 import random
@@ -156,6 +174,12 @@ class Local:
     def wait_durable(self, rel, count, total):
         pass
 
+    def wait_gone(self, rel):
+        pass
+
+    def settle(self):
+        pass
+
     def describe(self):
         return f"local directory {self.dir} ({_fstype(self.dir)})"
 
@@ -186,6 +210,12 @@ class FuseTool:
         """Returns once what was written under rel is in the bucket. s3fs
         uploads in close() and Strata FS commits in fsync()/close(), so for
         them there is nothing to wait for."""
+
+    def wait_gone(self, rel):
+        """Returns once nothing under rel is left in the bucket (rclone)."""
+
+    def settle(self):
+        """Before a write round, untimed: background work of the last round done."""
 
     def unmount(self):
         unmount(self.dir)
@@ -229,57 +259,96 @@ class Rclone(FuseTool):
 
     def describe(self):
         return ("rclone mount --vfs-cache-mode writes (defaults otherwise); rclone uploads after "
-                "close, in the background, so its write rows include waiting until the bucket holds "
-                "the data (polled with `strata ls`)")
+                "close, in the background, so its write rows (create included) include waiting until the "
+                "bucket holds the data, and its unlink row until the objects are gone (polled with `strata ls`)")
+
+    def _listed(self, rel):
+        """(objects, bytes) under rclone/rel in the bucket."""
+        url = f"s3://{BUCKET}/rclone/{rel}"
+        p = subprocess.run([self.args.strata, "ls", "-r", "--json", "--endpoint-url", self.srv.endpoint,
+                            url], env=self.env, capture_output=True, text=True)
+        n = size = 0
+        for line in p.stdout.splitlines():
+            try:
+                o = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(o, dict) and "key" in o and "size" in o:
+                n += 1
+                size += int(o["size"])
+        return n, size
 
     def wait_durable(self, rel, count, total, timeout=900):
-        url = f"s3://{BUCKET}/rclone/{rel}"
         deadline = time.time() + timeout
         while True:
-            p = subprocess.run([self.args.strata, "ls", "-r", "--json", "--endpoint-url", self.srv.endpoint,
-                                url], env=self.env, capture_output=True, text=True)
-            n = size = 0
-            for line in p.stdout.splitlines():
-                try:
-                    o = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(o, dict) and "key" in o and "size" in o:
-                    n += 1
-                    size += int(o["size"])
+            n, size = self._listed(rel)
             if n >= count and size >= total:
                 return
             if time.time() > deadline:
-                raise RuntimeError(f"rclone: {url} holds {n} objects, {size} bytes after {timeout}s; "
+                raise RuntimeError(f"rclone: rclone/{rel} holds {n} objects, {size} bytes after {timeout}s; "
                                    f"want {count}, {total}")
+            time.sleep(0.1)
+
+    def wait_gone(self, rel, timeout=900):
+        deadline = time.time() + timeout
+        while True:
+            n, _ = self._listed(rel)
+            if n == 0:
+                return
+            if time.time() > deadline:
+                raise RuntimeError(f"rclone: rclone/{rel} still holds {n} objects after {timeout}s")
             time.sleep(0.1)
 
 
 class StrataFS(FuseTool):
     name = "strata"
+    wb_args = ()
 
     def __init__(self, work, srv, env, args):
         super().__init__(work, srv, env, args)
-        self.meta = f"sqlite3://{work}/strata-meta.db"
+        self.meta = f"sqlite3://{work}/{self.name}-meta.db"
         cmd = [args.strata, "fs", "format", self.meta, "bench",
-               "--storage", f"s3://{BUCKET}/strata?endpoint={srv.endpoint}"]
+               "--storage", f"s3://{BUCKET}/{self.name}?endpoint={srv.endpoint}"]
         log(f"  $ {' '.join(cmd)}")
         subprocess.run(cmd, env=env, check=True, stdout=sys.stderr)   # stdout is the table
 
+    def extra(self):
+        # STRATA_BENCH_MOUNT_ARGS: extra mount options for both Strata columns, shown in the notes.
+        return [*self.wb_args, *shlex.split(os.environ.get("STRATA_BENCH_MOUNT_ARGS", ""))]
+
     def mount(self):
-        # STRATA_BENCH_MOUNT_ARGS: extra mount options (e.g. --writeback), shown in the description.
         self._popen([self.args.strata, "fs", "mount", self.meta, self.dir, "--cache-dir", self.cache,
-                     *shlex.split(os.environ.get("STRATA_BENCH_MOUNT_ARGS", ""))])
+                     *self.extra()])
 
     def unmount(self):
         subprocess.run([self.args.strata, "fs", "umount", self.dir], env=self.env, capture_output=True)
         super().unmount()
 
+    def staged(self):
+        return [n for d in glob.glob(os.path.join(self.cache, "*", "staging"))
+                for n in os.listdir(d) if n != "LOCK"]
+
+    def wipe_cache(self):
+        left = self.staged()
+        if left:   # the unmount uploads the stage; wiping it now would lose data
+            raise RuntimeError(f"{len(left)} blocks still staged after the unmount; see {self.logf}")
+        super().wipe_cache()
+
     def describe(self):
-        extra = os.environ.get("STRATA_BENCH_MOUNT_ARGS", "").strip()
-        if extra:
-            return f"strata fs mount {extra} (sqlite3 metadata, defaults otherwise)"
-        return "strata fs mount (sqlite3 metadata, defaults otherwise)"
+        extra = " ".join(self.extra())
+        return f"strata fs mount{' ' + extra if extra else ''} (sqlite3 metadata, defaults otherwise)"
+
+
+class StrataWB(StrataFS):
+    """--writeback: a close returns once the block is staged (fdatasynced) on
+    the local disk and the metadata committed."""
+    name = "strata-wb"
+    wb_args = ("--writeback",)
+
+    def settle(self, timeout=300):
+        deadline = time.time() + timeout
+        while self.staged() and time.time() < deadline:
+            time.sleep(0.1)
 
 
 def strata_has_fs(strata):
@@ -377,25 +446,33 @@ def small_read(d, n):
     return n / (time.perf_counter() - t0)
 
 
-def create_unlink(d, n):
+def create_files(tool, d, n):
     os.makedirs(d, exist_ok=True)
     t0 = time.perf_counter()
     for i in range(n):
         os.close(os.open(os.path.join(d, f"e{i:05d}"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    tool.wait_durable(os.path.basename(d) + "/", n, 0)
+    return n / (time.perf_counter() - t0)
+
+
+def unlink_files(tool, d, n):
+    t0 = time.perf_counter()
     for i in range(n):
         os.unlink(os.path.join(d, f"e{i:05d}"))
-    return 2 * n / (time.perf_counter() - t0)
+    tool.wait_gone(os.path.basename(d) + "/")
+    return n / (time.perf_counter() - t0)
 
 
 ROWS = [
     ("seq_write", "seq write {size} (median of {rounds})", "MiB/s"),
-    ("seq_read_cold", "seq read {size}, cold", "MiB/s"),
+    ("seq_read_cold", "seq read {size}, cold (median of {rounds})", "MiB/s"),
     ("seq_read_warm", "seq read {size}, warm (median of {rounds})", "MiB/s"),
     ("rand_read", "random 4 KiB reads, {secs} s from cold", "IOPS"),
     ("small_write", "{nsmall} x 4 KiB files: write (median of {rounds})", "files/s"),
     ("small_stat", "{nsmall} x 4 KiB files: stat (cold, median of {rounds})", "files/s"),
     ("small_read", "{nsmall} x 4 KiB files: read (cold, median of {rounds})", "files/s"),
-    ("create_unlink", "{nempty} empty files: create + unlink", "ops/s"),
+    ("create", "{nempty} empty files: create (median of {rounds})", "ops/s"),
+    ("unlink", "{nempty} empty files: unlink (median of {rounds})", "ops/s"),
 ]
 
 
@@ -411,48 +488,68 @@ def median(tool, what, values, unit):
     return statistics.median(values)
 
 
-def bench_tool(tool, args, state):
+def bench_big(tool, args, state, res):
     size = args.size_mib * MiB
+    log(f"[{tool.name}] seq write {args.size_mib} MiB, {args.rounds} rounds")
+    writes = []
+    for r in range(args.rounds):
+        big = os.path.join(tool.dir, f"big{r}.bin")   # a new name: no round sees the last one's upload
+        tool.settle()
+        settle(state)
+        writes.append(seq_write(tool, big, size))
+        if r + 1 < args.rounds:
+            os.unlink(big)   # not timed; the last round's file is read below
+    res["seq_write"] = median(tool, "seq write", writes, "MiB/s")
+    log(f"[{tool.name}] seq read cold / warm")
+    colds = []
+    for _ in range(args.rounds):
+        cold(tool, state)
+        colds.append(seq_read(big, size))
+    res["seq_read_cold"] = median(tool, "seq read (cold)", colds, "MiB/s")
+    res["seq_read_warm"] = median(tool, "seq read (warm)", [seq_read(big, size) for _ in range(args.rounds)],
+                                  "MiB/s")
+    cold(tool, state)
+    log(f"[{tool.name}] random 4 KiB reads for {args.rand_secs}s")
+    res["rand_read"] = rand_read(big, size, args.rand_secs)
+    os.unlink(big)
+
+
+def bench_small(tool, args, state, res):
+    log(f"[{tool.name}] {args.small_files} small files, {args.rounds} rounds")
+    writes = []
+    for r in range(args.rounds):
+        d = os.path.join(tool.dir, f"small{r}")
+        tool.settle()
+        writes.append(small_write(tool, d, args.small_files))
+        if r + 1 < args.rounds:
+            shutil.rmtree(d)   # not timed; the last round's files are stat'ed and read below
+    res["small_write"] = median(tool, "small write", writes, "files/s")
+    stats, reads = [], []
+    for _ in range(args.rounds):
+        cold(tool, state)
+        stats.append(small_stat(d, args.small_files))
+        reads.append(small_read(d, args.small_files))
+    res["small_stat"] = median(tool, "small stat (cold)", stats, "files/s")
+    res["small_read"] = median(tool, "small read (cold)", reads, "files/s")
+    shutil.rmtree(d)
+    log(f"[{tool.name}] create, unlink {args.empty_files} empty files, {args.rounds} rounds")
+    creates, unlinks = [], []
+    for r in range(args.rounds):
+        d = os.path.join(tool.dir, f"empty{r}")
+        tool.settle()
+        creates.append(create_files(tool, d, args.empty_files))
+        unlinks.append(unlink_files(tool, d, args.empty_files))
+        os.rmdir(d)
+    res["create"] = median(tool, "create", creates, "ops/s")
+    res["unlink"] = median(tool, "unlink", unlinks, "ops/s")
+
+
+def bench_tool(tool, args, state):
     res = {}
     tool.mount()
     try:
-        log(f"[{tool.name}] seq write {args.size_mib} MiB, {args.rounds} rounds")
-        writes = []
-        for r in range(args.rounds):
-            big = os.path.join(tool.dir, f"big{r}.bin")   # a new name: no round sees the last one's upload
-            settle(state)
-            writes.append(seq_write(tool, big, size))
-            if r + 1 < args.rounds:
-                os.unlink(big)   # not timed; the last round's file is read below
-        res["seq_write"] = median(tool, "seq write", writes, "MiB/s")
-        cold(tool, state)
-        log(f"[{tool.name}] seq read cold / warm")
-        res["seq_read_cold"] = seq_read(big, size)
-        res["seq_read_warm"] = median(tool, "seq read (warm)", [seq_read(big, size) for _ in range(args.rounds)],
-                                      "MiB/s")
-        cold(tool, state)
-        log(f"[{tool.name}] random 4 KiB reads for {args.rand_secs}s")
-        res["rand_read"] = rand_read(big, size, args.rand_secs)
-        os.unlink(big)
-        log(f"[{tool.name}] {args.small_files} small files, {args.rounds} rounds")
-        writes = []
-        for r in range(args.rounds):
-            d = os.path.join(tool.dir, f"small{r}")
-            writes.append(small_write(tool, d, args.small_files))
-            if r + 1 < args.rounds:
-                shutil.rmtree(d)   # not timed; the last round's files are stat'ed and read below
-        res["small_write"] = median(tool, "small write", writes, "files/s")
-        stats, reads = [], []
-        for _ in range(args.rounds):
-            cold(tool, state)
-            stats.append(small_stat(d, args.small_files))
-            reads.append(small_read(d, args.small_files))
-        res["small_stat"] = median(tool, "small stat (cold)", stats, "files/s")
-        res["small_read"] = median(tool, "small read (cold)", reads, "files/s")
-        shutil.rmtree(d)
-        log(f"[{tool.name}] create + unlink {args.empty_files} empty files")
-        res["create_unlink"] = create_unlink(os.path.join(tool.dir, "empty"), args.empty_files)
-        os.rmdir(os.path.join(tool.dir, "empty"))
+        bench_big(tool, args, state, res)
+        bench_small(tool, args, state, res)
     finally:
         tool.unmount()
     log(f"[{tool.name}] {json.dumps({k: round(v, 1) for k, v in res.items()})}")
@@ -471,21 +568,26 @@ def ratio(a, b):
     return f"{a / b:.2f}x"
 
 
+NAMES = {"strata": "Strata FS", "strata-wb": "Strata FS --writeback", "s3fs": "s3fs",
+         "rclone": "rclone (writes)", "local": "local disk"}
+COLS = ["strata", "strata-wb", "s3fs", "rclone", "local"]
+
+
 def table(results, args, notes):
-    names = {"strata": "Strata FS", "s3fs": "s3fs", "rclone": "rclone (writes)", "local": "local disk"}
     size = f"{args.size_mib} MiB" if args.size_mib < 1024 else f"{args.size_mib / 1024:g} GiB"
-    cols = ["strata", "s3fs", "rclone", "local"]
-    lines = ["| test | unit | " + " | ".join(names[c] for c in cols) +
-             " | Strata/s3fs | Strata/rclone | Strata/local |",
-             "|---|---|" + "---:|" * (len(cols) + 3)]
+    mine = [c for c in ("strata", "strata-wb")]
+    ratios = [(m, o) for o in ("s3fs", "rclone", "local") for m in mine]
+    short = {"strata": "Strata", "strata-wb": "wb", "s3fs": "s3fs", "rclone": "rclone", "local": "local"}
+    lines = ["| test | unit | " + " | ".join(NAMES[c] for c in COLS) + " | " +
+             " | ".join(f"{short[m]}/{short[o]}" for m, o in ratios) + " |",
+             "|---|---|" + "---:|" * (len(COLS) + len(ratios))]
     for key, label, unit in ROWS:
         lab = label.format(size=size, secs=args.rand_secs, nsmall=f"{args.small_files:,}",
                            nempty=f"{args.empty_files:,}", rounds=args.rounds)
-        vals = {c: results.get(c, {}).get(key) for c in cols}
-        cells = [fmt(vals[c]) if c in results else ("pending" if c == "strata" else "skipped")
-                 for c in cols]
+        vals = {c: results.get(c, {}).get(key) for c in COLS}
+        cells = [fmt(vals[c]) if c in results else "skipped" for c in COLS]
         lines.append(f"| {lab} | {unit} | " + " | ".join(cells) + " | " +
-                     " | ".join(ratio(vals["strata"], vals[o]) for o in ("s3fs", "rclone", "local")) + " |")
+                     " | ".join(ratio(vals[m], vals[o]) for m, o in ratios) + " |")
     return "\n".join(lines + [""] + [f"- {n}" for n in notes])
 
 
@@ -498,7 +600,7 @@ def main():
     ap.add_argument("--empty-files", type=int, default=5000)
     ap.add_argument("--rand-secs", type=float, default=20)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--tools", default="strata,s3fs,rclone,local")
+    ap.add_argument("--tools", default="strata,strata-wb,s3fs,rclone,local")
     ap.add_argument("--json-out")
     args = ap.parse_args()
     tools = [t for t in args.tools.split(",") if t]
@@ -512,11 +614,10 @@ def main():
         subprocess.run([args.strata, "mb", "--quiet", "--endpoint-url", srv.endpoint, f"s3://{BUCKET}"],
                        env=env, check=True)
         for name in tools:
-            cls = {"strata": StrataFS, "s3fs": S3fs, "rclone": Rclone, "local": Local}[name]
-            if name == "strata" and not strata_has_fs(args.strata):
-                log(f"[strata] SKIPPED: {args.strata} has no `fs` subcommand yet; its column is pending")
-                notes.append("Strata FS: pending (`strata fs` does not exist in this build yet)")
-                continue
+            cls = {"strata": StrataFS, "strata-wb": StrataWB, "s3fs": S3fs, "rclone": Rclone,
+                   "local": Local}[name]
+            if name.startswith("strata") and not strata_has_fs(args.strata):
+                raise SystemExit(f"bench: {args.strata} has no `fs` subcommand")
             tool = cls(args.work, srv=srv, env=env, args=args) if name != "local" else Local(args.work)
             mounted.append(tool)
             notes.append(f"{name}: {tool.describe()}")
@@ -537,7 +638,9 @@ def main():
         notes.append("page cache NOT dropped (no permission to write /proc/sys/vm/drop_caches): "
                      "'cold' numbers are remount-only")
     else:
-        notes.append("cold = unmount, `echo 3 > /proc/sys/vm/drop_caches`, local cache dir wiped, mount")
+        notes.append("cold = unmount (a --writeback mount uploads its stage first), "
+                     "`echo 3 > /proc/sys/vm/drop_caches`, local cache dir wiped, mount")
+    notes.append("ratios: Strata = Strata FS, wb = Strata FS --writeback, over s3fs, rclone, the local disk")
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump({"args": vars(args), "results": results, "notes": notes}, f, indent=1)

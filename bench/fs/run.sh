@@ -1,24 +1,27 @@
 #!/usr/bin/env bash
 # Filesystems over object storage, side by side, in one run against one bucket
 # of one `strata server --no-fsync` on a free loopback port: Strata FS
-# (`strata fs mount`, SQLite metadata; its column says "pending" until the
-# binary has `strata fs`), s3fs (Debian s3fs), `rclone mount --vfs-cache-mode
-# writes` (Debian rclone) and the local disk as the limit. Rows: sequential
-# write, cold and warm read of one big file (MiB/s), random 4 KiB reads on it
-# (IOPS), 1,000 x 4 KiB files written, stat'ed and read (files/s), create +
-# unlink of 5,000 empty files (ops/s). Writes, the warm read, stats and small
-# reads are the median of --rounds rounds (default 3). Prints a markdown table
-# with the ratios Strata/s3fs, Strata/rclone and Strata/local. See bench.py for
-# the method.
+# (`strata fs mount`, SQLite metadata) without and with --writeback, s3fs
+# (Debian s3fs), `rclone mount --vfs-cache-mode writes` (Debian rclone; its
+# write rows wait until the bucket holds what was written) and the local disk
+# as the limit. Rows: sequential write, cold and warm read of one big file
+# (MiB/s), random 4 KiB reads on it (IOPS), 1,000 x 4 KiB files written,
+# stat'ed and read (files/s), 5,000 empty files created, then unlinked
+# (ops/s). Each row but the random reads is the median of --rounds rounds
+# (default 3); before each cold row the page cache is dropped and the tool's
+# local cache wiped (remount). Prints a markdown table with the ratios of both
+# Strata columns to s3fs, rclone and the local disk. See bench.py for the
+# method.
 #
 #   bench/fs/run.sh [--size-mib 1024] [--small-files 1000] [--empty-files 5000]
-#                   [--rand-secs 20] [--rounds 3] [--tools strata,s3fs,rclone,local]
-#                   [--quick] [--out FILE.md]
+#                   [--rand-secs 20] [--rounds 3]
+#                   [--tools strata,strata-wb,s3fs,rclone,local] [--quick] [--out FILE.md]
 #
 # --quick: 64 MiB, 200 small files, 1,000 empty files, 5 s of random reads.
 # Run as root (FUSE mounts with allow_other, drop_caches). Needs build/strata
 # (BUILD=dir to override), /usr/bin/s3fs, /usr/bin/rclone, /usr/bin/fusermount3,
 # about 6 x SIZE free under WORKDIR (default /tmp). KEEP=1 keeps the temp dir.
+# STRATA_BENCH_MOUNT_ARGS: extra `strata fs mount` options for both Strata columns.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
@@ -30,7 +33,7 @@ while [[ $# -gt 0 ]]; do
     --quick) ARGS+=(--size-mib 64 --small-files 200 --empty-files 1000 --rand-secs 5); shift ;;
     --out) OUT=$2; shift 2 ;;
     --size-mib|--small-files|--empty-files|--rand-secs|--rounds|--tools) ARGS+=("$1" "$2"); shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done

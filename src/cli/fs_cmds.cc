@@ -164,7 +164,8 @@ struct MountArgs {
   std::string meta, mountpoint;
   bool background = false, writeback = false, read_only = false, no_allow_other = false;
   bool writeback_cache = false;                         // the kernel's (FUSE writeback_cache)
-  bool writeback_sync = false;                          // --writeback: fsync each staged block at close
+  bool writeback_sync = false;      // --writeback-sync: the default, said explicitly
+  bool writeback_no_fsync = false;  // --writeback: stage without fsync (fsync syncs)
   std::string writeback_limit = "1G";                   // --writeback: staged bytes at most
   double upload_delay_s = 0;                            // --writeback: hold staged blocks this long
   std::string cache_dir, cache_size = "10G", ram_cache = "1G", buffer_size = "300M";
@@ -245,9 +246,17 @@ int ServeForeground(const MountArgs& a, int ready_fd) {
   vo.prefetch = a.prefetch;
   vo.read_only = a.read_only;
   vo.writeback = a.writeback;
-  vo.writeback_sync = a.writeback_sync;
-  if (a.upload_delay_s > 0 && !a.writeback) {
-    Status bad = Status::InvalidArgument("--upload-delay applies to --writeback uploads: add --writeback");
+  vo.writeback_sync = !a.writeback_no_fsync;
+  if ((a.upload_delay_s > 0 || a.writeback_no_fsync || a.writeback_sync) && !a.writeback) {
+    Status bad = Status::InvalidArgument(
+        "--upload-delay, --writeback-sync and --writeback-no-fsync apply to --writeback: add "
+        "--writeback");
+    report("E" + bad.ToString());
+    return Fail("mount", bad);
+  }
+  if (a.writeback_sync && a.writeback_no_fsync) {
+    Status bad =
+        Status::InvalidArgument("--writeback-sync and --writeback-no-fsync exclude each other");
     report("E" + bad.ToString());
     return Fail("mount", bad);
   }
@@ -873,15 +882,19 @@ int CmdBench(const BenchArgs& a) {
 // a local stage) and --writeback-cache (the kernel's page cache writeback).
 void AddWritebackFlags(CLI::App* m, MountArgs* ma) {
   m->add_flag("--writeback", ma->writeback,
-              "Upload in the background: close returns once the data is staged in --cache-dir (needed) and the "
-              "metadata committed (fsync: once both are durable on disk); staged blocks survive a crash of the "
-              "mount and are uploaded by the next one");
+              "Upload in the background: close returns once the data is staged durably in "
+              "--cache-dir (needed) and the metadata committed; staged blocks survive a crash "
+              "of the mount and are uploaded by the next one");
   m->add_option("--writeback-limit", ma->writeback_limit,
                 "Bytes staged at most with --writeback; beyond, writes upload synchronously")
       ->capture_default_str();
   m->add_flag("--writeback-sync", ma->writeback_sync,
-              "With --writeback: fsync each staged block at close (a close survives a power loss; slower). "
-              "Without it a close survives a crash of the mount, and fsync makes the stage durable");
+              "With --writeback: fdatasync each staged block before its commit, so a closed "
+              "file survives a power loss (the default; the flag says it explicitly)");
+  m->add_flag("--writeback-no-fsync", ma->writeback_no_fsync,
+              "With --writeback: stage without fdatasync; a close then survives a crash of "
+              "the mount but not a power loss, until an fsync (a syncfs of the stage's disk) "
+              "or the upload");
   m->add_option("--upload-delay", ma->upload_delay_s,
                 "With --writeback: seconds a staged block waits before its upload (a file deleted meanwhile is "
                 "never uploaded; unmount uploads at once)")

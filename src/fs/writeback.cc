@@ -210,21 +210,33 @@ void Writeback::Start() {
   for (int i = 0; i < options_.uploads; i++) workers_.emplace_back([this] { Worker(); });
 }
 
-// The block under its final name; with sync_each fdatasync, then an fsync of
-// the directory (its entry). No temp file and rename: a file cut short by a crash is never
-// referenced (the commit follows this), so Recover removes it as
-// unreferenced; and a rename would cost a second journal commit per close.
+// The block under its final name; with sync_each (the default) fdatasync, then an fsync of the
+// directory (its entry) shared by the stages of concurrent closes (FsyncDirFor). No temp file
+// and rename: a file cut short by a crash is never referenced (the commit follows this), so
+// Recover removes it as unreferenced; and a rename would cost a second journal commit per close.
 Status Writeback::WriteStageFile(const std::string& path, std::string_view data) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!fd.valid()) return Status::FromErrno(errno, "create " + path);
+  const uint64_t created = ++dir_created_seq_;  // its entry exists from here on
   Status st = WriteAll(fd.get(), data.data(), data.size(), path);
   if (st.ok() && options_.sync_each && ::fdatasync(fd.get()) != 0)
     st = Status::FromErrno(errno, "fdatasync " + path);
   if (st.ok() && ::close(fd.Release()) != 0) st = Status::FromErrno(errno, "close " + path);
-  if (st.ok() && options_.sync_each && ::fsync(dir_fd_) != 0)
-    st = Status::FromErrno(errno, "fsync " + options_.dir);
+  if (st.ok() && options_.sync_each) st = FsyncDirFor(created);
   if (!st.ok()) ::unlink(path.c_str());
   return st;
+}
+
+// One fsync of the stage directory makes every entry created before it
+// durable: a close whose entry an fsync begun after its create already
+// covered returns without its own (group commit of concurrent closes).
+Status Writeback::FsyncDirFor(uint64_t created) {
+  std::lock_guard<std::mutex> lk(dir_sync_mu_);
+  if (dir_synced_seq_ >= created) return Status::Ok();
+  const uint64_t upto = dir_created_seq_.load();
+  if (::fsync(dir_fd_) != 0) return Status::FromErrno(errno, "fsync " + options_.dir);
+  dir_synced_seq_ = upto;
+  return Status::Ok();
 }
 
 bool Writeback::DiskHasRoom(uint64_t len) const {

@@ -1,8 +1,9 @@
 // Writeback (private to fs): the local stage of `strata fs mount --writeback`.
 //
 // With writeback a block is not uploaded before its slice is committed: it is
-// written to a file in the stage directory (fdatasynced with sync_each, else
-// made durable by the next fsync's Sync), and the commit then points at the block's object key,
+// written to a file in the stage directory and fdatasynced, with the directory (sync_each, the
+// default; else made durable by the next fsync's Sync), and the commit then points at the block's
+// object key,
 // which is known before the upload. A background uploader (bounded concurrency) PUTs staged blocks
 // and only then removes their files; until then reads of the block come from its stage file. A
 // close therefore costs a local fsync and a metadata transaction, not a PUT.
@@ -52,12 +53,13 @@ struct WritebackOptions {
   // Free space the stage leaves on its disk (the read cache and other
   // programs share it): -1 is 5% of the filesystem, at most 1 GiB.
   int64_t min_free_bytes = -1;
-  // true: each stage is fdatasynced (and the directory fsynced) before
-  // Stage returns, so a close survives a power loss. false: a stage survives
-  // a crash of the mount (the kernel holds the written pages) and Sync()
-  // makes every stage durable (fsync calls it), as the metadata commits of
-  // a close are (SQLite synchronous=NORMAL) until an fsync.
-  bool sync_each = false;
+  // true (the default): each stage is fdatasynced (and the directory
+  // fsynced) before Stage returns, i.e. before the commit that names the
+  // block, so a closed file's data survives a power loss of the stage's disk.
+  // false (mount --writeback-no-fsync): a stage survives a crash of the
+  // mount (the kernel holds the written pages) and Sync() makes every stage
+  // durable (fsync calls it).
+  bool sync_each = true;
   int64_t retry_base_ms = 500;  // a failed upload is retried after 2x, 4x, ... this (30 s at most)
 };
 
@@ -129,6 +131,10 @@ class Writeback {
   void PublishLocked();
   bool DiskHasRoom(uint64_t len) const;
   Status WriteStageFile(const std::string& path, std::string_view data);
+  Status FsyncDirFor(uint64_t created);
+  std::mutex dir_sync_mu_;                    // one fsync of the directory at a time
+  std::atomic<uint64_t> dir_created_seq_{0};  // stage files created so far
+  uint64_t dir_synced_seq_ = 0;          // created before the last fsync, guarded by dir_sync_mu_
   std::mutex sync_mu_;                   // one syncfs at a time
   std::atomic<uint64_t> staged_seq_{0};  // stages so far
   uint64_t synced_seq_ = 0;              // stages made durable by Sync, guarded by sync_mu_

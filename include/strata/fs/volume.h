@@ -46,7 +46,7 @@ struct VolumeOptions {
   bool writeback = false;
   uint64_t writeback_limit = 1ull << 30;  // staged bytes at most; beyond, uploads are synchronous
   int writeback_uploads = 0;              // background uploads in parallel (0: max_uploads)
-  bool writeback_sync = false;            // fsync each staged block at close (else at fsync)
+  bool writeback_sync = true;  // fsync each staged block before its commit (false: at fsync)
   int64_t writeback_upload_delay_ms = 0;  // tests: hold each staged block this long before its upload
   // Encryption at rest (fs/encryption.h): the key file of an encrypted
   // volume. Open refuses an encrypted volume without it (unless
