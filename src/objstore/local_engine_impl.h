@@ -620,6 +620,13 @@ class LocalEngineImpl final : public LocalEngine {
   enum class Versioning : uint8_t { kOff, kEnabled, kSuspended };
   static constexpr std::string_view kVersioningConfig = "versioning";
   Versioning VersioningLocked(std::string_view bucket);
+  // kNotSupported naming `what` when the bucket has versioning set (operations
+  // that would rewrite a key's history: append, rename).
+  Status RefuseIfVersionedLocked(std::string_view bucket, std::string_view what) {
+    if (VersioningLocked(bucket) == Versioning::kOff) return Status::Ok();
+    return Status::NotSupported(std::string(what) + " is not supported in bucket " + Q(bucket) +
+                                ", which has versioning set");
+  }
   uint64_t NextVersionOrder();
   // Order of the key's null version in V, 0 when it has none there.
   Status GetNullOrder(std::string_view bucket, std::string_view key, uint64_t* order);

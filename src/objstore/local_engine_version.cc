@@ -359,9 +359,12 @@ Result<VersionListResult> LocalEngineImpl::ListObjectVersions(std::string_view b
     }
     if (vkey.empty()) vit->Seek(PrefixSuccessor(VersionKeyPrefix(bucket, km)));
   }
-  // Positions oit on the next null version written before versioning.
-  auto skip_versioned = [&]() -> Status {
+  // Positions oit on the next null version written before versioning, looking
+  // no further than `limit` (the next V key): O rows of versioned keys are
+  // copies of V rows, so oit moves in step with vit and a page stays O(page).
+  auto skip_versioned = [&](std::string_view limit, bool bounded) -> Status {
     while (oit->Valid() && oit->key().starts_with(obase)) {
+      if (bounded && oit->key().ToStringView().substr(obase.size()) > limit) break;
       ObjectMeta m;
       STRATA_RETURN_IF_ERROR(DecodeObjectSummary(oit->value().ToStringView(), &m));
       if (m.version_order == 0) break;
@@ -375,16 +378,16 @@ Result<VersionListResult> LocalEngineImpl::ListObjectVersions(std::string_view b
   std::string prev_vkey;  // key of the previous V row, for IsLatest
   if (mid_key) prev_vkey = km;
   for (;;) {
-    STRATA_RETURN_IF_ERROR(skip_versioned());
     std::string_view vkey, okey;
     bool has_v = vit->Valid() && vit->key().starts_with(vbase);
-    bool has_o = oit->Valid() && oit->key().starts_with(obase);
     if (has_v) {
       std::string_view k = vit->key().ToStringView().substr(vbase.size());
       if (k.size() < 9) return Status::Corruption("malformed version key in bucket " + Q(bucket));
       vkey = k.substr(0, k.size() - 9);
       has_v = vkey.starts_with(prefix);
     }
+    STRATA_RETURN_IF_ERROR(skip_versioned(vkey, has_v));
+    bool has_o = oit->Valid() && oit->key().starts_with(obase);
     if (has_o) {
       okey = oit->key().ToStringView().substr(obase.size());
       has_o = okey.starts_with(prefix);

@@ -340,10 +340,7 @@ Result<ObjectMeta> LocalEngineImpl::AppendObject(std::string_view bucket, std::s
     std::lock_guard lk(ref.stripe->mu);
     std::shared_lock bl(buckets_mu_);
     STRATA_RETURN_IF_ERROR(BucketExistsLocked(bucket));
-    if (VersioningLocked(bucket) != Versioning::kOff) {
-      return Status::NotSupported("appending to an object is not supported in bucket " + Q(bucket) +
-                                  ", which has versioning set");
-    }
+    STRATA_RETURN_IF_ERROR(RefuseIfVersionedLocked(bucket, "appending to an object"));
     Current cur;
     STRATA_RETURN_IF_ERROR(ReadCurrent(dbkey, &cur));
     if (tracker.ChangedLocked() || cur.exists != existed) {
@@ -443,10 +440,7 @@ Result<ObjectMeta> LocalEngineImpl::RenameObject(std::string_view bucket, std::s
     StripeLocks locks(src_ref.stripe, dst_ref.stripe);
     std::shared_lock bl(buckets_mu_);
     STRATA_RETURN_IF_ERROR(BucketExistsLocked(bucket));
-    if (VersioningLocked(bucket) != Versioning::kOff) {
-      return Status::NotSupported("renaming an object is not supported in bucket " + Q(bucket) +
-                                  ", which has versioning set");
-    }
+    STRATA_RETURN_IF_ERROR(RefuseIfVersionedLocked(bucket, "renaming an object"));
     Current src;
     STRATA_RETURN_IF_ERROR(ReadCurrent(src_db, &src));
     if (!src.exists) return NoObject(bucket, src_key);

@@ -1332,8 +1332,18 @@ TEST(RecordTest, VersionOneRecordsDecode) {
   meta.size = 0;
   meta.etag = "d41d8cd98f00b204e9800998ecf8427e";
   meta.tags["t"] = "v";
-  std::string v2;
-  EncodeObject(meta, {}, &v2);
+  std::string v3;
+  EncodeObject(meta, {}, &v3);
+  // v3 = [3] summary [order 0, id "", marker 0] rest ...; v2 lacks those 3 bytes.
+  const size_t vfields = 1 + 1 + 1 + 1 + meta.etag.size() + 1 + 1 + 1;
+  ASSERT_EQ(v3.substr(vfields, 3), std::string(3, '\0'));
+  std::string v2 = v3;
+  v2.erase(vfields, 3);
+  v2[0] = 2;
+  ObjectMeta got2;
+  ASSERT_OK(DecodeObject(v2, &got2, nullptr));
+  EXPECT_EQ(got2.etag, meta.etag);
+  EXPECT_EQ(got2.version_order, 0u);
   ASSERT_GE(v2.size(), 3u);
   // v2 = [2] summary rest [internal map: 0] [pieces: 0]; v1 lacks the map.
   ASSERT_EQ(v2[v2.size() - 2], '\0');
@@ -1346,7 +1356,7 @@ TEST(RecordTest, VersionOneRecordsDecode) {
   EXPECT_EQ(got.etag, meta.etag);
   EXPECT_EQ(got.tags.at("t"), "v");
   EXPECT_TRUE(got.internal.empty());
-  v1[0] = 3;  // a version from the future is refused, not misread
+  v1[0] = 4;  // a version from the future is refused, not misread
   EXPECT_STATUS_CODE(DecodeObject(v1, &got, &pieces), StatusCode::kCorruption);
 
   BucketRecord b;
