@@ -361,7 +361,7 @@ Result<ObjectMeta> Frontend::Impl::HeadForSubresource(Ctx& c) {
 
 Status Frontend::Impl::GetObjectTagging(Ctx& c) {
   STRATA_ASSIGN_OR_RETURN(ObjectMeta meta, HeadForSubresource(c));
-  AddVersionId(c, meta);
+  if (c.Q("versionId").empty()) AddVersionId(c, meta);
   XmlWriter x("Tagging");
   x.Open("TagSet");
   for (const auto& [k, v] : meta.tags) x.Open("Tag").Elem("Key", k).Elem("Value", v).Close("Tag");
