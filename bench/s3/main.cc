@@ -307,7 +307,8 @@ int RunList(Args& a) {
   // Sorted by name, as a canonical query string wants (the builder re-canonicalises anyway).
   std::string query = versions ? fmt::format("max-keys={}", max_keys)
                                : fmt::format("list-type=2&max-keys={}", max_keys);
-  if (versions && !start_after.empty()) query = "key-marker=" + UriEncode(start_after, false) + "&" + query;
+  if (versions && !start_after.empty())
+    query = "key-marker=" + UriEncode(start_after, false) + "&" + query;
   if (!prefix.empty()) query += "&prefix=" + UriEncode(prefix, false);
   if (!versions && !start_after.empty()) query += "&start-after=" + UriEncode(start_after, false);
   if (versions) query += "&versions=";
@@ -395,7 +396,8 @@ int RunPopulate(Args& a) {
     char key[64];
     for (uint64_t i = static_cast<uint64_t>(id); i < objects && !failed.load(); i += static_cast<uint64_t>(nthreads)) {
       const uint64_t k = per_key > 0 ? i / per_key : i;
-      std::snprintf(key, sizeof(key), "d%d/shard-%07llu", static_cast<int>(k % static_cast<uint64_t>(prefixes)),
+      std::snprintf(key, sizeof(key), "d%d/shard-%07llu",
+                    static_cast<int>(k % static_cast<uint64_t>(prefixes)),
                     static_cast<unsigned long long>(k));
       StringSource src(body);
       objstore::PutOptions po;

@@ -639,8 +639,8 @@ class LocalEngineImpl final : public LocalEngine {
                       rocksdb::WriteBatch* b, std::vector<FileId>* garbage);
   // The RocksDB key holding a version ("" = current, "null", or an id); sets
   // "" when the key has no null version; kInvalidArgument for a malformed id.
-  Status ResolveVersion(std::string_view bucket, std::string_view key,
-                        std::string_view version_id, std::string* dbkey);
+  Status ResolveVersion(std::string_view bucket, std::string_view key, std::string_view version_id,
+                        std::string* dbkey);
   Status ReadUpload(std::string_view bucket, std::string_view key, std::string_view upload_id,
                     UploadRecord* r);
 

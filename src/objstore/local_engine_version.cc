@@ -225,7 +225,8 @@ Result<DeleteResult> LocalEngineImpl::DeleteVersion(std::string_view bucket, std
         it->Next();
         ObjectMeta next;
         bool has_next = it->Valid() && it->key().starts_with(vprefix);
-        if (has_next) STRATA_RETURN_IF_ERROR(DecodeObjectSummary(it->value().ToStringView(), &next));
+        if (has_next)
+          STRATA_RETURN_IF_ERROR(DecodeObjectSummary(it->value().ToStringView(), &next));
         if (has_next && !next.delete_marker) {
           b.Put(dbkey, it->value());
         } else {

@@ -85,7 +85,7 @@ std::string UploadKey(std::string_view bucket, std::string_view key, std::string
 std::string PartKeyPrefix(std::string_view upload_id);                 // "P id \0"
 std::string PartKey(std::string_view upload_id, int part_number);
 std::string GarbageKey(const FileId& id);
-std::string VersionKeyPrefix(std::string_view bucket);                    // "V bucket \0"
+std::string VersionKeyPrefix(std::string_view bucket);                        // "V bucket \0"
 std::string VersionKeyPrefix(std::string_view bucket, std::string_view key);  // ".. key \0"
 std::string VersionKey(std::string_view bucket, std::string_view key, uint64_t order);
 std::string NullVersionKey(std::string_view bucket, std::string_view key);

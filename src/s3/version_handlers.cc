@@ -49,7 +49,8 @@ Status Frontend::Impl::NoSuchVersionOrMarker(Ctx& c, const Status& st, std::stri
     }
     return MakeError("NoSuchKey", "The specified key does not exist.");
   }
-  if (!version_id.empty()) return MakeError("NoSuchVersion", "The specified version does not exist.");
+  if (!version_id.empty())
+    return MakeError("NoSuchVersion", "The specified version does not exist.");
   return st;
 }
 
@@ -116,8 +117,7 @@ Status Frontend::Impl::ListObjectVersions(Ctx& c) {
   x.Elem("KeyMarker", enc(lo.key_marker)).Elem("VersionIdMarker", lo.version_id_marker);
   if (r.truncated) {
     x.Elem("NextKeyMarker", enc(r.next_key_marker));
-    if (!r.next_version_id_marker.empty())
-      x.Elem("NextVersionIdMarker", r.next_version_id_marker);
+    if (!r.next_version_id_marker.empty()) x.Elem("NextVersionIdMarker", r.next_version_id_marker);
   }
   x.Elem("MaxKeys", static_cast<uint64_t>(lo.max_keys));
   if (!lo.delimiter.empty()) x.Elem("Delimiter", enc(lo.delimiter));

@@ -1384,7 +1384,6 @@ TEST_F(LocalEngineTest, SyncModeWorks) {
   EXPECT_TRUE(got == Bytes(300000, 2));
 }
 
-
 // ---- versioning (S3 semantics: AWS S3 API reference, "Using versioning") ----
 
 class VersioningTest : public LocalEngineTest {
@@ -1431,8 +1430,8 @@ TEST_F(VersioningTest, EveryWriteKeepsAVersionAndMarkersUndo) {
   ASSERT_OK_AND_ASSIGN(ObjectMeta v2, Put("k", "small"));
   ASSERT_EQ(v1.version_id.size(), 16u);
   EXPECT_LT(v2.version_id, v1.version_id);  // newer sorts first
-  EXPECT_EQ(Ids(), (std::vector<std::string>{"k@" + v2.version_id + "*", "k@" + v1.version_id,
-                                             "k@null"}));
+  EXPECT_EQ(Ids(),
+            (std::vector<std::string>{"k@" + v2.version_id + "*", "k@" + v1.version_id, "k@null"}));
   ASSERT_OK_AND_ASSIGN(std::string null_bytes, GetVersion("k", "null"));
   EXPECT_EQ(null_bytes, std::string(100000, 'a'));
   ASSERT_OK_AND_ASSIGN(std::string b1, GetVersion("k", v1.version_id));
@@ -1534,10 +1533,11 @@ TEST_F(VersioningTest, ListVersionsPageCostDoesNotGrowWithTheBucket) {
 TEST(RecordTest, Version2ObjectRecordsStillDecode) {
   // A version-2 record: size 5, mtime 1, etag "e", owner "", no checksum,
   // empty rest (content type, checksum, 3 maps, 0 parts, internal map), no pieces.
-  const std::string v2("\x02\x05\x01\x01"
-                       "e\x00\x00\x00"
-                       "\x00\x00\x00\x00\x00\x00\x00\x00",
-                       16);
+  const std::string v2(
+      "\x02\x05\x01\x01"
+      "e\x00\x00\x00"
+      "\x00\x00\x00\x00\x00\x00\x00\x00",
+      16);
   ObjectMeta m;
   std::vector<Piece> pieces;
   ASSERT_OK(DecodeObject(v2, &m, &pieces));

@@ -89,9 +89,9 @@ struct ObjectMeta {
   std::map<std::string, std::string> internal;
   // Versioning (see "Versioning" below). version_id "" is the null version.
   std::string version_id;
-  bool delete_marker = false;   // a delete marker (a version without bytes)
-  bool is_latest = false;       // ListObjectVersions only
-  uint64_t version_order = 0;   // engine-internal: 0 = not kept as a version
+  bool delete_marker = false;  // a delete marker (a version without bytes)
+  bool is_latest = false;      // ListObjectVersions only
+  uint64_t version_order = 0;  // engine-internal: 0 = not kept as a version
 };
 
 // A pull-style byte stream (an HTTP body, a file). Read returns 0 at end of stream.
