@@ -168,6 +168,9 @@ struct Implemented {
 const std::map<std::tuple<On, std::string, std::string>, Implemented> kImplemented = {
     {{On::kBucket, "GET", "location"}, {{200}}},
     {{On::kBucket, "GET", "versioning"}, {{200}}},
+    // An empty body is not a VersioningConfiguration.
+    {{On::kBucket, "PUT", "versioning"}, {{400}}},
+    {{On::kBucket, "GET", "versions"}, {{200}}},
     {{On::kBucket, "GET", "uploads"}, {{200}}},
     {{On::kBucket, "GET", "acl"}, {{200}}},
     {{On::kBucket, "GET", "list-type=2"}, {{200}}},
