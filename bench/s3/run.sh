@@ -20,6 +20,10 @@
 #   list   ListObjectsV2 (max-keys 1000, prefix + start-after in the middle of the
 #          bucket) in buckets of each --list-sizes, populated in-process through
 #          the engine before the server starts; median of --list-repeat pages
+#   versions  ListObjectVersions (max-keys 1000, prefix + key-marker in the middle)
+#          in versioned buckets of each --list-sizes versions (10 per key),
+#          populated the same way (not in the default phases: 1,000,000 versions
+#          take a while to populate)
 #
 # Environment: BUILD (default build/), NGINX, WORKDIR (temp dir parent, default
 # /tmp), STRATA_ARGS (extra `strata server` flags, e.g. "--threads 4"), KEEP=1.
@@ -253,6 +257,20 @@ if has_phase list; then
     "$DRIVER" list --label "list-$n" --endpoint "127.0.0.1:$S3_PORT" --bucket list --prefix d2/ \
       --start-after "d2/shard-$(printf %07d $((n / 2)))" --repeat "$LIST_REPEAT" | grep '^RESULT' |
       tee -a "$RESULTS"
+    stop_strata
+    rm -rf "$d"
+  done
+fi
+if has_phase versions; then
+  IFS=, read -ra sizes <<<"$LIST_SIZES"
+  for n in "${sizes[@]}"; do
+    d=$WORK/versions-$n
+    echo "populating $n versions (10 per key) in $d (in-process, engine sync=false)"
+    "$DRIVER" populate --data "$d" --bucket list --objects "$n" --prefixes 4 --versions-per-key 10
+    start_strata "$d"
+    "$DRIVER" list --versions 1 --label "versions-$n" --endpoint "127.0.0.1:$S3_PORT" --bucket list \
+      --prefix d2/ --start-after "d2/shard-$(printf %07d $((n / 20)))" --repeat "$LIST_REPEAT" |
+      grep '^RESULT' | tee -a "$RESULTS"
     stop_strata
     rm -rf "$d"
   done

@@ -114,6 +114,16 @@ Status LocalEngineImpl::DeleteBucket(std::string_view name) {
       if (it->Valid()) return Status::PreconditionFailed("bucket " + Q(name) + " is not empty");
       STRATA_RETURN_IF_ERROR(FromRocks(it->status(), "check bucket"));
     }
+    {
+      // Versions and delete markers count too (S3: BucketNotEmpty).
+      const std::string versions = VersionKeyPrefix(name);
+      std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+      it->Seek(versions);
+      if (it->Valid() && it->key().starts_with(versions))
+        return Status::PreconditionFailed("bucket " + Q(name) +
+                                          " is not empty: it holds object versions");
+      STRATA_RETURN_IF_ERROR(FromRocks(it->status(), "check bucket"));
+    }
     rocksdb::WriteBatch b;
     const std::string uploads = UploadKeyPrefix(name);
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));

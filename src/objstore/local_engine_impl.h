@@ -387,6 +387,24 @@ class LocalEngineImpl final : public LocalEngine {
                           const std::function<Status(ObjectMeta&)>& update) override;
   Result<ListResult> ListObjects(std::string_view bucket, const ListOptions& options) override;
 
+  // Versioning (local_engine_version.cc).
+  Result<DeleteResult> DeleteCurrent(std::string_view bucket, std::string_view key) override;
+  Result<DeleteResult> DeleteVersion(std::string_view bucket, std::string_view key,
+                                     std::string_view version_id) override;
+  Result<ObjectMeta> HeadVersion(std::string_view bucket, std::string_view key,
+                                 std::string_view version_id) override;
+  Result<std::unique_ptr<ObjectReader>> OpenVersion(std::string_view bucket, std::string_view key,
+                                                    std::string_view version_id,
+                                                    const DataKeyFn& data_key) override {
+    STRATA_ASSIGN_OR_RETURN(auto r, OpenReader(bucket, key, &data_key, version_id));
+    return std::unique_ptr<ObjectReader>(std::move(r));
+  }
+  Status UpdateVersionMeta(std::string_view bucket, std::string_view key,
+                           std::string_view version_id,
+                           const std::function<Status(ObjectMeta&)>& update) override;
+  Result<VersionListResult> ListObjectVersions(std::string_view bucket,
+                                               const VersionListOptions& options) override;
+
   // Multipart.
   Result<std::string> CreateMultipartUpload(std::string_view bucket, std::string_view key,
                                             PutOptions options) override;
@@ -594,9 +612,37 @@ class LocalEngineImpl final : public LocalEngine {
                 std::string_view data_key = {});
   Result<ObjectMeta> PutInternal(std::string_view bucket, std::string_view key, ByteSource& body,
                                  PutOptions& options);
+  // version_id: "" = the current version, else as LocalEngine::OpenVersion.
   Result<std::unique_ptr<LocalObjectReader>> OpenReader(std::string_view bucket,
                                                         std::string_view key,
-                                                        const DataKeyFn* data_key);
+                                                        const DataKeyFn* data_key,
+                                                        std::string_view version_id = {});
+
+  // Versioning helpers (local_engine_version.cc); *Locked: buckets_mu_ held.
+  enum class Versioning : uint8_t { kOff, kEnabled, kSuspended };
+  static constexpr std::string_view kVersioningConfig = "versioning";
+  Versioning VersioningLocked(std::string_view bucket);
+  // kNotSupported naming `what` when the bucket has versioning set (operations
+  // that would rewrite a key's history: append, rename).
+  Status RefuseIfVersionedLocked(std::string_view bucket, std::string_view what) {
+    if (VersioningLocked(bucket) == Versioning::kOff) return Status::Ok();
+    return Status::NotSupported(std::string(what) + " is not supported in bucket " + Q(bucket) +
+                                ", which has versioning set");
+  }
+  uint64_t NextVersionOrder();
+  // Order of the key's null version in V, 0 when it has none there.
+  Status GetNullOrder(std::string_view bucket, std::string_view key, uint64_t* order);
+  // Stages `meta` + `pieces` (or a delete marker: meta.delete_marker) as the
+  // key's new current version in `b`, replacing `cur` (its O row) as the
+  // bucket's versioning state says; fills meta.version_id/version_order.
+  // Stripe lock and buckets_mu_ held.
+  Status StageCurrent(std::string_view bucket, std::string_view key, const std::string& dbkey,
+                      const Current& cur, ObjectMeta& meta, const std::vector<Piece>& pieces,
+                      rocksdb::WriteBatch* b, std::vector<FileId>* garbage);
+  // The RocksDB key holding a version ("" = current, "null", or an id); sets
+  // "" when the key has no null version; kInvalidArgument for a malformed id.
+  Status ResolveVersion(std::string_view bucket, std::string_view key, std::string_view version_id,
+                        std::string* dbkey);
   Status ReadUpload(std::string_view bucket, std::string_view key, std::string_view upload_id,
                     UploadRecord* r);
 
@@ -671,6 +717,7 @@ class LocalEngineImpl final : public LocalEngine {
     file_cache_.erase(it);
   }
 
+  std::atomic<uint64_t> last_order_{0};  // last version order handed out
   std::atomic<uint64_t> objects_put_{0};
   std::atomic<uint64_t> list_steps_{0};
   uint64_t orphans_removed_at_open_ = 0;  // set in Init

@@ -292,11 +292,9 @@ Result<ObjectMeta> LocalEngineImpl::CompleteMultipartUpload(std::string_view buc
       pieces[0].data = merged;
       pieces[0].length = merged.size();
     }
-    std::string value;
-    EncodeObject(meta, pieces, &value);
-
+    meta.delete_marker = false;
     rocksdb::WriteBatch b;
-    b.Put(dbkey, value);
+    STRATA_RETURN_IF_ERROR(StageCurrent(bucket, key, dbkey, cur, meta, pieces, &b, &garbage));
     b.Delete(ukey);
     std::set<int> used;
     for (const CompletePart& cp : parts) used.insert(cp.number);
@@ -304,7 +302,6 @@ Result<ObjectMeta> LocalEngineImpl::CompleteMultipartUpload(std::string_view buc
       b.Delete(PartKey(upload_id, n));
       if (!used.count(n)) DropPiece(pr.piece, &b, &garbage);
     }
-    if (cur.exists) STRATA_RETURN_IF_ERROR(AddGarbage(cur.value.ToStringView(), &b, &garbage));
     STRATA_RETURN_IF_ERROR(Write(b));
     NoteCommitLocked(oref);
   }

@@ -32,6 +32,7 @@ LocalEngineImpl::LocalEngineImpl(const EngineOptions& o) : options_(o) {
   // Tiny bodies cost little in a listing and save GETs a second lookup.
   embed_max_ = std::min<uint64_t>(o.inline_threshold, kEmbedMax);
   body_epoch_ = static_cast<uint64_t>(NowUnixNanos());
+  last_order_.store(body_epoch_, std::memory_order_relaxed);
   commit_wo_.sync = o.sync;
   lazy_wo_.sync = false;
 }

@@ -64,20 +64,29 @@ Result<ObjectMeta> LocalEngineImpl::HeadObject(std::string_view bucket, std::str
 }
 
 Result<std::unique_ptr<LocalObjectReader>> LocalEngineImpl::OpenReader(
-    std::string_view bucket, std::string_view key, const DataKeyFn* data_key) {
+    std::string_view bucket, std::string_view key, const DataKeyFn* data_key,
+    std::string_view version_id) {
   STRATA_RETURN_IF_ERROR(CheckBucket(bucket));
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
-  const std::string dbkey = ObjectKey(bucket, key);
+  std::string dbkey;
+  STRATA_RETURN_IF_ERROR(ResolveVersion(bucket, key, version_id, &dbkey));
+  auto missing_version = [&] {
+    if (version_id.empty()) return NoObject(bucket, key);
+    return Status::NotFound("version " + Q(version_id) + " of object " + Q(key) +
+                            " does not exist in bucket " + Q(bucket));
+  };
+  if (dbkey.empty()) return missing_version();
   auto r = std::make_unique<LocalObjectReader>();
   r->bucket_ = std::string(bucket);
   std::string missing;
   for (int attempt = 0; attempt < kOpenRetries; ++attempt) {
     bool found = false;
     STRATA_RETURN_IF_ERROR(Get(dbkey, &r->value_, &found));
-    if (!found) return NoObject(bucket, key);
+    if (!found) return missing_version();
     std::vector<Piece> pieces;
     r->meta_ = ObjectMeta();
     STRATA_RETURN_IF_ERROR(DecodeObject(r->value_.ToStringView(), &r->meta_, &pieces));
+    if (r->meta_.delete_marker) return missing_version();
     r->meta_.key = std::string(key);
     r->spans_.clear();
     r->files_.clear();

@@ -206,6 +206,7 @@ Result<ObjectMeta> LocalEngineImpl::PutInternal(std::string_view bucket, std::st
   meta.checksum = in.digest.checksum.empty() ? std::string() : Base64Encode(in.digest.checksum);
   meta.checksum_composite = false;
   meta.parts.clear();
+  meta.delete_marker = false;
   if (options.before_commit) {
     Status st = options.before_commit(in.digest, meta);
     if (!st.ok()) return st;
@@ -215,8 +216,6 @@ Result<ObjectMeta> LocalEngineImpl::PutInternal(std::string_view bucket, std::st
 
   std::vector<Piece> pieces;
   if (in.digest.size > 0) pieces.push_back(in.AsPiece());
-  std::string value;
-  EncodeObject(meta, pieces, &value);
 
   std::vector<FileId> garbage;
   {
@@ -236,10 +235,9 @@ Result<ObjectMeta> LocalEngineImpl::PutInternal(std::string_view bucket, std::st
       tracker.ReleaseLocked();
     }
     rocksdb::WriteBatch b;
-    b.Put(dbkey, value);
+    STRATA_RETURN_IF_ERROR(StageCurrent(bucket, key, dbkey, cur, meta, pieces, &b, &garbage));
     AddBody(&b, in);
     if (in.is_file) b.Delete(GarbageKey(in.file));
-    if (cur.exists) STRATA_RETURN_IF_ERROR(AddGarbage(cur.value.ToStringView(), &b, &garbage));
     STRATA_RETURN_IF_ERROR(Write(b));
     in.Keep();
     NoteCommitLocked(ref);
@@ -342,6 +340,7 @@ Result<ObjectMeta> LocalEngineImpl::AppendObject(std::string_view bucket, std::s
     std::lock_guard lk(ref.stripe->mu);
     std::shared_lock bl(buckets_mu_);
     STRATA_RETURN_IF_ERROR(BucketExistsLocked(bucket));
+    STRATA_RETURN_IF_ERROR(RefuseIfVersionedLocked(bucket, "appending to an object"));
     Current cur;
     STRATA_RETURN_IF_ERROR(ReadCurrent(dbkey, &cur));
     if (tracker.ChangedLocked() || cur.exists != existed) {
@@ -401,29 +400,6 @@ Result<ObjectMeta> LocalEngineImpl::AppendObject(std::string_view bucket, std::s
   return meta;
 }
 
-Status LocalEngineImpl::DeleteObject(std::string_view bucket, std::string_view key) {
-  STRATA_RETURN_IF_ERROR(CheckBucket(bucket));
-  STRATA_RETURN_IF_ERROR(ValidateKey(key));
-  const std::string dbkey = ObjectKey(bucket, key);
-  const KeyRef ref = Ref(dbkey);
-  std::vector<FileId> garbage;
-  {
-    std::lock_guard lk(ref.stripe->mu);
-    std::shared_lock bl(buckets_mu_);
-    STRATA_RETURN_IF_ERROR(BucketExistsLocked(bucket));
-    Current cur;
-    STRATA_RETURN_IF_ERROR(ReadCurrent(dbkey, &cur));
-    if (!cur.exists) return Status::Ok();
-    rocksdb::WriteBatch b;
-    b.Delete(dbkey);
-    STRATA_RETURN_IF_ERROR(AddGarbage(cur.value.ToStringView(), &b, &garbage));
-    STRATA_RETURN_IF_ERROR(Write(b));
-    NoteCommitLocked(ref);
-  }
-  CollectGarbage(garbage);
-  return Status::Ok();
-}
-
 Result<ObjectMeta> LocalEngineImpl::CopyObject(std::string_view src_bucket,
                                                std::string_view src_key,
                                                std::string_view dst_bucket,
@@ -433,9 +409,13 @@ Result<ObjectMeta> LocalEngineImpl::CopyObject(std::string_view src_bucket,
   STRATA_RETURN_IF_ERROR(ValidateKey(dst_key));
   STRATA_ASSIGN_OR_RETURN(
       std::unique_ptr<LocalObjectReader> reader,
-      OpenReader(src_bucket, src_key, options.source_key ? &options.source_key : nullptr));
+      OpenReader(src_bucket, src_key, options.source_key ? &options.source_key : nullptr,
+                 options.source_version_id));
   const ObjectMeta& src = reader->meta();
   ObjectMeta m = meta ? std::move(*meta) : src;
+  m.version_id.clear();
+  m.version_order = 0;
+  m.delete_marker = false;
   if (!options.meta.owner.empty()) m.owner = options.meta.owner;
   if (options.checksum_algorithm == ChecksumAlgorithm::kNone) {
     options.checksum_algorithm = src.checksum_algorithm;
@@ -460,6 +440,7 @@ Result<ObjectMeta> LocalEngineImpl::RenameObject(std::string_view bucket, std::s
     StripeLocks locks(src_ref.stripe, dst_ref.stripe);
     std::shared_lock bl(buckets_mu_);
     STRATA_RETURN_IF_ERROR(BucketExistsLocked(bucket));
+    STRATA_RETURN_IF_ERROR(RefuseIfVersionedLocked(bucket, "renaming an object"));
     Current src;
     STRATA_RETURN_IF_ERROR(ReadCurrent(src_db, &src));
     if (!src.exists) return NoObject(bucket, src_key);
@@ -496,27 +477,7 @@ Status LocalEngineImpl::SetObjectTags(std::string_view bucket, std::string_view 
 
 Status LocalEngineImpl::UpdateObjectMeta(std::string_view bucket, std::string_view key,
                                          const std::function<Status(ObjectMeta&)>& update) {
-  STRATA_RETURN_IF_ERROR(CheckBucket(bucket));
-  STRATA_RETURN_IF_ERROR(ValidateKey(key));
-  const std::string dbkey = ObjectKey(bucket, key);
-  const KeyRef ref = Ref(dbkey);
-  std::lock_guard lk(ref.stripe->mu);
-  std::shared_lock bl(buckets_mu_);
-  STRATA_RETURN_IF_ERROR(BucketExistsLocked(bucket));
-  rocksdb::PinnableSlice v;
-  bool found = false;
-  STRATA_RETURN_IF_ERROR(Get(dbkey, &v, &found));
-  if (!found) return NoObject(bucket, key);
-  ObjectMeta meta;
-  std::vector<Piece> pieces;
-  STRATA_RETURN_IF_ERROR(DecodeObject(v.ToStringView(), &meta, &pieces));
-  meta.key = std::string(key);
-  STRATA_RETURN_IF_ERROR(update(meta));
-  std::string value;
-  EncodeObject(meta, pieces, &value);
-  rocksdb::WriteBatch b;
-  b.Put(dbkey, value);
-  return Write(b);
+  return UpdateVersionMeta(bucket, key, "", update);
 }
 
 }  // namespace strata::objstore::engine_detail

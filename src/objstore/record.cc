@@ -10,10 +10,12 @@ namespace strata::objstore {
 namespace {
 
 // Version 2 of bucket, object and upload records appends a map (bucket
-// configs, object internal metadata); version 1 records still decode.
+// configs, object internal metadata); version 3 of object records appends the
+// version fields to the summary (order, id, delete marker). Older records
+// still decode (as unversioned objects: order 0, the null version).
 constexpr uint8_t kBucketVersion = 2;
-constexpr uint8_t kObjectVersion = 2;
-constexpr uint8_t kUploadVersion = 2;
+constexpr uint8_t kObjectVersion = 3;
+constexpr uint8_t kUploadVersion = 3;  // 3: the summary's version fields, as objects
 bool KnownVersion(uint8_t v, uint8_t current) { return v >= 1 && v <= current; }
 constexpr uint8_t kPartVersion = 1;
 constexpr uint8_t kMaxAlgorithm = static_cast<uint8_t>(ChecksumAlgorithm::kMd5);
@@ -151,15 +153,27 @@ void EncodeSummary(Encoder& e, const ObjectMeta& m) {
   e.Bytes(m.owner);
   e.U8(static_cast<uint8_t>(m.checksum_algorithm));
   e.U8(m.checksum_composite ? 1 : 0);
+  e.Varint(m.version_order);
+  e.Bytes(m.version_id);
+  e.U8(m.delete_marker ? 1 : 0);
 }
 
-void DecodeSummary(Decoder& d, ObjectMeta* m) {
+void DecodeSummary(Decoder& d, ObjectMeta* m, uint8_t version) {
   m->size = d.Varint();
   m->mtime_ns = static_cast<int64_t>(d.Varint());
   d.Str(&m->etag);
   d.Str(&m->owner);
   m->checksum_algorithm = d.Algorithm();
   m->checksum_composite = d.U8() != 0;
+  if (version >= 3) {
+    m->version_order = d.Varint();
+    d.Str(&m->version_id);
+    m->delete_marker = d.U8() != 0;
+  } else {
+    m->version_order = 0;
+    m->version_id.clear();
+    m->delete_marker = false;
+  }
 }
 
 void EncodeRest(Encoder& e, const ObjectMeta& m) {
@@ -301,6 +315,55 @@ std::string GarbageKey(const FileId& id) {
   return k;
 }
 
+std::string VersionKeyPrefix(std::string_view bucket) {
+  std::string k;
+  k.reserve(2 + bucket.size());
+  k.push_back(kVersionPrefix);
+  k.append(bucket);
+  k.push_back('\0');
+  return k;
+}
+
+std::string VersionKeyPrefix(std::string_view bucket, std::string_view key) {
+  std::string k = VersionKeyPrefix(bucket);
+  k.append(key);
+  k.push_back('\0');
+  return k;
+}
+
+std::string VersionKey(std::string_view bucket, std::string_view key, uint64_t order) {
+  std::string k = VersionKeyPrefix(bucket, key);
+  PutBigEndian64(&k, ~order);
+  return k;
+}
+
+std::string NullVersionKey(std::string_view bucket, std::string_view key) {
+  std::string k;
+  k.push_back(kNullVersionPrefix);
+  k.append(bucket);
+  k.push_back('\0');
+  k.append(key);
+  return k;
+}
+
+std::string VersionIdFromOrder(uint64_t order) {
+  std::string raw;
+  PutBigEndian64(&raw, ~order);
+  return HexEncode(raw);
+}
+
+bool OrderFromVersionId(std::string_view id, uint64_t* order) {
+  if (id.size() != 16) return false;
+  uint64_t v = 0;
+  for (char c : id) {
+    int n = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (n < 0) return false;
+    v = v << 4 | static_cast<uint64_t>(n);
+  }
+  *order = ~v;
+  return *order != 0;
+}
+
 std::string PrefixSuccessor(std::string_view prefix) {
   std::string s(prefix);
   while (!s.empty()) {
@@ -352,7 +415,7 @@ Status DecodeObject(std::string_view in, ObjectMeta* meta, std::vector<Piece>* p
   Decoder d(in);
   const uint8_t version = d.U8();
   if (!KnownVersion(version, kObjectVersion)) return Bad("object version");
-  DecodeSummary(d, meta);
+  DecodeSummary(d, meta, version);
   DecodeRest(d, meta, version);
   if (pieces) {
     uint64_t n = d.Varint();
@@ -370,8 +433,9 @@ Status DecodeObject(std::string_view in, ObjectMeta* meta, std::vector<Piece>* p
 
 Status DecodeObjectSummary(std::string_view in, ObjectMeta* meta) {
   Decoder d(in);
-  if (!KnownVersion(d.U8(), kObjectVersion)) return Bad("object version");
-  DecodeSummary(d, meta);
+  const uint8_t version = d.U8();
+  if (!KnownVersion(version, kObjectVersion)) return Bad("object version");
+  DecodeSummary(d, meta, version);
   return d.ok() ? Status::Ok() : Bad("object summary");
 }
 
@@ -380,7 +444,7 @@ Status DecodeObjectPieces(std::string_view in, std::vector<Piece>* pieces) {
   const uint8_t version = d.U8();
   if (!KnownVersion(version, kObjectVersion)) return Bad("object version");
   ObjectMeta scratch;
-  DecodeSummary(d, &scratch);
+  DecodeSummary(d, &scratch, version);
   DecodeRest(d, nullptr, version);
   uint64_t n = d.Varint();
   if (!d.ok() || n > 1000000) return Bad("object pieces");
@@ -409,7 +473,7 @@ Status DecodeUpload(std::string_view in, UploadRecord* r) {
   if (!KnownVersion(version, kUploadVersion)) return Bad("upload version");
   r->initiated_ns = static_cast<int64_t>(d.Varint());
   r->checksum_algorithm = d.Algorithm();
-  DecodeSummary(d, &r->meta);
+  DecodeSummary(d, &r->meta, version);
   DecodeRest(d, &r->meta, version);
   return d.ok() ? Status::Ok() : Bad("upload");
 }

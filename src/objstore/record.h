@@ -12,6 +12,16 @@
 //   U <bucket> \0 <key> \0 <upload id>  -> UploadRecord
 //   P <upload id> \0 <part number BE32> -> PartRecord
 //   G <file id (16 raw bytes)>          -> "" (data file that may be garbage)
+//   V <bucket> \0 <key> \0 <~order BE64> -> ObjectMeta + pieces of one version
+//                                          (newest first; delete markers too)
+//   N <bucket> \0 <key>                 -> order of the key's "null" version in V
+// Versions: a bucket that never had versioning writes only O rows (each object
+// is its null version, order 0). Once versioning is set, every write puts the
+// new version in V and, unless it is a delete marker, the same record under O,
+// so ListObjects reads O exactly as before. Pieces belong to the V row; an O
+// row with order != 0 is a copy of its key's newest V row. An O row with order
+// 0 in such a bucket (written before versioning was set) is moved to V as the
+// null version by the next write to its key.
 // Column family "inline": <body id (16 raw bytes)> -> the bytes of a small body.
 // Keeping bodies out of the metadata records keeps listings and commit-time
 // reads at metadata size (1000 x 64 KiB bodies would be read per listing page).
@@ -64,6 +74,8 @@ inline constexpr char kObjectPrefix = 'O';
 inline constexpr char kUploadPrefix = 'U';
 inline constexpr char kPartPrefix = 'P';
 inline constexpr char kGarbagePrefix = 'G';
+inline constexpr char kVersionPrefix = 'V';
+inline constexpr char kNullVersionPrefix = 'N';
 
 std::string BucketKey(std::string_view bucket);
 std::string ObjectKeyPrefix(std::string_view bucket);                  // "O bucket \0"
@@ -73,6 +85,13 @@ std::string UploadKey(std::string_view bucket, std::string_view key, std::string
 std::string PartKeyPrefix(std::string_view upload_id);                 // "P id \0"
 std::string PartKey(std::string_view upload_id, int part_number);
 std::string GarbageKey(const FileId& id);
+std::string VersionKeyPrefix(std::string_view bucket);                        // "V bucket \0"
+std::string VersionKeyPrefix(std::string_view bucket, std::string_view key);  // ".. key \0"
+std::string VersionKey(std::string_view bucket, std::string_view key, uint64_t order);
+std::string NullVersionKey(std::string_view bucket, std::string_view key);
+// Version ids: 16 lower-case hex chars of ~order, so newer versions have smaller ids.
+std::string VersionIdFromOrder(uint64_t order);
+bool OrderFromVersionId(std::string_view id, uint64_t* order);
 // The smallest string greater than every string that starts with `prefix`;
 // "" when none exists (prefix is all 0xFF).
 std::string PrefixSuccessor(std::string_view prefix);

@@ -232,7 +232,7 @@ Status Frontend::Impl::PutBucketAcl(Ctx& c) {
 
 Status Frontend::Impl::GetObjectAcl(Ctx& c) {
   STRATA_ASSIGN_OR_RETURN(BucketInfo b, engine->GetBucket(c.bucket));
-  STRATA_ASSIGN_OR_RETURN(ObjectMeta m, engine->HeadObject(c.bucket, c.key));
+  STRATA_ASSIGN_OR_RETURN(ObjectMeta m, HeadForSubresource(c));
   SendXml(c, 200,
           AclXml(ObjectAclOf(m, b), [&](std::string_view id) { return DisplayName(c, id); }));
   return Status::Ok();
@@ -240,15 +240,16 @@ Status Frontend::Impl::GetObjectAcl(Ctx& c) {
 
 Status Frontend::Impl::PutObjectAcl(Ctx& c) {
   STRATA_ASSIGN_OR_RETURN(BucketInfo b, engine->GetBucket(c.bucket));
-  STRATA_ASSIGN_OR_RETURN(ObjectMeta m, engine->HeadObject(c.bucket, c.key));
+  STRATA_ASSIGN_OR_RETURN(ObjectMeta m, HeadForSubresource(c));
   const std::string owner = m.owner.empty() ? b.owner : m.owner;
   STRATA_ASSIGN_OR_RETURN(Acl acl, AclOfPut(*this, c, owner, b.owner, false));
   if ((AccessOf(b)->pab & kBlockPublicAcls) && AclIsPublic(acl)) return BlockedAcl();
   const std::string enc = EncodeAcl(acl);
-  STRATA_RETURN_IF_ERROR(engine->UpdateObjectMeta(c.bucket, c.key, [&](ObjectMeta& meta) {
-    meta.internal[kAclConfig] = enc;
-    return Status::Ok();
-  }));
+  STRATA_RETURN_IF_ERROR(
+      engine->UpdateVersionMeta(c.bucket, c.key, c.Q("versionId"), [&](ObjectMeta& meta) {
+        meta.internal[kAclConfig] = enc;
+        return Status::Ok();
+      }));
   c.w.SetStatus(200);
   return c.w.Send("");
 }

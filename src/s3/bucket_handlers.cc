@@ -140,12 +140,6 @@ Status Frontend::Impl::GetBucketLocation(Ctx& c) {
 }
 
 // Versioning is never enabled: an empty configuration.
-Status Frontend::Impl::GetBucketVersioning(Ctx& c) {
-  STRATA_RETURN_IF_ERROR(CheckBucket(c));
-  SendXml(c, 200, XmlWriter("VersioningConfiguration").Finish());
-  return Status::Ok();
-}
-
 namespace {
 
 // Configurations a bucket never has here, by operation: S3's "does not exist" answer.
@@ -262,8 +256,8 @@ Status Frontend::Impl::ListObjects(Ctx& c, bool v2) {
   return Status::Ok();
 }
 
-// Per key, as S3: a version other than "null" is not deleted (NotImplemented:
-// unversioned), and the conditions of a conditional delete (ETag,
+// Per key, as S3: a VersionId deletes that version, none deletes the current
+// object (a delete marker in a versioned bucket), and the conditions of a conditional delete (ETag,
 // LastModifiedTime, Size) must hold, else PreconditionFailed for that key.
 Status Frontend::Impl::DeleteObjects(Ctx& c) {
   STRATA_RETURN_IF_ERROR(CheckBucket(c));
@@ -278,16 +272,27 @@ Status Frontend::Impl::DeleteObjects(Ctx& c) {
       st = MakeError("InvalidArgument", "invalid key");
     } else if (st = AuthorizeAction(c, *bucket, "s3:DeleteObject", k, true); !st.ok()) {
       // Each key is authorized as its own DeleteObject, as S3 does (auth.cc).
-    } else if (!o.version_id.empty() && o.version_id != "null") {
-      st = MakeError("NotImplemented", "Strata does not keep object versions: not deleted");
     } else if (o.etag || o.last_modified_time || o.size) {
       st = CheckDeleteConditions(c.bucket, o);
     }
-    if (st.ok()) st = engine->DeleteObject(c.bucket, k);
+    objstore::DeleteResult dr;
+    if (st.ok()) {
+      auto r = o.version_id.empty() ? engine->DeleteCurrent(c.bucket, k)
+                                    : engine->DeleteVersion(c.bucket, k, o.version_id);
+      if (r.ok()) dr = *r;
+      st = r.status();
+      if (st.code() == StatusCode::kInvalidArgument)
+        st = MakeError("InvalidArgument", "Invalid version id specified");
+    }
     if (st.ok()) {
       if (!d.quiet) {
         x.Open("Deleted").Elem("Key", k);
         if (!o.version_id.empty()) x.Elem("VersionId", o.version_id);
+        if (dr.delete_marker) {
+          x.Elem("DeleteMarker", true);
+          if (o.version_id.empty())
+            x.Elem("DeleteMarkerVersionId", dr.version_id.empty() ? "null" : dr.version_id);
+        }
         x.Close("Deleted");
       }
     } else {

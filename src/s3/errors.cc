@@ -60,6 +60,7 @@ constexpr CodeStatus kCodes[] = {
     {"NoSuchPublicAccessBlockConfiguration", 404},
     {"NoSuchTagSet", 404},
     {"NoSuchUpload", 404},
+    {"NoSuchVersion", 404},
     {"NotImplemented", 501},
     {"ObjectLockConfigurationNotFoundError", 404},
     {"PolicyTooLarge", 400},

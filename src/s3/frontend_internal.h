@@ -111,7 +111,9 @@ bool IsAwsChunked(const Ctx& c);
 // The decoded body length the client promised, for the engine's size check.
 Result<std::optional<uint64_t>> ExpectedSize(const Ctx& c, uint64_t max);
 // x-amz-copy-source: "/bucket/key" or "bucket/key", URL-encoded, maybe "?versionId=".
-Status ParseCopySource(std::string_view h, std::string& bucket, std::string& key);
+// version_id (optional): the ?versionId= value, "" when absent.
+Status ParseCopySource(std::string_view h, std::string& bucket, std::string& key,
+                       std::string* version_id = nullptr);
 // x-amz-copy-source-if-* conditions against the source.
 Status CheckCopySourceConditions(const Ctx& c, const objstore::ObjectMeta& src);
 
@@ -209,6 +211,23 @@ struct Frontend::Impl {
   Status HeadBucket(Ctx& c);
   Status GetBucketLocation(Ctx& c);
   Status GetBucketVersioning(Ctx& c);
+  // Versioning (version_handlers.cc).
+  Status PutBucketVersioning(Ctx& c);
+  Status ListObjectVersions(Ctx& c);
+  // The metadata of a copy source version ("" = current) or the S3 error.
+  Result<objstore::ObjectMeta> HeadCopySource(const std::string& sb, const std::string& sk,
+                                              const std::string& sv);
+  // The object (its ?versionId=) a tagging/ACL request names, or the S3 error.
+  Result<objstore::ObjectMeta> HeadForSubresource(Ctx& c);
+  Status SetTagsOfVersion(Ctx& c, std::map<std::string, std::string> tags, int status);
+  // The bucket has versioning Enabled or Suspended (its record as read by this request).
+  bool Versioned(Ctx& c);
+  // x-amz-version-id for an object of a versioned bucket ("null" for the null version).
+  void AddVersionId(Ctx& c, const objstore::ObjectMeta& m);
+  // The answer to a read that found nothing (st NotFound): NoSuchVersion, or
+  // for a delete marker 405 (a version named) / 404 (the current one) with
+  // x-amz-delete-marker; any other status as is.
+  Status NoSuchVersionOrMarker(Ctx& c, const Status& st, std::string_view version_id, bool head);
   Status GetAbsentBucketConfig(Ctx& c);
   Status DeleteBucketConfig(Ctx& c);
   Status ListObjectsV1(Ctx& c);

@@ -90,10 +90,12 @@ Status Frontend::Impl::UploadPart(Ctx& c) {
   o.checksum_algorithm = upload.checksum_algorithm;
   STRATA_RETURN_IF_ERROR(SseForPart(c, upload, o));
   if (auto src = c.H("x-amz-copy-source")) {
-    std::string sb, sk;
-    STRATA_RETURN_IF_ERROR(ParseCopySource(*src, sb, sk));
+    std::string sb, sk, sv;
+    STRATA_RETURN_IF_ERROR(ParseCopySource(*src, sb, sk, &sv));
     STRATA_RETURN_IF_ERROR(AuthorizeCopySource(c, sb, sk));  // auth.cc
-    STRATA_ASSIGN_OR_RETURN(auto reader, engine->OpenObject(sb, sk, SseReader(c, true)));
+    STRATA_RETURN_IF_ERROR(HeadCopySource(sb, sk, sv).status());
+    STRATA_ASSIGN_OR_RETURN(auto reader, engine->OpenVersion(sb, sk, sv, SseReader(c, true)));
+    if (!sv.empty()) c.w.AddHeader("x-amz-copy-source-version-id", sv);
     const ObjectMeta& sm = reader->meta();
     STRATA_RETURN_IF_ERROR(CheckCopySourceConditions(c, sm));
     uint64_t start = 0, length = sm.size;
@@ -177,6 +179,7 @@ Status Frontend::Impl::CompleteUpload(Ctx& c) {
   STRATA_ASSIGN_OR_RETURN(ObjectMeta m,
                           engine->CompleteMultipartUpload(c.bucket, c.key, upload_id, parts, co));
   SseResponseHeaders(c, m);
+  AddVersionId(c, m);
   if (auto wanted = c.H(ChecksumHeaderName(alg));
       wanted && full_object && !m.checksum.empty() && Trim(*wanted) != m.checksum) {
     kLog.Warn("CompleteMultipartUpload {}: client's full-object {} {} differs from ours {}",

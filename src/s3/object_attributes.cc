@@ -117,13 +117,21 @@ Status WriteParts(const Ctx& c, const ObjectMeta& m, XmlWriter& x) {
 Status Frontend::Impl::GetObjectAttributes(Ctx& c) {
   STRATA_ASSIGN_OR_RETURN(AttributeSet want, ParseAttributeList(c.H("x-amz-object-attributes")));
   // Opened as GetObject opens it, so an SSE-C object needs (and checks) its key.
-  auto opened = engine->OpenObject(c.bucket, c.key, SseReader(c, false));
+  // The version named by ?versionId= (the current one without it), with the
+  // answers GetObject gives for a missing version or a delete marker.
+  const std::string version_id = c.Q("versionId");
+  auto opened = engine->OpenVersion(c.bucket, c.key, version_id, SseReader(c, false));
   if (!opened.ok()) {
-    if (opened.error().IsNotFound()) STRATA_RETURN_IF_ERROR(CheckBucket(c));
+    if (opened.error().IsNotFound()) {
+      STRATA_RETURN_IF_ERROR(CheckBucket(c));
+      if (!version_id.empty() || Versioned(c))
+        return NoSuchVersionOrMarker(c, opened.error(), version_id, false);
+    }
     return opened.error();
   }
   const ObjectMeta m = (*opened)->meta();
   opened->reset();  // nothing is read: close it now
+  AddVersionId(c, m);
 
   XmlWriter x("GetObjectAttributesResponse");
   if (want.etag) x.Elem("ETag", m.etag);

@@ -65,6 +65,7 @@ Status Frontend::Impl::PutObject(Ctx& c) {
   if (!r.ok()) return r.error();
   bytes_in->Inc(r->size);
   c.w.AddHeader("ETag", QuoteETag(r->etag));
+  AddVersionId(c, *r);
   SseResponseHeaders(c, *r);
   if (r->checksum_algorithm != ChecksumAlgorithm::kNone && !r->checksum.empty()) {
     c.w.AddHeader(ChecksumHeaderName(r->checksum_algorithm), r->checksum);
@@ -76,19 +77,12 @@ Status Frontend::Impl::PutObject(Ctx& c) {
 }
 
 Status Frontend::Impl::CopyObject(Ctx& c) {
-  std::string sb, sk;
-  STRATA_RETURN_IF_ERROR(ParseCopySource(*c.H("x-amz-copy-source"), sb, sk));
+  std::string sb, sk, sv;
+  STRATA_RETURN_IF_ERROR(ParseCopySource(*c.H("x-amz-copy-source"), sb, sk, &sv));
   STRATA_RETURN_IF_ERROR(AuthorizeCopySource(c, sb, sk));  // auth.cc
   STRATA_RETURN_IF_ERROR(CheckBucket(c));
-  auto src_meta = engine->HeadObject(sb, sk);
-  if (!src_meta.ok()) {
-    if (src_meta.error().IsNotFound()) {
-      if (!engine->GetBucket(sb).ok())
-        return MakeError("NoSuchBucket", "The specified source bucket does not exist");
-      return MakeError("NoSuchKey", "The specified source key does not exist");
-    }
-    return src_meta.error();
-  }
+  STRATA_ASSIGN_OR_RETURN(ObjectMeta src_meta_v, HeadCopySource(sb, sk, sv));
+  const ObjectMeta* src_meta = &src_meta_v;
   STRATA_RETURN_IF_ERROR(CheckCopySourceConditions(c, *src_meta));
   std::string directive(c.H("x-amz-metadata-directive").value_or("COPY"));
   if (directive != "COPY" && directive != "REPLACE")
@@ -129,9 +123,14 @@ Status Frontend::Impl::CopyObject(Ctx& c) {
   };
   STRATA_RETURN_IF_ERROR(SseForWrite(c, o));
   o.source_key = SseReader(c, true);
+  o.source_version_id = sv;
   STRATA_ASSIGN_OR_RETURN(ObjectMeta m,
                           engine->CopyObject(sb, sk, c.bucket, c.key, replace, std::move(o)));
   SseResponseHeaders(c, m);
+  AddVersionId(c, m);
+  if (src_meta->version_order != 0 || !sv.empty())
+    c.w.AddHeader("x-amz-copy-source-version-id",
+                  src_meta->version_id.empty() ? "null" : src_meta->version_id);
   XmlWriter x("CopyObjectResult");
   x.Elem("LastModified", FormatIso8601(m.mtime_ns)).Elem("ETag", QuoteETag(m.etag));
   if (m.checksum_algorithm != ChecksumAlgorithm::kNone && !m.checksum.empty())
@@ -211,13 +210,19 @@ Status Frontend::Impl::HeadObject(Ctx& c) { return ServeObject(c, true); }
 
 Status Frontend::Impl::ServeObject(Ctx& c, bool head) {
   // Open first so metadata and bytes come from the same version.
-  auto opened = engine->OpenObject(c.bucket, c.key, SseReader(c, false));
+  const std::string version_id = c.Q("versionId");
+  auto opened = engine->OpenVersion(c.bucket, c.key, version_id, SseReader(c, false));
   if (!opened.ok()) {
-    if (opened.error().IsNotFound()) STRATA_RETURN_IF_ERROR(CheckBucket(c));
+    if (opened.error().IsNotFound()) {
+      STRATA_RETURN_IF_ERROR(CheckBucket(c));
+      if (!version_id.empty() || Versioned(c))
+        return NoSuchVersionOrMarker(c, opened.error(), version_id, head);
+    }
     return opened.error();
   }
   std::unique_ptr<objstore::ObjectReader> reader = std::move(*opened);
   const ObjectMeta& m = reader->meta();
+  AddVersionId(c, m);
 
   // Conditional reads (RFC 9110 13.2.2 order).
   int64_t mtime_s = m.mtime_ns / 1'000'000'000;
@@ -299,19 +304,65 @@ Status Frontend::Impl::ServeObject(Ctx& c, bool head) {
 
 Status Frontend::Impl::DeleteObject(Ctx& c) {
   STRATA_RETURN_IF_ERROR(CheckBucket(c));
+  const std::string version_id = c.Q("versionId");
   if (auto im = c.H("if-match")) {
-    auto m = engine->HeadObject(c.bucket, c.key);
-    if (!m.ok() || !ETagListMatches(*im, m->etag))
+    auto m = engine->HeadVersion(c.bucket, c.key, version_id);
+    if (!m.ok() || m->delete_marker || !ETagListMatches(*im, m->etag))
       return MakeError("PreconditionFailed",
                        "At least one of the pre-conditions you specified did not hold");
   }
-  STRATA_RETURN_IF_ERROR(engine->DeleteObject(c.bucket, c.key));
+  auto r = version_id.empty() ? engine->DeleteCurrent(c.bucket, c.key)
+                              : engine->DeleteVersion(c.bucket, c.key, version_id);
+  if (!r.ok()) return r.error();
+  if (r->delete_marker) c.w.AddHeader("x-amz-delete-marker", "true");
+  if (r->delete_marker || !version_id.empty())
+    c.w.AddHeader("x-amz-version-id", r->version_id.empty() ? "null" : r->version_id);
   c.w.SetStatus(204);
   return Status::Ok();
 }
 
+Result<ObjectMeta> Frontend::Impl::HeadCopySource(const std::string& sb, const std::string& sk,
+                                                  const std::string& sv) {
+  auto src = engine->HeadVersion(sb, sk, sv);
+  if (src.ok() && src->delete_marker) {
+    // S3: copying a delete marker is refused; the current one being a marker is NoSuchKey.
+    if (!sv.empty())
+      return MakeError("InvalidRequest",
+                       "The source of a copy request may not specifically refer to a delete "
+                       "marker by version id.");
+    return MakeError("NoSuchKey", "The specified source key does not exist");
+  }
+  if (!src.ok() && src.error().IsNotFound()) {
+    if (!engine->GetBucket(sb).ok())
+      return MakeError("NoSuchBucket", "The specified source bucket does not exist");
+    if (!sv.empty()) return MakeError("NoSuchVersion", "The specified version does not exist.");
+    return MakeError("NoSuchKey", "The specified source key does not exist");
+  }
+  return src;
+}
+
+Result<ObjectMeta> Frontend::Impl::HeadForSubresource(Ctx& c) {
+  const std::string version_id = c.Q("versionId");
+  auto m = engine->HeadVersion(c.bucket, c.key, version_id);
+  if (m.ok() && m->delete_marker) {
+    c.w.AddHeader("x-amz-delete-marker", "true");
+    c.w.AddHeader("x-amz-version-id", m->version_id.empty() ? "null" : m->version_id);
+    if (!version_id.empty())
+      return MakeError("MethodNotAllowed",
+                       "The specified method is not allowed against this resource.");
+    return MakeError("NoSuchKey", "The specified key does not exist.");
+  }
+  if (!m.ok() && m.error().IsNotFound() && !version_id.empty()) {
+    STRATA_RETURN_IF_ERROR(CheckBucket(c));
+    return MakeError("NoSuchVersion", "The specified version does not exist.");
+  }
+  if (m.ok() && !version_id.empty()) AddVersionId(c, *m);
+  return m;
+}
+
 Status Frontend::Impl::GetObjectTagging(Ctx& c) {
-  STRATA_ASSIGN_OR_RETURN(ObjectMeta meta, engine->HeadObject(c.bucket, c.key));
+  STRATA_ASSIGN_OR_RETURN(ObjectMeta meta, HeadForSubresource(c));
+  if (c.Q("versionId").empty()) AddVersionId(c, meta);
   XmlWriter x("Tagging");
   x.Open("TagSet");
   for (const auto& [k, v] : meta.tags) x.Open("Tag").Elem("Key", k).Elem("Value", v).Close("Tag");
@@ -323,14 +374,21 @@ Status Frontend::Impl::GetObjectTagging(Ctx& c) {
 Status Frontend::Impl::PutObjectTagging(Ctx& c) {
   STRATA_ASSIGN_OR_RETURN(std::string body, ReadXmlBody(c));
   STRATA_ASSIGN_OR_RETURN(auto tags, ParseTagging(body));
-  STRATA_RETURN_IF_ERROR(engine->SetObjectTags(c.bucket, c.key, std::move(tags)));
-  c.w.SetStatus(200);
-  return Status::Ok();
+  return SetTagsOfVersion(c, std::move(tags), 200);
 }
 
-Status Frontend::Impl::DeleteObjectTagging(Ctx& c) {
-  STRATA_RETURN_IF_ERROR(engine->SetObjectTags(c.bucket, c.key, {}));
-  c.w.SetStatus(204);
+Status Frontend::Impl::DeleteObjectTagging(Ctx& c) { return SetTagsOfVersion(c, {}, 204); }
+
+Status Frontend::Impl::SetTagsOfVersion(Ctx& c, std::map<std::string, std::string> tags,
+                                        int status) {
+  STRATA_ASSIGN_OR_RETURN(ObjectMeta m, HeadForSubresource(c));
+  STRATA_RETURN_IF_ERROR(
+      engine->UpdateVersionMeta(c.bucket, c.key, c.Q("versionId"), [&](ObjectMeta& meta) {
+        meta.tags = std::move(tags);
+        return Status::Ok();
+      }));
+  if (c.Q("versionId").empty()) AddVersionId(c, m);
+  c.w.SetStatus(status);
   return Status::Ok();
 }
 

@@ -162,18 +162,21 @@ Result<std::optional<uint64_t>> ExpectedSize(const Ctx& c, uint64_t max) {
   return size;
 }
 
-Status ParseCopySource(std::string_view h, std::string& bucket, std::string& key) {
+Status ParseCopySource(std::string_view h, std::string& bucket, std::string& key,
+                       std::string* version_id) {
+  if (version_id) version_id->clear();
   if (size_t q = h.find('?'); q != std::string_view::npos) {
-    // Only the current object ("null" version) can be copied: a named version
-    // must not silently become the current one.
     std::string_view v = h.substr(q + 1);
-    if (!StartsWith(v, "versionId="))
+    if (!StartsWith(v, "versionId=") || v.size() == 10)
       return MakeError("InvalidArgument",
                        "x-amz-copy-source may only carry ?versionId= after the key");
-    if (v.substr(10) != "null")
+    auto id = UriDecode(v.substr(10), true);
+    if (!id) return MakeError("InvalidArgument", "Invalid copy source version id encoding");
+    // A caller that cannot copy a named version must not silently copy the current one.
+    if (!version_id && *id != "null")
       return MakeError("NotImplemented",
-                       "Strata does not keep object versions: a copy source can only name the "
-                       "current object (versionId=null)");
+                       "this operation cannot copy a named version; nothing was changed");
+    if (version_id) *version_id = *id;
     h = h.substr(0, q);
   }
   auto decoded = UriDecode(h, false);

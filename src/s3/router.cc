@@ -71,7 +71,7 @@ constexpr RouteRow kRoutes[] = {
     {M::kGet, kBkt, "replication", nullptr, nullptr, "GetBucketReplication", kAuth, kNI},
     {M::kGet, kBkt, "requestPayment", nullptr, nullptr, "GetBucketRequestPayment", kAuth, kNI},
     {M::kGet, kBkt, "website", nullptr, nullptr, "GetBucketWebsite", kAuth, kNI},
-    {M::kGet, kBkt, "versions", nullptr, nullptr, "ListObjectVersions", kAuth, kNI},
+    {M::kGet, kBkt, "versions", nullptr, nullptr, "ListObjectVersions", kAuth, &I::ListObjectVersions, "prefix delimiter key-marker version-id-marker max-keys encoding-type"},
     {M::kGet, kBkt, "session", nullptr, nullptr, "CreateSession", kAuth, &I::CreateSession},
     {M::kGet, kBkt, "list-type", "2", nullptr, "ListObjectsV2", kAuth, &I::ListObjectsV2, "prefix delimiter max-keys continuation-token start-after encoding-type fetch-owner"},
     {M::kGet, kBkt, nullptr, nullptr, nullptr, "ListObjects", kAuth, &I::ListObjectsV1, "prefix delimiter max-keys marker encoding-type list-type"},
@@ -99,7 +99,7 @@ constexpr RouteRow kRoutes[] = {
     {M::kPut, kBkt, "replication", nullptr, nullptr, "PutBucketReplication", kAuth, kNI},
     {M::kPut, kBkt, "requestPayment", nullptr, nullptr, "PutBucketRequestPayment", kAuth, kNI},
     {M::kPut, kBkt, "tagging", nullptr, nullptr, "PutBucketTagging", kAuth, kNI},
-    {M::kPut, kBkt, "versioning", nullptr, nullptr, "PutBucketVersioning", kAuth, kNI},
+    {M::kPut, kBkt, "versioning", nullptr, nullptr, "PutBucketVersioning", kAuth, &I::PutBucketVersioning},
     {M::kPut, kBkt, "website", nullptr, nullptr, "PutBucketWebsite", kAuth, kNI},
     // Anonymous callers are turned away by the handler, before any lookup.
     {M::kPut, kBkt, nullptr, nullptr, nullptr, "CreateBucket", kName, &I::CreateBucket},
@@ -234,7 +234,7 @@ bool IsUnimplemented(const RouteRow& row) {
 
 Status CheckQuery(const RouteRow& row, const std::multimap<std::string, std::string>& query) {
   if (IsUnimplemented(row)) return Status::Ok();
-  for (const auto& [name, value] : query) {
+  for ([[maybe_unused]] const auto& [name, value] : query) {
     if (name.empty() || IsGlobalParam(name)) continue;
     if (row.sub != nullptr && name == row.sub) continue;
     if (!ListHas(row.params, name)) {
@@ -250,10 +250,6 @@ Status CheckQuery(const RouteRow& row, const std::multimap<std::string, std::str
                                    "Strata; nothing was changed.",
                                    row.op, name));
     }
-    if (name == "versionId" && value != "null")
-      return MakeError("NotImplemented",
-                       "Strata does not keep object versions: only versionId=null (the current "
-                       "object) is accepted; nothing was changed.");
   }
   return Status::Ok();
 }

@@ -70,6 +70,15 @@ Result<std::vector<objstore::CompletePart>> ParseCompleteMultipart(std::string_v
   return parts;
 }
 
+Result<VersioningRequest> ParseVersioning(std::string_view xml) {
+  pugi::xml_document doc;
+  STRATA_ASSIGN_OR_RETURN(pugi::xml_node root, LoadRoot(doc, xml, "VersioningConfiguration"));
+  VersioningRequest v;
+  v.status = std::string(Trim(Child(root, "Status").text().get()));
+  v.mfa_delete = std::string(Trim(Child(root, "MfaDelete").text().get()));
+  return v;
+}
+
 Result<DeleteRequest> ParseDelete(std::string_view xml) {
   pugi::xml_document doc;
   STRATA_ASSIGN_OR_RETURN(pugi::xml_node root, LoadRoot(doc, xml, "Delete"));

@@ -43,6 +43,13 @@ Result<std::map<std::string, std::string>> ParseTagging(std::string_view xml);
 // <CreateBucketConfiguration><LocationConstraint/></...>; "" if absent.
 Result<std::string> ParseLocationConstraint(std::string_view xml);
 
+// <VersioningConfiguration><Status/><MfaDelete/></...>; "" for an absent element.
+struct VersioningRequest {
+  std::string status;
+  std::string mfa_delete;
+};
+Result<VersioningRequest> ParseVersioning(std::string_view xml);
+
 // Incremental builder for response documents.
 class XmlWriter {
  public:

@@ -1332,8 +1332,18 @@ TEST(RecordTest, VersionOneRecordsDecode) {
   meta.size = 0;
   meta.etag = "d41d8cd98f00b204e9800998ecf8427e";
   meta.tags["t"] = "v";
-  std::string v2;
-  EncodeObject(meta, {}, &v2);
+  std::string v3;
+  EncodeObject(meta, {}, &v3);
+  // v3 = [3] summary [order 0, id "", marker 0] rest ...; v2 lacks those 3 bytes.
+  const size_t vfields = 1 + 1 + 1 + 1 + meta.etag.size() + 1 + 1 + 1;
+  ASSERT_EQ(v3.substr(vfields, 3), std::string(3, '\0'));
+  std::string v2 = v3;
+  v2.erase(vfields, 3);
+  v2[0] = 2;
+  ObjectMeta got2;
+  ASSERT_OK(DecodeObject(v2, &got2, nullptr));
+  EXPECT_EQ(got2.etag, meta.etag);
+  EXPECT_EQ(got2.version_order, 0u);
   ASSERT_GE(v2.size(), 3u);
   // v2 = [2] summary rest [internal map: 0] [pieces: 0]; v1 lacks the map.
   ASSERT_EQ(v2[v2.size() - 2], '\0');
@@ -1346,7 +1356,7 @@ TEST(RecordTest, VersionOneRecordsDecode) {
   EXPECT_EQ(got.etag, meta.etag);
   EXPECT_EQ(got.tags.at("t"), "v");
   EXPECT_TRUE(got.internal.empty());
-  v1[0] = 3;  // a version from the future is refused, not misread
+  v1[0] = 4;  // a version from the future is refused, not misread
   EXPECT_STATUS_CODE(DecodeObject(v1, &got, &pieces), StatusCode::kCorruption);
 
   BucketRecord b;
@@ -1374,5 +1384,168 @@ TEST_F(LocalEngineTest, SyncModeWorks) {
   EXPECT_TRUE(got == Bytes(300000, 2));
 }
 
+// ---- versioning (S3 semantics: AWS S3 API reference, "Using versioning") ----
+
+class VersioningTest : public LocalEngineTest {
+ protected:
+  void Enable(std::string_view state = "Enabled") {
+    ASSERT_OK(engine_->SetBucketConfig("b", "versioning", std::string(state)));
+  }
+  Result<std::string> GetVersion(std::string_view key, std::string_view id) {
+    STRATA_ASSIGN_OR_RETURN(auto r, engine_->OpenVersion("b", key, id, DataKeyFn()));
+    CollectSink sink;
+    STRATA_RETURN_IF_ERROR(r->Stream(0, UINT64_MAX, sink));
+    return sink.out;
+  }
+  std::vector<std::string> Ids(std::string_view prefix = "") {
+    VersionListOptions o;
+    o.prefix = std::string(prefix);
+    auto r = engine_->ListObjectVersions("b", o);
+    EXPECT_TRUE(r.ok());
+    std::vector<std::string> out;
+    if (!r.ok()) return out;
+    for (const ObjectMeta& m : r->versions)
+      out.push_back(m.key + "@" + (m.version_id.empty() ? "null" : m.version_id) +
+                    (m.delete_marker ? "(dm)" : "") + (m.is_latest ? "*" : ""));
+    return out;
+  }
+};
+
+TEST_F(VersioningTest, UnversionedBucketKeepsNothingExtra) {
+  ASSERT_OK(Put("k", "one").status());
+  ASSERT_OK_AND_ASSIGN(ObjectMeta m, Put("k", "two"));
+  EXPECT_EQ(m.version_id, "");
+  EXPECT_EQ(m.version_order, 0u);
+  EXPECT_EQ(Ids(), std::vector<std::string>{"k@null*"});
+  ASSERT_OK_AND_ASSIGN(DeleteResult d, engine_->DeleteCurrent("b", "k"));
+  EXPECT_FALSE(d.delete_marker);
+  EXPECT_TRUE(Ids().empty());
+  ASSERT_OK(engine_->DeleteBucket("b"));
+}
+
+TEST_F(VersioningTest, EveryWriteKeepsAVersionAndMarkersUndo) {
+  ASSERT_OK(Put("k", std::string(100000, 'a')).status());  // before versioning: the null version
+  Enable();
+  ASSERT_OK_AND_ASSIGN(ObjectMeta v1, Put("k", std::string(100000, 'b')));
+  ASSERT_OK_AND_ASSIGN(ObjectMeta v2, Put("k", "small"));
+  ASSERT_EQ(v1.version_id.size(), 16u);
+  EXPECT_LT(v2.version_id, v1.version_id);  // newer sorts first
+  EXPECT_EQ(Ids(),
+            (std::vector<std::string>{"k@" + v2.version_id + "*", "k@" + v1.version_id, "k@null"}));
+  ASSERT_OK_AND_ASSIGN(std::string null_bytes, GetVersion("k", "null"));
+  EXPECT_EQ(null_bytes, std::string(100000, 'a'));
+  ASSERT_OK_AND_ASSIGN(std::string b1, GetVersion("k", v1.version_id));
+  EXPECT_EQ(b1, std::string(100000, 'b'));
+  ASSERT_OK_AND_ASSIGN(DeleteResult d, engine_->DeleteCurrent("b", "k"));
+  EXPECT_TRUE(d.delete_marker);
+  EXPECT_TRUE(engine_->HeadObject("b", "k").error().IsNotFound());
+  ASSERT_OK_AND_ASSIGN(ObjectMeta latest, engine_->HeadVersion("b", "k", ""));
+  EXPECT_TRUE(latest.delete_marker);
+  EXPECT_TRUE(GetVersion("k", d.version_id).error().IsNotFound());
+  ASSERT_OK_AND_ASSIGN(ListResult lr, engine_->ListObjects("b", ListOptions()));
+  EXPECT_TRUE(lr.objects.empty());
+  // Removing the marker undoes the delete.
+  ASSERT_OK_AND_ASSIGN(DeleteResult u, engine_->DeleteVersion("b", "k", d.version_id));
+  EXPECT_TRUE(u.delete_marker);
+  ASSERT_OK_AND_ASSIGN(std::string cur, Get("k"));
+  EXPECT_EQ(cur, "small");
+  // Deleting the current version makes the previous one current.
+  ASSERT_OK(engine_->DeleteVersion("b", "k", v2.version_id).status());
+  ASSERT_OK_AND_ASSIGN(cur, Get("k"));
+  EXPECT_EQ(cur, std::string(100000, 'b'));
+  EXPECT_EQ(engine_->DeleteVersion("b", "k", "zz").status().code(), StatusCode::kInvalidArgument);
+  // Data files are freed only with the last version that references them.
+  EXPECT_EQ(DataFiles().size(), 2u);
+  ASSERT_OK(engine_->DeleteVersion("b", "k", v1.version_id).status());
+  ASSERT_OK(engine_->DeleteVersion("b", "k", "null").status());
+  EXPECT_TRUE(DataFiles().empty());
+  EXPECT_TRUE(Ids().empty());
+  EXPECT_TRUE(engine_->HeadObject("b", "k").error().IsNotFound());
+  ASSERT_OK(engine_->DeleteBucket("b"));
+}
+
+TEST_F(VersioningTest, SuspendedWritesReplaceTheNullVersion) {
+  Enable();
+  ASSERT_OK_AND_ASSIGN(ObjectMeta v1, Put("k", "one"));
+  Enable("Suspended");
+  ASSERT_OK(Put("k", std::string(100000, 'x')).status());
+  ASSERT_OK(Put("k", std::string(100000, 'y')).status());
+  EXPECT_EQ(Ids(), (std::vector<std::string>{"k@null*", "k@" + v1.version_id}));
+  EXPECT_EQ(DataFiles().size(), 1u);  // the replaced null version's file is gone
+  ASSERT_OK_AND_ASSIGN(DeleteResult d, engine_->DeleteCurrent("b", "k"));
+  EXPECT_TRUE(d.delete_marker);
+  EXPECT_EQ(d.version_id, "");
+  EXPECT_EQ(Ids(), (std::vector<std::string>{"k@null(dm)*", "k@" + v1.version_id}));
+  EXPECT_TRUE(DataFiles().empty());
+  // Survives a reopen.
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  EXPECT_EQ(Ids(), (std::vector<std::string>{"k@null(dm)*", "k@" + v1.version_id}));
+  ASSERT_OK(engine_->DeleteVersion("b", "k", "null").status());
+  ASSERT_OK_AND_ASSIGN(std::string cur, Get("k"));
+  EXPECT_EQ(cur, "one");
+}
+
+TEST_F(VersioningTest, ListingPagesMarkersAndDelimiter) {
+  ASSERT_OK(Put("a/old", "legacy").status());
+  Enable();
+  std::vector<std::string> all;
+  for (int k = 0; k < 5; ++k) {
+    for (int i = 0; i < 3; ++i) ASSERT_OK(Put("a/k" + std::to_string(k), "x").status());
+  }
+  ASSERT_OK(Put("b/z", "x").status());
+  const std::vector<std::string> full = Ids();
+  ASSERT_EQ(full.size(), 17u);
+  EXPECT_EQ(full[0], "a/k0@" + full[0].substr(5, 16) + "*");
+  EXPECT_EQ(full[15], "a/old@null*");
+  // Pages of 4 with key-marker/version-id-marker give the same sequence.
+  std::vector<std::string> paged;
+  VersionListOptions o;
+  o.max_keys = 4;
+  for (int guard = 0; guard < 10; ++guard) {
+    ASSERT_OK_AND_ASSIGN(VersionListResult r, engine_->ListObjectVersions("b", o));
+    for (const ObjectMeta& m : r.versions)
+      paged.push_back(m.key + "@" + (m.version_id.empty() ? "null" : m.version_id) +
+                      (m.is_latest ? "*" : ""));
+    if (!r.truncated) break;
+    o.key_marker = r.next_key_marker;
+    o.version_id_marker = r.next_version_id_marker;
+  }
+  EXPECT_EQ(paged, full);
+  VersionListOptions d;
+  d.delimiter = "/";
+  ASSERT_OK_AND_ASSIGN(VersionListResult r, engine_->ListObjectVersions("b", d));
+  EXPECT_EQ(r.common_prefixes, (std::vector<std::string>{"a/", "b/"}));
+  EXPECT_TRUE(r.versions.empty());
+}
+
+TEST_F(VersioningTest, ListVersionsPageCostDoesNotGrowWithTheBucket) {
+  Enable();
+  for (int i = 0; i < 3000; ++i) ASSERT_OK(Put("k" + std::to_string(i % 300), "x").status());
+  VersionListOptions o;
+  o.max_keys = 10;
+  o.key_marker = "k150";
+  const uint64_t before = internal::ListIteratorSteps(*engine_);
+  ASSERT_OK_AND_ASSIGN(VersionListResult r, engine_->ListObjectVersions("b", o));
+  EXPECT_EQ(r.versions.size(), 10u);
+  EXPECT_LT(internal::ListIteratorSteps(*engine_) - before, 40u);
+}
+
+TEST(RecordTest, Version2ObjectRecordsStillDecode) {
+  // A version-2 record: size 5, mtime 1, etag "e", owner "", no checksum,
+  // empty rest (content type, checksum, 3 maps, 0 parts, internal map), no pieces.
+  const std::string v2(
+      "\x02\x05\x01\x01"
+      "e\x00\x00\x00"
+      "\x00\x00\x00\x00\x00\x00\x00\x00",
+      16);
+  ObjectMeta m;
+  std::vector<Piece> pieces;
+  ASSERT_OK(DecodeObject(v2, &m, &pieces));
+  EXPECT_EQ(m.size, 5u);
+  EXPECT_EQ(m.etag, "e");
+  EXPECT_EQ(m.version_order, 0u);
+  EXPECT_EQ(m.version_id, "");
+  EXPECT_FALSE(m.delete_marker);
+}
 }  // namespace
 }  // namespace strata::objstore

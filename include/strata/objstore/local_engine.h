@@ -87,6 +87,11 @@ struct ObjectMeta {
   // System metadata kept with the object and never replayed to clients as is
   // (ACL grants, encryption parameters); the frontend owns the names.
   std::map<std::string, std::string> internal;
+  // Versioning (see "Versioning" below). version_id "" is the null version.
+  std::string version_id;
+  bool delete_marker = false;  // a delete marker (a version without bytes)
+  bool is_latest = false;      // ListObjectVersions only
+  uint64_t version_order = 0;  // engine-internal: 0 = not kept as a version
 };
 
 // A pull-style byte stream (an HTTP body, a file). Read returns 0 at end of stream.
@@ -131,6 +136,9 @@ struct PutOptions {
   // CopyObject only: the source's data key (see DataKeyFn); unset opens the
   // source as OpenObject(bucket, key) does.
   DataKeyFn source_key;
+  // CopyObject only: copy this version of the source ("null" for the null
+  // version); "" copies the current one.
+  std::string source_version_id;
 };
 
 // Receives the bytes of a GET, already verified. File pieces may be sent with sendfile.
@@ -165,6 +173,29 @@ struct ListResult {
   std::vector<std::string> common_prefixes;
   bool truncated = false;
   std::string next_marker;      // last key or common prefix returned, when truncated
+};
+
+// ListObjectVersions: keys in order, each key's versions newest first.
+struct VersionListOptions {
+  std::string prefix;
+  std::string delimiter;
+  std::string key_marker;         // start after this key ...
+  std::string version_id_marker;  // ... or after this version of key_marker
+  int max_keys = 1000;            // versions + common prefixes, 0..1000
+};
+
+struct VersionListResult {
+  std::vector<ObjectMeta> versions;  // summary fields, version_id, delete_marker, is_latest
+  std::vector<std::string> common_prefixes;
+  bool truncated = false;
+  std::string next_key_marker;         // when truncated
+  std::string next_version_id_marker;  // "null" for the null version
+};
+
+// What DeleteObject did in a versioned bucket.
+struct DeleteResult {
+  bool delete_marker = false;  // a delete marker was created or removed
+  std::string version_id;      // of that marker or of the removed version ("" = null)
 };
 
 struct MultipartUpload {
@@ -282,6 +313,42 @@ class LocalEngine {
                                        std::string_view upload_id) = 0;
   virtual Result<std::vector<MultipartUpload>> ListMultipartUploads(std::string_view bucket,
                                                                     std::string_view prefix) = 0;
+
+  // Versioning. A bucket's state is its config "versioning" (the engine reads
+  // it: "Enabled" or "Suspended"; absent = never versioned; set it with
+  // SetBucketConfig). In an unversioned bucket writes replace the object and
+  // nothing else is kept. Enabled: each PutObject, CopyObject and
+  // CompleteMultipartUpload adds a version with a new id, DeleteObject adds a
+  // delete marker; older versions stay readable by id. Suspended: those write
+  // the "null" version (id ""), replacing the previous null version. Ids are
+  // opaque, URL-safe and ordered (a newer version of a key has a smaller id).
+  // Data is freed when the last version referencing it is deleted. Each call is
+  // one synced RocksDB commit. Version ids given by callers: "null" names the
+  // null version; an id that is not well-formed -> kInvalidArgument.
+  //
+  // DeleteObject in a versioned bucket: the marker it created.
+  virtual Result<DeleteResult> DeleteCurrent(std::string_view bucket, std::string_view key) = 0;
+  // Removes one version (a delete marker too); the next newer-to-older version
+  // becomes current. A missing version is OK (S3 semantics).
+  virtual Result<DeleteResult> DeleteVersion(std::string_view bucket, std::string_view key,
+                                             std::string_view version_id) = 0;
+  // Metadata of one version, a delete marker too (then meta.delete_marker);
+  // version_id "" = the newest version (which may be a delete marker).
+  virtual Result<ObjectMeta> HeadVersion(std::string_view bucket, std::string_view key,
+                                         std::string_view version_id) = 0;
+  // Opens one version; a delete marker -> kNotFound with meta() unavailable, so
+  // callers check HeadVersion first when they must tell the two apart.
+  virtual Result<std::unique_ptr<ObjectReader>> OpenVersion(std::string_view bucket,
+                                                            std::string_view key,
+                                                            std::string_view version_id,
+                                                            const DataKeyFn& data_key) = 0;
+  // Like UpdateObjectMeta, for one version ("" = current).
+  virtual Status UpdateVersionMeta(std::string_view bucket, std::string_view key,
+                                   std::string_view version_id,
+                                   const std::function<Status(ObjectMeta&)>& update) = 0;
+  // One page of versions; a page costs O(max_keys) at any bucket size.
+  virtual Result<VersionListResult> ListObjectVersions(std::string_view bucket,
+                                                       const VersionListOptions& options) = 0;
 
   // Counts for /metrics and tests.
   struct Stats {
