@@ -121,7 +121,7 @@ struct LifecycleWorker::Impl {
   int64_t next_action_ns = 0;  // monotonic; guarded by pass_mu
 
   std::mutex stats_mu;
-  LifecycleStats stats;  // guarded by stats_mu
+  LifecycleStats stats;             // guarded by stats_mu
   LifecycleStats pass_start_stats;  // stats when the last pass ended; guarded by stats_mu
 
   int64_t Now() const { return opts.clock ? opts.clock() : NowUnixNanos(); }

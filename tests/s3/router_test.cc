@@ -193,7 +193,7 @@ const std::map<std::tuple<On, std::string, std::string>, Implemented> kImplement
     {{On::kBucket, "PUT", "policy"}, {{400}}},
     {{On::kBucket, "PUT", "publicAccessBlock"}, {{400}}},
     {{On::kBucket, "PUT", "encryption"}, {{400}}},
-    {{On::kBucket, "PUT", "cors"}, {{400}}},  // MalformedXML
+    {{On::kBucket, "PUT", "cors"}, {{400}}},       // MalformedXML
     {{On::kBucket, "PUT", "lifecycle"}, {{400}}},  // no Content-MD5 / not a configuration
     {{On::kBucket, "DELETE", "publicAccessBlock"}, {{204}}},
     // Deleting a configuration that does not exist succeeds.

@@ -1,7 +1,5 @@
 // The shared half of every index: argument checks, id bookkeeping, the filter
 // planner, query parallelism, serialization framing and the disk part.
-#include <strata/vector/index.h>
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +14,7 @@
 #include <strata/core/file_util.h>
 #include <strata/core/log.h>
 #include <strata/core/strings.h>
+#include <strata/vector/index.h>
 
 #include "vector/index/index_base.h"
 
