@@ -142,10 +142,7 @@ class KvMeta final : public MetaEngine {
   // changed something since.
   bool CacheFresh();
   std::optional<Status> CacheServe(const std::function<Status(KvTxn&)>& body);
-  // Mkdir's new directory is known completely (empty) if nothing but the
-  // Mkdir itself touched the cache since `epoch0` (CacheEpoch before it).
   uint64_t CacheEpoch();
-  void CacheNewDir(Ino dir, uint64_t epoch0);
   Status Access(const Context& ctx, const Attr& a, int mask) const;
   // POSIX ACLs (kv_meta_xattr.cc): who may change them, setfacl (keeps the
   // mode in sync), chmod (keeps the access ACL in sync), and the inheritance

@@ -11,13 +11,11 @@
 // check, no other client changed anything since.
 //
 // The cache (EnableCache) holds raw A and D values this client read or
-// wrote (an absent D value is a name known not to exist) and the
-// directories it created itself and so knows completely. Lookup and GetAttr
+// wrote (an absent D value is a name known not to exist). Lookup and GetAttr
 // run their usual bodies against it (CacheServe) while the counters were
 // checked less than check_interval ago; any key the cache lacks (or an
-// absent inode, which may mean a stale name; or an absent name while
-// another session is registered, see Cache::alone) falls back to a real
-// transaction. Keeping it right against this client's own concurrent
+// absent inode, which may mean a stale name; or an absent name, see
+// FindLocked) falls back to a real transaction. Keeping it right against this client's own concurrent
 // operations: every real transaction, at its end, stores what it read and
 // wrote if no other write of this client was applied to the cache since it
 // began (`epoch` unchanged), and otherwise forgets those keys; every applied
@@ -50,7 +48,6 @@ std::string SessionChangesKey(uint64_t sid) { return kChanges + "." + std::to_st
 bool IsAttrKey(const std::string& k) { return k.size() == 9 && k[0] == 'A'; }
 bool IsDentKey(const std::string& k) { return k.size() > 9 && k[0] == 'D'; }
 bool CachedKey(const std::string& k) { return IsAttrKey(k) || IsDentKey(k); }
-Ino DentParent(const std::string& k) { return DecodeBigEndian64(k.data() + 1); }
 
 int64_t CounterValue(const std::optional<std::string>& v) {
   if (!v || v->empty()) return 0;
@@ -143,38 +140,28 @@ struct KvMeta::Cache {
   int64_t valid_until_ns = 0;  // guarded by mu: answers allowed before (monotonic)
   int64_t foreign = -1;        // guarded by mu: other clients' changes at the last check
   uint64_t sid = 0;            // guarded by mu: the session the counters were read for
-  // No other session was registered at the last check: only then are names
-  // known absent answered from the cache, so a name another mount creates
-  // shows here at once, as without the cache (JuiceFS's negative entry
-  // cache is off by default for the same reason).
-  bool alone = false;                                              // guarded by mu
   std::unordered_map<std::string, std::optional<std::string>> kv;  // guarded by mu
-  std::unordered_set<Ino> complete;  // guarded by mu: every entry of these is in kv
 
   void EraseLocked(const std::string& k) {
     kv.erase(k);
-    if (IsDentKey(k)) complete.erase(DentParent(k));
   }
   void ClearLocked() {
     kv.clear();
-    complete.clear();
     ++epoch;
   }
-  // The cached value of `k`, or false when the cache cannot answer. An inode
-  // known absent is not an answer: the name that led to it may be stale.
+  // The cached value of `k`, or false when the cache cannot answer. Absence
+  // is never an answer: an inode known absent may come from a stale name, and
+  // a name known absent may have been created since by a writer this client
+  // cannot see before its next check: another mount, or a command without a
+  // session (`strata fs clone`, `rmr`, `load`), so a lookup of a missing name
+  // always asks the engine (JuiceFS's negative entry cache is off by default
+  // for the same reason).
   bool FindLocked(const std::string& k, std::optional<std::string>* out) const {
     if (!CachedKey(k)) return false;
     auto it = kv.find(k);
-    if (it != kv.end()) {
-      if (!it->second && (IsAttrKey(k) || !alone)) return false;
-      *out = it->second;
-      return true;
-    }
-    if (IsDentKey(k) && alone && complete.count(DentParent(k))) {
-      out->reset();
-      return true;
-    }
-    return false;
+    if (it == kv.end() || !it->second) return false;
+    *out = it->second;
+    return true;
   }
 };
 
@@ -247,16 +234,6 @@ uint64_t KvMeta::CacheEpoch() {
   return cache_->epoch;
 }
 
-void KvMeta::CacheNewDir(Ino dir, uint64_t epoch0) {
-  if (!cache_) return;
-  std::lock_guard<std::mutex> lk(cache_->mu);
-  // Only the Mkdir's own write moved the epoch: its entries (none) are all
-  // this client knows of the directory, and nothing was dropped meanwhile.
-  if (cache_->epoch == epoch0 + 1 && cache_->kv.count(codec::AttrKey(dir))) {
-    cache_->complete.insert(dir);
-  }
-}
-
 bool KvMeta::CacheFresh() {
   Cache& c = *cache_;
   {
@@ -271,17 +248,11 @@ bool KvMeta::CacheFresh() {
   }
   const uint64_t sid = sid_.load();
   int64_t total = 0, mine = 0;
-  int others = 0;
   Status st = kv_->Txn(
       [&](KvTxn& t) {
         auto v = t.MultiGet({kChanges, SessionChangesKey(sid)});
         total = CounterValue(v[0]);
         mine = CounterValue(v[1]);
-        others = 0;
-        t.Scan(codec::SessionPrefix(), "", 2, true, [&](const std::string& k, const std::string&) {
-          if (k != codec::SessionKey(sid)) ++others;
-          return true;
-        });
         return Status::Ok();
       },
       true);
@@ -293,7 +264,6 @@ bool KvMeta::CacheFresh() {
     c.foreign = total - mine;
     c.sid = sid;
   }
-  c.alone = others == 0;
   c.valid_until_ns = t0 + c.interval_ns;
   return true;
 }

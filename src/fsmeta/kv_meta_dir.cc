@@ -136,10 +136,7 @@ Result<Entry> KvMeta::Mknod(const Context& ctx, Ino parent, std::string_view nam
 
 Result<Entry> KvMeta::Mkdir(const Context& ctx, Ino parent, std::string_view name, uint32_t mode,
                             uint32_t umask) {
-  const uint64_t epoch0 = CacheEpoch();
-  auto r = MakeNode(ctx, parent, name, S_IFDIR | (mode & 07777), umask, 0, {}, false);
-  if (r) CacheNewDir(r->ino, epoch0);
-  return r;
+  return MakeNode(ctx, parent, name, S_IFDIR | (mode & 07777), umask, 0, {}, false);
 }
 
 Result<Entry> KvMeta::Symlink(const Context& ctx, Ino parent, std::string_view name,

@@ -7,8 +7,8 @@ of one volume:
     strata_fsmeta_cached_total): N files created in a directory A made, then
     stat'ed and unlinked after the kernel's own caches expired. The lookups
     behind each stat and unlink and the attribute reads cost no read
-    transaction (the negative lookup before each create does: another mount
-    is registered); the creates and unlinks one write transaction each. Without the cache (--meta-cache 0,
+    transaction (the negative lookup before each create does: absence is
+    never answered from the cache); the creates and unlinks one write transaction each. Without the cache (--meta-cache 0,
     mount C) the same run pays a read transaction per lookup.
   * coherence: names B looked up or found missing, then created, renamed over,
     unlinked + re-created and chmodded on A, show on B within the bound the
