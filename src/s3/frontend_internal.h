@@ -243,6 +243,10 @@ struct Frontend::Impl {
   Status GetObject(Ctx& c);
   Status HeadObject(Ctx& c);
   Status ServeObject(Ctx& c, bool head);
+  // Opens the version ?versionId= names (the current one without it), with
+  // the S3 answers for a missing bucket, a missing version and a delete
+  // marker (GetObject, HeadObject, GetObjectAttributes).
+  Result<std::unique_ptr<objstore::ObjectReader>> OpenRequestedVersion(Ctx& c, bool head);
   Status DeleteObject(Ctx& c);
   Status GetObjectTagging(Ctx& c);
   Status PutObjectTagging(Ctx& c);

@@ -117,20 +117,11 @@ Status WriteParts(const Ctx& c, const ObjectMeta& m, XmlWriter& x) {
 Status Frontend::Impl::GetObjectAttributes(Ctx& c) {
   STRATA_ASSIGN_OR_RETURN(AttributeSet want, ParseAttributeList(c.H("x-amz-object-attributes")));
   // Opened as GetObject opens it, so an SSE-C object needs (and checks) its key.
-  // The version named by ?versionId= (the current one without it), with the
-  // answers GetObject gives for a missing version or a delete marker.
-  const std::string version_id = c.Q("versionId");
-  auto opened = engine->OpenVersion(c.bucket, c.key, version_id, SseReader(c, false));
-  if (!opened.ok()) {
-    if (opened.error().IsNotFound()) {
-      STRATA_RETURN_IF_ERROR(CheckBucket(c));
-      if (!version_id.empty() || Versioned(c))
-        return NoSuchVersionOrMarker(c, opened.error(), version_id, false);
-    }
-    return opened.error();
-  }
-  const ObjectMeta m = (*opened)->meta();
-  opened->reset();  // nothing is read: close it now
+  // The version ?versionId= names, with GetObject's answers when it is missing.
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<objstore::ObjectReader> opened,
+                          OpenRequestedVersion(c, false));
+  const ObjectMeta m = opened->meta();
+  opened.reset();  // nothing is read: close it now
   AddVersionId(c, m);
 
   XmlWriter x("GetObjectAttributesResponse");

@@ -208,19 +208,22 @@ Status Frontend::Impl::GetObject(Ctx& c) { return ServeObject(c, false); }
 
 Status Frontend::Impl::HeadObject(Ctx& c) { return ServeObject(c, true); }
 
-Status Frontend::Impl::ServeObject(Ctx& c, bool head) {
-  // Open first so metadata and bytes come from the same version.
+Result<std::unique_ptr<objstore::ObjectReader>> Frontend::Impl::OpenRequestedVersion(Ctx& c,
+                                                                                     bool head) {
   const std::string version_id = c.Q("versionId");
   auto opened = engine->OpenVersion(c.bucket, c.key, version_id, SseReader(c, false));
-  if (!opened.ok()) {
-    if (opened.error().IsNotFound()) {
-      STRATA_RETURN_IF_ERROR(CheckBucket(c));
-      if (!version_id.empty() || Versioned(c))
-        return NoSuchVersionOrMarker(c, opened.error(), version_id, head);
-    }
-    return opened.error();
+  if (!opened.ok() && opened.error().IsNotFound()) {
+    STRATA_RETURN_IF_ERROR(CheckBucket(c));
+    if (!version_id.empty() || Versioned(c))
+      return NoSuchVersionOrMarker(c, opened.error(), version_id, head);
   }
-  std::unique_ptr<objstore::ObjectReader> reader = std::move(*opened);
+  return opened;
+}
+
+Status Frontend::Impl::ServeObject(Ctx& c, bool head) {
+  // Open first so metadata and bytes come from the same version.
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<objstore::ObjectReader> reader,
+                          OpenRequestedVersion(c, head));
   const ObjectMeta& m = reader->meta();
   AddVersionId(c, m);
 
