@@ -389,6 +389,14 @@ class LocalEngineImpl final : public LocalEngine {
 
   // Versioning (local_engine_version.cc).
   Result<DeleteResult> DeleteCurrent(std::string_view bucket, std::string_view key) override;
+  // DeleteCurrent, or, with `seen`, only while the current object still has
+  // that etag and mtime (kPreconditionFailed otherwise; OK when it is gone).
+  struct Unchanged {
+    std::string_view etag;
+    int64_t mtime_ns = 0;
+  };
+  Result<DeleteResult> DeleteCurrentIf(std::string_view bucket, std::string_view key,
+                                       const Unchanged* seen);
   Result<DeleteResult> DeleteVersion(std::string_view bucket, std::string_view key,
                                      std::string_view version_id) override;
   Result<ObjectMeta> HeadVersion(std::string_view bucket, std::string_view key,

@@ -151,6 +151,24 @@ Status LocalEngineImpl::ResolveVersion(std::string_view bucket, std::string_view
 }
 
 Result<DeleteResult> LocalEngineImpl::DeleteCurrent(std::string_view bucket, std::string_view key) {
+  return DeleteCurrentIf(bucket, key, nullptr);
+}
+
+Status LocalEngineImpl::DeleteObject(std::string_view bucket, std::string_view key) {
+  return DeleteCurrent(bucket, key).status();
+}
+
+// The lifecycle worker's expiry goes through the same path as DeleteObject,
+// so a versioned bucket gets a delete marker and keeps the expired version.
+Status LocalEngineImpl::DeleteObjectIfUnchanged(std::string_view bucket, std::string_view key,
+                                                std::string_view etag, int64_t mtime_ns) {
+  const Unchanged seen{etag, mtime_ns};
+  return DeleteCurrentIf(bucket, key, &seen).status();
+}
+
+Result<DeleteResult> LocalEngineImpl::DeleteCurrentIf(std::string_view bucket,
+                                                      std::string_view key,
+                                                      const Unchanged* seen) {
   STRATA_RETURN_IF_ERROR(CheckBucket(bucket));
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
   const std::string dbkey = ObjectKey(bucket, key);
@@ -164,6 +182,12 @@ Result<DeleteResult> LocalEngineImpl::DeleteCurrent(std::string_view bucket, std
     Current cur;
     STRATA_RETURN_IF_ERROR(ReadCurrent(dbkey, &cur));
     const bool versioned = VersioningLocked(bucket) != Versioning::kOff;
+    if (seen != nullptr) {
+      if (!cur.exists) return res;  // already gone: nothing to expire
+      if (cur.meta.etag != seen->etag || cur.meta.mtime_ns != seen->mtime_ns)
+        return Status::PreconditionFailed("object \"" + std::string(key) + "\" in bucket \"" +
+                                          std::string(bucket) + "\" changed since it was read");
+    }
     if (!cur.exists && !versioned) return res;
     ObjectMeta marker;
     marker.key = std::string(key);
@@ -178,10 +202,6 @@ Result<DeleteResult> LocalEngineImpl::DeleteCurrent(std::string_view bucket, std
   }
   CollectGarbage(garbage);
   return res;
-}
-
-Status LocalEngineImpl::DeleteObject(std::string_view bucket, std::string_view key) {
-  return DeleteCurrent(bucket, key).status();
 }
 
 Result<DeleteResult> LocalEngineImpl::DeleteVersion(std::string_view bucket, std::string_view key,

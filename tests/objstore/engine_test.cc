@@ -1464,6 +1464,27 @@ TEST_F(VersioningTest, EveryWriteKeepsAVersionAndMarkersUndo) {
   ASSERT_OK(engine_->DeleteBucket("b"));
 }
 
+// The lifecycle worker's conditional expiry in a versioned bucket adds a
+// delete marker, as S3's Expiration does there; the expired version stays
+// readable by id (its data is not freed).
+TEST_F(VersioningTest, ExpiryIfUnchangedAddsADeleteMarker) {
+  Enable();
+  ASSERT_OK_AND_ASSIGN(ObjectMeta v1, Put("k", std::string(100000, 'e')));
+  ASSERT_OK_AND_ASSIGN(ObjectMeta seen, engine_->HeadObject("b", "k"));
+  ASSERT_OK(engine_->DeleteObjectIfUnchanged("b", "k", seen.etag, seen.mtime_ns));
+  EXPECT_TRUE(engine_->HeadObject("b", "k").error().IsNotFound());
+  ASSERT_OK_AND_ASSIGN(ObjectMeta latest, engine_->HeadVersion("b", "k", ""));
+  EXPECT_TRUE(latest.delete_marker);
+  ASSERT_OK_AND_ASSIGN(std::string bytes, GetVersion("k", v1.version_id));
+  EXPECT_EQ(bytes, std::string(100000, 'e'));
+  // Changed since it was read: nothing happens.
+  ASSERT_OK_AND_ASSIGN(ObjectMeta v2, Put("k", "new"));
+  EXPECT_EQ(engine_->DeleteObjectIfUnchanged("b", "k", seen.etag, seen.mtime_ns).code(),
+            StatusCode::kPreconditionFailed);
+  ASSERT_OK_AND_ASSIGN(std::string cur, Get("k"));
+  EXPECT_EQ(cur, "new");
+}
+
 TEST_F(VersioningTest, SuspendedWritesReplaceTheNullVersion) {
   Enable();
   ASSERT_OK_AND_ASSIGN(ObjectMeta v1, Put("k", "one"));
