@@ -80,14 +80,6 @@ Status Frontend::Impl::PutBucketLifecycle(Ctx& c) {
     return MakeError("InvalidRequest", "Missing required header for this request: Content-MD5");
   STRATA_ASSIGN_OR_RETURN(std::string body, ReadXmlBody(c));
   STRATA_ASSIGN_OR_RETURN(LifecycleConfig config, ParseLifecycle(body));
-  for (const LifecycleRule& r : config.rules) {
-    if (r.uses_versioning())
-      return MakeError("NotImplemented",
-                       "rule \"" + r.id +
-                           "\": NoncurrentVersionExpiration and ExpiredObjectDeleteMarker act on "
-                           "object versions, which this server does not keep yet; nothing was "
-                           "changed.");
-  }
   STRATA_RETURN_IF_ERROR(
       engine->SetBucketConfig(c.bucket, kLifecycleConfig, SerializeLifecycle(config)));
   c.w.SetStatus(200);

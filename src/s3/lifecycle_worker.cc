@@ -32,6 +32,8 @@ class EngineLifecycleStore final : public LifecycleStore {
   }
   Result<LifecyclePage> ListCurrent(std::string_view bucket, std::string_view start_after,
                                     int max_keys) override {
+    STRATA_ASSIGN_OR_RETURN(objstore::BucketInfo info, engine_->GetBucket(bucket));
+    if (info.Config("versioning") != nullptr) return ListCurrentVersions(bucket, start_after, max_keys);
     objstore::ListOptions lo;
     lo.start_after = std::string(start_after);
     lo.max_keys = max_keys;
@@ -51,16 +53,36 @@ class EngineLifecycleStore final : public LifecycleStore {
   Status ExpireCurrent(std::string_view bucket, const objstore::ObjectMeta& seen) override {
     return engine_->DeleteObjectIfUnchanged(bucket, seen.key, seen.etag, seen.mtime_ns);
   }
-  // The engine keeps one version per key: a key has no noncurrent versions.
-  Result<std::vector<NoncurrentVersion>> NoncurrentVersions(std::string_view,
-                                                            std::string_view) override {
-    return std::vector<NoncurrentVersion>{};
+  // Newest first; each version's noncurrent_since is the mtime of the version
+  // (or delete marker) that replaced it. Pages of the version listing, so a key
+  // with many versions costs bounded reads per page.
+  Result<std::vector<NoncurrentVersion>> NoncurrentVersions(std::string_view bucket,
+                                                            std::string_view key) override {
+    std::vector<NoncurrentVersion> out;
+    objstore::VersionListOptions vo;
+    vo.prefix = std::string(key);
+    vo.max_keys = 1000;
+    int64_t newer_mtime = -1;  // mtime of the next newer version; -1 before the current one
+    for (;;) {
+      STRATA_ASSIGN_OR_RETURN(objstore::VersionListResult r, engine_->ListObjectVersions(bucket, vo));
+      for (const objstore::ObjectMeta& v : r.versions) {
+        if (v.key != key) return out;  // past the key (the prefix also matches longer keys)
+        if (newer_mtime >= 0 && !v.delete_marker) {
+          NoncurrentVersion nv{v.version_id, newer_mtime, v.size, {}};
+          auto full = engine_->HeadVersion(bucket, key, v.version_id);
+          if (full.ok()) nv.tags = std::move(full->tags);
+          out.push_back(std::move(nv));
+        }
+        newer_mtime = v.mtime_ns;
+      }
+      if (!r.truncated || r.versions.empty()) return out;
+      vo.key_marker = r.versions.back().key;
+      vo.version_id_marker = r.versions.back().version_id;
+    }
   }
   Status DeleteVersion(std::string_view bucket, std::string_view key,
                        std::string_view version_id) override {
-    return Status::NotSupported("version \"" + std::string(version_id) + "\" of \"" +
-                                std::string(key) + "\" in bucket \"" + std::string(bucket) +
-                                "\": the engine keeps no object versions");
+    return engine_->DeleteVersion(bucket, key, version_id).status();
   }
   Result<std::vector<objstore::MultipartUpload>> ListUploads(std::string_view bucket) override {
     return engine_->ListMultipartUploads(bucket, "");
@@ -71,6 +93,27 @@ class EngineLifecycleStore final : public LifecycleStore {
   }
 
  private:
+  // A versioned bucket's current entries: the newest version of each key, a
+  // delete marker too (ExpiredObjectDeleteMarker needs those).
+  Result<LifecyclePage> ListCurrentVersions(std::string_view bucket, std::string_view start_after,
+                                            int max_keys) {
+    objstore::VersionListOptions vo;
+    vo.key_marker = std::string(start_after);
+    vo.max_keys = max_keys;
+    STRATA_ASSIGN_OR_RETURN(objstore::VersionListResult r, engine_->ListObjectVersions(bucket, vo));
+    LifecyclePage page;
+    for (objstore::ObjectMeta& v : r.versions) {
+      if (!v.is_latest) continue;
+      const bool marker = v.delete_marker;
+      std::string id = marker ? v.version_id : "";
+      page.entries.push_back({std::move(v), marker, std::move(id)});
+    }
+    page.truncated = r.truncated;
+    // The rest of the last key's versions are noncurrent: the next page starts after it.
+    if (r.truncated && !r.versions.empty()) page.next_marker = r.versions.back().key;
+    return page;
+  }
+
   objstore::LocalEngine* engine_;
 };
 

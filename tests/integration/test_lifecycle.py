@@ -7,9 +7,11 @@ S3 answers; rules by prefix, tag, object size and And; the x-amz-expiration
 header (boto3's `Expiration`) on GET/HEAD, rounded to midnight UTC as S3 does;
 then the clock is moved day by day: each rule's objects expire on their day and
 the others stay, an incomplete multipart upload is aborted, a Date rule expires
-on its date, and the lifecycle metrics in /metrics move. Noncurrent-version
-expiration needs versioned buckets: until they exist it is validated and
-refused with 501, and nothing is stored. The configuration survives a restart.
+on its date, and the lifecycle metrics in /metrics move. In a versioned bucket:
+NoncurrentVersionExpiration (NoncurrentDays counted from when a newer version
+replaced each one, NewerNoncurrentVersions kept), and ExpiredObjectDeleteMarker
+(a delete marker with no versions behind it is removed; one with versions stays).
+The configuration survives a restart.
 
 Usage: /usr/bin/python3 test_lifecycle.py --strata build/strata
 """
@@ -131,13 +133,9 @@ class LifecycleTests:
                      "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1}}]) == BAD_REQ
         assert put([dict(base, ID="x", Transitions=[{"Days": 30, "StorageClass": "GLACIER"}])]) \
             == NOT_IMPL
-        # Noncurrent versions exist only in versioned buckets: validated, then 501.
+        # S3: NoncurrentDays must be a positive integer.
         assert put([dict(base, ID="nc", NoncurrentVersionExpiration={"NoncurrentDays": 0})]) \
             == BAD_ARG
-        assert put([dict(base, ID="nc", NoncurrentVersionExpiration={
-            "NoncurrentDays": 1, "NewerNoncurrentVersions": 2})]) == NOT_IMPL
-        assert put([dict(base, ID="dm", Expiration={"ExpiredObjectDeleteMarker": True})]) \
-            == NOT_IMPL
         got = self.s3.get_bucket_lifecycle_configuration(Bucket=B)["Rules"]
         assert [r["ID"] for r in got] == [r["ID"] for r in self.rules], got
         # Raw requests: no Content-MD5 (S3 requires one here), a document that is no XML.
@@ -236,6 +234,84 @@ class LifecycleTests:
         assert self.keys() == ["big/y", "data/untagged", "scratch/u"], self.keys()
         assert "Expiration" not in self.s3.head_object(Bucket=B, Key="big/y")
 
+    def versioned_bucket(self):
+        vb = "life-versions"
+        s3 = self.s3
+        self.set_clock(time.time())  # earlier cases moved it; versions get real mtimes
+        s3.create_bucket(Bucket=vb)
+        s3.put_bucket_versioning(Bucket=vb, VersioningConfiguration={"Status": "Enabled"})
+        for i in range(4):
+            s3.put_object(Bucket=vb, Key="n/a", Body=b"v%d" % i)
+        s3.put_object(Bucket=vb, Key="m/lone", Body=b"x")
+        s3.delete_object(Bucket=vb, Key="m/lone")   # marker + one noncurrent version
+        s3.delete_object(Bucket=vb, Key="m/only")   # a marker with nothing behind it
+        s3.put_object(Bucket=vb, Key="k/x", Body=b"x")
+        s3.delete_object(Bucket=vb, Key="k/x")      # marker + version, no noncurrent rule
+        s3.put_object(Bucket=vb, Key="t/a", Body=b"tagged", Tagging="tier=tmp")
+        s3.put_object(Bucket=vb, Key="t/a", Body=b"untagged")
+        s3.put_object(Bucket=vb, Key="t/a", Body=b"current", Tagging="tier=tmp")
+        s3.put_object(Bucket=vb, Key="other/o", Body=b"1")
+        s3.put_object(Bucket=vb, Key="other/o", Body=b"2")  # noncurrent, no rule matches
+        s3.put_bucket_lifecycle_configuration(Bucket=vb, LifecycleConfiguration={"Rules": [
+            {"ID": "nc", "Status": "Enabled", "Filter": {"Prefix": "n/"},
+             "NoncurrentVersionExpiration": {"NoncurrentDays": 1, "NewerNoncurrentVersions": 1}},
+            {"ID": "m-nc", "Status": "Enabled", "Filter": {"Prefix": "m/"},
+             "NoncurrentVersionExpiration": {"NoncurrentDays": 1}},
+            {"ID": "m-dm", "Status": "Enabled", "Filter": {"Prefix": "m/"},
+             "Expiration": {"ExpiredObjectDeleteMarker": True}},
+            {"ID": "t-nc", "Status": "Enabled", "Filter": {"Tag": {"Key": "tier", "Value": "tmp"}},
+             "NoncurrentVersionExpiration": {"NoncurrentDays": 1}},
+            {"ID": "k-dm", "Status": "Enabled", "Filter": {"Prefix": "k/"},
+             "Expiration": {"ExpiredObjectDeleteMarker": True}}]})
+        got = s3.get_bucket_lifecycle_configuration(Bucket=vb)["Rules"]
+        assert got[0]["NoncurrentVersionExpiration"] == {
+            "NoncurrentDays": 1, "NewerNoncurrentVersions": 1}, got[0]
+        assert got[2]["Expiration"] == {"ExpiredObjectDeleteMarker": True}, got[2]
+
+        def versions():
+            r = s3.list_object_versions(Bucket=vb)
+            out = {}
+            for v in r.get("Versions", []):
+                out.setdefault(v["Key"], []).append(("v", v["VersionId"]))
+            for m in r.get("DeleteMarkers", []):
+                out.setdefault(m["Key"], []).append(("m", m["VersionId"]))
+            return out
+
+        before = versions()
+        n_ids = [i for _, i in before["n/a"]]
+        assert len(n_ids) == 4, before
+        start = metrics(self.srv)["strata_s3_lifecycle_noncurrent_expired_total"]
+        self.wait_passes()
+        now = versions()
+        # Day 0: only the lone delete marker with nothing behind it goes.
+        assert "m/only" not in now, now
+        assert sorted(k for k, _ in now["m/lone"]) == ["m", "v"], now
+        assert sorted(k for k, _ in now["k/x"]) == ["m", "v"], now
+        assert len(now["n/a"]) == 4 and len(now["other/o"]) == 2, now
+        assert len(now["t/a"]) == 3, now
+        assert metrics(self.srv)["strata_s3_lifecycle_noncurrent_expired_total"] == start + 1
+        # Past the first midnight after one day: the noncurrent versions expire,
+        # but the newest noncurrent one of n/a is kept (NewerNoncurrentVersions 1).
+        self.set_clock(expiry_after_days(time.time(), 1) + 60)
+        self.wait_passes()
+        now = versions()
+        listed = s3.list_object_versions(Bucket=vb, Prefix="n/a")["Versions"]
+        order = [v["VersionId"] for v in listed]  # newest first
+        assert len(order) == 2, listed
+        assert s3.get_object(Bucket=vb, Key="n/a")["Body"].read() == b"v3"
+        assert s3.get_object(Bucket=vb, Key="n/a", VersionId=order[1])["Body"].read() == b"v2"
+        # m/lone: its version expired, then its marker had nothing behind it.
+        assert "m/lone" not in now, now
+        assert sorted(k for k, _ in now["k/x"]) == ["m", "v"], now
+        assert len(now["other/o"]) == 2, now
+        # By tag: the tagged noncurrent version of t/a expired, the untagged one stays.
+        t_versions = s3.list_object_versions(Bucket=vb, Prefix="t/a")["Versions"]
+        bodies = [s3.get_object(Bucket=vb, Key="t/a", VersionId=v["VersionId"])["Body"].read()
+                  for v in t_versions]
+        assert bodies == [b"current", b"untagged"], bodies
+        assert metrics(self.srv)["strata_s3_lifecycle_noncurrent_expired_total"] == start + 6
+        assert metrics(self.srv)["strata_s3_lifecycle_errors_total"] == 0
+
 
 def kept_across_restart(srv):
     s3 = srv.client()
@@ -267,7 +343,8 @@ def main():
         if not runner.case("config round trip", t.config_round_trip):
             return runner.finish()
         for name in ["refusals_change_nothing", "objects_and_headers",
-                     "nothing_expires_before_its_day", "day_by_day", "date_rule", "delete_config"]:
+                     "nothing_expires_before_its_day", "day_by_day", "date_rule", "delete_config",
+                     "versioned_bucket"]:
             runner.case(name, getattr(t, name))
         runner.case("configuration kept across a restart", lambda: kept_across_restart(srv))
     finally:
