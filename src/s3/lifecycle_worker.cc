@@ -33,7 +33,8 @@ class EngineLifecycleStore final : public LifecycleStore {
   Result<LifecyclePage> ListCurrent(std::string_view bucket, std::string_view start_after,
                                     int max_keys) override {
     STRATA_ASSIGN_OR_RETURN(objstore::BucketInfo info, engine_->GetBucket(bucket));
-    if (info.Config("versioning") != nullptr) return ListCurrentVersions(bucket, start_after, max_keys);
+    if (info.Config("versioning") != nullptr)
+      return ListCurrentVersions(bucket, start_after, max_keys);
     objstore::ListOptions lo;
     lo.start_after = std::string(start_after);
     lo.max_keys = max_keys;
@@ -64,7 +65,8 @@ class EngineLifecycleStore final : public LifecycleStore {
     vo.max_keys = 1000;
     int64_t newer_mtime = -1;  // mtime of the next newer version; -1 before the current one
     for (;;) {
-      STRATA_ASSIGN_OR_RETURN(objstore::VersionListResult r, engine_->ListObjectVersions(bucket, vo));
+      STRATA_ASSIGN_OR_RETURN(objstore::VersionListResult r,
+                              engine_->ListObjectVersions(bucket, vo));
       for (const objstore::ObjectMeta& v : r.versions) {
         if (v.key != key) return out;  // past the key (the prefix also matches longer keys)
         if (newer_mtime >= 0 && !v.delete_marker) {
