@@ -21,6 +21,9 @@
 namespace strata::s3 {
 
 inline constexpr char kLifecycleConfig[] = "lifecycle";
+// The bucket config holding the versioning state ("Enabled"/"Suspended"; the
+// engine reads it too).
+inline constexpr char kVersioningConfig[] = "versioning";
 inline constexpr int64_t kDayNanos = 86'400'000'000'000;
 
 // Which objects a rule applies to. All conditions given must hold (And).

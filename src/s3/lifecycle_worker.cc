@@ -33,7 +33,7 @@ class EngineLifecycleStore final : public LifecycleStore {
   Result<LifecyclePage> ListCurrent(std::string_view bucket, std::string_view start_after,
                                     int max_keys) override {
     STRATA_ASSIGN_OR_RETURN(objstore::BucketInfo info, engine_->GetBucket(bucket));
-    if (info.Config("versioning") != nullptr)
+    if (info.Config(kVersioningConfig) != nullptr)
       return ListCurrentVersions(bucket, start_after, max_keys);
     objstore::ListOptions lo;
     lo.start_after = std::string(start_after);
@@ -58,7 +58,8 @@ class EngineLifecycleStore final : public LifecycleStore {
   // (or delete marker) that replaced it. Pages of the version listing, so a key
   // with many versions costs bounded reads per page.
   Result<std::vector<NoncurrentVersion>> NoncurrentVersions(std::string_view bucket,
-                                                            std::string_view key) override {
+                                                            std::string_view key,
+                                                            bool with_tags) override {
     std::vector<NoncurrentVersion> out;
     objstore::VersionListOptions vo;
     vo.prefix = std::string(key);
@@ -71,8 +72,10 @@ class EngineLifecycleStore final : public LifecycleStore {
         if (v.key != key) return out;  // past the key (the prefix also matches longer keys)
         if (newer_mtime >= 0 && !v.delete_marker) {
           NoncurrentVersion nv{v.version_id, newer_mtime, v.size, {}};
-          auto full = engine_->HeadVersion(bucket, key, v.version_id);
-          if (full.ok()) nv.tags = std::move(full->tags);
+          if (with_tags) {
+            auto full = engine_->HeadVersion(bucket, key, v.version_id);
+            if (full.ok()) nv.tags = std::move(full->tags);
+          }
           out.push_back(std::move(nv));
         }
         newer_mtime = v.mtime_ns;
@@ -250,7 +253,9 @@ void LifecycleWorker::Impl::Noncurrent(const std::string& bucket, const Lifecycl
                            });
   if (!AnyRule(c, [](const LifecycleRule& r) { return r.has_noncurrent(); }) && !marker_rule)
     return;
-  auto versions = store->NoncurrentVersions(bucket, e.meta.key);
+  const bool with_tags =
+      AnyRule(c, [](const LifecycleRule& r) { return r.has_noncurrent() && r.filter.has_tags(); });
+  auto versions = store->NoncurrentVersions(bucket, e.meta.key, with_tags);
   if (!versions.ok())
     return Failed("listing the versions of", bucket, e.meta.key, versions.error());
   std::vector<NoncurrentView> views;

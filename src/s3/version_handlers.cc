@@ -12,15 +12,12 @@
 
 #include "s3/errors.h"
 #include "s3/frontend_internal.h"
+#include "s3/lifecycle.h"
 #include "s3/xml.h"
 
 namespace strata::s3 {
 
 using objstore::ObjectMeta;
-
-namespace {
-constexpr const char* kVersioningConfig = "versioning";  // read by the engine too
-}  // namespace
 
 bool Frontend::Impl::Versioned(Ctx& c) {
   auto b = RequestBucket(c);

@@ -390,8 +390,8 @@ class VersionedFake final : public LifecycleStore {
   Status ExpireCurrent(std::string_view b, const objstore::ObjectMeta& m) override {
     return base_->ExpireCurrent(b, m);
   }
-  Result<std::vector<NoncurrentVersion>> NoncurrentVersions(std::string_view,
-                                                            std::string_view key) override {
+  Result<std::vector<NoncurrentVersion>> NoncurrentVersions(std::string_view, std::string_view key,
+                                                            bool) override {
     return versions[std::string(key)];
   }
   Status DeleteVersion(std::string_view, std::string_view key, std::string_view id) override {

@@ -71,9 +71,12 @@ class LifecycleStore {
   // Expires the current object if it is still `seen` (etag, mtime): deleted in
   // an unversioned bucket. kPreconditionFailed when it changed meanwhile.
   virtual Status ExpireCurrent(std::string_view bucket, const objstore::ObjectMeta& seen) = 0;
-  // The key's noncurrent versions, newest first.
+  // The key's noncurrent versions, newest first. Their tags are read only
+  // with_tags (a rule filters noncurrent versions by tag): that costs a read
+  // per version.
   virtual Result<std::vector<NoncurrentVersion>> NoncurrentVersions(std::string_view bucket,
-                                                                    std::string_view key) = 0;
+                                                                    std::string_view key,
+                                                                    bool with_tags) = 0;
   // Permanently removes one version (a noncurrent one, or a delete marker).
   virtual Status DeleteVersion(std::string_view bucket, std::string_view key,
                                std::string_view version_id) = 0;
