@@ -477,13 +477,6 @@ TEST_F(LifecycleApiTest, RefusalsChangeNothing) {
   ExpectError(PutConfig(Doc(Rule("<Filter/><Transition><Days>1</Days><StorageClass>GLACIER"
                                  "</StorageClass></Transition>"))),
               501, "NotImplemented", "/bkt");
-  // Versioning-only actions are validated, then refused until versions exist.
-  ExpectError(PutConfig(Doc(Rule("<Filter/><NoncurrentVersionExpiration><NoncurrentDays>1"
-                                 "</NoncurrentDays></NoncurrentVersionExpiration>"))),
-              501, "NotImplemented", "/bkt");
-  ExpectError(PutConfig(Doc(Rule("<Filter/><Expiration><ExpiredObjectDeleteMarker>true"
-                                 "</ExpiredObjectDeleteMarker></Expiration>"))),
-              501, "NotImplemented", "/bkt");
   ExpectError(PutConfig(Doc(Rule("<Filter/><NoncurrentVersionExpiration><NoncurrentDays>0"
                                  "</NoncurrentDays></NoncurrentVersionExpiration>"))),
               400, "InvalidArgument", "/bkt");
@@ -491,6 +484,25 @@ TEST_F(LifecycleApiTest, RefusalsChangeNothing) {
   ASSERT_EQ(get.status, 200);
   EXPECT_EQ(First(get.body, "ID"), "keep-me") << get.body;
   EXPECT_EQ(First(get.body, "Days"), "30") << get.body;
+}
+
+// The actions on versions are kept as S3 keeps them (the worker applies them
+// in versioned buckets; tests/integration/test_lifecycle.py versioned_bucket).
+TEST_F(LifecycleApiTest, VersionActionsAreStored) {
+  ASSERT_EQ(PutConfig(Doc(Rule("<Filter/><NoncurrentVersionExpiration><NoncurrentDays>7"
+                               "</NoncurrentDays><NewerNoncurrentVersions>3"
+                               "</NewerNoncurrentVersions></NoncurrentVersionExpiration>",
+                               "nc") +
+                          Rule("<Filter/><Expiration><ExpiredObjectDeleteMarker>true"
+                               "</ExpiredObjectDeleteMarker></Expiration>",
+                               "dm")))
+                .status,
+            200);
+  auto get = Get("/bkt?lifecycle");
+  ASSERT_EQ(get.status, 200);
+  EXPECT_EQ(First(get.body, "NoncurrentDays"), "7") << get.body;
+  EXPECT_EQ(First(get.body, "NewerNoncurrentVersions"), "3") << get.body;
+  EXPECT_EQ(First(get.body, "ExpiredObjectDeleteMarker"), "true") << get.body;
 }
 
 TEST_F(LifecycleApiTest, ExpirationHeaderOnGetAndHead) {
