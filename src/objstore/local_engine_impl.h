@@ -399,6 +399,9 @@ class LocalEngineImpl final : public LocalEngine {
                                        const Unchanged* seen);
   Result<DeleteResult> DeleteVersion(std::string_view bucket, std::string_view key,
                                      std::string_view version_id) override;
+  Result<DeleteResult> DeleteVersionIf(
+      std::string_view bucket, std::string_view key, std::string_view version_id,
+      const std::function<Status(const ObjectMeta&)>& allow) override;
   Result<ObjectMeta> HeadVersion(std::string_view bucket, std::string_view key,
                                  std::string_view version_id) override;
   Result<std::unique_ptr<ObjectReader>> OpenVersion(std::string_view bucket, std::string_view key,

@@ -206,6 +206,12 @@ Result<DeleteResult> LocalEngineImpl::DeleteCurrentIf(std::string_view bucket,
 
 Result<DeleteResult> LocalEngineImpl::DeleteVersion(std::string_view bucket, std::string_view key,
                                                     std::string_view version_id) {
+  return DeleteVersionIf(bucket, key, version_id, nullptr);
+}
+
+Result<DeleteResult> LocalEngineImpl::DeleteVersionIf(
+    std::string_view bucket, std::string_view key, std::string_view version_id,
+    const std::function<Status(const ObjectMeta&)>& allow) {
   STRATA_RETURN_IF_ERROR(CheckBucket(bucket));
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
   if (version_id.empty()) return DeleteCurrent(bucket, key);
@@ -226,7 +232,13 @@ Result<DeleteResult> LocalEngineImpl::DeleteVersion(std::string_view bucket, std
     STRATA_RETURN_IF_ERROR(Get(vkey, &v, &found));
     if (!found) return res;
     ObjectMeta m;
-    STRATA_RETURN_IF_ERROR(DecodeObjectSummary(v.ToStringView(), &m));
+    if (allow) {
+      STRATA_RETURN_IF_ERROR(DecodeObject(v.ToStringView(), &m, nullptr));
+      m.key = std::string(key);
+      STRATA_RETURN_IF_ERROR(allow(m));
+    } else {
+      STRATA_RETURN_IF_ERROR(DecodeObjectSummary(v.ToStringView(), &m));
+    }
     res.delete_marker = m.delete_marker;
     rocksdb::WriteBatch b;
     STRATA_RETURN_IF_ERROR(AddGarbage(v.ToStringView(), &b, &garbage));

@@ -1,5 +1,5 @@
 // Bucket operations: ListBuckets, Create/Delete/HeadBucket, location,
-// versioning (never enabled), the configurations Strata
+// the Object Lock flag of CreateBucket, the configurations Strata
 // does not hold, ListObjects v1 and v2, and multi-object delete.
 #include <algorithm>
 #include <cstdint>
@@ -10,6 +10,8 @@
 
 #include "s3/errors.h"
 #include "s3/frontend_internal.h"
+#include "s3/lifecycle.h"
+#include "s3/object_lock.h"
 #include "s3/xml.h"
 
 namespace strata::s3 {
@@ -79,6 +81,10 @@ Status Frontend::Impl::CreateBucket(Ctx& c) {
   (void)location;  // single-region server: any constraint is accepted
   STRATA_ASSIGN_OR_RETURN(auto directory, DirectoryBucketDocument(c, body));  // S3 Express
   STRATA_ASSIGN_OR_RETURN(std::optional<Acl> acl, NewBucketAcl(c));
+  const bool object_lock =
+      IEquals(Trim(c.H("x-amz-bucket-object-lock-enabled").value_or("")), "true");
+  if (object_lock && directory)
+    return MakeError("InvalidRequest", "Directory buckets do not support Object Lock");
   if (auto existing = engine->GetBucket(c.bucket); existing.ok()) {
     if (existing->owner == c.user->access_key) {
       // AWS's legacy us-east-1 behaviour: re-creating your own bucket there
@@ -106,6 +112,12 @@ Status Frontend::Impl::CreateBucket(Ctx& c) {
     STRATA_RETURN_IF_ERROR(
         engine->SetBucketConfig(c.bucket, kDirectoryBucketConfigName, *directory));
   STRATA_RETURN_IF_ERROR(StoreNewBucketAcl(c, acl));
+  if (object_lock) {
+    // Object Lock needs versioning, and keeps it Enabled (version_handlers.cc).
+    STRATA_RETURN_IF_ERROR(engine->SetBucketConfig(c.bucket, kVersioningConfig, "Enabled"));
+    STRATA_RETURN_IF_ERROR(
+        engine->SetBucketConfig(c.bucket, kObjectLockConfig, EncodeObjectLock(ObjectLockConfig{})));
+  }
   c.w.AddHeader("Location", "/" + c.bucket);
   c.w.SetStatus(200);
   return c.w.Send("");
@@ -139,7 +151,6 @@ Status Frontend::Impl::GetBucketLocation(Ctx& c) {
   return Status::Ok();
 }
 
-// Versioning is never enabled: an empty configuration.
 namespace {
 
 // Configurations a bucket never has here, by operation: S3's "does not exist" answer.
@@ -154,8 +165,6 @@ const Absent kAbsent[] = {
     {"GetBucketTagging", "NoSuchTagSet", "The TagSet does not exist"},
     {"GetBucketEncryption", "ServerSideEncryptionConfigurationNotFoundError",
      "The server side encryption configuration was not found"},
-    {"GetObjectLockConfiguration", "ObjectLockConfigurationNotFoundError",
-     "Object Lock configuration does not exist for this bucket"},
 };
 
 }  // namespace
@@ -278,7 +287,7 @@ Status Frontend::Impl::DeleteObjects(Ctx& c) {
     objstore::DeleteResult dr;
     if (st.ok()) {
       auto r = o.version_id.empty() ? engine->DeleteCurrent(c.bucket, k)
-                                    : engine->DeleteVersion(c.bucket, k, o.version_id);
+                                    : DeleteVersionChecked(c, k, o.version_id);
       if (r.ok()) dr = *r;
       st = r.status();
       if (st.code() == StatusCode::kInvalidArgument)

@@ -108,6 +108,9 @@ Result<ByteRange> ParseCopySourceRange(std::string_view h, uint64_t size);
 
 // True when the body is aws-chunked framed (a streaming payload mode).
 bool IsAwsChunked(const Ctx& c);
+// Content-MD5, an x-amz-checksum-* header or a checksum trailer is sent (what
+// S3 requires of writes that set an Object Lock).
+bool HasIntegrityHeader(const Ctx& c);
 // The decoded body length the client promised, for the engine's size check.
 Result<std::optional<uint64_t>> ExpectedSize(const Ctx& c, uint64_t max);
 // x-amz-copy-source: "/bucket/key" or "bucket/key", URL-encoded, maybe "?versionId=".
@@ -303,6 +306,32 @@ struct Frontend::Impl {
   Status PutBucketEncryption(Ctx& c);
   Status GetBucketEncryption(Ctx& c);
   Status DeleteBucketEncryption(Ctx& c);
+
+  // object_lock_handlers.cc: Object Lock (rules: object_lock.h).
+  Status PutObjectLockConfiguration(Ctx& c);
+  Status GetObjectLockConfiguration(Ctx& c);
+  Status PutObjectRetention(Ctx& c);
+  Status GetObjectRetention(Ctx& c);
+  Status PutObjectLegalHold(Ctx& c);
+  Status GetObjectLegalHold(Ctx& c);
+  // The lock of a new version from x-amz-object-lock-* and the bucket's
+  // default retention: checked (InvalidRequest on a bucket without Object
+  // Lock; Content-MD5 or a checksum required when `has_body` and a retention
+  // or hold applies), set in o.meta and kept through o.before_commit (a copy
+  // does not inherit its source's lock). CreateMultipartUpload passes
+  // has_body false; the upload's metadata carries the lock to its completion.
+  Status ObjectLockForWrite(Ctx& c, objstore::PutOptions& o, bool has_body);
+  // x-amz-object-lock-mode, -retain-until-date and -legal-hold of GET/HEAD.
+  void AddObjectLockHeaders(Ctx& c, const objstore::ObjectMeta& m);
+  // Removes one version (DeleteObject, DeleteObjects with a version id): in a
+  // bucket with Object Lock, refused (AccessDenied) while the version is held
+  // or retained, unless x-amz-bypass-governance-retention lifts a GOVERNANCE
+  // retention for a caller allowed s3:BypassGovernanceRetention.
+  Result<objstore::DeleteResult> DeleteVersionChecked(Ctx& c, const std::string& key,
+                                                      const std::string& version_id);
+  // The bucket has Object Lock enabled (its record as read by this request).
+  bool LockEnabled(Ctx& c);
+  int64_t LockNow() const;
 
   // lifecycle_handlers.cc: bucket lifecycle configurations (rules: lifecycle.h).
   Status PutBucketLifecycle(Ctx& c);

@@ -16,6 +16,7 @@
 #include <strata/s3/lifecycle.h>
 
 #include "s3/lifecycle.h"
+#include "s3/object_lock.h"
 
 namespace strata::s3 {
 
@@ -85,9 +86,16 @@ class EngineLifecycleStore final : public LifecycleStore {
       vo.version_id_marker = r.versions.back().version_id;
     }
   }
-  Status DeleteVersion(std::string_view bucket, std::string_view key,
-                       std::string_view version_id) override {
-    return engine_->DeleteVersion(bucket, key, version_id).status();
+  Status DeleteVersion(std::string_view bucket, std::string_view key, std::string_view version_id,
+                       int64_t now_ns) override {
+    // No bypass: a rule never removes what Object Lock retains.
+    return engine_
+        ->DeleteVersionIf(bucket, key, version_id,
+                          [now_ns](const objstore::ObjectMeta& m) {
+                            Status st = CheckVersionDeletable(m, now_ns, false);
+                            return st.ok() ? st : Status::PermissionDenied(st.message());
+                          })
+        .status();
   }
   Result<std::vector<objstore::MultipartUpload>> ListUploads(std::string_view bucket) override {
     return engine_->ListMultipartUploads(bucket, "");
@@ -265,7 +273,11 @@ void LifecycleWorker::Impl::Noncurrent(const std::string& bucket, const Lifecycl
   size_t removed = 0;
   for (size_t i : NoncurrentToExpire(c, e.meta.key, views, Now())) {
     if (!Pace()) return;
-    Status st = store->DeleteVersion(bucket, e.meta.key, (*versions)[i].version_id);
+    Status st = store->DeleteVersion(bucket, e.meta.key, (*versions)[i].version_id, Now());
+    if (st.code() == StatusCode::kPermissionDenied) {
+      Count(&LifecycleStats::versions_locked);
+      continue;
+    }
     if (!st.ok()) {
       Failed("expiring a noncurrent version of", bucket, e.meta.key, st);
       continue;
@@ -280,7 +292,7 @@ void LifecycleWorker::Impl::Noncurrent(const std::string& bucket, const Lifecycl
         !FilterMatches(r.filter, o))
       continue;
     if (!Pace()) return;
-    Status st = store->DeleteVersion(bucket, e.meta.key, e.version_id);
+    Status st = store->DeleteVersion(bucket, e.meta.key, e.version_id, Now());
     if (!st.ok()) return Failed("removing the expired delete marker of", bucket, e.meta.key, st);
     Count(&LifecycleStats::noncurrent_expired);
     return;

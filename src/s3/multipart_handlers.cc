@@ -63,6 +63,9 @@ Status Frontend::Impl::CreateUpload(Ctx& c) {
   ChecksumAlgorithm alg = o.checksum_algorithm;
   bool composite = o.meta.checksum_composite;
   STRATA_RETURN_IF_ERROR(SseForWrite(c, o));
+  // The upload's metadata carries the lock (and the default retention, counted
+  // from now) to the completed object.
+  STRATA_RETURN_IF_ERROR(ObjectLockForWrite(c, o, false));
   ObjectMeta sse_view;  // what the SSE response headers are made from
   sse_view.internal = o.meta.internal;
   STRATA_ASSIGN_OR_RETURN(std::string id,

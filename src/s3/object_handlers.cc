@@ -49,6 +49,7 @@ Status Frontend::Impl::PutObject(Ctx& c) {
   // and the engine combines the whole object's CRC.
   STRATA_RETURN_IF_ERROR(SetupChecksum(c, o, body, !off));
   STRATA_RETURN_IF_ERROR(SseForWrite(c, o));
+  STRATA_RETURN_IF_ERROR(ObjectLockForWrite(c, o, true));
   Result<ObjectMeta> r = Status::Internal("unset");
   if (off) {
     auto v = ParseUint64(Trim(*off));
@@ -122,6 +123,7 @@ Status Frontend::Impl::CopyObject(Ctx& c) {
     return Status::Ok();
   };
   STRATA_RETURN_IF_ERROR(SseForWrite(c, o));
+  STRATA_RETURN_IF_ERROR(ObjectLockForWrite(c, o, false));
   o.source_key = SseReader(c, true);
   o.source_version_id = sv;
   STRATA_ASSIGN_OR_RETURN(ObjectMeta m,
@@ -196,6 +198,7 @@ void Frontend::Impl::AddObjectHeaders(Ctx& c, const ObjectMeta& m, bool with_che
   if (!m.tags.empty()) w.AddHeader("x-amz-tagging-count", std::to_string(m.tags.size()));
   if (!m.parts.empty()) w.AddHeader("x-amz-mp-parts-count", std::to_string(m.parts.size()));
   AddExpirationHeader(c, m);
+  AddObjectLockHeaders(c, m);
   if (with_checksum && m.checksum_algorithm != ChecksumAlgorithm::kNone && !m.checksum.empty()) {
     std::string v = m.checksum;
     if (m.checksum_composite) v += "-" + std::to_string(m.parts.size());
@@ -315,7 +318,7 @@ Status Frontend::Impl::DeleteObject(Ctx& c) {
                        "At least one of the pre-conditions you specified did not hold");
   }
   auto r = version_id.empty() ? engine->DeleteCurrent(c.bucket, c.key)
-                              : engine->DeleteVersion(c.bucket, c.key, version_id);
+                              : DeleteVersionChecked(c, c.key, version_id);
   if (!r.ok()) return r.error();
   if (r->delete_marker) c.w.AddHeader("x-amz-delete-marker", "true");
   if (r->delete_marker || !version_id.empty())

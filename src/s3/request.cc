@@ -252,6 +252,14 @@ Result<std::string> Frontend::Impl::ReadXmlBody(Ctx& c) {
   return body;
 }
 
+bool HasIntegrityHeader(const Ctx& c) {
+  if (c.H("content-md5")) return true;
+  for (ChecksumAlgorithm a : kHeaderChecksums)
+    if (c.H(ChecksumHeaderName(a))) return true;
+  const auto t = c.H("x-amz-trailer");
+  return t && StartsWith(ToLower(Trim(*t)), "x-amz-checksum-");
+}
+
 Result<PutOptions> Frontend::Impl::PutOptionsFromHeaders(Ctx& c) {
   PutOptions o;
   ObjectMeta& m = o.meta;

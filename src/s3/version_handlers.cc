@@ -13,6 +13,7 @@
 #include "s3/errors.h"
 #include "s3/frontend_internal.h"
 #include "s3/lifecycle.h"
+#include "s3/object_lock.h"
 #include "s3/xml.h"
 
 namespace strata::s3 {
@@ -74,6 +75,11 @@ Status Frontend::Impl::PutBucketVersioning(Ctx& c) {
     return MakeError("MalformedXML", "MfaDelete must be Enabled or Disabled");
   if (IsDirectoryBucketName(c.bucket))
     return MakeError("NotImplemented", "Directory buckets do not support versioning.");
+  STRATA_ASSIGN_OR_RETURN(objstore::BucketInfo b, engine->GetBucket(c.bucket));
+  if (b.Config(kObjectLockConfig) != nullptr && v.status != "Enabled")
+    return MakeError("InvalidBucketState",
+                     "An Object Lock configuration is present on this bucket, so the versioning "
+                     "state cannot be changed.");
   STRATA_RETURN_IF_ERROR(engine->SetBucketConfig(c.bucket, kVersioningConfig, v.status));
   c.w.SetStatus(200);
   return c.w.Send("");

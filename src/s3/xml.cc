@@ -8,7 +8,6 @@
 #include "s3/errors.h"
 
 namespace strata::s3 {
-namespace {
 
 Result<pugi::xml_node> LoadRoot(pugi::xml_document& doc, std::string_view xml,
                                 std::string_view root) {
@@ -27,8 +26,6 @@ Result<pugi::xml_node> LoadRoot(pugi::xml_document& doc, std::string_view xml,
                                          std::string(n.name()) + ">");
   return n;
 }
-
-}  // namespace
 
 std::string_view LocalName(const pugi::xml_node& n) {
   std::string_view name = n.name();

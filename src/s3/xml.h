@@ -12,10 +12,14 @@
 
 namespace pugi {
 class xml_node;
+class xml_document;
 }
 
 namespace strata::s3 {
 
+// Parses xml into doc; its root element (local name `root`), or MalformedXML.
+Result<pugi::xml_node> LoadRoot(pugi::xml_document& doc, std::string_view xml,
+                                std::string_view root);
 // An element's name without its namespace prefix ("s3:Bucket" -> "Bucket").
 std::string_view LocalName(const pugi::xml_node& n);
 // The first child element of that local name; an empty node when none.

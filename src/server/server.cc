@@ -143,6 +143,9 @@ struct StrataServer::Impl {
     gauge("strata_s3_lifecycle_noncurrent_expired_total",
           "Noncurrent versions and delete markers removed by lifecycle rules",
           &L::noncurrent_expired);
+    gauge("strata_s3_lifecycle_versions_locked_total",
+          "Noncurrent versions a rule would remove, kept because Object Lock holds them",
+          &L::versions_locked);
     gauge("strata_s3_lifecycle_uploads_aborted_total",
           "Incomplete multipart uploads aborted by lifecycle rules", &L::uploads_aborted);
     gauge("strata_s3_lifecycle_errors_total", "Lifecycle steps that failed (logged)", &L::errors);
@@ -288,6 +291,8 @@ Status StrataServer::Start() {
   if (im.opts.enable_s3) {
     s3::FrontendOptions fo;
     fo.region = im.opts.region;
+    // Object Lock retention is judged by the same movable clock as lifecycle (tests only).
+    if (!im.opts.test_clock_file.empty()) fo.clock = s3::FileClock(im.opts.test_clock_file);
     fo.user_store = im.users.get();
     fo.domains = im.opts.domains;
     s3::KmsOptions ko;

@@ -1485,6 +1485,34 @@ TEST_F(VersioningTest, ExpiryIfUnchangedAddsADeleteMarker) {
   EXPECT_EQ(cur, "new");
 }
 
+// DeleteVersionIf (S3 Object Lock's delete check): the guard sees the
+// version's full metadata, internal entries included; a refusal changes nothing.
+TEST_F(VersioningTest, DeleteVersionIfRefusalKeepsTheVersion) {
+  Enable();
+  ASSERT_OK_AND_ASSIGN(ObjectMeta v1, Put("k", "kept"));
+  ASSERT_OK(engine_->UpdateVersionMeta("b", "k", v1.version_id, [](ObjectMeta& m) {
+    m.internal["lock"] = "on";
+    return Status::Ok();
+  }));
+  ASSERT_OK_AND_ASSIGN(ObjectMeta v2, Put("k", "newer"));
+  std::vector<std::string> seen;
+  auto guard = [&seen](const ObjectMeta& m) {
+    seen.push_back(m.version_id);
+    auto it = m.internal.find("lock");
+    return it != m.internal.end() && it->second == "on" ? Status::PermissionDenied("locked")
+                                                        : Status::Ok();
+  };
+  EXPECT_EQ(engine_->DeleteVersionIf("b", "k", v1.version_id, guard).status().code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(Ids(), (std::vector<std::string>{"k@" + v2.version_id + "*", "k@" + v1.version_id}));
+  ASSERT_OK_AND_ASSIGN(std::string b1, GetVersion("k", v1.version_id));
+  EXPECT_EQ(b1, "kept");
+  ASSERT_OK(engine_->DeleteVersionIf("b", "k", v2.version_id, guard).status());
+  EXPECT_EQ(seen, (std::vector<std::string>{v1.version_id, v2.version_id}));
+  ASSERT_OK_AND_ASSIGN(std::string cur, Get("k"));
+  EXPECT_EQ(cur, "kept");  // the refused version is current again
+}
+
 TEST_F(VersioningTest, SuspendedWritesReplaceTheNullVersion) {
   Enable();
   ASSERT_OK_AND_ASSIGN(ObjectMeta v1, Put("k", "one"));

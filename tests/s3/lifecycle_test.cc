@@ -394,7 +394,8 @@ class VersionedFake final : public LifecycleStore {
                                                             bool) override {
     return versions[std::string(key)];
   }
-  Status DeleteVersion(std::string_view, std::string_view key, std::string_view id) override {
+  Status DeleteVersion(std::string_view, std::string_view key, std::string_view id,
+                       int64_t) override {
     deleted.push_back(std::string(key) + "@" + std::string(id));
     return Status::Ok();
   }

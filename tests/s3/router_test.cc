@@ -17,6 +17,9 @@
 
 #include <gtest/gtest.h>
 
+#include <strata/core/checksum.h>
+#include <strata/core/strings.h>
+
 #include "s3/frontend_fixture.h"
 
 namespace strata::s3 {
@@ -183,6 +186,9 @@ const std::map<std::tuple<On, std::string, std::string>, Implemented> kImplement
     {{On::kBucket, "GET", "tagging"}, {{404}}},
     {{On::kBucket, "GET", "encryption"}, {{404}}},
     {{On::kBucket, "GET", "object-lock"}, {{404}}},
+    // Object Lock (object_lock_handlers.cc): not a configuration document, or
+    // no Content-MD5: 400.
+    {{On::kBucket, "PUT", "object-lock"}, {{400}}},
     // Access control (access_handlers.cc): no ACL in headers or body is
     // MissingSecurityHeader, a body that is no ACL MalformedACLError; no
     // policy status or public access block yet: 404; a body that is no policy
@@ -207,6 +213,11 @@ const std::map<std::tuple<On, std::string, std::string>, Implemented> kImplement
     {{On::kObject, "GET", "tagging"}, {{200}}},
     // GetObjectAttributes without x-amz-object-attributes: InvalidRequest.
     {{On::kObject, "GET", "attributes"}, {{400}}},
+    // Retention and legal hold on a bucket without Object Lock: InvalidRequest.
+    {{On::kObject, "GET", "retention"}, {{400}}},
+    {{On::kObject, "PUT", "retention"}, {{400}}},
+    {{On::kObject, "GET", "legal-hold"}, {{400}}},
+    {{On::kObject, "PUT", "legal-hold"}, {{400}}},
     {{On::kObject, "GET", "uploadId=abc"}, {{400, 404}}},
     {{On::kObject, "PUT", "acl"}, {{400}}},
     {{On::kObject, "PUT", "tagging"}, {{400}}},            // MalformedXML
@@ -388,14 +399,22 @@ TEST_F(RouterWalkTest, RetentionAndLegalHoldNeverReplaceTheObject) {
   const std::string retention =
       "<Retention><Mode>GOVERNANCE</Mode><RetainUntilDate>2030-01-01T00:00:00Z</RetainUntilDate>"
       "</Retention>";
-  auto r = Put("/bkt/obj?retention", retention);
-  EXPECT_EQ(r.status, 501) << r.body;
-  auto h = Put("/bkt/obj?legal-hold", "<LegalHold><Status>ON</Status></LegalHold>");
-  EXPECT_EQ(h.status, 501) << h.body;
+  // The bucket has no Object Lock: S3 answers InvalidRequest ("Bucket is
+  // missing Object Lock Configuration") and changes nothing.
+  auto r = Put("/bkt/obj?retention", retention, {{"Content-MD5", Base64Encode(Md5(retention))}});
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(First(r.body, "Code"), "InvalidRequest") << r.body;
+  const std::string hold = "<LegalHold><Status>ON</Status></LegalHold>";
+  auto h = Put("/bkt/obj?legal-hold", hold, {{"Content-MD5", Base64Encode(Md5(hold))}});
+  EXPECT_EQ(h.status, 400) << h.body;
+  EXPECT_EQ(First(h.body, "Code"), "InvalidRequest") << h.body;
   ExpectObjectUnchanged("PUT ?retention / ?legal-hold", false);
+  auto head = Send({"HEAD", "/bkt/obj"});
+  EXPECT_EQ(Header(head, "x-amz-object-lock-mode"), "") << "a refused retention was kept";
+  EXPECT_EQ(Header(head, "x-amz-object-lock-legal-hold"), "") << "a refused hold was kept";
   for (const char* sub : {"retention", "legal-hold"}) {
     auto g = Get(std::string("/bkt/obj?") + sub);
-    EXPECT_EQ(g.status, 501) << sub;
+    EXPECT_EQ(g.status, 400) << sub;
     EXPECT_EQ(g.body.find("the original object"), std::string::npos) << sub << ": body returned";
   }
   // GetObjectAttributes answers the attributes, never the object's bytes.
@@ -415,8 +434,9 @@ TEST_F(RouterWalkTest, BucketConfigurationsNeverCreateOrDeleteBuckets) {
     // PublicAccessBlock (access_handlers.cc) and encryption (sse.cc) are
     // implemented: NoSuchBucket on a missing bucket, MalformedXML for a body
     // that is not their document.
-    const bool implemented =
-        std::string_view(sub) == "publicAccessBlock" || std::string_view(sub) == "encryption";
+    const bool implemented = std::string_view(sub) == "publicAccessBlock" ||
+                             std::string_view(sub) == "encryption" ||
+                             std::string_view(sub) == "object-lock";
     auto r = Put(std::string("/fresh-bucket?") + sub, "<Configuration/>");
     EXPECT_EQ(r.status, implemented ? 404 : 501) << sub << r.body;
     EXPECT_EQ(Send({"HEAD", "/fresh-bucket"}).status, 404) << sub << " created the bucket";
@@ -438,7 +458,8 @@ TEST_F(RouterWalkTest, HeadWithASubResourceNeverWrites) {
   EXPECT_TRUE(h.body.empty());
   auto tags = Get("/bkt/obj?tagging");
   EXPECT_EQ(All(tags.body, "Key"), std::vector<std::string>{"team"}) << tags.body;
-  EXPECT_EQ(Send({"HEAD", "/bkt/obj?retention"}).status, 501);
+  // HEAD ?retention runs GetObjectRetention: no Object Lock on this bucket.
+  EXPECT_EQ(Send({"HEAD", "/bkt/obj?retention"}).status, 400);
   ExpectObjectUnchanged("HEAD ?tagging", false);
 }
 

@@ -332,6 +332,13 @@ class LocalEngine {
   // becomes current. A missing version is OK (S3 semantics).
   virtual Result<DeleteResult> DeleteVersion(std::string_view bucket, std::string_view key,
                                              std::string_view version_id) = 0;
+  // DeleteVersion that first gives the version's metadata (internal included)
+  // to `allow`, under the key's lock: a non-OK status refuses the delete and is
+  // returned as is (S3 object lock: retention and legal hold are checked and
+  // the version removed with no change in between).
+  virtual Result<DeleteResult> DeleteVersionIf(
+      std::string_view bucket, std::string_view key, std::string_view version_id,
+      const std::function<Status(const ObjectMeta&)>& allow) = 0;
   // Metadata of one version, a delete marker too (then meta.delete_marker);
   // version_id "" = the newest version (which may be a delete marker).
   virtual Result<ObjectMeta> HeadVersion(std::string_view bucket, std::string_view key,

@@ -7,14 +7,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <strata/core/http_server.h>
 #include <strata/objstore/local_engine.h>
-#include <strata/s3/user_store.h>
 #include <strata/s3/kms.h>
+#include <strata/s3/user_store.h>
 
 namespace strata::s3 {
 
@@ -32,6 +33,9 @@ struct FrontendOptions {
   size_t max_xml_body = 2 << 20;               // CompleteMultipartUpload, DeleteObjects, ...
   // Keys for SSE-S3 and SSE-KMS; without it those answer NotImplemented (SSE-C works).
   std::shared_ptr<const KeyManager> kms;
+  // The clock Object Lock retention is judged by (Unix nanoseconds); empty:
+  // the system clock. Test-only override (`strata server --test-clock-file`).
+  std::function<int64_t()> clock;
 };
 
 class Frontend {

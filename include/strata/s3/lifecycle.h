@@ -77,9 +77,11 @@ class LifecycleStore {
   virtual Result<std::vector<NoncurrentVersion>> NoncurrentVersions(std::string_view bucket,
                                                                     std::string_view key,
                                                                     bool with_tags) = 0;
-  // Permanently removes one version (a noncurrent one, or a delete marker).
+  // Permanently removes one version (a noncurrent one, or a delete marker),
+  // unless S3 Object Lock holds it at now_ns (a legal hold, or a retention
+  // that has not ended): then kPermissionDenied and nothing changes.
   virtual Status DeleteVersion(std::string_view bucket, std::string_view key,
-                               std::string_view version_id) = 0;
+                               std::string_view version_id, int64_t now_ns) = 0;
   virtual Result<std::vector<objstore::MultipartUpload>> ListUploads(std::string_view bucket) = 0;
   virtual Status AbortUpload(std::string_view bucket, std::string_view key,
                              std::string_view upload_id) = 0;
@@ -102,6 +104,7 @@ struct LifecycleStats {
   uint64_t objects_expired = 0;     // current objects
   uint64_t noncurrent_expired = 0;  // noncurrent versions and delete markers
   uint64_t uploads_aborted = 0;
+  uint64_t versions_locked = 0;   // noncurrent versions kept because Object Lock holds them
   uint64_t errors = 0;            // failed steps (logged; the pass goes on)
   int64_t last_pass_unix_ns = 0;  // by the lifecycle clock, when the last pass ended
   int64_t last_pass_duration_ns = 0;
