@@ -280,8 +280,11 @@ void Match(const Kept& k, uint32_t nlocal, uint32_t stride, const std::vector<ui
       int64_t hit = -1;
       if (j > fb) {
         const FRow& f = rows[j - 1];
-        // ttl: ts >= ets - ttl, written to avoid overflow at the int64 edges.
-        if (ttl <= 0 || f.ts >= ets || ets - f.ts <= ttl) hit = f.idx;
+        // ttl: ts >= ets - ttl. Here f.ts < ets, so the true gap is in
+        // [1, 2^64 - 1]: it is exact in uint64, where a signed ets - f.ts
+        // overflows (a 1700-01-01 row in ns is ~1.0e19 before 2024).
+        const uint64_t gap = static_cast<uint64_t>(ets) - static_cast<uint64_t>(f.ts);
+        if (ttl <= 0 || f.ts >= ets || gap <= static_cast<uint64_t>(ttl)) hit = f.idx;
       }
       (*match)[ents[e].row] = hit;
     }
@@ -539,6 +542,22 @@ struct Spill {
     options.row_group_rows = 1 << 16;
   }
 
+  // Creates the directory (and its parents) when it does not exist yet:
+  // users name a fresh scratch path as often as an existing one.
+  Status CreateDir() const {
+    std::error_code ec;
+    if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+      return Status::InvalidArgument(
+          fmt::format("spill directory {} exists and is not a directory: name a directory", dir));
+    }
+    fs::create_directories(dir, ec);
+    if (ec) {
+      return Status::IOError(fmt::format("cannot create the spill directory {}: {} (name a writable directory)", dir,
+                                         ec.message()));
+    }
+    return Status::Ok();
+  }
+
   std::string dir;
   SpillFiles cleanup;  // declared before the writers: they close first
   std::vector<std::unique_ptr<ParquetWriter>> writers;
@@ -725,6 +744,7 @@ Status JoinView(const Table& entities, const EntityTime& et, const ViewJoinSpec&
     for (Column& c : all.features) c.Reserve(rows);
   }
   Spill spill(kept_schema, opt, parts);
+  if (parts > 1) STRATA_RETURN_IF_ERROR(spill.CreateDir());
   STRATA_RETURN_IF_ERROR(ScanView(v, what, src, keys, unit, st, &all, &spill));
 
   std::vector<int64_t> match(n, -1);

@@ -106,6 +106,58 @@ Result<int64_t> ParseDurationSeconds(std::string_view text) {
 
 namespace {
 
+// Whether text[i] starts a scalar or a flow collection: the first character
+// of a line or a token.
+bool AtTokenStart(std::string_view text, size_t i) {
+  if (i == 0) return true;
+  const char p = text[i - 1];
+  return p == ' ' || p == '\t' || p == '\n' || p == '\r' || p == '[' || p == '{' || p == ',';
+}
+
+// The 1-based line of a YAML syntax error. yaml-cpp marks an unclosed flow
+// collection ("[a, b" or "{a: 1") where it gave up looking for the closing
+// bracket: a later line, or the end of the file. The mistake is the opening
+// bracket, so its line is reported: the innermost "[" or "{" still open at
+// the mark, skipping comments and quoted scalars.
+int SyntaxErrorLine(std::string_view text, const YAML::ParserException& e) {
+  const int marked = e.mark.line >= 0 ? e.mark.line + 1 : 0;
+  if (e.msg != YAML::ErrorMsg::END_OF_SEQ_FLOW && e.msg != YAML::ErrorMsg::END_OF_MAP_FLOW)
+    return marked;
+  const size_t end =
+      e.mark.pos >= 0 ? std::min(static_cast<size_t>(e.mark.pos), text.size()) : text.size();
+  std::vector<int> open;  // lines of the open brackets
+  int line = 1;
+  char quote = 0;
+  bool comment = false;
+  for (size_t i = 0; i < end; ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      comment = false;
+    } else if (comment) {
+    } else if (quote != 0) {
+      if (quote == '"' && c == '\\' && i + 1 < end && text[i + 1] != '\n') {
+        ++i;
+      } else if (c == quote) {
+        if (quote == '\'' && i + 1 < end && text[i + 1] == '\'') {
+          ++i;  // '' inside single quotes
+        } else {
+          quote = 0;
+        }
+      }
+    } else if (c == '#' && AtTokenStart(text, i)) {
+      comment = true;
+    } else if ((c == '"' || c == '\'') && AtTokenStart(text, i)) {
+      quote = c;
+    } else if ((c == '[' || c == '{') && AtTokenStart(text, i)) {
+      open.push_back(line);
+    } else if ((c == ']' || c == '}') && !open.empty()) {
+      open.pop_back();
+    }
+  }
+  return open.empty() ? marked : open.back();
+}
+
 const std::regex kNameRe("^[A-Za-z_][A-Za-z0-9_]*$");
 
 struct Loader {
@@ -481,13 +533,17 @@ struct Loader {
 
   bool Parse(const fs::path& path, const std::string& rel, YAML::Node* out) {
     file = rel;
+    Result<std::string> text = ReadFileToString(path.string());
+    if (!text.has_value()) {
+      errors.push_back(fmt::format("{}: cannot be read", rel));
+      return false;
+    }
     try {
-      *out = YAML::LoadFile(path.string());
+      *out = YAML::Load(*text);
       return true;
     } catch (const YAML::ParserException& e) {
-      errors.push_back(fmt::format("{}:{}: malformed YAML: {}", rel, e.mark.line + 1, e.msg));
-    } catch (const YAML::BadFile&) {
-      errors.push_back(fmt::format("{}: cannot be read", rel));
+      errors.push_back(
+          fmt::format("{}:{}: malformed YAML: {}", rel, SyntaxErrorLine(*text, e), e.msg));
     } catch (const YAML::Exception& e) {
       errors.push_back(fmt::format("{}: {}", rel, e.what()));
     }

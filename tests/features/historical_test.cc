@@ -2,6 +2,7 @@
 // the in-memory one, and a property test against DuckDB's ASOF JOIN.
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 
 #include <fmt/format.h>
@@ -146,6 +147,45 @@ TEST(HistoricalTest, CompositeStringKeysAndUnits) {
   EXPECT_EQ(v.FormatValue(2), "20");
 }
 
+// The TTL bound ts >= entity_ts - ttl must hold for rows that are further
+// from the entity than int64 can represent as a difference: a 1700-01-01
+// sentinel in nanoseconds is ~1.0e19 ns before 2024 and must not pass a 1-day
+// TTL by wrapping around.
+TEST(HistoricalTest, TtlHoldsAtTheInt64Edges) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kDayNs = int64_t{86400} * 1000000000;
+  ASSERT_OK_AND_ASSIGN(const int64_t y1700, ParseTimestamp("1700-01-01 00:00:00", TimeUnit::kNano));
+  ASSERT_OK_AND_ASSIGN(const int64_t y2024, ParseTimestamp("2024-06-01 12:00:00", TimeUnit::kNano));
+  // One key per case, so each entity row sees exactly one feature row.
+  const std::vector<std::pair<int64_t, int64_t>> cases = {
+      {y1700, y2024},               // 1: sentinel row, far outside the TTL
+      {kMin, kMax},                 // 2: the widest gap there is
+      {kMin, 0},                    // 3: gap of exactly 2^63
+      {kMax - kDayNs, kMax},        // 4: on the boundary: inclusive
+      {kMax - kDayNs - 1, kMax},    // 5: 1 ns outside
+      {kMin, kMin + kDayNs},        // 6: on the boundary at the low edge
+      {kMin, kMin + kDayNs + 1},    // 7: 1 ns outside at the low edge
+      {y2024 - kDayNs / 2, y2024},  // 8: an ordinary row inside the TTL
+  };
+  Table f(Schema{{"driver_id", DataType::Int64()}, {"ts", DataType::Timestamp(TimeUnit::kNano)},
+                 {"rate", DataType::Double()}});
+  Table e(Schema{{"driver_id", DataType::Int64()}, {"event_timestamp", DataType::Timestamp(TimeUnit::kNano)}});
+  for (size_t i = 0; i < cases.size(); ++i) {
+    f.column(0).Append<int64_t>(static_cast<int64_t>(i + 1));
+    f.column(1).Append<int64_t>(cases[i].first);
+    f.column(2).Append<double>(static_cast<double>(i + 1));
+    e.column(0).Append<int64_t>(static_cast<int64_t>(i + 1));
+    e.column(1).Append<int64_t>(cases[i].second);
+  }
+  ViewJoinSpec s = Spec(&f, 86400, /*created=*/false);
+  ASSERT_OK_AND_ASSIGN(Table out, PointInTimeJoin(e, {s}));
+  EXPECT_EQ(Rates(out), (std::vector<std::string>{"NULL", "NULL", "NULL", "4", "NULL", "6", "NULL", "8"}));
+  // Without a TTL every row matches.
+  ASSERT_OK_AND_ASSIGN(Table no_ttl, PointInTimeJoin(e, {Spec(&f, 0, /*created=*/false)}));
+  EXPECT_EQ(Rates(no_ttl), (std::vector<std::string>{"1", "2", "3", "4", "5", "6", "7", "8"}));
+}
+
 TEST(HistoricalTest, ClearErrors) {
   const Table f = Features({{1, 1, 0, 1.0}});
   const Table e = Entities({{1, 1}});
@@ -278,6 +318,39 @@ TEST(HistoricalTest, SpillingEqualsInMemory) {
   size_t files = 0;
   for (auto& e : std::filesystem::directory_iterator(dir.path())) files += e.is_regular_file();
   EXPECT_EQ(files, 2u);
+}
+
+// A spill directory that does not exist yet is created (parents included);
+// one that cannot be created gives an error naming it.
+TEST(HistoricalTest, SpillDirIsCreated) {
+  ::strata::testing::TempDir dir("strata-pit-dir");
+  Case c = RandomCase(7, 2000, 20000);
+  ASSERT_OK(WriteParquetFile(dir.Join("f1.parquet"), c.f1));
+  ASSERT_OK(WriteParquetFile(dir.Join("f2.parquet"), c.f2));
+  auto specs = CaseSpecs(c, dir.Join("f1.parquet"), dir.Join("f2.parquet"));
+  ASSERT_OK_AND_ASSIGN(Table mem, PointInTimeJoin(c.entities, specs));
+  HistoricalOptions tiny;
+  tiny.memory_budget_bytes = 1 << 18;  // forces spilling
+  tiny.spill_dir = dir.Join("scratch/spill");
+  HistoricalStats st;
+  ASSERT_OK_AND_ASSIGN(Table spilled, PointInTimeJoin(c.entities, specs, tiny, &st));
+  EXPECT_GT(st.spilled_bytes, 0);
+  std::string why;
+  EXPECT_TRUE(mem.Equals(spilled, &why)) << why;
+  ASSERT_TRUE(std::filesystem::is_directory(tiny.spill_dir));
+  EXPECT_TRUE(std::filesystem::is_empty(tiny.spill_dir));  // the spill files are removed
+  // Below a regular file: cannot be created.
+  std::ofstream(dir.Join("plain")) << "x";
+  tiny.spill_dir = dir.Join("plain/spill");
+  auto r = PointInTimeJoin(c.entities, specs, tiny);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("spill directory"), std::string::npos) << r.error().ToString();
+  EXPECT_NE(r.error().message().find(tiny.spill_dir), std::string::npos) << r.error().ToString();
+  // A regular file given as the directory.
+  tiny.spill_dir = dir.Join("plain");
+  auto f = PointInTimeJoin(c.entities, specs, tiny);
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.error().message().find("not a directory"), std::string::npos) << f.error().ToString();
 }
 
 TEST(HistoricalTest, PropertyAgainstDuckDbAsof) {

@@ -140,6 +140,32 @@ TEST_F(RepoTest, ErrorsNameFileAndLine) {
   EXPECT_STATUS_CODE(LoadFeatureRepo(dir_.path()), StatusCode::kNotFound);
 }
 
+// A YAML syntax error names the line the mistake is on, also when yaml-cpp
+// only notices it on a later line (an unclosed "[" or "{").
+TEST_F(RepoTest, YamlSyntaxErrorNamesItsLine) {
+  const std::string bad = dir_.Join("definitions/bad.yaml");
+  // Unclosed flow sequence on line 3, at the end of the file.
+  Write(bad, "entities:\n  - name: rider\n    join_keys: [rider_id\n");
+  ExpectError(dir_.path(), "definitions/bad.yaml:3: malformed YAML");
+  // The same with more of the file after it.
+  Write(bad, "entities:\n  - name: rider\n    join_keys: [rider_id\n    description: riders\n\n");
+  ExpectError(dir_.path(), "definitions/bad.yaml:3: malformed YAML");
+  // Unclosed flow map on line 2; a "[" inside a comment and in quotes do not count.
+  Write(bad, "# a [comment\nentities: {name: \"a [b\", join_keys: [x]\nfeature_views: []\n");
+  ExpectError(dir_.path(), "definitions/bad.yaml:2: malformed YAML");
+  // Errors yaml-cpp places on their own line stay there.
+  Write(bad, "entities:\n  - name: rider\n\tjoin_keys: [rider_id]\n");
+  ExpectError(dir_.path(), "definitions/bad.yaml:3: malformed YAML");
+  Write(bad, "entities:\n  - name: rider\n    join_keys: [rider_id]\n    tags: a: b\n");
+  ExpectError(dir_.path(), "definitions/bad.yaml:4: malformed YAML");
+  Write(bad, "entities: []\nfeature_views: ]\n");
+  ExpectError(dir_.path(), "definitions/bad.yaml:2: malformed YAML");
+  fs::remove(bad);
+  // feature_store.yaml goes through the same path.
+  Write(dir_.Join("feature_store.yaml"), "project: p\nonline_store: {type: rocksdb\n");
+  ExpectError(dir_.path(), "feature_store.yaml:2: malformed YAML");
+}
+
 TEST_F(RepoTest, SourcesAreChecked) {
   std::string defs = kDefs;
   defs.replace(defs.find("{name: trips, dtype: Int64}"), 27, "{name: trips, dtype: String}");
