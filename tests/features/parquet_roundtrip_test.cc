@@ -244,7 +244,8 @@ TEST(CsvTest, ErrorsNameTheLine) {
 TEST(CsvTest, BadTimestampNamesFileLineAndColumn) {
   ::strata::testing::TempDir dir("strata-csv");
   const std::string path = dir.Join("events.csv");
-  std::ofstream(path) << "id,ts\n1,2024-01-01 00:00:00\n2,2024-13-45 99:00:00\n3,2024-01-02 00:00:00\n";
+  std::ofstream(path)
+      << "id,ts\n1,2024-01-01 00:00:00\n2,2024-13-45 99:00:00\n3,2024-01-02 00:00:00\n";
   CsvReadOptions opts;
   opts.types["ts"] = DataType::Timestamp();
   auto r = ReadCsvFile(path, opts);
@@ -254,13 +255,16 @@ TEST(CsvTest, BadTimestampNamesFileLineAndColumn) {
   EXPECT_NE(m.find("column \"ts\""), std::string::npos) << m;
   EXPECT_NE(m.find("2024-13-45 99:00:00"), std::string::npos) << m;
   // Line 2 holds a quoted field with a newline, so the bad row starts on line 4.
-  auto q = ParseCsv("note,ts\n\"two\nlines\",2024-01-01 00:00:00\nx,yesterday\n", opts, "notes.csv");
+  auto q =
+      ParseCsv("note,ts\n\"two\nlines\",2024-01-01 00:00:00\nx,yesterday\n", opts, "notes.csv");
   ASSERT_FALSE(q.ok());
-  EXPECT_NE(q.error().message().find("notes.csv:4: column \"ts\""), std::string::npos) << q.error().message();
+  EXPECT_NE(q.error().message().find("notes.csv:4: column \"ts\""), std::string::npos)
+      << q.error().message();
   // A CRLF file counts lines the same way.
   auto c = ParseCsv("id,ts\r\n1,2024-01-01 00:00:00\r\n2,not a time\r\n", opts, "crlf.csv");
   ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.error().message().find("crlf.csv:3: column \"ts\""), std::string::npos) << c.error().message();
+  EXPECT_NE(c.error().message().find("crlf.csv:3: column \"ts\""), std::string::npos)
+      << c.error().message();
 }
 
 TEST(TimeTest, FormatAndParse) {
