@@ -552,8 +552,9 @@ struct Spill {
     }
     fs::create_directories(dir, ec);
     if (ec) {
-      return Status::IOError(fmt::format("cannot create the spill directory {}: {} (name a writable directory)", dir,
-                                         ec.message()));
+      return Status::IOError(
+          fmt::format("cannot create the spill directory {}: {} (name a writable directory)", dir,
+                      ec.message()));
     }
     return Status::Ok();
   }

@@ -168,9 +168,11 @@ TEST(HistoricalTest, TtlHoldsAtTheInt64Edges) {
       {kMin, kMin + kDayNs + 1},    // 7: 1 ns outside at the low edge
       {y2024 - kDayNs / 2, y2024},  // 8: an ordinary row inside the TTL
   };
-  Table f(Schema{{"driver_id", DataType::Int64()}, {"ts", DataType::Timestamp(TimeUnit::kNano)},
+  Table f(Schema{{"driver_id", DataType::Int64()},
+                 {"ts", DataType::Timestamp(TimeUnit::kNano)},
                  {"rate", DataType::Double()}});
-  Table e(Schema{{"driver_id", DataType::Int64()}, {"event_timestamp", DataType::Timestamp(TimeUnit::kNano)}});
+  Table e(Schema{{"driver_id", DataType::Int64()},
+                 {"event_timestamp", DataType::Timestamp(TimeUnit::kNano)}});
   for (size_t i = 0; i < cases.size(); ++i) {
     f.column(0).Append<int64_t>(static_cast<int64_t>(i + 1));
     f.column(1).Append<int64_t>(cases[i].first);
@@ -180,7 +182,8 @@ TEST(HistoricalTest, TtlHoldsAtTheInt64Edges) {
   }
   ViewJoinSpec s = Spec(&f, 86400, /*created=*/false);
   ASSERT_OK_AND_ASSIGN(Table out, PointInTimeJoin(e, {s}));
-  EXPECT_EQ(Rates(out), (std::vector<std::string>{"NULL", "NULL", "NULL", "4", "NULL", "6", "NULL", "8"}));
+  EXPECT_EQ(Rates(out),
+            (std::vector<std::string>{"NULL", "NULL", "NULL", "4", "NULL", "6", "NULL", "8"}));
   // Without a TTL every row matches.
   ASSERT_OK_AND_ASSIGN(Table no_ttl, PointInTimeJoin(e, {Spec(&f, 0, /*created=*/false)}));
   EXPECT_EQ(Rates(no_ttl), (std::vector<std::string>{"1", "2", "3", "4", "5", "6", "7", "8"}));
