@@ -447,6 +447,7 @@ Result<std::vector<MultipartUpload>> LocalEngineImpl::ListMultipartUploads(
     u.upload_id = std::string(rest.substr(nul + 1));
     u.initiated_ns = r.initiated_ns;
     u.owner = std::move(r.meta.owner);
+    u.storage_class = std::move(r.meta.storage_class);
     out.push_back(std::move(u));
   }
   STRATA_RETURN_IF_ERROR(FromRocks(it->status(), "list uploads"));

@@ -11,11 +11,12 @@ namespace {
 
 // Version 2 of bucket, object and upload records appends a map (bucket
 // configs, object internal metadata); version 3 of object records appends the
-// version fields to the summary (order, id, delete marker). Older records
-// still decode (as unversioned objects: order 0, the null version).
+// version fields to the summary (order, id, delete marker); version 4 appends
+// the storage class to it. Older records still decode (as unversioned objects:
+// order 0, the null version; STANDARD).
 constexpr uint8_t kBucketVersion = 2;
-constexpr uint8_t kObjectVersion = 3;
-constexpr uint8_t kUploadVersion = 3;  // 3: the summary's version fields, as objects
+constexpr uint8_t kObjectVersion = 4;
+constexpr uint8_t kUploadVersion = 4;  // the summary's layout is the object's of the same version
 bool KnownVersion(uint8_t v, uint8_t current) { return v >= 1 && v <= current; }
 constexpr uint8_t kPartVersion = 1;
 constexpr uint8_t kMaxAlgorithm = static_cast<uint8_t>(ChecksumAlgorithm::kMd5);
@@ -156,6 +157,7 @@ void EncodeSummary(Encoder& e, const ObjectMeta& m) {
   e.Varint(m.version_order);
   e.Bytes(m.version_id);
   e.U8(m.delete_marker ? 1 : 0);
+  e.Bytes(m.storage_class);
 }
 
 void DecodeSummary(Decoder& d, ObjectMeta* m, uint8_t version) {
@@ -174,6 +176,10 @@ void DecodeSummary(Decoder& d, ObjectMeta* m, uint8_t version) {
     m->version_id.clear();
     m->delete_marker = false;
   }
+  if (version >= 4)
+    d.Str(&m->storage_class);
+  else
+    m->storage_class.clear();
 }
 
 void EncodeRest(Encoder& e, const ObjectMeta& m) {

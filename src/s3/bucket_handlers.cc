@@ -1,8 +1,10 @@
-// Bucket operations: ListBuckets, Create/Delete/HeadBucket, location,
-// the Object Lock flag of CreateBucket, the configurations Strata
-// does not hold, ListObjects v1 and v2, and multi-object delete.
+// Bucket operations: ListBuckets, Create/Delete/HeadBucket (and the Object
+// Lock flag of CreateBucket), location, bucket tagging, ListObjects v1 and
+// v2, and multi-object delete.
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 
 #include <strata/core/etag.h>
@@ -153,33 +155,66 @@ Status Frontend::Impl::GetBucketLocation(Ctx& c) {
 
 namespace {
 
-// Configurations a bucket never has here, by operation: S3's "does not exist" answer.
-struct Absent {
-  const char* op;
-  const char* code;
-  const char* msg;
-};
-const Absent kAbsent[] = {
-    {"GetBucketPolicy", "NoSuchBucketPolicy", "The bucket policy does not exist"},
-    {"GetBucketCors", "NoSuchCORSConfiguration", "The CORS configuration does not exist"},
-    {"GetBucketTagging", "NoSuchTagSet", "The TagSet does not exist"},
-    {"GetBucketEncryption", "ServerSideEncryptionConfigurationNotFoundError",
-     "The server side encryption configuration was not found"},
-};
+constexpr char kBucketTaggingConfig[] = "tagging";
+
+// Stored as "key=value&..." with both sides URI-encoded (keys are unique).
+std::string EncodeBucketTags(const std::map<std::string, std::string>& tags) {
+  std::string out;
+  for (const auto& [k, v] : tags) {
+    if (!out.empty()) out += '&';
+    out += UriEncode(k, true) + "=" + UriEncode(v, true);
+  }
+  return out;
+}
+
+std::map<std::string, std::string> DecodeBucketTags(std::string_view stored) {
+  std::map<std::string, std::string> tags;
+  for (std::string_view kv : Split(stored, '&')) {
+    const size_t eq = kv.find('=');
+    if (kv.empty() || eq == std::string_view::npos) continue;
+    auto k = UriDecode(kv.substr(0, eq), false);
+    auto v = UriDecode(kv.substr(eq + 1), false);
+    if (k && v) tags[*k] = *v;
+  }
+  return tags;
+}
 
 }  // namespace
 
-Status Frontend::Impl::GetAbsentBucketConfig(Ctx& c) {
+Status Frontend::Impl::PutBucketTagging(Ctx& c) {
   STRATA_RETURN_IF_ERROR(CheckBucket(c));
-  for (const Absent& a : kAbsent) {
-    if (c.op == a.op) return MakeError(a.code, a.msg);
-  }
-  return Status::Internal("no absent-configuration answer for " + c.op);
+  STRATA_ASSIGN_OR_RETURN(std::string body, ReadXmlBody(c));
+  STRATA_ASSIGN_OR_RETURN(auto tags, ParseTagging(body, 50));
+  for (const auto& kv : tags)
+    if (StartsWith(kv.first, "aws:"))
+      return MakeError("InvalidTag", "System tags cannot be added/updated by requester");
+  if (!HasIntegrityHeader(c))
+    return MakeError("InvalidRequest", "Missing required header for this request: Content-MD5");
+  // An empty TagSet leaves the bucket without tags, as DeleteBucketTagging.
+  std::optional<std::string> stored;
+  if (!tags.empty()) stored = EncodeBucketTags(tags);
+  STRATA_RETURN_IF_ERROR(engine->SetBucketConfig(c.bucket, kBucketTaggingConfig, stored));
+  c.w.SetStatus(204);
+  return Status::Ok();
 }
 
-// Deleting a configuration that never exists succeeds, as in S3.
-Status Frontend::Impl::DeleteBucketConfig(Ctx& c) {
+Status Frontend::Impl::GetBucketTagging(Ctx& c) {
   STRATA_RETURN_IF_ERROR(CheckBucket(c));
+  STRATA_ASSIGN_OR_RETURN(const objstore::BucketInfo* b, RequestBucket(c));
+  const std::string* stored = b->Config(kBucketTaggingConfig);
+  if (stored == nullptr) return MakeError("NoSuchTagSet", "The TagSet does not exist");
+  XmlWriter x("Tagging");
+  x.Open("TagSet");
+  for (const auto& [k, v] : DecodeBucketTags(*stored))
+    x.Open("Tag").Elem("Key", k).Elem("Value", v).Close("Tag");
+  x.Close("TagSet");
+  SendXml(c, 200, x.Finish());
+  return Status::Ok();
+}
+
+Status Frontend::Impl::DeleteBucketTagging(Ctx& c) {
+  STRATA_RETURN_IF_ERROR(CheckBucket(c));
+  STRATA_RETURN_IF_ERROR(engine->SetBucketConfig(c.bucket, kBucketTaggingConfig, std::nullopt));
   c.w.SetStatus(204);
   return Status::Ok();
 }
@@ -256,8 +291,7 @@ Status Frontend::Impl::ListObjects(Ctx& c, bool v2) {
         .Elem("Size", o.size);
     if (fetch_owner)
       x.Open("Owner").Elem("ID", o.owner).Elem("DisplayName", o.owner).Close("Owner");
-    x.Elem("StorageClass", IsDirectoryBucketName(c.bucket) ? "EXPRESS_ONEZONE" : "STANDARD")
-        .Close("Contents");
+    x.Elem("StorageClass", ReportedStorageClass(c.bucket, o.storage_class)).Close("Contents");
   }
   for (const std::string& cp : r.common_prefixes)
     x.Open("CommonPrefixes").Elem("Prefix", enc(cp)).Close("CommonPrefixes");

@@ -111,6 +111,15 @@ bool IsAwsChunked(const Ctx& c);
 // Content-MD5, an x-amz-checksum-* header or a checksum trailer is sent (what
 // S3 requires of writes that set an Object Lock).
 bool HasIntegrityHeader(const Ctx& c);
+// The storage class a listing or header reports for an object of `bucket`
+// whose stored class is `stored` ("" = STANDARD; directory buckets: EXPRESS_ONEZONE).
+std::string_view ReportedStorageClass(std::string_view bucket, std::string_view stored);
+// x-amz-storage-class of a write: "" for none or STANDARD, the class when it
+// is one whose objects read back at once (REDUCED_REDUNDANCY, STANDARD_IA,
+// ONEZONE_IA, INTELLIGENT_TIERING, GLACIER_IR); GLACIER and DEEP_ARCHIVE
+// (which need RestoreObject) answer NotImplemented, others InvalidStorageClass.
+// Directory buckets check theirs in CheckDirectoryBucketOp.
+Result<std::string> StorageClassFromHeader(const Ctx& c);
 // The decoded body length the client promised, for the engine's size check.
 Result<std::optional<uint64_t>> ExpectedSize(const Ctx& c, uint64_t max);
 // x-amz-copy-source: "/bucket/key" or "bucket/key", URL-encoded, maybe "?versionId=".
@@ -231,8 +240,10 @@ struct Frontend::Impl {
   // for a delete marker 405 (a version named) / 404 (the current one) with
   // x-amz-delete-marker; any other status as is.
   Status NoSuchVersionOrMarker(Ctx& c, const Status& st, std::string_view version_id, bool head);
-  Status GetAbsentBucketConfig(Ctx& c);
-  Status DeleteBucketConfig(Ctx& c);
+  // Bucket tagging (bucket_handlers.cc): up to 50 tags, kept in the bucket config "tagging".
+  Status PutBucketTagging(Ctx& c);
+  Status GetBucketTagging(Ctx& c);
+  Status DeleteBucketTagging(Ctx& c);
   Status ListObjectsV1(Ctx& c);
   Status ListObjectsV2(Ctx& c);
   Status ListObjects(Ctx& c, bool v2);

@@ -230,7 +230,8 @@ Status Frontend::Impl::ListParts(Ctx& c) {
       .Elem("ID", upload.meta.owner)
       .Elem("DisplayName", upload.meta.owner)
       .Close("Owner");
-  x.Elem("StorageClass", "STANDARD").Elem("PartNumberMarker", static_cast<uint64_t>(marker));
+  x.Elem("StorageClass", ReportedStorageClass(c.bucket, upload.meta.storage_class))
+      .Elem("PartNumberMarker", static_cast<uint64_t>(marker));
   if (upload.checksum_algorithm != ChecksumAlgorithm::kNone)
     x.Elem("ChecksumAlgorithm", ChecksumAlgorithmName(upload.checksum_algorithm));
   int n = 0;
@@ -297,7 +298,7 @@ Status Frontend::Impl::ListUploads(Ctx& c) {
     x.Open("Upload").Elem("Key", enc(u.key)).Elem("UploadId", u.upload_id);
     x.Open("Initiator").Elem("ID", u.owner).Elem("DisplayName", u.owner).Close("Initiator");
     x.Open("Owner").Elem("ID", u.owner).Elem("DisplayName", u.owner).Close("Owner");
-    x.Elem("StorageClass", "STANDARD")
+    x.Elem("StorageClass", ReportedStorageClass(c.bucket, u.storage_class))
         .Elem("Initiated", FormatIso8601(u.initiated_ns))
         .Close("Upload");
   }

@@ -133,8 +133,7 @@ Status Frontend::Impl::GetObjectAttributes(Ctx& c) {
         .Close("Checksum");
   }
   if (want.parts && !m.parts.empty()) STRATA_RETURN_IF_ERROR(WriteParts(c, m, x));
-  if (want.storage_class)
-    x.Elem("StorageClass", IsDirectoryBucketName(c.bucket) ? "EXPRESS_ONEZONE" : "STANDARD");
+  if (want.storage_class) x.Elem("StorageClass", ReportedStorageClass(c.bucket, m.storage_class));
   if (want.size) x.Elem("ObjectSize", m.size);
   c.w.AddHeader("Last-Modified", FormatHttpDate(m.mtime_ns));
   SendXml(c, 200, x.Finish());

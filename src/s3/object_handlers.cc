@@ -92,7 +92,7 @@ Status Frontend::Impl::CopyObject(Ctx& c) {
   std::optional<ObjectMeta> replace;
   if (directive == "REPLACE") {
     replace = o.meta;
-  } else if (sb == c.bucket && sk == c.key && !HasSseHeaders(c)) {
+  } else if (sb == c.bucket && sk == c.key && !HasSseHeaders(c) && !c.H("x-amz-storage-class")) {
     return MakeError(
         "InvalidRequest",
         "This copy request is illegal because it is trying to copy an object to itself "
@@ -110,7 +110,10 @@ Status Frontend::Impl::CopyObject(Ctx& c) {
   else
     o.checksum_algorithm = src_meta->checksum_algorithm;
   ChecksumAlgorithm alg = o.checksum_algorithm;
-  o.before_commit = [alg](const objstore::WriteDigest& d, ObjectMeta& meta) {
+  // The copy's storage class is the request's (STANDARD without the header), as S3.
+  o.before_commit = [alg, sc = o.meta.storage_class](const objstore::WriteDigest& d,
+                                                     ObjectMeta& meta) {
+    meta.storage_class = sc;
     if (alg != ChecksumAlgorithm::kNone && !d.checksum.empty()) {
       meta.checksum_algorithm = alg;
       meta.checksum = Base64Encode(d.checksum);
@@ -174,7 +177,9 @@ void Frontend::Impl::AddObjectHeaders(Ctx& c, const ObjectMeta& m, bool with_che
   w.AddHeader("ETag", QuoteETag(m.etag));
   w.AddHeader("Last-Modified", FormatHttpDate(m.mtime_ns));
   w.AddHeader("Accept-Ranges", "bytes");
-  if (IsDirectoryBucketName(c.bucket)) w.AddHeader("x-amz-storage-class", "EXPRESS_ONEZONE");
+  // S3 sends x-amz-storage-class for every class but STANDARD.
+  if (IsDirectoryBucketName(c.bucket) || !m.storage_class.empty())
+    w.AddHeader("x-amz-storage-class", ReportedStorageClass(c.bucket, m.storage_class));
   auto override_or = [&](const char* param, const char* header, std::string_view stored) {
     std::string v = c.Q(param);
     if (!v.empty())

@@ -252,6 +252,26 @@ Result<std::string> Frontend::Impl::ReadXmlBody(Ctx& c) {
   return body;
 }
 
+std::string_view ReportedStorageClass(std::string_view bucket, std::string_view stored) {
+  if (IsDirectoryBucketName(bucket)) return "EXPRESS_ONEZONE";
+  return stored.empty() ? std::string_view("STANDARD") : stored;
+}
+
+Result<std::string> StorageClassFromHeader(const Ctx& c) {
+  const auto h = c.H("x-amz-storage-class");
+  if (!h || IsDirectoryBucketName(c.bucket)) return std::string();
+  const std::string_view sc = Trim(*h);
+  if (sc == "STANDARD") return std::string();
+  for (const char* kept :
+       {"REDUCED_REDUNDANCY", "STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING", "GLACIER_IR"})
+    if (sc == kept) return std::string(sc);
+  if (sc == "GLACIER" || sc == "DEEP_ARCHIVE")
+    return MakeError("NotImplemented",
+                     "Strata does not implement the archive storage classes GLACIER and "
+                     "DEEP_ARCHIVE (their objects need RestoreObject); nothing was written");
+  return MakeError("InvalidStorageClass", "The storage class you specified is not valid");
+}
+
 bool HasIntegrityHeader(const Ctx& c) {
   if (c.H("content-md5")) return true;
   for (ChecksumAlgorithm a : kHeaderChecksums)
@@ -313,6 +333,7 @@ Result<PutOptions> Frontend::Impl::PutOptionsFromHeaders(Ctx& c) {
     o.if_none_match_star = true;
   }
   if (auto im = c.H("if-match")) o.if_match = UnquoteETag(*im);
+  STRATA_ASSIGN_OR_RETURN(m.storage_class, StorageClassFromHeader(c));
   STRATA_RETURN_IF_ERROR(ObjectAclFromHeaders(c, o.meta));  // access_handlers.cc
   return o;
 }

@@ -126,7 +126,6 @@ Status Frontend::Impl::ListObjectVersions(Ctx& c) {
   if (!lo.delimiter.empty()) x.Elem("Delimiter", enc(lo.delimiter));
   if (url) x.Elem("EncodingType", "url");
   x.Elem("IsTruncated", r.truncated);
-  const char* storage = IsDirectoryBucketName(c.bucket) ? "EXPRESS_ONEZONE" : "STANDARD";
   for (const ObjectMeta& o : r.versions) {
     const char* tag = o.delete_marker ? "DeleteMarker" : "Version";
     x.Open(tag)
@@ -136,7 +135,7 @@ Status Frontend::Impl::ListObjectVersions(Ctx& c) {
         .Elem("LastModified", FormatIso8601(o.mtime_ns));
     if (!o.delete_marker) x.Elem("ETag", QuoteETag(o.etag)).Elem("Size", o.size);
     x.Open("Owner").Elem("ID", o.owner).Elem("DisplayName", DisplayName(c, o.owner)).Close("Owner");
-    if (!o.delete_marker) x.Elem("StorageClass", storage);
+    if (!o.delete_marker) x.Elem("StorageClass", ReportedStorageClass(c.bucket, o.storage_class));
     x.Close(tag);
   }
   for (const std::string& cp : r.common_prefixes)

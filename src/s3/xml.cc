@@ -104,7 +104,7 @@ Result<DeleteRequest> ParseDelete(std::string_view xml) {
   return d;
 }
 
-Result<std::map<std::string, std::string>> ParseTagging(std::string_view xml) {
+Result<std::map<std::string, std::string>> ParseTagging(std::string_view xml, size_t max_tags) {
   pugi::xml_document doc;
   STRATA_ASSIGN_OR_RETURN(pugi::xml_node root, LoadRoot(doc, xml, "Tagging"));
   std::map<std::string, std::string> tags;
@@ -117,7 +117,11 @@ Result<std::map<std::string, std::string>> ParseTagging(std::string_view xml) {
     if (!tags.emplace(k, v).second)
       return MakeError("InvalidTag", "Cannot provide multiple Tags with the same key");
   }
-  if (tags.size() > 10) return MakeError("InvalidTag", "Object tags cannot be greater than 10");
+  if (tags.size() > max_tags)
+    return MakeError("InvalidTag",
+                     max_tags == 10
+                         ? std::string("Object tags cannot be greater than 10")
+                         : "Bucket tag count cannot be greater than " + std::to_string(max_tags));
   return tags;
 }
 

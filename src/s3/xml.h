@@ -42,8 +42,9 @@ struct DeleteRequest {
 Result<std::vector<objstore::CompletePart>> ParseCompleteMultipart(std::string_view xml);
 // <Delete><Quiet/><Object><Key/><VersionId/><ETag/><LastModifiedTime/><Size/></Object>...</Delete>
 Result<DeleteRequest> ParseDelete(std::string_view xml);
-// <Tagging><TagSet><Tag><Key/><Value/></Tag>...</TagSet></Tagging>
-Result<std::map<std::string, std::string>> ParseTagging(std::string_view xml);
+// <Tagging><TagSet><Tag><Key/><Value/></Tag>...</TagSet></Tagging>; at most
+// max_tags (S3: 10 on an object, 50 on a bucket).
+Result<std::map<std::string, std::string>> ParseTagging(std::string_view xml, size_t max_tags = 10);
 // <CreateBucketConfiguration><LocationConstraint/></...>; "" if absent.
 Result<std::string> ParseLocationConstraint(std::string_view xml);
 

@@ -1332,11 +1332,21 @@ TEST(RecordTest, VersionOneRecordsDecode) {
   meta.size = 0;
   meta.etag = "d41d8cd98f00b204e9800998ecf8427e";
   meta.tags["t"] = "v";
-  std::string v3;
-  EncodeObject(meta, {}, &v3);
-  // v3 = [3] summary [order 0, id "", marker 0] rest ...; v2 lacks those 3 bytes.
+  std::string v4;
+  EncodeObject(meta, {}, &v4);
+  // v4 = [4] summary [order 0, id "", marker 0] [storage class ""] rest ...;
+  // v3 lacks the storage class byte, v2 the 3 bytes before it too.
   const size_t vfields = 1 + 1 + 1 + 1 + meta.etag.size() + 1 + 1 + 1;
-  ASSERT_EQ(v3.substr(vfields, 3), std::string(3, '\0'));
+  ASSERT_EQ(v4.substr(vfields, 4), std::string(4, '\0'));
+  std::string v3 = v4;
+  v3.erase(vfields + 3, 1);
+  v3[0] = 3;
+  ObjectMeta got3;
+  got3.storage_class = "stale";
+  ASSERT_OK(DecodeObject(v3, &got3, nullptr));
+  EXPECT_EQ(got3.etag, meta.etag);
+  EXPECT_EQ(got3.storage_class, "");  // STANDARD
+  EXPECT_EQ(got3.tags.at("t"), "v");
   std::string v2 = v3;
   v2.erase(vfields, 3);
   v2[0] = 2;
@@ -1356,8 +1366,15 @@ TEST(RecordTest, VersionOneRecordsDecode) {
   EXPECT_EQ(got.etag, meta.etag);
   EXPECT_EQ(got.tags.at("t"), "v");
   EXPECT_TRUE(got.internal.empty());
-  v1[0] = 4;  // a version from the future is refused, not misread
+  v1[0] = 5;  // a version from the future is refused, not misread
   EXPECT_STATUS_CODE(DecodeObject(v1, &got, &pieces), StatusCode::kCorruption);
+  // The storage class is part of the summary (listings read it).
+  meta.storage_class = "STANDARD_IA";
+  std::string with_class;
+  EncodeObject(meta, {}, &with_class);
+  ObjectMeta summary;
+  ASSERT_OK(DecodeObjectSummary(with_class, &summary));
+  EXPECT_EQ(summary.storage_class, "STANDARD_IA");
 
   BucketRecord b;
   b.created_ns = 42;

@@ -189,6 +189,7 @@ const std::map<std::tuple<On, std::string, std::string>, Implemented> kImplement
     // Object Lock (object_lock_handlers.cc): not a configuration document, or
     // no Content-MD5: 400.
     {{On::kBucket, "PUT", "object-lock"}, {{400}}},
+    {{On::kBucket, "PUT", "tagging"}, {{400}}},  // MalformedXML
     // Access control (access_handlers.cc): no ACL in headers or body is
     // MissingSecurityHeader, a body that is no ACL MalformedACLError; no
     // policy status or public access block yet: 404; a body that is no policy

@@ -92,6 +92,9 @@ struct ObjectMeta {
   bool delete_marker = false;  // a delete marker (a version without bytes)
   bool is_latest = false;      // ListObjectVersions only
   uint64_t version_order = 0;  // engine-internal: 0 = not kept as a version
+  // The S3 storage class the client asked for ("" = STANDARD). Kept with the
+  // listing summary so ListObjects reports it; every class is stored alike.
+  std::string storage_class;
 };
 
 // A pull-style byte stream (an HTTP body, a file). Read returns 0 at end of stream.
@@ -203,6 +206,7 @@ struct MultipartUpload {
   std::string key;
   int64_t initiated_ns = 0;
   std::string owner;
+  std::string storage_class;  // "" = STANDARD
 };
 
 struct PartInfo {
