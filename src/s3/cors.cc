@@ -20,13 +20,6 @@ namespace {
 constexpr const char* kCorsMethods[] = {"GET", "PUT", "POST", "DELETE", "HEAD"};
 constexpr size_t kMaxRuleIdChars = 255;
 
-Status Malformed(std::string_view why) {
-  return MakeError("MalformedXML",
-                   fmt::format("The XML you provided was not well-formed or did not validate "
-                               "against our published schema: {}",
-                               why));
-}
-
 size_t Stars(std::string_view s) {
   return static_cast<size_t>(std::count(s.begin(), s.end(), '*'));
 }
@@ -60,7 +53,7 @@ Result<CorsRule> ParseRule(const pugi::xml_node& node) {
     const std::string_view name = LocalName(n);
     std::string v(Trim(n.text().as_string()));
     if (name == "ID") {
-      if (has_id) return Malformed("a CORSRule has more than one ID");
+      if (has_id) return MalformedXml("a CORSRule has more than one ID");
       if (v.size() > kMaxRuleIdChars)
         return MakeError("InvalidRequest", "The ID of a CORSRule can be up to 255 characters");
       rule.id = std::move(v);
@@ -70,7 +63,7 @@ Result<CorsRule> ParseRule(const pugi::xml_node& node) {
     if (name == "MaxAgeSeconds") {
       auto age = ParseInt64(v);
       if (!age || *age < 0 || rule.max_age_seconds)
-        return Malformed("MaxAgeSeconds must appear once, as a non-negative integer");
+        return MalformedXml("MaxAgeSeconds must appear once, as a non-negative integer");
       rule.max_age_seconds = *age;
       continue;
     }
@@ -79,13 +72,13 @@ Result<CorsRule> ParseRule(const pugi::xml_node& node) {
                                      : name == "AllowedHeader" ? &rule.allowed_headers
                                      : name == "ExposeHeader"  ? &rule.expose_headers
                                                                : nullptr;
-    if (list == nullptr) return Malformed(fmt::format("unknown element {} in CORSRule", name));
-    if (v.empty()) return Malformed(fmt::format("an empty {}", name));
+    if (list == nullptr) return MalformedXml(fmt::format("unknown element {} in CORSRule", name));
+    if (v.empty()) return MalformedXml(fmt::format("an empty {}", name));
     STRATA_RETURN_IF_ERROR(CheckRuleValue(name, v));
     list->push_back(std::move(v));
   }
-  if (rule.origins.empty()) return Malformed("a CORSRule must have an AllowedOrigin");
-  if (rule.methods.empty()) return Malformed("a CORSRule must have an AllowedMethod");
+  if (rule.origins.empty()) return MalformedXml("a CORSRule must have an AllowedOrigin");
+  if (rule.methods.empty()) return MalformedXml("a CORSRule must have an AllowedMethod");
   return rule;
 }
 
@@ -111,24 +104,24 @@ std::string Join(const std::vector<std::string>& v) {
 }  // namespace
 
 Result<CorsConfig> ParseCorsConfig(std::string_view xml) {
-  if (xml.size() > kMaxCorsBytes) return Malformed("a CORS configuration can be at most 64 KB");
+  if (xml.size() > kMaxCorsBytes) return MalformedXml("a CORS configuration can be at most 64 KB");
   pugi::xml_document doc;
   if (Trim(xml).empty() || !doc.load_buffer(xml.data(), xml.size(), pugi::parse_default))
-    return Malformed("the document does not parse");
+    return MalformedXml("the document does not parse");
   pugi::xml_node root = doc.document_element();
   if (LocalName(root) != "CORSConfiguration")
-    return Malformed("expected a CORSConfiguration document");
+    return MalformedXml("expected a CORSConfiguration document");
   CorsConfig config;
   for (pugi::xml_node n : root.children()) {
     if (n.type() != pugi::node_element) continue;
     if (LocalName(n) != "CORSRule")
-      return Malformed(fmt::format("unknown element {} in CORSConfiguration", LocalName(n)));
+      return MalformedXml(fmt::format("unknown element {} in CORSConfiguration", LocalName(n)));
     if (config.rules.size() == kMaxCorsRules)
-      return Malformed("a CORS configuration can have at most 100 rules");
+      return MalformedXml("a CORS configuration can have at most 100 rules");
     STRATA_ASSIGN_OR_RETURN(CorsRule rule, ParseRule(n));
     config.rules.push_back(std::move(rule));
   }
-  if (config.rules.empty()) return Malformed("a CORSConfiguration needs at least one CORSRule");
+  if (config.rules.empty()) return MalformedXml("a CORSConfiguration needs at least one CORSRule");
   return config;
 }
 

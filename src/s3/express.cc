@@ -125,11 +125,7 @@ Result<DirectoryBucketConfig> ParseCreateBucketType(std::string_view bucket, std
   if (!Trim(xml).empty()) {
     pugi::xml_document doc;
     pugi::xml_parse_result r = doc.load_buffer(xml.data(), xml.size(), pugi::parse_default);
-    if (!r)
-      return MakeError("MalformedXML",
-                       std::string("The XML you provided was not well-formed or did not validate "
-                                   "against our published schema: ") +
-                           r.description());
+    if (!r) return MalformedXml(r.description());
     pugi::xml_node root = doc.document_element();
     if (LocalName(root) != "CreateBucketConfiguration")
       return MakeError("MalformedXML", "expected a <CreateBucketConfiguration> document, got <" +

@@ -19,19 +19,12 @@ namespace {
 constexpr size_t kMaxRules = 1000;
 constexpr size_t kMaxIdChars = 255;
 
-Status Malformed(std::string_view why) {
-  return MakeError("MalformedXML",
-                   "The XML you provided was not well-formed or did not validate against our "
-                   "published schema: " +
-                       std::string(why));
-}
-
 // The single child of that name: nullptr-node when absent, an error when repeated.
 Result<pugi::xml_node> One(const pugi::xml_node& n, std::string_view name) {
   pugi::xml_node found;
   for (pugi::xml_node c : n.children()) {
     if (c.type() != pugi::node_element || LocalName(c) != name) continue;
-    if (found) return Malformed("<" + std::string(name) + "> may appear only once");
+    if (found) return MalformedXml("<" + std::string(name) + "> may appear only once");
     found = c;
   }
   return found;
@@ -44,7 +37,7 @@ Result<int64_t> Integer(const pugi::xml_node& n, std::string_view what) {
   std::string_view digits = neg ? s.substr(1) : s;
   auto v = ParseUint64(digits);
   if (!v || *v > static_cast<uint64_t>(INT64_MAX))
-    return Malformed(std::string(what) + " must be an integer");
+    return MalformedXml(std::string(what) + " must be an integer");
   return neg ? -static_cast<int64_t>(*v) : static_cast<int64_t>(*v);
 }
 
@@ -58,7 +51,7 @@ Result<int64_t> Positive(const pugi::xml_node& n, std::string_view field, std::s
 
 Status ParseTag(const pugi::xml_node& t, LifecycleFilter& f) {
   pugi::xml_node k = Child(t, "Key");
-  if (!k) return Malformed("a <Tag> needs a <Key>");
+  if (!k) return MalformedXml("a <Tag> needs a <Key>");
   std::string key = k.text().get();
   std::string value = Child(t, "Value").text().get();
   if (key.empty() || key.size() > 128 || value.size() > 256)
@@ -85,8 +78,8 @@ Status ParseCondition(const pugi::xml_node& c, LifecycleFilter& f, bool in_and) 
     return Status::Ok();
   }
   if (name == "And" && !in_and) return Status::Ok();  // handled by the caller
-  return Malformed("unexpected <" + std::string(name) + "> in a " +
-                   (in_and ? "<And>" : "<Filter>"));
+  return MalformedXml("unexpected <" + std::string(name) + "> in a " +
+                      (in_and ? "<And>" : "<Filter>"));
 }
 
 Status ParseFilter(const pugi::xml_node& filter, LifecycleFilter& f) {
@@ -99,7 +92,7 @@ Status ParseFilter(const pugi::xml_node& filter, LifecycleFilter& f) {
     return Status::Ok();
   }
   if (conds.size() > 1)
-    return Malformed("a <Filter> holds one condition; combine several with <And>");
+    return MalformedXml("a <Filter> holds one condition; combine several with <And>");
   pugi::xml_node c = conds[0];
   std::string_view name = LocalName(c);
   if (name != "And") {
@@ -123,8 +116,8 @@ Status ParseFilter(const pugi::xml_node& filter, LifecycleFilter& f) {
     STRATA_RETURN_IF_ERROR(ParseCondition(a, f, true));
   }
   if (prefixes > 1 || greater > 1 || less > 1)
-    return Malformed("an <And> names each of Prefix and the size bounds at most once");
-  if (n == 0) return Malformed("an <And> needs its conditions");
+    return MalformedXml("an <And> names each of Prefix and the size bounds at most once");
+  if (n == 0) return MalformedXml("an <And> needs its conditions");
   if (f.size_greater && f.size_less && *f.size_greater >= *f.size_less)
     return MakeError("InvalidArgument",
                      "ObjectSizeGreaterThan must be less than ObjectSizeLessThan");
@@ -136,7 +129,7 @@ Status ParseExpiration(const pugi::xml_node& e, LifecycleRule& r) {
   STRATA_ASSIGN_OR_RETURN(pugi::xml_node date, One(e, "Date"));
   STRATA_ASSIGN_OR_RETURN(pugi::xml_node marker, One(e, "ExpiredObjectDeleteMarker"));
   if ((days ? 1 : 0) + (date ? 1 : 0) + (marker ? 1 : 0) != 1)
-    return Malformed(
+    return MalformedXml(
         "an <Expiration> holds exactly one of Days, Date and ExpiredObjectDeleteMarker");
   if (days) {
     STRATA_ASSIGN_OR_RETURN(r.expiration_days, Positive(days, "Days", "Expiration"));
@@ -150,7 +143,7 @@ Status ParseExpiration(const pugi::xml_node& e, LifecycleRule& r) {
   if (marker) {
     std::string_view v = Trim(marker.text().get());
     if (v != "true" && v != "false")
-      return Malformed("ExpiredObjectDeleteMarker must be true or false");
+      return MalformedXml("ExpiredObjectDeleteMarker must be true or false");
     r.expired_object_delete_marker = v == "true";
   }
   return Status::Ok();
@@ -168,7 +161,7 @@ Status ParseActions(const pugi::xml_node& rule, LifecycleRule& r) {
   STRATA_ASSIGN_OR_RETURN(pugi::xml_node nve, One(rule, "NoncurrentVersionExpiration"));
   if (nve) {
     STRATA_ASSIGN_OR_RETURN(pugi::xml_node d, One(nve, "NoncurrentDays"));
-    if (!d) return Malformed("a <NoncurrentVersionExpiration> needs <NoncurrentDays>");
+    if (!d) return MalformedXml("a <NoncurrentVersionExpiration> needs <NoncurrentDays>");
     STRATA_ASSIGN_OR_RETURN(r.noncurrent_days,
                             Positive(d, "NoncurrentDays", "NoncurrentVersionExpiration"));
     STRATA_ASSIGN_OR_RETURN(pugi::xml_node k, One(nve, "NewerNoncurrentVersions"));
@@ -182,7 +175,7 @@ Status ParseActions(const pugi::xml_node& rule, LifecycleRule& r) {
   STRATA_ASSIGN_OR_RETURN(pugi::xml_node abort, One(rule, "AbortIncompleteMultipartUpload"));
   if (abort) {
     STRATA_ASSIGN_OR_RETURN(pugi::xml_node d, One(abort, "DaysAfterInitiation"));
-    if (!d) return Malformed("an <AbortIncompleteMultipartUpload> needs <DaysAfterInitiation>");
+    if (!d) return MalformedXml("an <AbortIncompleteMultipartUpload> needs <DaysAfterInitiation>");
     STRATA_ASSIGN_OR_RETURN(r.abort_days,
                             Positive(d, "DaysAfterInitiation", "AbortIncompleteMultipartUpload"));
   }
@@ -208,12 +201,13 @@ Result<LifecycleRule> ParseRule(const pugi::xml_node& rule) {
     return MakeError("InvalidArgument", "ID length should not exceed allowed limit of 255");
   STRATA_ASSIGN_OR_RETURN(pugi::xml_node status, One(rule, "Status"));
   std::string_view st = status ? Trim(status.text().get()) : std::string_view();
-  if (st != "Enabled" && st != "Disabled") return Malformed("Status must be Enabled or Disabled");
+  if (st != "Enabled" && st != "Disabled")
+    return MalformedXml("Status must be Enabled or Disabled");
   r.enabled = st == "Enabled";
   STRATA_ASSIGN_OR_RETURN(pugi::xml_node prefix, One(rule, "Prefix"));
   STRATA_ASSIGN_OR_RETURN(pugi::xml_node filter, One(rule, "Filter"));
-  if (prefix && filter) return Malformed("a <Rule> has either <Filter> or <Prefix>, not both");
-  if (!prefix && !filter) return Malformed("a <Rule> needs a <Filter> (or the legacy <Prefix>)");
+  if (prefix && filter) return MalformedXml("a <Rule> has either <Filter> or <Prefix>, not both");
+  if (!prefix && !filter) return MalformedXml("a <Rule> needs a <Filter> (or the legacy <Prefix>)");
   if (prefix) {
     r.filter.form = LifecycleFilter::Form::kLegacyPrefix;
     r.filter.prefix = prefix.text().get();
@@ -256,22 +250,23 @@ void WriteFilter(XmlWriter& x, const LifecycleFilter& f) {
 Result<LifecycleConfig> ParseLifecycle(std::string_view xml) {
   pugi::xml_document doc;
   if (!doc.load_buffer(xml.data(), xml.size()))
-    return Malformed("the document is not well-formed XML");
+    return MalformedXml("the document is not well-formed XML");
   pugi::xml_node root = doc.document_element();
   if (LocalName(root) != "LifecycleConfiguration")
-    return Malformed("expected a <LifecycleConfiguration> document");
+    return MalformedXml("expected a <LifecycleConfiguration> document");
   LifecycleConfig c;
   std::vector<bool> had_id;
   for (pugi::xml_node n : root.children()) {
     if (n.type() != pugi::node_element) continue;
-    if (LocalName(n) != "Rule") return Malformed("unexpected <" + std::string(LocalName(n)) + ">");
+    if (LocalName(n) != "Rule")
+      return MalformedXml("unexpected <" + std::string(LocalName(n)) + ">");
     if (c.rules.size() == kMaxRules)
-      return Malformed("a lifecycle configuration holds at most 1000 rules");
+      return MalformedXml("a lifecycle configuration holds at most 1000 rules");
     STRATA_ASSIGN_OR_RETURN(LifecycleRule r, ParseRule(n));
     had_id.push_back(!r.id.empty());
     c.rules.push_back(std::move(r));
   }
-  if (c.rules.empty()) return Malformed("a lifecycle configuration needs at least one <Rule>");
+  if (c.rules.empty()) return MalformedXml("a lifecycle configuration needs at least one <Rule>");
   std::set<std::string> ids;
   for (const LifecycleRule& r : c.rules) {
     if (r.id.empty()) continue;

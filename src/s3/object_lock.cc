@@ -19,13 +19,6 @@ constexpr int64_t kNanosPerDay = 86400LL * 1'000'000'000;
 constexpr uint64_t kMaxDays = 36500;
 constexpr uint64_t kMaxYears = 100;
 
-Status Malformed(std::string_view why) {
-  return MakeError("MalformedXML",
-                   "The XML you provided was not well-formed or did not validate "
-                   "against our published schema: " +
-                       std::string(why));
-}
-
 Status Locked() {
   return MakeError("AccessDenied", "Access Denied because object protected by object lock.");
 }
@@ -54,18 +47,18 @@ Result<ObjectLockConfig> ParseObjectLockXml(std::string_view xml) {
   pugi::xml_document doc;
   STRATA_ASSIGN_OR_RETURN(pugi::xml_node root, LoadRoot(doc, xml, "ObjectLockConfiguration"));
   if (Trim(Child(root, "ObjectLockEnabled").text().get()) != "Enabled")
-    return Malformed("ObjectLockEnabled must be Enabled");
+    return MalformedXml("ObjectLockEnabled must be Enabled");
   ObjectLockConfig c;
   pugi::xml_node rule = Child(root, "Rule");
   if (!rule) return c;
   pugi::xml_node dr = Child(rule, "DefaultRetention");
-  if (!dr) return Malformed("a Rule needs a DefaultRetention");
+  if (!dr) return MalformedXml("a Rule needs a DefaultRetention");
   c.mode = ParseLockMode(Trim(Child(dr, "Mode").text().get()));
-  if (c.mode == LockMode::kNone) return Malformed("Mode must be GOVERNANCE or COMPLIANCE");
+  if (c.mode == LockMode::kNone) return MalformedXml("Mode must be GOVERNANCE or COMPLIANCE");
   pugi::xml_node days = Child(dr, "Days");
   pugi::xml_node years = Child(dr, "Years");
   if (static_cast<bool>(days) == static_cast<bool>(years))
-    return Malformed("DefaultRetention takes exactly one of Days and Years");
+    return MalformedXml("DefaultRetention takes exactly one of Days and Years");
   const std::string_view text = Trim((days ? days : years).text().get());
   const std::optional<uint64_t> n = ParseUint64(text);
   if (!n || *n == 0)
@@ -137,11 +130,11 @@ Result<Retention> ParseRetentionXml(std::string_view xml) {
   pugi::xml_node date = Child(root, "RetainUntilDate");
   Retention r;
   if (!mode && !date) return r;
-  if (!mode || !date) return Malformed("Retention needs both Mode and RetainUntilDate");
+  if (!mode || !date) return MalformedXml("Retention needs both Mode and RetainUntilDate");
   r.mode = ParseLockMode(Trim(mode.text().get()));
-  if (r.mode == LockMode::kNone) return Malformed("Mode must be GOVERNANCE or COMPLIANCE");
+  if (r.mode == LockMode::kNone) return MalformedXml("Mode must be GOVERNANCE or COMPLIANCE");
   std::optional<int64_t> t = ParseIso8601(Trim(date.text().get()));
-  if (!t) return Malformed("RetainUntilDate must be an ISO 8601 date and time");
+  if (!t) return MalformedXml("RetainUntilDate must be an ISO 8601 date and time");
   r.until_ns = *t;
   return r;
 }
@@ -158,7 +151,7 @@ Result<bool> ParseLegalHoldXml(std::string_view xml) {
   const std::string_view s = Trim(Child(root, "Status").text().get());
   if (s == "ON") return true;
   if (s == "OFF") return false;
-  return Malformed("LegalHold Status must be ON or OFF");
+  return MalformedXml("LegalHold Status must be ON or OFF");
 }
 
 std::string LegalHoldXml(bool on) {

@@ -65,9 +65,7 @@ Status Frontend::Impl::PutBucketVersioning(Ctx& c) {
   STRATA_ASSIGN_OR_RETURN(std::string body, ReadXmlBody(c));
   STRATA_ASSIGN_OR_RETURN(VersioningRequest v, ParseVersioning(body));
   if (v.status != "Enabled" && v.status != "Suspended")
-    return MakeError("MalformedXML",
-                     "The XML you provided was not well-formed or did not validate against our "
-                     "published schema: Status must be Enabled or Suspended");
+    return MalformedXml("Status must be Enabled or Suspended");
   if (v.mfa_delete == "Enabled")
     return MakeError("NotImplemented",
                      "Strata does not implement MFA delete; versioning was not changed.");

@@ -9,14 +9,17 @@
 
 namespace strata::s3 {
 
+Status MalformedXml(std::string_view why) {
+  return MakeError("MalformedXML",
+                   "The XML you provided was not well-formed or did not validate "
+                   "against our published schema: " +
+                       std::string(why));
+}
+
 Result<pugi::xml_node> LoadRoot(pugi::xml_document& doc, std::string_view xml,
                                 std::string_view root) {
   pugi::xml_parse_result r = doc.load_buffer(xml.data(), xml.size(), pugi::parse_default);
-  if (!r) {
-    return MakeError("MalformedXML", std::string("The XML you provided was not well-formed or did "
-                                                 "not validate against our published schema: ") +
-                                         r.description());
-  }
+  if (!r) return MalformedXml(r.description());
   pugi::xml_node n = doc.document_element();
   // Match the local name: clients may or may not use the S3 namespace prefix.
   std::string_view name = n.name();

@@ -17,6 +17,8 @@ class xml_document;
 
 namespace strata::s3 {
 
+// MalformedXML with S3's message and `why` after it.
+Status MalformedXml(std::string_view why);
 // Parses xml into doc; its root element (local name `root`), or MalformedXML.
 Result<pugi::xml_node> LoadRoot(pugi::xml_document& doc, std::string_view xml,
                                 std::string_view root);

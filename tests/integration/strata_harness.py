@@ -485,6 +485,38 @@ def md5_b64(data):
 # --------------------------------------------------------------------------
 # A small runner: every case runs, failures are reported, exit status says it all.
 
+class TestClock:
+    """The server's test-only movable clock: a file `strata server
+    --test-clock-file PATH` reads (Unix seconds), replaced atomically on each move."""
+
+    def __init__(self, t=None):
+        self.dir = tempfile.mkdtemp(prefix="strata-it-clock-")
+        self.path = os.path.join(self.dir, "now")
+        self.set(time.time() if t is None else t)
+
+    def set(self, t):
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(f"{t:.3f}\n")
+        os.replace(tmp, self.path)
+        self.now = t
+
+    def cleanup(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def prom_metrics(srv, prefix):
+    """The server's Prometheus samples whose names start with `prefix`: {name: value}."""
+    status, body = srv.admin_get("/metrics")
+    assert status == 200, status
+    out = {}
+    for line in body.decode().splitlines():
+        if line.startswith(prefix) and " " in line and "{" not in line.split(" ", 1)[0]:
+            name, value = line.split(" ", 1)
+            out[name] = float(value.split()[0])
+    return out
+
+
 class Runner:
     def __init__(self, name):
         self.name = name

@@ -19,9 +19,7 @@ Usage: /usr/bin/python3 test_lifecycle.py --strata build/strata
 import calendar
 import datetime
 import os
-import re
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -35,14 +33,7 @@ NOT_IMPL = (501, "NotImplemented")
 
 
 def metrics(srv):
-    status, body = srv.admin_get("/metrics")
-    assert status == 200, status
-    out = {}
-    for line in body.decode().splitlines():
-        m = re.match(r"^(strata_s3_lifecycle_\w+) (\S+)$", line)
-        if m:
-            out[m.group(1)] = float(m.group(2))
-    return out
+    return H.prom_metrics(srv, "strata_s3_lifecycle_")
 
 
 def http_date_midnight(ts):
@@ -55,18 +46,15 @@ def expiry_after_days(mtime, days):
 
 
 class LifecycleTests:
-    def __init__(self, srv, clock_file):
+    def __init__(self, srv, clock):
         self.srv = srv
         self.s3 = srv.client()
-        self.clock_file = clock_file
+        self.clock = clock
         self.t0 = time.time()
         self.set_clock(self.t0)
 
     def set_clock(self, t):
-        tmp = self.clock_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(f"{t:.3f}\n")
-        os.replace(tmp, self.clock_file)
+        self.clock.set(t)
         self.now = t
 
     def wait_passes(self, n=2, timeout=30):
@@ -328,16 +316,13 @@ def kept_across_restart(srv):
 def main():
     args = H.parse_args()
     runner = H.Runner("lifecycle")
-    clock_dir = tempfile.mkdtemp(prefix="strata-it-clock-")
-    clock_file = os.path.join(clock_dir, "now")
-    with open(clock_file, "w") as f:
-        f.write(f"{time.time():.3f}\n")
+    clock = H.TestClock()
     srv = H.StrataServer(args.strata, extra_args=[
-        "--test-clock-file", clock_file, "--lifecycle-interval-ms", "100",
+        "--test-clock-file", clock.path, "--lifecycle-interval-ms", "100",
         "--lifecycle-page-keys", "2", "--lifecycle-page-pause-ms", "1"])
     try:
         srv.start()
-        t = LifecycleTests(srv, clock_file)
+        t = LifecycleTests(srv, clock)
         if not runner.case("create bucket", t.setup):
             return runner.finish()
         if not runner.case("config round trip", t.config_round_trip):
@@ -349,9 +334,7 @@ def main():
         runner.case("configuration kept across a restart", lambda: kept_across_restart(srv))
     finally:
         srv.cleanup()
-        for name in os.listdir(clock_dir):
-            os.unlink(os.path.join(clock_dir, name))
-        os.rmdir(clock_dir)
+        clock.cleanup()
     return runner.finish()
 
 

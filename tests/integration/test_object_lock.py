@@ -29,9 +29,7 @@ Usage: /usr/bin/python3 test_object_lock.py --strata build/strata
 import datetime
 import json
 import os
-import re
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -66,28 +64,18 @@ def utc(ts):
 
 
 def lifecycle_metrics(srv):
-    status, body = srv.admin_get("/metrics")
-    assert status == 200, status
-    out = {}
-    for line in body.decode().splitlines():
-        m = re.match(r"^(strata_s3_lifecycle_\w+) (\S+)$", line)
-        if m:
-            out[m.group(1)] = float(m.group(2))
-    return out
+    return H.prom_metrics(srv, "strata_s3_lifecycle_")
 
 
 class LockTests:
-    def __init__(self, srv, clock_file):
+    def __init__(self, srv, clock):
         self.srv = srv
         self.s3 = srv.client()
-        self.clock_file = clock_file
+        self.clock = clock
         self.set_clock(time.time())
 
     def set_clock(self, t):
-        tmp = self.clock_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(f"{t:.3f}\n")
-        os.replace(tmp, self.clock_file)
+        self.clock.set(t)
         self.now = t
 
     def put(self, bucket, key, body=b"data", **kw):
@@ -381,16 +369,13 @@ class LockTests:
 def main():
     args = H.parse_args()
     runner = H.Runner("object_lock")
-    clock_dir = tempfile.mkdtemp(prefix="strata-it-clock-")
-    clock_file = os.path.join(clock_dir, "now")
-    with open(clock_file, "w") as f:
-        f.write(f"{time.time():.3f}\n")
+    clock = H.TestClock()
     srv = H.StrataServer(args.strata, extra_args=[
-        "--test-clock-file", clock_file, "--lifecycle-interval-ms", "100",
+        "--test-clock-file", clock.path, "--lifecycle-interval-ms", "100",
         "--lifecycle-page-pause-ms", "1"])
     try:
         srv.start()
-        t = LockTests(srv, clock_file)
+        t = LockTests(srv, clock)
         if not runner.case("buckets", t.buckets):
             return runner.finish()
         for name in ["default_retention", "compliance", "governance", "legal_hold", "restart",
@@ -398,9 +383,7 @@ def main():
             runner.case(name, getattr(t, name))
     finally:
         srv.cleanup()
-        for name in os.listdir(clock_dir):
-            os.unlink(os.path.join(clock_dir, name))
-        os.rmdir(clock_dir)
+        clock.cleanup()
     return runner.finish()
 
 
