@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -392,18 +393,54 @@ class Runner final : public objstore::TransferPlanSink {
     }
   }
 
-  // mv: the source of a job whose copy succeeded. The copy stays in place when
-  // this fails, so nothing is lost; the message says so.
-  Status DeleteSource(const TransferJob& j) {
-    Status st;
-    if (j.kind == TransferJob::kUpload) {
-      if (::unlink(j.local.c_str()) != 0) st = Status::FromErrno(errno, "delete " + j.local);
+  // mv: the copy, then the source deleted only while it is still what was
+  // copied: a local file of unchanged size and mtime, an object of the ETag
+  // that was copied (a conditional DeleteObject). A source that changed is
+  // kept and reported (kPreconditionFailed); its copy stays.
+  Status Move(const TransferJob& j) {
+    if (j.kind == TransferJob::kUpload) return MoveFile(j);
+    TransferJob pinned = j;
+    std::string etag;
+    if (j.kind == TransferJob::kDownload) {
+      STRATA_ASSIGN_OR_RETURN(ObjectStore * store, s_.Bucket(j.bucket));
+      STRATA_ASSIGN_OR_RETURN(ObjectInfo got, s_.mgr().DownloadFile(*store, j.key, j.local,
+                                                                    j.info ? &*j.info : nullptr));
+      etag = got.etag;
     } else {
-      auto store = s_.Bucket(j.bucket);
-      st = store.ok() ? (*store)->Delete(j.key) : store.error();
+      if (!pinned.info) {
+        STRATA_ASSIGN_OR_RETURN(ObjectStore * store, s_.Bucket(j.bucket));
+        STRATA_ASSIGN_OR_RETURN(ObjectInfo head, store->Head(j.key));
+        pinned.info = std::move(head);
+      }
+      STRATA_RETURN_IF_ERROR(RunJob(pinned, s_));
+      etag = pinned.info->etag;
     }
-    if (st.ok()) return st;
-    return st.WithContext("copied, but the source was not deleted");
+    STRATA_ASSIGN_OR_RETURN(S3Client * c, s_.Client());
+    Status d = c->DeleteObject(j.bucket, j.key,
+                               etag.empty() ? std::nullopt : std::optional<std::string>(etag));
+    if (d.code() == StatusCode::kPreconditionFailed) {
+      return Status::PreconditionFailed(S3Url(j.bucket, j.key) +
+                                        " changed after it was copied; the source was kept");
+    }
+    return d.WithContext("copied, but the source was not deleted");
+  }
+
+  Status MoveFile(const TransferJob& j) {
+    struct stat before {};
+    if (::stat(j.local.c_str(), &before) != 0) return Status::FromErrno(errno, "stat " + j.local);
+    STRATA_RETURN_IF_ERROR(RunJob(j, s_));
+    struct stat after {};
+    if (::stat(j.local.c_str(), &after) != 0 || after.st_size != before.st_size ||
+        after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
+        after.st_mtim.tv_nsec != before.st_mtim.tv_nsec) {
+      return Status::PreconditionFailed(j.local +
+                                        " changed while it was uploaded; the source was kept");
+    }
+    if (::unlink(j.local.c_str()) != 0) {
+      return Status::FromErrno(errno, "delete " + j.local)
+          .WithContext("copied, but the source was not deleted");
+    }
+    return Status::Ok();
   }
 
   void Execute(const TransferJob& j) {
@@ -432,8 +469,7 @@ class Runner final : public objstore::TransferPlanSink {
       if (skipped) return;
       s_.mgr().AddTotal(j.size, 1);
     }
-    if (st.ok()) st = RunJob(j, s_);
-    if (st.ok() && move_) st = DeleteSource(j);
+    if (st.ok()) st = move_ ? Move(j) : RunJob(j, s_);
     st = s_.Explain(st);
     if (!st.ok()) s_.mgr().CountFailure();
     Describe(j, [&](std::string_view op, const std::string& src, const std::string& dst) {
@@ -1200,7 +1236,7 @@ void RegisterHeadPresign(CLI::App& app, const std::shared_ptr<State>& st, int* e
   auto* pre = app.add_subcommand("presign",
                                  "Print a presigned URL (SigV4 query-string auth) for one object");
   pre->add_option("target", st->presign.target, "s3://BUCKET/KEY")->required();
-  pre->add_option("--expire", st->presign.expire,
+  pre->add_option("--expire,--expires-in", st->presign.expire,
                   "How long the URL is valid: seconds, or 90s, 15m, 1h30m, 7d (at most 7d)")
       ->capture_default_str();
   pre->add_option("--method", st->presign.method, "GET (download) or PUT (upload)")

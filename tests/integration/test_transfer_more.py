@@ -125,6 +125,9 @@ class TransferMoreTests(TransferCliTests):
             got = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)["X-Amz-Expires"]
             assert got == [str(secs)], (expire, got)
         assert H.url_request(url).body == body
+        # awscli's spelling, in seconds.
+        url = self.run("presign", "--expires-in", "300", f"s3://{BUCKET}/{key}").out.strip()
+        assert urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)["X-Amz-Expires"] == ["300"], url
         # A URL for an object that does not exist yet is fine; fetching it is a 404.
         url = self.run("presign", f"s3://{BUCKET}/p/not-yet").out.strip()
         assert H.url_request(url).status == 404
