@@ -1,9 +1,10 @@
-// strata ls | cp | sync | rm | cat | mb | rb | du — transfers against any S3
+// strata ls | cp | mv | sync | rm | cat | head | presign | mb | rb | du — transfers against any S3
 // endpoint, on the parallel engine of objstore/transfer.h.
 #include "cli/transfer_cmds.h"
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -206,6 +207,7 @@ class Session {
   TransferManager& mgr() { return *mgr_; }
   TransferManager* mgr_ptr() { return mgr_.get(); }
   const TransferOptions& topts() const { return topts_; }
+  bool anonymous() const { return anonymous_; }  // after Client(): no credentials found
 
   Result<S3Client*> Client() {
     std::lock_guard l(mu_);
@@ -304,7 +306,9 @@ std::string FormatLocalTime(int64_t ns) {
 
 class Runner final : public objstore::TransferPlanSink {
  public:
-  Runner(Session& s, Reporter& r, bool dryrun) : s_(s), r_(r), dryrun_(dryrun) {}
+  // move: each source is deleted once its copy succeeded (strata mv).
+  Runner(Session& s, Reporter& r, bool dryrun, bool move = false)
+      : s_(s), r_(r), dryrun_(dryrun), move_(move) {}
 
   void Transfer(TransferJob j) override { Submit(std::move(j)); }
 
@@ -333,6 +337,11 @@ class Runner final : public objstore::TransferPlanSink {
   }
 
   void Submit(TransferJob j) {
+    if (move_ && j.kind == TransferJob::kCopy && j.bucket == j.dst_bucket && j.key == j.dst_key) {
+      // Copying onto itself and then deleting the source would lose the object.
+      Reject(j, Status::InvalidArgument("source and destination are the same object"));
+      return;
+    }
     if (dryrun_ && !j.compare_local) {
       Describe(j, [&](std::string_view op, const std::string& src, const std::string& dst) {
         r_.Note(op, src, dst, j.size);
@@ -372,10 +381,66 @@ class Runner final : public objstore::TransferPlanSink {
   template <class F>
   void Describe(const TransferJob& j, F&& f) {
     switch (j.kind) {
-      case TransferJob::kUpload: f("upload", j.local, S3Url(j.bucket, j.key)); break;
-      case TransferJob::kDownload: f("download", S3Url(j.bucket, j.key), j.local); break;
-      case TransferJob::kCopy: f("copy", S3Url(j.bucket, j.key), S3Url(j.dst_bucket, j.dst_key)); break;
+      case TransferJob::kUpload:
+        f(move_ ? "move" : "upload", j.local, S3Url(j.bucket, j.key));
+        break;
+      case TransferJob::kDownload:
+        f(move_ ? "move" : "download", S3Url(j.bucket, j.key), j.local);
+        break;
+      case TransferJob::kCopy:
+        f(move_ ? "move" : "copy", S3Url(j.bucket, j.key), S3Url(j.dst_bucket, j.dst_key));
+        break;
     }
+  }
+
+  // mv: the copy, then the source deleted only while it is still what was
+  // copied: a local file of unchanged size and mtime, an object of the ETag
+  // that was copied (a conditional DeleteObject). A source that changed is
+  // kept and reported (kPreconditionFailed); its copy stays.
+  Status Move(const TransferJob& j) {
+    if (j.kind == TransferJob::kUpload) return MoveFile(j);
+    TransferJob pinned = j;
+    std::string etag;
+    if (j.kind == TransferJob::kDownload) {
+      STRATA_ASSIGN_OR_RETURN(ObjectStore * store, s_.Bucket(j.bucket));
+      STRATA_ASSIGN_OR_RETURN(ObjectInfo got, s_.mgr().DownloadFile(*store, j.key, j.local,
+                                                                    j.info ? &*j.info : nullptr));
+      etag = got.etag;
+    } else {
+      if (!pinned.info) {
+        STRATA_ASSIGN_OR_RETURN(ObjectStore * store, s_.Bucket(j.bucket));
+        STRATA_ASSIGN_OR_RETURN(ObjectInfo head, store->Head(j.key));
+        pinned.info = std::move(head);
+      }
+      STRATA_RETURN_IF_ERROR(RunJob(pinned, s_));
+      etag = pinned.info->etag;
+    }
+    STRATA_ASSIGN_OR_RETURN(S3Client * c, s_.Client());
+    Status d = c->DeleteObject(j.bucket, j.key,
+                               etag.empty() ? std::nullopt : std::optional<std::string>(etag));
+    if (d.code() == StatusCode::kPreconditionFailed) {
+      return Status::PreconditionFailed(S3Url(j.bucket, j.key) +
+                                        " changed after it was copied; the source was kept");
+    }
+    return d.WithContext("copied, but the source was not deleted");
+  }
+
+  Status MoveFile(const TransferJob& j) {
+    struct stat before {};
+    if (::stat(j.local.c_str(), &before) != 0) return Status::FromErrno(errno, "stat " + j.local);
+    STRATA_RETURN_IF_ERROR(RunJob(j, s_));
+    struct stat after {};
+    if (::stat(j.local.c_str(), &after) != 0 || after.st_size != before.st_size ||
+        after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
+        after.st_mtim.tv_nsec != before.st_mtim.tv_nsec) {
+      return Status::PreconditionFailed(j.local +
+                                        " changed while it was uploaded; the source was kept");
+    }
+    if (::unlink(j.local.c_str()) != 0) {
+      return Status::FromErrno(errno, "delete " + j.local)
+          .WithContext("copied, but the source was not deleted");
+    }
+    return Status::Ok();
   }
 
   void Execute(const TransferJob& j) {
@@ -404,7 +469,7 @@ class Runner final : public objstore::TransferPlanSink {
       if (skipped) return;
       s_.mgr().AddTotal(j.size, 1);
     }
-    if (st.ok()) st = RunJob(j, s_);
+    if (st.ok()) st = move_ ? Move(j) : RunJob(j, s_);
     st = s_.Explain(st);
     if (!st.ok()) s_.mgr().CountFailure();
     Describe(j, [&](std::string_view op, const std::string& src, const std::string& dst) {
@@ -433,6 +498,7 @@ class Runner final : public objstore::TransferPlanSink {
   Session& s_;
   Reporter& r_;
   bool dryrun_;
+  bool move_;
 };
 
 Reporter::Options ReporterOptions(const Common& c) {
@@ -559,63 +625,81 @@ Status StreamToStdout(ObjectStore& store, const std::string& key, bool* closed =
   return s;
 }
 
-int CmdCp(Common& c, CpArgs& a, const CLI::App* sub) {
-  if (a.paths.size() < 2) return Usage("cp", "cp needs a source and a destination");
+// cp, and mv (move): the same planning and engine; mv deletes each source
+// after its copy succeeded.
+int CmdCp(Common& c, CpArgs& a, const CLI::App* sub, bool move = false) {
+  const char* cmd = move ? "mv" : "cp";
+  if (a.paths.size() < 2) return Usage(cmd, std::string(cmd) + " needs a source and a destination");
   auto alg = ParseChecksumAlgorithm(a.checksum_algorithm);
   if (alg == ChecksumAlgorithm::kNone && !IEquals(a.checksum_algorithm, "none")) {
-    return Usage("cp", "--checksum-algorithm must be CRC32, CRC32C, CRC64NVME, SHA1, SHA256 or NONE");
+    return Usage(cmd,
+                 "--checksum-algorithm must be CRC32, CRC32C, CRC64NVME, SHA1, SHA256 or NONE");
   }
   objstore::WriteOptions w;
   w.checksum = alg;
   w.content_type = a.content_type;
   for (const std::string& kv : a.metadata) {
     const size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) return Usage("cp", "--metadata \"" + kv + "\" is not KEY=VALUE");
+    if (eq == std::string::npos || eq == 0)
+      return Usage(cmd, "--metadata \"" + kv + "\" is not KEY=VALUE");
     w.user_meta[ToLower(kv.substr(0, eq))] = kv.substr(eq + 1);
   }
   Session s(c);
-  if (Status st = s.Init(true, &w); !st.ok()) return Usage("cp", st.message());
+  if (Status st = s.Init(true, &w); !st.ok()) return Usage(cmd, st.message());
   const PathFilter filters = BuildFilters(c, sub);
   std::vector<std::string> srcs(a.paths.begin(), a.paths.end() - 1);
   auto dst_r = ParseLocation(a.paths.back());
-  if (!dst_r.ok()) return Usage("cp", dst_r.error().message());
+  if (!dst_r.ok()) return Usage(cmd, dst_r.error().message());
   const Location dst = *dst_r;
   std::vector<Location> src_locs;
   for (const std::string& p : srcs) {
     auto l = ParseLocation(p);
-    if (!l.ok()) return Usage("cp", l.error().message());
+    if (!l.ok()) return Usage(cmd, l.error().message());
     if (!l->s3 && !dst.s3) {
-      return Usage("cp", "one of SRC and DST must be an s3:// location (use your shell's cp for local copies)");
+      return Usage(
+          cmd,
+          fmt::format(
+              "one of SRC and DST must be an s3:// location (use your shell's {} for local files)",
+              cmd));
     }
     src_locs.push_back(*l);
   }
   const bool many = srcs.size() > 1;
-  if (dst.key == "-" && !dst.s3 && (many || a.recursive)) return Usage("cp", "only one object can be written to stdout");
+  if (move) {
+    const bool dash = !dst.s3 && dst.key == "-";
+    for (const Location& l : src_locs) {
+      if (!l.s3 && l.key == "-") return Usage(cmd, "mv cannot move stdin (use cp - s3://...)");
+    }
+    if (dash) return Usage(cmd, "mv cannot move to stdout (use cp or cat)");
+  }
+  if (dst.key == "-" && !dst.s3 && (many || a.recursive))
+    return Usage(cmd, "only one object can be written to stdout");
 
   // stdin / stdout: one object, streamed.
   if (src_locs.size() == 1 && !src_locs[0].s3 && src_locs[0].key == "-") {
     if (!dst.s3 || dst.key.empty() || dst.key.back() == '/') {
-      return Usage("cp", "cp - needs a full s3://BUCKET/KEY destination");
+      return Usage(cmd, "cp - needs a full s3://BUCKET/KEY destination");
     }
     auto store = s.Bucket(dst.bucket);
-    if (!store.ok()) return Fail(store.error(), "cp", c.json);
+    if (!store.ok()) return Fail(store.error(), cmd, c.json);
     StdinSource in;
     auto r = (*store)->Put(dst.key, in, w);
-    if (!r.ok()) return Fail(s.Explain(r.error()), "cp", c.json);
+    if (!r.ok()) return Fail(s.Explain(r.error()), cmd, c.json);
     return kExitOk;
   }
   if (!dst.s3 && dst.key == "-") {
     const Location& src = src_locs[0];
-    if (!src.s3 || HasWildcard(src.key)) return Usage("cp", "cp SRC - needs one s3://BUCKET/KEY source");
+    if (!src.s3 || HasWildcard(src.key))
+      return Usage(cmd, "cp SRC - needs one s3://BUCKET/KEY source");
     auto store = s.Bucket(src.bucket);
-    if (!store.ok()) return Fail(store.error(), "cp", c.json);
+    if (!store.ok()) return Fail(store.error(), cmd, c.json);
     Status st = StreamToStdout(**store, src.key);
-    if (!st.ok()) return Fail(s.Explain(st), "cp", c.json);
+    if (!st.ok()) return Fail(s.Explain(st), cmd, c.json);
     return kExitOk;
   }
 
   Reporter rep(ReporterOptions(c), s.mgr_ptr());
-  Runner run(s, rep, c.dryrun);
+  Runner run(s, rep, c.dryrun, move);
   objstore::CopyTarget target;
   target.s3 = dst.s3;
   target.bucket = dst.bucket;
@@ -637,7 +721,7 @@ int CmdCp(Common& c, CpArgs& a, const CLI::App* sub) {
     if (!ls.ok()) rep.Error(s.Explain(ls), "listing " + src.str());
   }
   run.Wait();
-  return rep.Finish("cp");
+  return rep.Finish(cmd);
 }
 
 // ---------------------------------------------------------------------------
@@ -879,13 +963,163 @@ int CmdDu(Common& c, std::vector<std::string>& targets, bool human) {
 }
 
 // ---------------------------------------------------------------------------
+// head, presign
+
+// The longest presigned URL lifetime S3 accepts (X-Amz-Expires).
+constexpr int64_t kMaxPresignExpiresSec = 7 * 86400;
+
+nlohmann::json HeadJson(const ObjectInfo& o) {
+  nlohmann::json j{{"key", o.key},
+                   {"size", o.size},
+                   {"etag", o.etag},
+                   {"last_modified", FormatIso8601(o.mtime_ns)},
+                   {"content_type", o.content_type},
+                   // S3 sends no x-amz-storage-class for STANDARD objects.
+                   {"storage_class", o.storage_class.empty() ? "STANDARD" : o.storage_class},
+                   {"metadata", o.user_meta}};
+  if (!o.version_id.empty()) j["version_id"] = o.version_id;
+  if (const std::string alg(ChecksumAlgorithmName(o.checksum_algorithm));
+      !alg.empty() && !o.checksum.empty()) {
+    j["checksum"] = {{"algorithm", alg}, {"value", o.checksum}};
+  }
+  return j;
+}
+
+int CmdHead(Common& c, std::vector<std::string>& targets) {
+  Session s(c);
+  if (Status st = s.Init(false); !st.ok()) return Usage("head", st.message());
+  auto client = s.Client();
+  if (!client.ok()) return Fail(client.error(), "head");
+  int rc = kExitOk;
+  for (const std::string& t : targets) {
+    auto loc = ParseLocation(t);
+    if (!loc.ok()) return Usage("head", loc.error().message());
+    if (!loc->s3) return Usage("head", "head takes s3://BUCKET/KEY or s3://BUCKET");
+    if (HasWildcard(loc->key)) return Usage("head", "head takes one object, not a pattern: " + t);
+    if (loc->key.empty()) {
+      Status st = (*client)->HeadBucket(loc->bucket);
+      if (st.IsNotFound()) st = Status::NotFound("bucket \"" + loc->bucket + "\" does not exist");
+      if (!st.ok()) {
+        rc = Fail(s.Explain(st), "head");
+        continue;
+      }
+      fmt::print("{}\n", nlohmann::json{{"bucket", loc->bucket}}.dump(
+                             -1, ' ', false, nlohmann::json::error_handler_t::replace));
+      continue;
+    }
+    auto store = s.Bucket(loc->bucket);
+    if (!store.ok()) return Fail(store.error(), "head");
+    auto info = (*store)->Head(loc->key);
+    if (!info.ok()) {
+      Status st = info.error();
+      if (st.IsNotFound()) {
+        // A HEAD's 404 has no body to tell a missing key from a missing bucket.
+        st = (*client)->HeadBucket(loc->bucket).IsNotFound()
+                 ? Status::NotFound("bucket \"" + loc->bucket + "\" does not exist")
+                 : Status::NotFound("object " + t + " does not exist");
+      }
+      rc = Fail(s.Explain(st), "head");
+      continue;
+    }
+    fmt::print("{}\n",
+               HeadJson(*info).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+  return rc;
+}
+
+// "3600", "90s", "15m", "1h30m", "7d": whole seconds.
+Result<int64_t> ParseExpiry(std::string_view text) {
+  const Status bad = Status::InvalidArgument(
+      "--expire \"" + std::string(text) + "\" is not a duration (e.g. 3600, 90s, 15m, 1h30m, 7d)");
+  if (text.empty()) return bad;
+  int64_t total = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    int64_t n = 0;
+    const size_t start = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+      n = n * 10 + (text[i] - '0');
+      if (n > 10'000'000'000) return bad;
+      ++i;
+    }
+    if (i == start) return bad;
+    if (i == text.size()) {
+      if (start != 0) return bad;  // "1h30": a bare number only on its own
+      return n;
+    }
+    int64_t unit = 0;
+    switch (text[i]) {
+      case 's':
+        unit = 1;
+        break;
+      case 'm':
+        unit = 60;
+        break;
+      case 'h':
+        unit = 3600;
+        break;
+      case 'd':
+        unit = 86400;
+        break;
+      default:
+        return bad;
+    }
+    total += n * unit;
+    if (total > 10'000'000'000) return bad;
+    ++i;
+  }
+  return total;
+}
+
+struct PresignArgs {
+  std::string target;
+  std::string expire = "1h";
+  std::string method = "GET";
+};
+
+int CmdPresign(Common& c, PresignArgs& a) {
+  auto loc = ParseLocation(a.target);
+  if (!loc.ok()) return Usage("presign", loc.error().message());
+  if (!loc->s3 || loc->key.empty() || HasWildcard(loc->key)) {
+    return Usage("presign", "presign takes one s3://BUCKET/KEY");
+  }
+  if (!IEquals(a.method, "GET") && !IEquals(a.method, "PUT")) {
+    return Usage("presign", "--method must be GET or PUT");
+  }
+  const std::string method = IEquals(a.method, "GET") ? "GET" : "PUT";
+  auto secs = ParseExpiry(a.expire);
+  if (!secs.ok()) return Usage("presign", secs.error().message());
+  if (*secs < 1) return Usage("presign", "--expire must be at least 1s");
+  if (*secs > kMaxPresignExpiresSec) {
+    return Usage("presign", "--expire must be at most 7d (604800 seconds), the longest S3 accepts");
+  }
+  Session s(c);
+  if (Status st = s.Init(false); !st.ok()) return Usage("presign", st.message());
+  auto client = s.Client();
+  if (!client.ok()) return Fail(client.error(), "presign");
+  if (s.anonymous()) {
+    return Fail(Status::PermissionDenied("presigning needs credentials (set AWS_ACCESS_KEY_ID and "
+                                         "AWS_SECRET_ACCESS_KEY, or use --profile)"),
+                "presign");
+  }
+  // Signing is local: the object need not exist (a PUT URL is for a new one).
+  auto url = (*client)->Presign(method, loc->bucket, loc->key, *secs);
+  if (!url.ok()) return Fail(url.error(), "presign");
+  fmt::print("{}\n", *url);
+  return kExitOk;
+}
+
+// ---------------------------------------------------------------------------
 // Registration
 
 struct State {
   Common common;
   LsArgs ls;
   CpArgs cp;
+  CpArgs mv;
   SyncArgs sync;
+  PresignArgs presign;
+  std::vector<std::string> head;
   RmArgs rm;
   std::vector<std::string> cat, mb, rb, du;
   bool rb_force = false;
@@ -924,26 +1158,43 @@ void RegisterLs(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code)
   ls->callback(Wrap(st, exit_code, [st] { return CmdLs(st->common, st->ls); }));
 }
 
-void RegisterCp(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code) {
-  Common& c = st->common;
-  auto* cp = app.add_subcommand("cp", "Copy files to, from and between S3 locations (parallel, multipart, resumable)");
-  cp->add_option("paths", st->cp.paths,
-                 "SRC... DST: local paths (- for stdin/stdout, globs) and s3://BUCKET/KEY (wildcards * ? [ ] "
-                 "in the key; * also matches /)")
+// The options cp and mv share.
+void AddCopyOptions(CLI::App* sub, CpArgs& a, Common& c, bool move) {
+  sub->add_option(
+         "paths", a.paths,
+         move
+             ? "SRC... DST: local paths (globs) and s3://BUCKET/KEY (wildcards * ? [ ] in the key; "
+               "* also matches /)"
+             : "SRC... DST: local paths (- for stdin/stdout, globs) and s3://BUCKET/KEY (wildcards "
+               "* ? [ ] "
+               "in the key; * also matches /)")
       ->required()
       ->expected(2, -1);
-  cp->add_flag("-r,--recursive", st->cp.recursive, "Copy directories / every object under a prefix");
-  cp->add_option("--content-type", st->cp.content_type, "Content-Type of uploaded objects");
-  cp->add_option("--metadata", st->cp.metadata, "User metadata KEY=VALUE of uploaded objects (repeatable)")
+  sub->add_flag("-r,--recursive", a.recursive,
+                move ? "Move directories / every object under a prefix"
+                     : "Copy directories / every object under a prefix");
+  sub->add_option("--content-type", a.content_type, "Content-Type of uploaded objects");
+  sub->add_option("--metadata", a.metadata,
+                  "User metadata KEY=VALUE of uploaded objects (repeatable)")
       ->allow_extra_args(false);
-  cp->add_option("--checksum-algorithm", st->cp.checksum_algorithm,
-                 "Checksum the server verifies on upload: CRC32, CRC32C, CRC64NVME, SHA1, SHA256, NONE")
+  sub->add_option(
+         "--checksum-algorithm", a.checksum_algorithm,
+         "Checksum the server verifies on upload: CRC32, CRC32C, CRC64NVME, SHA1, SHA256, NONE")
       ->capture_default_str();
-  cp->add_flag("--dryrun", c.dryrun, "Print what would be copied, copy nothing");
-  AddFilterOptions(cp, c);
-  AddTransferOptions(cp, c);
-  AddConnectionOptions(cp, c);
-  AddOutputOptions(cp, c);
+  sub->add_flag("--dryrun", c.dryrun,
+                move ? "Print what would be moved, change nothing"
+                     : "Print what would be copied, copy nothing");
+  AddFilterOptions(sub, c);
+  AddTransferOptions(sub, c);
+  AddConnectionOptions(sub, c);
+  AddOutputOptions(sub, c);
+}
+
+void RegisterCp(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code) {
+  Common& c = st->common;
+  auto* cp = app.add_subcommand(
+      "cp", "Copy files to, from and between S3 locations (parallel, multipart, resumable)");
+  AddCopyOptions(cp, st->cp, c, false);
   cp->footer(Footer("  strata cp model.bin s3://ckpt/run1/                 upload (key run1/model.bin)\n"
                     "  strata cp --recursive ./dataset s3://data/ds1       a directory\n"
                     "  strata cp 's3://data/shards/*.tar' ./shards/        objects matching a pattern\n"
@@ -951,6 +1202,52 @@ void RegisterCp(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code)
                     "  tar c dir | strata cp - s3://data/dir.tar           from stdin\n"
                     "An interrupted multipart upload resumes when the same command is run again."));
   cp->callback(Wrap(st, exit_code, [st, cp] { return CmdCp(st->common, st->cp, cp); }));
+}
+
+void RegisterMv(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code) {
+  Common& c = st->common;
+  auto* mv = app.add_subcommand("mv",
+                                "Move files to, from and between S3 locations (cp, then delete "
+                                "each source once its copy succeeded)");
+  AddCopyOptions(mv, st->mv, c, true);
+  mv->footer(Footer(
+      "  strata mv model.bin s3://ckpt/run1/                 upload, then delete model.bin\n"
+      "  strata mv --recursive s3://data/tmp/ ./tmp/         download a prefix, then delete it\n"
+      "  strata mv 's3://data/in/*.csv' s3://data/done/      server-side copy, then delete\n"
+      "A source is deleted only after its copy succeeded: a failed copy deletes nothing.\n"
+      "Local directories that --recursive emptied are left in place."));
+  mv->callback(
+      Wrap(st, exit_code, [st, mv] { return CmdCp(st->common, st->mv, mv, /*move=*/true); }));
+}
+
+void RegisterHeadPresign(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code) {
+  Common& c = st->common;
+  auto* head = app.add_subcommand(
+      "head", "Print an object's metadata as one JSON object (or check that a bucket exists)");
+  head->add_option("targets", st->head, "s3://BUCKET/KEY or s3://BUCKET...")->required();
+  AddConnectionOptions(head, c);
+  head->footer(
+      Footer("  strata head s3://data/model.bin\n"
+             "Prints {\"key\", \"size\", \"etag\", \"last_modified\", \"content_type\", "
+             "\"storage_class\",\n"
+             "\"metadata\"} and, when the server sends them, \"version_id\" and \"checksum\"."));
+  head->callback(Wrap(st, exit_code, [st] { return CmdHead(st->common, st->head); }));
+
+  auto* pre = app.add_subcommand("presign",
+                                 "Print a presigned URL (SigV4 query-string auth) for one object");
+  pre->add_option("target", st->presign.target, "s3://BUCKET/KEY")->required();
+  pre->add_option("--expire,--expires-in", st->presign.expire,
+                  "How long the URL is valid: seconds, or 90s, 15m, 1h30m, 7d (at most 7d)")
+      ->capture_default_str();
+  pre->add_option("--method", st->presign.method, "GET (download) or PUT (upload)")
+      ->capture_default_str();
+  AddConnectionOptions(pre, c);
+  pre->footer(
+      Footer("  strata presign s3://data/report.pdf\n"
+             "  strata presign --expire 24h s3://data/report.pdf\n"
+             "  curl -T file \"$(strata presign --method PUT s3://inbox/file)\"\n"
+             "Signing needs credentials but no request: the object need not exist."));
+  pre->callback(Wrap(st, exit_code, [st] { return CmdPresign(st->common, st->presign); }));
 }
 
 void RegisterSync(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code) {
@@ -1036,10 +1333,12 @@ void RegisterTransferCommands(CLI::App& app, int* exit_code) {
   auto st = std::make_shared<State>();
   RegisterLs(app, st, exit_code);
   RegisterCp(app, st, exit_code);
+  RegisterMv(app, st, exit_code);
   RegisterSync(app, st, exit_code);
   RegisterRm(app, st, exit_code);
   RegisterBucketCommands(app, st, exit_code);
   RegisterDu(app, st, exit_code);
+  RegisterHeadPresign(app, st, exit_code);
 }
 
 }  // namespace strata::cli

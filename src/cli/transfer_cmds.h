@@ -1,4 +1,4 @@
-// The transfer subcommands of `strata`: ls, cp, sync, rm, cat, mb, rb, du
+// The transfer subcommands of `strata`: ls, cp, mv, sync, rm, cat, head, presign, mb, rb, du
 // (against any S3 endpoint; flags and credentials as awscli takes them).
 // Private to the CLI.
 #pragma once

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include <strata/core/clock.h>
+#include <strata/core/etag.h>
 #include <strata/core/sigv4.h>
 #include <strata/core/strings.h>
 #include <strata/objstore/s3_client.h>
@@ -488,6 +489,18 @@ Status S3Client::DeleteBucket(std::string_view bucket) {
   c.op = "DeleteBucket";
   c.method = "DELETE";
   c.bucket = std::string(bucket);
+  return impl_->Execute(c, nullptr);
+}
+
+Status S3Client::DeleteObject(std::string_view bucket, std::string_view key,
+                              std::optional<std::string> if_match) {
+  Impl::Call c;
+  c.op = "DeleteObject";
+  c.method = "DELETE";
+  c.bucket = std::string(bucket);
+  c.key = std::string(key);
+  c.has_key = true;
+  if (if_match) c.headers.emplace_back("If-Match", QuoteETag(*if_match));
   return impl_->Execute(c, nullptr);
 }
 

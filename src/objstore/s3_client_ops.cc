@@ -46,6 +46,8 @@ ObjectInfo S3Client::Impl::InfoFromHeaders(const http::ClientResponse& resp,
   if (auto e = resp.Header("etag")) i.etag = UnquoteETag(*e);
   if (auto lm = resp.Header("last-modified")) i.mtime_ns = ParseHttpDate(*lm).value_or(0);
   if (auto ct = resp.Header("content-type")) i.content_type = std::string(*ct);
+  if (auto sc = resp.Header("x-amz-storage-class")) i.storage_class = std::string(Trim(*sc));
+  if (auto v = resp.Header("x-amz-version-id")) i.version_id = std::string(Trim(*v));
   for (const auto& [k, v] : resp.headers()) {
     if (k.size() > 11 && IEquals(std::string_view(k).substr(0, 11), "x-amz-meta-")) {
       i.user_meta[ToLower(std::string_view(k).substr(11))] = v;

@@ -180,6 +180,23 @@ TEST_F(S3ClientTest, PresignedUrls) {
   EXPECT_STATUS_CODE(client_->Presign("GET", b, "k", 0), StatusCode::kInvalidArgument);
 }
 
+// strata mv deletes a source only while it is the version it copied.
+TEST_F(S3ClientTest, DeleteObjectIfMatch) {
+  const std::string b = UniqueBucket();
+  ASSERT_OK(client_->CreateBucket(b));
+  auto sb = client_->OpenBucket(b);
+  ASSERT_OK_AND_ASSIGN(ObjectInfo first, sb->PutBytes("k", "first"));
+  ASSERT_OK_AND_ASSIGN(ObjectInfo second, sb->PutBytes("k", "second"));
+  EXPECT_STATUS_CODE(client_->DeleteObject(b, "k", first.etag), StatusCode::kPreconditionFailed);
+  ASSERT_OK_AND_ASSIGN(std::string got, sb->GetBytes("k"));
+  EXPECT_EQ(got, "second");
+  ASSERT_OK(client_->DeleteObject(b, "k", second.etag));
+  EXPECT_STATUS_CODE(sb->Head("k"), StatusCode::kNotFound);
+  ASSERT_OK(sb->PutBytes("u", "x").status());
+  ASSERT_OK(client_->DeleteObject(b, "u"));
+  EXPECT_STATUS_CODE(sb->Head("u"), StatusCode::kNotFound);
+}
+
 TEST_F(S3ClientTest, ErrorsCarryTheS3Code) {
   const std::string b = UniqueBucket();
   ASSERT_OK(client_->CreateBucket(b));

@@ -50,6 +50,10 @@ struct ObjectInfo {
   std::map<std::string, std::string> user_meta;
   ChecksumAlgorithm checksum_algorithm = ChecksumAlgorithm::kNone;
   std::string checksum;         // base64 ("" if none / not returned)
+  // As the S3 HEAD/GET reports them ("" when the store has none, or the
+  // header was absent: STANDARD, and no versioning).
+  std::string storage_class;
+  std::string version_id;
 };
 
 struct WriteOptions {

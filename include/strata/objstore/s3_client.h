@@ -130,6 +130,11 @@ class S3Client : public std::enable_shared_from_this<S3Client> {
   Result<std::vector<BucketEntry>> ListBuckets();
   Status CreateBucket(std::string_view bucket);  // kAlreadyExists if it exists
   Status DeleteBucket(std::string_view bucket);  // kPreconditionFailed if not empty
+  // DeleteObject; with if_match, only while the current version's ETag is that
+  // one (kPreconditionFailed otherwise). A server that does not implement
+  // conditional deletes ignores the condition, as S3 did before 2024.
+  Status DeleteObject(std::string_view bucket, std::string_view key,
+                      std::optional<std::string> if_match = {});
   Status HeadBucket(std::string_view bucket);    // kNotFound if absent
 
   // Server-side copy, also across buckets (x-amz-copy-source). Objects over
