@@ -1,7 +1,7 @@
 // The Qdrant API's door and routing: API key, body limits, the route table
 // over /collections/..., per-operation metrics, and the one place a Status
 // becomes an HTTP reply (through errors.h). The operations live in
-// collections.cc, points.cc and search.cc.
+// collections.cc, points.cc, payload.cc and search.cc.
 #include <chrono>
 #include <exception>
 #include <string>
@@ -145,12 +145,25 @@ struct Handler::Impl {
       *op = "get_point";
       return GetPoint(c, s3);
     }
+    if (method == "PUT" && seg.size() == 4 && s3 == "payload") {
+      *op = "overwrite_payload";
+      STRATA_ASSIGN_OR_RETURN(json b, ParseBody(body, true));
+      return SetPayload(c, b, /*overwrite=*/true, wait);
+    }
     if (method != "POST") return MethodNotAllowed();
     STRATA_ASSIGN_OR_RETURN(json bj, ParseBody(body, s3 != "count" && s3 != "scroll"));
     if (seg.size() == 4) {
       if (s3 == "delete") {
         *op = "delete";
         return Delete(c, bj, wait);
+      }
+      if (s3 == "payload") {
+        *op = "set_payload";
+        return SetPayload(c, bj, /*overwrite=*/false, wait);
+      }
+      if (s3 == "batch") {
+        *op = "batch_update";
+        return Batch(c, bj, wait);
       }
       if (s3 == "search" || s3 == "query") {
         *op = s3;
@@ -165,6 +178,18 @@ struct Handler::Impl {
         *op = "count";
         return Count(c, bj);
       }
+    }
+    if (seg.size() == 5 && s3 == "payload" && seg[4] == "delete") {
+      *op = "delete_payload";
+      return DeletePayload(c, bj, wait);
+    }
+    if (seg.size() == 5 && s3 == "payload" && seg[4] == "clear") {
+      *op = "clear_payload";
+      return ClearPayload(c, bj, wait);
+    }
+    if (seg.size() == 5 && s3 == "vectors" && seg[4] == "delete") {
+      *op = "delete_vectors";
+      return DeleteVectors(c, bj, wait);
     }
     if (seg.size() == 5 && (s3 == "search" || s3 == "query") && seg[4] == "batch") {
       *op = s3 + "_batch";

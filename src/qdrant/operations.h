@@ -1,6 +1,6 @@
 // The operations behind the Qdrant routes, one function each: a parsed JSON
 // body in, the "result" JSON or a Status out (errors.h turns a Status into
-// HTTP). collections.cc, points.cc and search.cc hold them; handler.cc routes.
+// HTTP). collections.cc, points.cc, payload.cc and search.cc hold them; handler.cc routes.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +33,14 @@ Result<json> Retrieve(vector::Collection& c, const json& b);
 Result<json> GetPoint(vector::Collection& c, const std::string& id_text);
 Result<json> Scroll(vector::Collection& c, const json& b);
 Result<json> Count(vector::Collection& c, const json& b);
+
+// payload.cc: edits of points chosen by "points": [ids] (404 for a missing
+// one) or "filter"; Batch answers one UpdateResult per operation.
+Result<json> SetPayload(vector::Collection& c, const json& b, bool overwrite, bool wait);
+Result<json> DeletePayload(vector::Collection& c, const json& b, bool wait);
+Result<json> ClearPayload(vector::Collection& c, const json& b, bool wait);
+Result<json> DeleteVectors(vector::Collection& c, const json& b, bool wait);
+Result<json> Batch(vector::Collection& c, const json& b, bool wait);
 
 // search.cc: one result list per body (query_shape: each as {"points": [...]}).
 Result<json> SearchBatch(vector::Collection& c, const std::vector<const json*>& bodies,

@@ -266,6 +266,38 @@ Status Collection::Impl::ApplyUpsert(
 }
 
 // mu_ held exclusively.
+Status Collection::Impl::UpsertLocked(const std::vector<PreparedPoint>& prepared,
+                                      const std::string& rec, uint64_t* lsn, uint64_t* sealed_id) {
+  *sealed_id = 0;
+  const size_t before = points.size();
+  STRATA_ASSIGN_OR_RETURN(*lsn, wal->Append(kRecUpsert, rec));
+  Status st = ApplyUpsert(
+      *lsn, prepared.size(), [&](size_t i) -> const PointId& { return prepared[i].id; },
+      [&](size_t i) -> const std::string& { return prepared[i].payload; },
+      [&](size_t i) -> const json* { return &prepared[i].parsed; },
+      [&](size_t i, const std::function<void(uint16_t, const float*)>& fn) {
+        for (const auto& [f, v] : prepared[i].vectors) fn(f, v->data());
+      });
+  if (!st.ok()) {
+    // Validated input cannot fail here; if it does, memory and WAL disagree.
+    kLog.Error("collection {}: applying a logged upsert failed: {}", name, st.ToString());
+    return Status::Internal("applying the upsert failed after it was logged: " + st.ToString());
+  }
+  M().points.Add(int64_t(points.size()) - int64_t(before));
+  M().upserted.Inc(prepared.size());
+  if (growing->rows() >= opts.segment_rows) {
+    auto sid = SealLocked();
+    if (sid) {
+      *sealed_id = *sid;
+    } else {
+      kLog.Error("collection {}: cannot seal the growing segment: {}", name,
+                 sid.error().ToString());
+    }
+  }
+  return Status::Ok();
+}
+
+// mu_ held exclusively.
 size_t Collection::Impl::ApplyDelete(const std::vector<PointId>& ids) {
   size_t n = 0;
   for (const auto& id : ids) {
@@ -345,37 +377,13 @@ Status Collection::Upsert(std::span<const Point> points, const WriteOptions& wo,
   }
   std::vector<PreparedPoint> prepared;
   STRATA_RETURN_IF_ERROR(im.Prepare(points, &prepared));
-  std::string rec = im.EncodeUpsert(prepared);
+  const std::string rec = im.EncodeUpsert(prepared);
   uint64_t lsn = 0;
   uint64_t sealed_id = 0;
   {
     std::unique_lock<std::shared_mutex> l(im.mu_);
     if (im.closed) return Status::Unavailable(fmt::format("collection \"{}\" is closed", im.name));
-    const size_t before = im.points.size();
-    STRATA_ASSIGN_OR_RETURN(lsn, im.wal->Append(kRecUpsert, rec));
-    Status st = im.ApplyUpsert(
-        lsn, prepared.size(), [&](size_t i) -> const PointId& { return prepared[i].id; },
-        [&](size_t i) -> const std::string& { return prepared[i].payload; },
-        [&](size_t i) -> const json* { return &prepared[i].parsed; },
-        [&](size_t i, const std::function<void(uint16_t, const float*)>& fn) {
-          for (const auto& [f, v] : prepared[i].vectors) fn(f, v->data());
-        });
-    if (!st.ok()) {
-      // Validated input cannot fail here; if it does, memory and WAL disagree.
-      kLog.Error("collection {}: applying a logged upsert failed: {}", im.name, st.ToString());
-      return Status::Internal("applying the upsert failed after it was logged: " + st.ToString());
-    }
-    M().points.Add(int64_t(im.points.size()) - int64_t(before));
-    M().upserted.Inc(prepared.size());
-    if (im.growing->rows() >= im.opts.segment_rows) {
-      auto sid = im.SealLocked();
-      if (sid) {
-        sealed_id = *sid;
-      } else {
-        kLog.Error("collection {}: cannot seal the growing segment: {}", im.name,
-                   sid.error().ToString());
-      }
-    }
+    STRATA_RETURN_IF_ERROR(im.UpsertLocked(prepared, rec, &lsn, &sealed_id));
   }
   if (sealed_id) im.Enqueue(Impl::Task{Impl::TaskKind::kPersist, sealed_id});
   if (operation_id) *operation_id = lsn;

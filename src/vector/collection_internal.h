@@ -264,6 +264,15 @@ struct Collection::Impl {
       const std::function<const json*(size_t)>& parsed_of,
       const std::function<void(size_t, const std::function<void(uint16_t, const float*)>&)>&
           vectors_of);
+  // Logs `rec` (EncodeUpsert of `prepared`) and applies the points (mu_ held
+  // exclusively); seals the growing segment when full (*sealed_id: the
+  // segment to persist, or 0).
+  Status UpsertLocked(const std::vector<PreparedPoint>& prepared, const std::string& rec,
+                      uint64_t* lsn, uint64_t* sealed_id);
+  // UpdatePoints: `select` fills the rows to edit (mu_ held exclusively).
+  Status UpdateSelected(
+      const std::function<Status(std::vector<std::pair<const Segment*, uint32_t>>*)>& select,
+      const PointUpdate& update, const WriteOptions& wo, size_t* updated, uint64_t* operation_id);
   size_t ApplyDelete(const std::vector<PointId>& ids);  // mu_ held exclusively
   Status ReplayRecord(uint64_t lsn, uint8_t type, std::string_view body);
   Status SyncWal(uint64_t lsn, const WriteOptions& wo);

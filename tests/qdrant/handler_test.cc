@@ -345,5 +345,190 @@ TEST_F(QdrantHandlerTest, CollectionThreadAndSyncOptions) {
   EXPECT_EQ(ExpectOk(Call("GET", "/collections/b1/exists"))["exists"], false);
 }
 
+// Qdrant's payload endpoints. POST /points/payload merges keys into the
+// payload; PUT replaces it; payload/delete removes keys; payload/clear empties
+// it. Filtered search and count see the new payload (the keyword index on
+// "city" included), and so does a restarted server.
+TEST_F(QdrantHandlerTest, SetAndOverwritePayloadAreSeenByFilteredSearch) {
+  MakeCities();
+  ExpectOk(Call("PUT", "/collections/cities/index?wait=true",
+                R"({"field_name": "city", "field_schema": "keyword"})"));
+  json r = ExpectOk(Call("POST", "/collections/cities/points/payload?wait=true",
+                         R"({"payload": {"city": "Paris", "tag": "x"}, "points": [1]})"));
+  EXPECT_EQ(r["status"], "completed");
+  EXPECT_TRUE(r["operation_id"].is_number_unsigned());
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/cities/points/1"))["payload"],
+            json({{"city", "Paris"}, {"n", 1}, {"tag", "x"}}));
+  json hits = ExpectOk(Call("POST", "/collections/cities/points/search", R"({
+      "vector": [0.2, 0.1, 0.9, 0.7], "limit": 10,
+      "filter": {"must": [{"key": "city", "match": {"value": "Paris"}}]}})"));
+  ASSERT_EQ(hits.size(), 1u);
+  EXPECT_EQ(hits[0]["id"], 1);
+  // PUT overwrites: the old keys are gone. wait=false answers "acknowledged".
+  r = ExpectOk(Call("PUT", "/collections/cities/points/payload",
+                    R"({"payload": {"only": true}, "points": [2]})"));
+  EXPECT_EQ(r["status"], "acknowledged");
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/cities/points/2"))["payload"],
+            json({{"only", true}}));
+  const std::string london =
+      R"({"filter": {"must": [{"key": "city", "match": {"value": "London"}}]}, "exact": true})";
+  EXPECT_EQ(ExpectOk(Call("POST", "/collections/cities/points/count", london))["count"], 1);
+  // By filter: every London point (only 4 now) gets the key.
+  ExpectOk(Call("POST", "/collections/cities/points/payload?wait=true", R"({
+      "payload": {"uk": true},
+      "filter": {"must": [{"key": "city", "match": {"value": "London"}}]}})"));
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/cities/points/4"))["payload"],
+            json({{"city", "London"}, {"n", 4}, {"uk", true}}));
+  // Nested: "key" names the object the payload is merged into.
+  ExpectOk(Call("POST", "/collections/cities/points/payload?wait=true",
+                R"({"payload": {"lang": "fr"}, "points": [1], "key": "meta"})"));
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/cities/points/1"))["payload"]["meta"],
+            json({{"lang", "fr"}}));
+
+  // A restarted server has all of it.
+  handler_.reset();
+  manager_.reset();
+  Open({});
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/cities/points/1"))["payload"],
+            json({{"city", "Paris"}, {"n", 1}, {"tag", "x"}, {"meta", {{"lang", "fr"}}}}));
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/cities/points/2"))["payload"],
+            json({{"only", true}}));
+  EXPECT_EQ(ExpectOk(Call("POST", "/collections/cities/points/count", london))["count"], 1);
+  hits = ExpectOk(Call("POST", "/collections/cities/points/search", R"({
+      "vector": [0.2, 0.1, 0.9, 0.7], "limit": 10,
+      "filter": {"must": [{"key": "city", "match": {"value": "Paris"}}]}})"));
+  ASSERT_EQ(hits.size(), 1u);
+  EXPECT_EQ(hits[0]["id"], 1);
+}
+
+TEST_F(QdrantHandlerTest, DeleteAndClearPayloadByIdsAndByFilter) {
+  MakeCities();
+  ExpectOk(Call("POST", "/collections/cities/points/payload/delete?wait=true", R"({
+      "keys": ["n"], "filter": {"must": [{"key": "city", "match": {"value": "London"}}]}})"));
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/cities/points/2"))["payload"],
+            json({{"city", "London"}}));
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/cities/points/1"))["payload"],
+            json({{"city", "Berlin"}, {"n", 1}}));
+  json r = ExpectOk(Call("POST", "/collections/cities/points/payload/delete?wait=true",
+                         R"({"keys": ["city"], "points": [1]})"));
+  EXPECT_EQ(r["status"], "completed");
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/cities/points/1"))["payload"], json({{"n", 1}}));
+  ExpectOk(
+      Call("POST", "/collections/cities/points/payload/clear?wait=true", R"({"points": [3]})"));
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/cities/points/3"))["payload"], json::object());
+  ExpectOk(Call("POST", "/collections/cities/points/payload/clear?wait=true", R"({
+      "filter": {"must": [{"key": "city", "match": {"value": "London"}}]}})"));
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/cities/points/4"))["payload"], json::object());
+  const std::string any_city = R"({"filter": {"must": [{"is_empty": {"key": "city"}}]}})";
+  EXPECT_EQ(ExpectOk(Call("POST", "/collections/cities/points/count", any_city))["count"], 4);
+  // The vectors stay.
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/cities/points/4"))["vector"].size(), 4u);
+}
+
+// Qdrant answers 404 for a point id that does not exist; nothing is changed.
+// Malformed bodies are 400, never silently half-read.
+TEST_F(QdrantHandlerTest, PayloadEditsRefuseMissingPointsAndBadBodies) {
+  MakeCities();
+  ExpectError(Call("POST", "/collections/cities/points/payload?wait=true",
+                   R"({"payload": {"x": 1}, "points": [1, 99]})"),
+              404, "No point with id 99 found");
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/cities/points/1"))["payload"],
+            json({{"city", "Berlin"}, {"n", 1}}));
+  ExpectError(
+      Call("PUT", "/collections/cities/points/payload", R"({"payload": {}, "points": [7]})"), 404,
+      "No point with id 7 found");
+  ExpectError(Call("POST", "/collections/cities/points/payload/delete",
+                   R"({"keys": ["n"], "points": [7]})"),
+              404, "7");
+  ExpectError(Call("POST", "/collections/cities/points/payload/clear", R"({"points": [7]})"), 404,
+              "7");
+  ExpectError(Call("POST", "/collections/nope/points/payload", R"({"payload": {}, "points": [1]})"),
+              404, "Collection `nope` doesn't exist!");
+  ExpectError(Call("POST", "/collections/cities/points/payload", R"({"points": [1]})"), 400,
+              "payload");
+  ExpectError(Call("POST", "/collections/cities/points/payload",
+                   R"({"payload": {"x": 1}, "points": [1], "filter": {}})"),
+              400, "not both");
+  ExpectError(Call("POST", "/collections/cities/points/payload", R"({"payload": {"x": 1}})"), 400,
+              "\"points\": [ids] or \"filter\"");
+  ExpectError(Call("POST", "/collections/cities/points/payload",
+                   R"({"payload": {"x": 1}, "points": [1], "key": "a[0].b"})"),
+              400, "array paths");
+  ExpectError(Call("PUT", "/collections/cities/points/payload",
+                   R"({"payload": {"x": 1}, "points": [1], "key": "a"})"),
+              400, "key");
+  ExpectError(Call("POST", "/collections/cities/points/payload",
+                   R"({"payload": {"x": 1}, "points": [1], "wat": 1})"),
+              400, "unknown field \"wat\"");
+  ExpectError(Call("POST", "/collections/cities/points/payload/delete", R"({"points": [1]})"), 400,
+              "keys");
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/cities/points/1"))["payload"],
+            json({{"city", "Berlin"}, {"n", 1}}));
+}
+
+TEST_F(QdrantHandlerTest, DeleteNamedVectors) {
+  MakeCities();
+  ExpectError(Call("POST", "/collections/cities/points/vectors/delete",
+                   R"({"points": [1], "vector": [""]})"),
+              400, "single vector");
+  ExpectOk(Call("PUT", "/collections/multi", R"({"vectors": {
+      "image": {"size": 2, "distance": "Dot"}, "text": {"size": 3, "distance": "Cosine"}}})"));
+  ExpectOk(Call("PUT", "/collections/multi/points?wait=true", R"({"points": [
+      {"id": 1, "vector": {"image": [1, 0], "text": [0, 1, 0]}, "payload": {"k": 1}}]})"));
+  ExpectOk(Call("POST", "/collections/multi/points/vectors/delete?wait=true",
+                R"({"points": [1], "vector": ["text"]})"));
+  json p = ExpectOk(Call("GET", "/collections/multi/points/1"));
+  EXPECT_EQ(p["vector"], json({{"image", {1, 0}}}));
+  EXPECT_EQ(p["payload"], json({{"k", 1}}));
+  ExpectError(Call("POST", "/collections/multi/points/vectors/delete",
+                   R"({"points": [1], "vector": ["audio"]})"),
+              400, "no vector named \"audio\"");
+  ExpectError(Call("POST", "/collections/multi/points/vectors/delete",
+                   R"({"points": [2], "vector": ["image"]})"),
+              404, "No point with id 2 found");
+}
+
+// POST /points/batch: operations applied in order, one result each. Each
+// step depends on the one before (set_payload on a point the batch upserts).
+TEST_F(QdrantHandlerTest, BatchAppliesOperationsInOrder) {
+  MakeCities();
+  json r = ExpectOk(Call("POST", "/collections/cities/points/batch?wait=true", R"({"operations": [
+      {"upsert": {"points": [{"id": 5, "vector": [1, 0, 0, 0], "payload": {"a": 1}}]}},
+      {"set_payload": {"payload": {"b": 2}, "points": [5]}},
+      {"delete_payload": {"keys": ["a"], "points": [5]}},
+      {"overwrite_payload": {"payload": {"c": 3}, "points": [3]}},
+      {"clear_payload": {"points": [2]}},
+      {"delete": {"points": [1]}}]})"));
+  ASSERT_TRUE(r.is_array()) << r.dump();
+  ASSERT_EQ(r.size(), 6u);
+  uint64_t last = 0;
+  for (const auto& u : r) {
+    EXPECT_EQ(u["status"], "completed");
+    EXPECT_GT(u["operation_id"].get<uint64_t>(), last);  // one operation after the other
+    last = u["operation_id"].get<uint64_t>();
+  }
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/cities/points/5"))["payload"], json({{"b", 2}}));
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/cities/points/3"))["payload"], json({{"c", 3}}));
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/cities/points/2"))["payload"], json::object());
+  ExpectError(Call("GET", "/collections/cities/points/1"), 404, "1");
+
+  // A malformed operation anywhere: 400 and nothing applied.
+  ExpectError(Call("POST", "/collections/cities/points/batch", R"({"operations": [
+      {"delete": {"points": [2]}}, {"explode": {}}]})"),
+              400, "unknown operation \"explode\"");
+  ExpectOk(Call("GET", "/collections/cities/points/2"));
+  ExpectError(Call("POST", "/collections/cities/points/batch", R"({"operations": [
+      {"update_vectors": {"points": []}}]})"),
+              400, "update_vectors");
+  // An operation that fails ends the batch there: the ones before it stay.
+  ExpectError(Call("POST", "/collections/cities/points/batch?wait=true", R"({"operations": [
+      {"set_payload": {"payload": {"d": 4}, "points": [3]}},
+      {"set_payload": {"payload": {"d": 4}, "points": [42]}},
+      {"delete": {"points": [3]}}]})"),
+              404, "No point with id 42 found");
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/cities/points/3"))["payload"],
+            json({{"c", 3}, {"d", 4}}));
+}
+
 }  // namespace
 }  // namespace strata::qdrant

@@ -290,6 +290,97 @@ TEST(CollectionTest, ReopenReplaysTheWal) {
   EXPECT_EQ(Vec(4, 7), recs[0].vectors[0].values);
 }
 
+// UpdatePoints edits payloads in place of the points (vectors kept), the
+// payload index follows, a missing id changes nothing, and all of it is in
+// the WAL: a reopened collection has the edited payloads.
+TEST(CollectionTest, UpdatePointsEditsPayloadsDurably) {
+  testing::TempDir tmp;
+  auto count = [](Collection& c, const char* expr) {
+    auto n = c.Count(*ParseFilterExpression(expr));
+    EXPECT_TRUE(n.ok()) << expr;
+    return n ? *n : size_t(0);
+  };
+  auto payload = [](Collection& c, uint64_t id) {
+    std::vector<PointId> one = {PointId::Number(id)};
+    auto recs = c.Get(one, true, true);
+    EXPECT_TRUE(recs.ok() && recs->size() == 1) << id;
+    return recs && recs->size() == 1 ? json::parse((*recs)[0].payload) : json();
+  };
+  using K = PointUpdate::Kind;
+  auto U = [](K kind, json payload = nullptr, std::vector<std::string> keys = {},
+              std::string key = "") {
+    PointUpdate u;
+    u.kind = kind;
+    if (!payload.is_null()) u.payload = payload.dump();
+    u.keys = std::move(keys);
+    u.key = std::move(key);
+    return u;
+  };
+  {
+    // segment_rows 4: points 1-4 are sealed, 5-6 in the growing segment.
+    ASSERT_OK_AND_ASSIGN(auto c, Collection::Create(tmp.Join("c"), "c", Schema(2), Inline(4)));
+    ASSERT_OK(c->CreatePayloadIndex("color", PayloadType::kKeyword));
+    for (uint64_t i = 1; i <= 6; ++i)
+      ASSERT_OK(c->Upsert(
+          std::vector<Point>{P(i, {float(i), 0}, {{"color", i % 2 ? "red" : "blue"}, {"n", i}})}));
+    ASSERT_OK(c->WaitIdle());
+    EXPECT_EQ(3u, count(*c, "color == \"red\""));
+
+    PointUpdate set = U(K::kSetPayload, {{"color", "green"}, {"tag", "x"}});
+    std::vector<PointId> ids = {PointId::Number(1), PointId::Number(6)};
+    size_t updated = 0;
+    uint64_t op = 0;
+    ASSERT_OK(c->UpdatePoints(ids, set, {}, &updated, &op));
+    EXPECT_EQ(2u, updated);
+    EXPECT_EQ(json({{"color", "green"}, {"n", 1}, {"tag", "x"}}), payload(*c, 1));
+    EXPECT_EQ(2u, count(*c, "color == \"green\""));
+    EXPECT_EQ(2u, count(*c, "color == \"red\""));
+
+    // A missing id: kNotFound, and point 2 is untouched.
+    std::vector<PointId> with_missing = {PointId::Number(2), PointId::Number(99)};
+    EXPECT_STATUS_CODE(c->UpdatePoints(with_missing, set), StatusCode::kNotFound);
+    EXPECT_EQ("blue", payload(*c, 2)["color"]);
+
+    // Overwrite, delete keys (nested too), clear; by filter.
+    PointUpdate over = U(K::kOverwritePayload, {{"color", "red"}, {"meta", {{"a", 1}, {"b", 2}}}});
+    ASSERT_OK(
+        c->UpdatePointsByFilter(*ParseFilterExpression("color == \"blue\""), over, {}, &updated));
+    EXPECT_EQ(2u, updated);  // 2 and 4 (6 is green now)
+    EXPECT_EQ(4u, count(*c, "color == \"red\""));
+    PointUpdate del = U(K::kDeletePayloadKeys, nullptr, {"meta.a", "nothing"});
+    ASSERT_OK(c->UpdatePoints(std::vector<PointId>{PointId::Number(2)}, del));
+    EXPECT_EQ(json({{"color", "red"}, {"meta", {{"b", 2}}}}), payload(*c, 2));
+    PointUpdate clear = U(K::kClearPayload);
+    ASSERT_OK(c->UpdatePoints(std::vector<PointId>{PointId::Number(3)}, clear));
+    EXPECT_EQ(json::object(), payload(*c, 3));
+    EXPECT_EQ(3u, count(*c, "color == \"red\""));
+
+    // Nested set under `key`; array paths are refused.
+    PointUpdate nested = U(K::kSetPayload, {{"c", 3}}, {}, "meta");
+    ASSERT_OK(c->UpdatePoints(std::vector<PointId>{PointId::Number(2)}, nested));
+    EXPECT_EQ(json({{"b", 2}, {"c", 3}}), payload(*c, 2)["meta"]);
+    PointUpdate arr = U(K::kDeletePayloadKeys, nullptr, {"meta[0]"});
+    EXPECT_STATUS_CODE(c->UpdatePoints(std::vector<PointId>{PointId::Number(2)}, arr),
+                       StatusCode::kInvalidArgument);
+    // A single-vector collection cannot drop its vector.
+    PointUpdate dv = U(K::kDeleteVectors, nullptr, {""});
+    EXPECT_STATUS_CODE(c->UpdatePoints(std::vector<PointId>{PointId::Number(2)}, dv),
+                       StatusCode::kInvalidArgument);
+  }
+  ASSERT_OK_AND_ASSIGN(auto c, Collection::Open(tmp.Join("c"), Inline(4)));
+  ASSERT_OK_AND_ASSIGN(size_t n, c->Count(std::nullopt));
+  EXPECT_EQ(6u, n);
+  EXPECT_EQ(json({{"color", "green"}, {"n", 1}, {"tag", "x"}}), payload(*c, 1));
+  EXPECT_EQ(json({{"color", "red"}, {"meta", {{"b", 2}, {"c", 3}}}}), payload(*c, 2));
+  EXPECT_EQ(json::object(), payload(*c, 3));
+  EXPECT_EQ(3u, count(*c, "color == \"red\""));
+  EXPECT_EQ(2u, count(*c, "color == \"green\""));
+  std::vector<PointId> one = {PointId::Number(1)};
+  ASSERT_OK_AND_ASSIGN(auto recs, c->Get(one, false, true));
+  ASSERT_EQ(1u, recs.size());
+  EXPECT_EQ((std::vector<float>{1, 0}), recs[0].vectors[0].values);
+}
+
 // Recall of a sealed, indexed collection against exact search.
 double CollectionRecall(Collection& c, const testdata::DataSet& ds, size_t k, uint32_t ef) {
   auto gt = testdata::GroundTruth(ds, k, Metric::kL2);

@@ -51,6 +51,23 @@ struct WriteOptions {
   bool wait = true;  // return after the WAL is fsynced (when CollectionOptions::sync)
 };
 
+// What UpdatePoints does to each point it selects.
+struct PointUpdate {
+  enum class Kind : uint8_t {
+    kSetPayload,         // merge the top-level keys of `payload` into the point's payload
+    kOverwritePayload,   // replace the payload with `payload`
+    kDeletePayloadKeys,  // remove the key paths in `keys` ("a", "meta.lang")
+    kClearPayload,       // remove the whole payload
+    kDeleteVectors,      // remove the vectors named in `keys`
+  };
+  Kind kind = Kind::kSetPayload;
+  std::string payload;            // a JSON object (kSetPayload, kOverwritePayload)
+  std::vector<std::string> keys;  // key paths or vector names
+  // kSetPayload: the object path to merge under ("meta.tags"); objects on the
+  // way are created, a non-object there is replaced. "" = the top level.
+  std::string key;
+};
+
 struct SearchRequest {
   std::string vector_name;  // which vector field; "" = the default / only one
   std::vector<float> vector;
@@ -128,6 +145,21 @@ class Collection {
                 size_t* deleted = nullptr, uint64_t* operation_id = nullptr);
   Status DeleteByFilter(const Filter& filter, const WriteOptions& wo = {},
                         size_t* deleted = nullptr, uint64_t* operation_id = nullptr);
+
+  // Changes the payload (or removes vectors) of the selected points as one
+  // atomic write: under the write lock each point is read, edited and logged
+  // as an upsert of its new contents, so the WAL, replay, payload indexes and
+  // versions behave as for Upsert (the points move to the growing segment).
+  // Validation is all-or-nothing, as for Upsert. By ids, every id must be a
+  // live point: kNotFound names the first that is not, and nothing changes.
+  // Key paths are dot-separated object keys; array paths ("a[]", "a[0]") are
+  // kInvalidArgument. *updated counts the points changed.
+  Status UpdatePoints(std::span<const PointId> ids, const PointUpdate& update,
+                      const WriteOptions& wo = {}, size_t* updated = nullptr,
+                      uint64_t* operation_id = nullptr);
+  Status UpdatePointsByFilter(const Filter& filter, const PointUpdate& update,
+                              const WriteOptions& wo = {}, size_t* updated = nullptr,
+                              uint64_t* operation_id = nullptr);
 
   // Points by id, in the order asked, skipping unknown ids.
   Result<std::vector<Record>> Get(std::span<const PointId> ids, bool with_payload,
