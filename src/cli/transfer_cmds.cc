@@ -304,11 +304,20 @@ std::string FormatLocalTime(int64_t ns) {
 // Jobs: what the planners (objstore/transfer_plan.h) decide, run on the
 // engine's pool and reported when done.
 
+// s5cmd's --no-clobber, --if-size-differ, --if-source-newer: whether an
+// existing destination is overwritten.
+struct OverwritePolicy {
+  bool no_clobber = false;
+  bool if_size_differ = false;
+  bool if_source_newer = false;
+  bool any() const { return no_clobber || if_size_differ || if_source_newer; }
+};
+
 class Runner final : public objstore::TransferPlanSink {
  public:
   // move: each source is deleted once its copy succeeded (strata mv).
-  Runner(Session& s, Reporter& r, bool dryrun, bool move = false)
-      : s_(s), r_(r), dryrun_(dryrun), move_(move) {}
+  Runner(Session& s, Reporter& r, bool dryrun, bool move = false, OverwritePolicy overwrite = {})
+      : s_(s), r_(r), dryrun_(dryrun), move_(move), overwrite_(overwrite) {}
 
   void Transfer(TransferJob j) override { Submit(std::move(j)); }
 
@@ -342,13 +351,14 @@ class Runner final : public objstore::TransferPlanSink {
       Reject(j, Status::InvalidArgument("source and destination are the same object"));
       return;
     }
-    if (dryrun_ && !j.compare_local) {
+    if (dryrun_ && !j.compare_local && !overwrite_.any()) {
       Describe(j, [&](std::string_view op, const std::string& src, const std::string& dst) {
         r_.Note(op, src, dst, j.size);
       });
       return;
     }
-    if (!j.compare_local) s_.mgr().AddTotal(j.size, 1);
+    // With an overwrite policy the total is added once the job is not skipped.
+    if (!j.compare_local && !overwrite_.any()) s_.mgr().AddTotal(j.size, 1);
     s_.mgr().Run([this, j = std::move(j)] { Execute(j); });
   }
 
@@ -443,10 +453,88 @@ class Runner final : public objstore::TransferPlanSink {
     return Status::Ok();
   }
 
+  struct Side {
+    bool exists = false;
+    uint64_t size = 0;
+    int64_t mtime_ns = 0;
+  };
+
+  Result<Side> LocalSide(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT) return Side{};
+      return Status::FromErrno(errno, "stat " + path);
+    }
+    return Side{true, static_cast<uint64_t>(st.st_size),
+                int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec};
+  }
+
+  Result<Side> ObjectSide(const std::string& bucket, const std::string& key,
+                          const std::optional<ObjectInfo>& known) {
+    if (known) return Side{true, known->size, known->mtime_ns};
+    STRATA_ASSIGN_OR_RETURN(ObjectStore * store, s_.Bucket(bucket));
+    auto h = store->Head(key);
+    if (!h.ok() && h.error().code() == StatusCode::kNotFound) return Side{};
+    if (!h.ok()) return h.error().WithContext("HEAD " + S3Url(bucket, key));
+    return Side{true, h->size, h->mtime_ns};
+  }
+
+  // Why j is skipped under overwrite_ ("" = it is not). s5cmd's rule: a
+  // missing destination is always written; else each flag given decides in
+  // turn (--no-clobber, then --if-size-differ, then --if-source-newer) and the
+  // last one decides. Times compare in whole seconds (S3's resolution).
+  Result<std::string> SkipReason(const TransferJob& j) {
+    Result<Side> src = Status::Internal("unset"), dst = Status::Internal("unset");
+    switch (j.kind) {
+      case TransferJob::kUpload:
+        dst = ObjectSide(j.bucket, j.key, std::nullopt);
+        if (dst.ok() && dst->exists) src = LocalSide(j.local);
+        break;
+      case TransferJob::kDownload:
+        dst = LocalSide(j.local);
+        if (dst.ok() && dst->exists) src = ObjectSide(j.bucket, j.key, j.info);
+        break;
+      case TransferJob::kCopy:
+        dst = ObjectSide(j.dst_bucket, j.dst_key, std::nullopt);
+        if (dst.ok() && dst->exists) src = ObjectSide(j.bucket, j.key, j.info);
+        break;
+    }
+    if (!dst.ok()) return dst.error();
+    if (!dst->exists) return std::string();
+    if (!src.ok()) return src.error();
+    std::string why;
+    if (overwrite_.no_clobber) why = "destination exists (--no-clobber)";
+    if (overwrite_.if_size_differ) {
+      why = src->size == dst->size ? "same size (--if-size-differ)" : "";
+    }
+    if (overwrite_.if_source_newer) {
+      const bool newer = src->mtime_ns / 1'000'000'000 > dst->mtime_ns / 1'000'000'000;
+      why = newer ? "" : "source is not newer (--if-source-newer)";
+    }
+    return why;
+  }
+
   void Execute(const TransferJob& j) {
     const auto t0 = Clock::now();
     Status st;
     bool skipped = false;
+    if (overwrite_.any()) {
+      auto why = SkipReason(j);
+      if (!why.ok()) {
+        st = why.error();
+      } else if (!why->empty()) {
+        Describe(j, [&](std::string_view op, const std::string& src, const std::string& dst) {
+          r_.Skip(op, src, dst, j.size, *why);
+        });
+        return;
+      } else if (dryrun_ && !j.compare_local) {
+        Describe(j, [&](std::string_view op, const std::string& src, const std::string& dst) {
+          r_.Note(op, src, dst, j.size);
+        });
+        return;
+      }
+      if (st.ok() && !j.compare_local) s_.mgr().AddTotal(j.size, 1);
+    }
     if (j.compare_local) {
       // sync --checksum: hash first (on the pool), transfer only if different.
       auto store = s_.Bucket(j.bucket);
@@ -499,6 +587,7 @@ class Runner final : public objstore::TransferPlanSink {
   Reporter& r_;
   bool dryrun_;
   bool move_;
+  OverwritePolicy overwrite_;
 };
 
 Reporter::Options ReporterOptions(const Common& c) {
@@ -589,12 +678,96 @@ int CmdLs(Common& c, LsArgs& a) {
 // ---------------------------------------------------------------------------
 // cp
 
+// What uploads and server-side copies store with each object (cp, mv, sync).
+struct ObjectArgs {
+  std::string content_type;
+  std::vector<std::string> metadata;  // KEY=VALUE
+  std::string cache_control, expires, content_encoding, content_disposition;
+  std::string storage_class, acl;
+  std::string checksum_algorithm = "CRC32C";
+
+  // The first flag given, for "--X applies to uploads" messages ("" = none).
+  std::string FirstGiven() const {
+    const std::pair<const char*, bool> flags[] = {
+        {"--content-type", !content_type.empty()},
+        {"--metadata", !metadata.empty()},
+        {"--cache-control", !cache_control.empty()},
+        {"--expires", !expires.empty()},
+        {"--content-encoding", !content_encoding.empty()},
+        {"--content-disposition", !content_disposition.empty()},
+        {"--storage-class", !storage_class.empty()},
+        {"--acl", !acl.empty()}};
+    for (const auto& [name, given] : flags) {
+      if (given) return name;
+    }
+    return "";
+  }
+};
+
+// The WriteOptions of ObjectArgs (kInvalidArgument says which flag is wrong).
+Result<objstore::WriteOptions> BuildWriteOptions(const ObjectArgs& a) {
+  objstore::WriteOptions w;
+  w.checksum = ParseChecksumAlgorithm(a.checksum_algorithm);
+  if (w.checksum == ChecksumAlgorithm::kNone && !IEquals(a.checksum_algorithm, "none")) {
+    return Status::InvalidArgument(
+        "--checksum-algorithm must be CRC32, CRC32C, CRC64NVME, SHA1, SHA256 or NONE");
+  }
+  w.content_type = a.content_type;
+  for (const std::string& kv : a.metadata) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Status::InvalidArgument("--metadata \"" + kv + "\" is not KEY=VALUE");
+    w.user_meta[ToLower(kv.substr(0, eq))] = kv.substr(eq + 1);
+  }
+  w.cache_control = a.cache_control;
+  w.content_encoding = a.content_encoding;
+  w.content_disposition = a.content_disposition;
+  if (!a.expires.empty()) {
+    // awscli and s5cmd take a timestamp; HTTP sends Expires as an HTTP-date.
+    auto t = ParseIso8601(a.expires);
+    if (!t) t = ParseHttpDate(a.expires);
+    if (!t) {
+      return Status::InvalidArgument("--expires \"" + a.expires +
+                                     "\" is not a time (e.g. 2030-01-02T03:04:05Z)");
+    }
+    w.expires = FormatHttpDate(*t);
+  }
+  // Passed as given: the server says which classes and ACLs it offers.
+  w.storage_class = a.storage_class;
+  w.acl = a.acl;
+  return w;
+}
+
+void AddObjectOptions(CLI::App* sub, ObjectArgs& a) {
+  auto* g = sub->add_option_group("Object", "What uploads and copies store with each object");
+  g->add_option("--content-type", a.content_type, "Content-Type of uploaded objects");
+  g->add_option("--metadata", a.metadata,
+                "User metadata KEY=VALUE of uploaded objects (repeatable)")
+      ->allow_extra_args(false);
+  g->add_option("--cache-control", a.cache_control, "Cache-Control header, e.g. \"max-age=3600\"");
+  g->add_option("--expires", a.expires,
+                "Expires header, as a time: 2030-01-02T03:04:05Z (sent as an HTTP date)");
+  g->add_option("--content-encoding", a.content_encoding, "Content-Encoding header, e.g. gzip");
+  g->add_option("--content-disposition", a.content_disposition,
+                "Content-Disposition header, e.g. \"attachment; filename=a.csv\"");
+  g->add_option("--storage-class", a.storage_class,
+                "x-amz-storage-class: STANDARD, STANDARD_IA, ONEZONE_IA, INTELLIGENT_TIERING, "
+                "GLACIER_IR, REDUCED_REDUNDANCY, ... (a class the server lacks is an error)");
+  g->add_option("--acl", a.acl,
+                "Canned ACL (x-amz-acl): private, public-read, public-read-write, "
+                "authenticated-read, bucket-owner-read, bucket-owner-full-control");
+  g->add_option(
+       "--checksum-algorithm", a.checksum_algorithm,
+       "Checksum the server verifies on upload: CRC32, CRC32C, CRC64NVME, SHA1, SHA256, NONE")
+      ->capture_default_str();
+  // Metadata given to an S3 -> S3 copy replaces the source's (awscli's REPLACE).
+}
+
 struct CpArgs {
   std::vector<std::string> paths;  // SRC... DST
   bool recursive = false;
-  std::string content_type;
-  std::vector<std::string> metadata;  // KEY=VALUE
-  std::string checksum_algorithm = "CRC32C";
+  ObjectArgs object;
+  OverwritePolicy overwrite;
 };
 
 // A source that reads stdin (cp - s3://...): not rewindable, so the S3 client
@@ -630,20 +803,9 @@ Status StreamToStdout(ObjectStore& store, const std::string& key, bool* closed =
 int CmdCp(Common& c, CpArgs& a, const CLI::App* sub, bool move = false) {
   const char* cmd = move ? "mv" : "cp";
   if (a.paths.size() < 2) return Usage(cmd, std::string(cmd) + " needs a source and a destination");
-  auto alg = ParseChecksumAlgorithm(a.checksum_algorithm);
-  if (alg == ChecksumAlgorithm::kNone && !IEquals(a.checksum_algorithm, "none")) {
-    return Usage(cmd,
-                 "--checksum-algorithm must be CRC32, CRC32C, CRC64NVME, SHA1, SHA256 or NONE");
-  }
-  objstore::WriteOptions w;
-  w.checksum = alg;
-  w.content_type = a.content_type;
-  for (const std::string& kv : a.metadata) {
-    const size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return Usage(cmd, "--metadata \"" + kv + "\" is not KEY=VALUE");
-    w.user_meta[ToLower(kv.substr(0, eq))] = kv.substr(eq + 1);
-  }
+  auto w_r = BuildWriteOptions(a.object);
+  if (!w_r.ok()) return Usage(cmd, w_r.error().message());
+  objstore::WriteOptions w = std::move(*w_r);
   Session s(c);
   if (Status st = s.Init(true, &w); !st.ok()) return Usage(cmd, st.message());
   const PathFilter filters = BuildFilters(c, sub);
@@ -674,16 +836,38 @@ int CmdCp(Common& c, CpArgs& a, const CLI::App* sub, bool move = false) {
   }
   if (dst.key == "-" && !dst.s3 && (many || a.recursive))
     return Usage(cmd, "only one object can be written to stdout");
+  if (!dst.s3) {
+    // Never accepted and dropped: these describe objects written to S3.
+    if (std::string f = a.object.FirstGiven(); !f.empty())
+      return Usage(cmd, f + " applies to uploads and copies to s3://, not to local destinations");
+  }
+  const bool from_stdin = src_locs.size() == 1 && !src_locs[0].s3 && src_locs[0].key == "-";
+  if (a.overwrite.any() && !dst.s3 && dst.key == "-") {
+    return Usage(cmd,
+                 "--no-clobber, --if-size-differ and --if-source-newer need a destination "
+                 "that can exist, not stdout");
+  }
+  if (from_stdin && (a.overwrite.if_size_differ || a.overwrite.if_source_newer)) {
+    return Usage(cmd, "--if-size-differ and --if-source-newer cannot compare stdin");
+  }
 
   // stdin / stdout: one object, streamed.
-  if (src_locs.size() == 1 && !src_locs[0].s3 && src_locs[0].key == "-") {
+  if (from_stdin) {
     if (!dst.s3 || dst.key.empty() || dst.key.back() == '/') {
       return Usage(cmd, "cp - needs a full s3://BUCKET/KEY destination");
     }
     auto store = s.Bucket(dst.bucket);
     if (!store.ok()) return Fail(store.error(), cmd, c.json);
     StdinSource in;
+    // --no-clobber: the server refuses to replace (If-None-Match: *), so no
+    // race between a check and the write.
+    w.if_none_match_star = a.overwrite.no_clobber;
     auto r = (*store)->Put(dst.key, in, w);
+    if (!r.ok() && a.overwrite.no_clobber && r.error().code() == StatusCode::kPreconditionFailed) {
+      Reporter rep(ReporterOptions(c), nullptr);
+      rep.Skip("upload", "-", dst.str(), 0, "destination exists (--no-clobber)");
+      return rep.Finish(cmd);
+    }
     if (!r.ok()) return Fail(s.Explain(r.error()), cmd, c.json);
     return kExitOk;
   }
@@ -699,7 +883,7 @@ int CmdCp(Common& c, CpArgs& a, const CLI::App* sub, bool move = false) {
   }
 
   Reporter rep(ReporterOptions(c), s.mgr_ptr());
-  Runner run(s, rep, c.dryrun, move);
+  Runner run(s, rep, c.dryrun, move, a.overwrite);
   objstore::CopyTarget target;
   target.s3 = dst.s3;
   target.bucket = dst.bucket;
@@ -732,15 +916,20 @@ struct SyncArgs {
   bool del = false;
   bool checksum = false;
   bool size_only = false;
+  ObjectArgs object;
 };
 
 int CmdSync(Common& c, SyncArgs& a, const CLI::App* sub) {
+  auto w = BuildWriteOptions(a.object);
+  if (!w.ok()) return Usage("sync", w.error().message());
   Session s(c);
-  if (Status st = s.Init(true); !st.ok()) return Usage("sync", st.message());
+  if (Status st = s.Init(true, &*w); !st.ok()) return Usage("sync", st.message());
   auto src_r = ParseLocation(a.src), dst_r = ParseLocation(a.dst);
   if (!src_r.ok()) return Usage("sync", src_r.error().message());
   if (!dst_r.ok()) return Usage("sync", dst_r.error().message());
   const Location src = *src_r, dst = *dst_r;
+  if (std::string f = a.object.FirstGiven(); !f.empty() && !dst.s3)
+    return Usage("sync", f + " applies to uploads and copies to s3://, not to local destinations");
   if (!src.s3 && !dst.s3) return Usage("sync", "one of SRC and DST must be an s3:// location");
   if (HasWildcard(src.s3 ? src.key : "") ) return Usage("sync", "sync takes a directory or prefix, not a pattern (use --exclude/--include)");
   if (a.checksum && a.size_only) return Usage("sync", "--checksum and --size-only exclude each other");
@@ -1173,14 +1362,15 @@ void AddCopyOptions(CLI::App* sub, CpArgs& a, Common& c, bool move) {
   sub->add_flag("-r,--recursive", a.recursive,
                 move ? "Move directories / every object under a prefix"
                      : "Copy directories / every object under a prefix");
-  sub->add_option("--content-type", a.content_type, "Content-Type of uploaded objects");
-  sub->add_option("--metadata", a.metadata,
-                  "User metadata KEY=VALUE of uploaded objects (repeatable)")
-      ->allow_extra_args(false);
-  sub->add_option(
-         "--checksum-algorithm", a.checksum_algorithm,
-         "Checksum the server verifies on upload: CRC32, CRC32C, CRC64NVME, SHA1, SHA256, NONE")
-      ->capture_default_str();
+  AddObjectOptions(sub, a.object);
+  auto* g =
+      sub->add_option_group("Overwrite", "Whether an existing destination is replaced (s5cmd)");
+  g->add_flag("-n,--no-clobber", a.overwrite.no_clobber,
+              "Never overwrite an existing destination (skipped ones are reported)");
+  g->add_flag("--if-size-differ", a.overwrite.if_size_differ,
+              "Overwrite an existing destination only if the sizes differ");
+  g->add_flag("--if-source-newer", a.overwrite.if_source_newer,
+              "Overwrite an existing destination only if the source is newer (whole seconds)");
   sub->add_flag("--dryrun", c.dryrun,
                 move ? "Print what would be moved, change nothing"
                      : "Print what would be copied, copy nothing");
@@ -1260,6 +1450,7 @@ void RegisterSync(CLI::App& app, const std::shared_ptr<State>& st, int* exit_cod
                  "Compare contents, not mtimes: local MD5 vs single-part ETag, or the stored CRC32C/CRC64NVME "
                  "checksum, or the multipart ETag");
   sync->add_flag("--size-only", st->sync.size_only, "Compare sizes only");
+  AddObjectOptions(sync, st->sync.object);
   sync->add_flag("--dryrun", c.dryrun, "Print what would be copied or deleted, change nothing");
   AddFilterOptions(sync, c);
   AddTransferOptions(sync, c);

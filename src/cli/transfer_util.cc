@@ -172,6 +172,23 @@ void Reporter::Object(std::string_view op, const std::string& src, const std::st
   }
 }
 
+void Reporter::Skip(std::string_view op, const std::string& src, const std::string& dst,
+                    uint64_t size, std::string_view why) {
+  skipped_.fetch_add(1);
+  std::lock_guard l(mu_);
+  if (o_.json) {
+    nlohmann::json j{
+        {"op", op}, {"source", src}, {"size", size}, {"skipped", true}, {"reason", why}};
+    if (!dst.empty()) j["dest"] = dst;
+    std::fputs((j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(),
+               stdout);
+    return;
+  }
+  if (o_.quiet) return;
+  ClearBarLocked();
+  std::fputs(fmt::format("skip: {} to {} ({})\n", src, dst, why).c_str(), stdout);
+}
+
 void Reporter::Note(std::string_view op, const std::string& src, const std::string& dst, uint64_t size) {
   std::lock_guard l(mu_);
   if (o_.json) {
@@ -212,7 +229,8 @@ int Reporter::Finish(std::string_view command) {
   bar_cv_.notify_all();
   if (bar_thread_.joinable()) bar_thread_.join();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const uint64_t ok = ok_.load(), failed = failed_.load(), bytes = bytes_.load();
+  const uint64_t ok = ok_.load(), failed = failed_.load(), skipped = skipped_.load(),
+                 bytes = bytes_.load();
   int code = kExitOk;
   if (failed > 0) {
     // One kind of failure and nothing succeeded: say which; else "some failed".
@@ -220,8 +238,13 @@ int Reporter::Finish(std::string_view command) {
     code = (ok == 0 && one_kind) ? ExitCodeFor(first_error_) : kExitSomeFailed;
   }
   if (o_.json) {
-    nlohmann::json j{{"summary", true},  {"command", command}, {"ok", ok},
-                     {"failed", failed}, {"bytes", bytes},     {"seconds", std::round(secs * 1000) / 1000},
+    nlohmann::json j{{"summary", true},
+                     {"command", command},
+                     {"ok", ok},
+                     {"failed", failed},
+                     {"skipped", skipped},
+                     {"bytes", bytes},
+                     {"seconds", std::round(secs * 1000) / 1000},
                      {"exit_code", code}};
     std::fputs((j.dump() + "\n").c_str(), stdout);
   } else if (bar_ && (ok + failed) > 0) {

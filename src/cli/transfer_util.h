@@ -53,6 +53,10 @@ class Reporter {
   // One object done (ok or not).
   void Object(std::string_view op, const std::string& src, const std::string& dst, uint64_t size,
               const Status& st, double seconds);
+  // One object left alone on purpose (--no-clobber, --if-size-differ,
+  // --if-source-newer): "skip: SRC to DST (why)"; neither ok nor failed.
+  void Skip(std::string_view op, const std::string& src, const std::string& dst, uint64_t size,
+            std::string_view why);
   // A line of its own (e.g. "(dryrun) upload: ..."); JSON mode wraps it.
   void Note(std::string_view op, const std::string& src, const std::string& dst, uint64_t size);
   // An error not tied to one object (listing failed, ...).
@@ -75,7 +79,7 @@ class Reporter {
   bool bar_drawn_ = false;
   Status first_error_;
   int error_kinds_ = 0;           // distinct exit codes seen (bits)
-  std::atomic<uint64_t> ok_{0}, failed_{0}, bytes_{0};
+  std::atomic<uint64_t> ok_{0}, failed_{0}, skipped_{0}, bytes_{0};
   std::chrono::steady_clock::time_point start_;
   std::thread bar_thread_;
   std::condition_variable bar_cv_;

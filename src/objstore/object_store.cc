@@ -38,6 +38,17 @@ Result<size_t> FileSource::Read(char* buf, size_t n) {
   return r;
 }
 
+WriteOptions MetadataOf(const ObjectInfo& info) {
+  WriteOptions w;
+  w.content_type = info.content_type;
+  w.user_meta = info.user_meta;
+  w.cache_control = info.cache_control;
+  w.content_encoding = info.content_encoding;
+  w.content_disposition = info.content_disposition;
+  w.expires = info.expires;
+  return w;
+}
+
 Result<ObjectInfo> ObjectStore::PutBytes(std::string_view key, std::string_view data,
                                          const WriteOptions& options) {
   StringSource src(data);

@@ -26,6 +26,16 @@ bool StreamableChecksum(ChecksumAlgorithm a) {
 void S3Client::Impl::AddWriteHeaders(http::HeaderList& h, const WriteOptions& o, bool conditions) {
   if (!o.content_type.empty()) h.emplace_back("Content-Type", o.content_type);
   for (const auto& [k, v] : o.user_meta) h.emplace_back("x-amz-meta-" + ToLower(k), v);
+  const std::pair<const char*, const std::string*> plain[] = {
+      {"Cache-Control", &o.cache_control},
+      {"Content-Encoding", &o.content_encoding},
+      {"Content-Disposition", &o.content_disposition},
+      {"Expires", &o.expires},
+      {"x-amz-storage-class", &o.storage_class},
+      {"x-amz-acl", &o.acl}};
+  for (const auto& [name, value] : plain) {
+    if (!value->empty()) h.emplace_back(name, *value);
+  }
   if (conditions) {
     if (o.if_none_match_star) h.emplace_back("If-None-Match", "*");
     if (o.if_match) h.emplace_back("If-Match", *o.if_match == "*" ? "*" : QuoteETag(*o.if_match));
@@ -48,6 +58,10 @@ ObjectInfo S3Client::Impl::InfoFromHeaders(const http::ClientResponse& resp,
   if (auto ct = resp.Header("content-type")) i.content_type = std::string(*ct);
   if (auto sc = resp.Header("x-amz-storage-class")) i.storage_class = std::string(Trim(*sc));
   if (auto v = resp.Header("x-amz-version-id")) i.version_id = std::string(Trim(*v));
+  if (auto v = resp.Header("cache-control")) i.cache_control = std::string(*v);
+  if (auto v = resp.Header("content-encoding")) i.content_encoding = std::string(*v);
+  if (auto v = resp.Header("content-disposition")) i.content_disposition = std::string(*v);
+  if (auto v = resp.Header("expires")) i.expires = std::string(*v);
   for (const auto& [k, v] : resp.headers()) {
     if (k.size() > 11 && IEquals(std::string_view(k).substr(0, 11), "x-amz-meta-")) {
       i.user_meta[ToLower(std::string_view(k).substr(11))] = v;
@@ -285,19 +299,21 @@ Result<ObjectInfo> S3Client::Impl::CopyObject(const std::string& src_bucket,
   STRATA_ASSIGN_OR_RETURN(ObjectInfo src, Head(src_bucket, src_key, o.source_if_match));
   ObjectInfo out = src;
   out.key = dst_key;
+  // What the destination gets: the new metadata, or the source's.
+  WriteOptions wo = o.new_metadata ? *o.new_metadata : MetadataOf(src);
+  if (!o.storage_class.empty()) wo.storage_class = o.storage_class;
+  if (!o.acl.empty()) wo.acl = o.acl;
   if (o.new_metadata) {
-    out.content_type = o.new_metadata->content_type;
-    out.user_meta = o.new_metadata->user_meta;
+    out.content_type = wo.content_type;
+    out.user_meta = wo.user_meta;
+    out.cache_control = wo.cache_control;
+    out.content_encoding = wo.content_encoding;
+    out.content_disposition = wo.content_disposition;
+    out.expires = wo.expires;
   }
+  if (!wo.storage_class.empty()) out.storage_class = wo.storage_class;
   if (src.size > kMaxSinglePut) {
     // Too big for CopyObject: a multipart upload of copied ranges.
-    WriteOptions wo;
-    if (o.new_metadata) {
-      wo = *o.new_metadata;
-    } else {
-      wo.content_type = src.content_type;
-      wo.user_meta = src.user_meta;
-    }
     wo.checksum = ChecksumAlgorithm::kCrc32c;
     STRATA_ASSIGN_OR_RETURN(std::string id, CreateMultipart(dst_bucket, dst_key, wo));
     constexpr uint64_t kCopyPart = 1ull << 30;
@@ -334,7 +350,13 @@ Result<ObjectInfo> S3Client::Impl::CopyObject(const std::string& src_bucket,
   c.headers.emplace_back("x-amz-copy-source-if-match", QuoteETag(src.etag));
   if (o.new_metadata) {
     c.headers.emplace_back("x-amz-metadata-directive", "REPLACE");
-    AddWriteHeaders(c.headers, *o.new_metadata, /*conditions=*/false);
+    AddWriteHeaders(c.headers, wo, /*conditions=*/false);
+  } else {
+    // COPY: only what is not metadata (storage class, ACL) is sent.
+    WriteOptions placement;
+    placement.storage_class = wo.storage_class;
+    placement.acl = wo.acl;
+    AddWriteHeaders(c.headers, placement, /*conditions=*/false);
   }
   STRATA_RETURN_IF_ERROR(Execute(c, [&](http::ClientResponse& resp, bool* retry) -> Status {
     WriteResultXml x;

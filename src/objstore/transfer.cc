@@ -832,9 +832,24 @@ Result<ObjectInfo> TransferManager::CopyS3Object(S3Client& client, std::string_v
     info = std::move(*h);
   }
 
+  // Metadata given (TransferOptions::write) replaces the source's, as
+  // x-amz-metadata-directive REPLACE does: the copy gets only what was given.
+  const WriteOptions& given = I.options.write;
+  const bool replace = !given.content_type.empty() || !given.user_meta.empty() ||
+                       !given.cache_control.empty() || !given.content_encoding.empty() ||
+                       !given.content_disposition.empty() || !given.expires.empty();
   if (info.size <= I.options.multipart_threshold) {
+    CopyOptions co;
+    co.storage_class = given.storage_class;
+    co.acl = given.acl;
+    if (replace) {
+      co.new_metadata = given;
+      co.new_metadata->if_none_match_star = false;
+      co.new_metadata->if_match.reset();
+      co.new_metadata->size.reset();
+    }
     auto r = WithRetries(I.options.attempts, [&] {
-      return client.CopyObject(src_bucket, src_key, dst_bucket, dst_key);
+      return client.CopyObject(src_bucket, src_key, dst_bucket, dst_key, co);
     });
     if (!r.ok()) return r.error().WithContext(what);
     I.AddBytes(static_cast<int64_t>(info.size));
@@ -844,9 +859,12 @@ Result<ObjectInfo> TransferManager::CopyS3Object(S3Client& client, std::string_v
 
   // UploadPartCopy in parallel, every part pinned to the source's ETag.
   auto dst = client.OpenBucket(std::string(dst_bucket));
-  WriteOptions w;
-  w.content_type = info.content_type;
-  w.user_meta = info.user_meta;
+  WriteOptions w = replace ? given : MetadataOf(info);
+  w.storage_class = given.storage_class;
+  w.acl = given.acl;
+  w.if_none_match_star = false;
+  w.if_match.reset();
+  w.size.reset();
   w.checksum = ChecksumAlgorithm::kNone;  // part copies carry no client checksum
   auto id = WithRetries(I.options.attempts, [&] { return dst->CreateMultipart(dst_key, w); });
   if (!id.ok()) return id.error().WithContext(what);

@@ -15,6 +15,7 @@
 
 #include "s3/errors.h"
 #include "s3/frontend_internal.h"
+#include "s3/public_access.h"
 #include "s3/sse.h"
 #include "s3/xml.h"
 
@@ -110,10 +111,19 @@ Status Frontend::Impl::CopyObject(Ctx& c) {
   else
     o.checksum_algorithm = src_meta->checksum_algorithm;
   ChecksumAlgorithm alg = o.checksum_algorithm;
-  // The copy's storage class is the request's (STANDARD without the header), as S3.
-  o.before_commit = [alg, sc = o.meta.storage_class](const objstore::WriteDigest& d,
-                                                     ObjectMeta& meta) {
+  // The copy's storage class and ACL are the request's (STANDARD and private
+  // without the headers), whatever the metadata directive, as S3: a COPY
+  // directive copies the metadata, never the source's ACL.
+  std::optional<std::string> acl;
+  if (auto it = o.meta.internal.find(kAclConfig); it != o.meta.internal.end()) acl = it->second;
+  o.before_commit = [alg, sc = o.meta.storage_class, acl](const objstore::WriteDigest& d,
+                                                          ObjectMeta& meta) {
     meta.storage_class = sc;
+    if (acl) {
+      meta.internal[kAclConfig] = *acl;
+    } else {
+      meta.internal.erase(kAclConfig);
+    }
     if (alg != ChecksumAlgorithm::kNone && !d.checksum.empty()) {
       meta.checksum_algorithm = alg;
       meta.checksum = Base64Encode(d.checksum);

@@ -18,12 +18,13 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import strata_harness as H  # noqa: E402
-from test_transfer_cli import TransferCliTests, keys, tree_digest, bucket_digest  # noqa: E402
+from test_transfer_cli import TransferCliTests, keys, tree_digest, bucket_digest, json_lines  # noqa: E402
 
 MiB = H.MiB
 BUCKET = "more"
 BUCKET2 = "more-two"
 VBUCKET = "more-versioned"
+ALL_USERS = "http://acs.amazonaws.com/groups/global/AllUsers"
 
 
 def parse_iso(s):
@@ -271,6 +272,188 @@ class TransferMoreTests(TransferCliTests):
         self.run("mv", path, expect=2)
         assert os.path.exists(path)
 
+    # ---- upload flags: what uploads and copies store with each object
+    def acl_grants(self, key, bucket=BUCKET):
+        acl = self.s3.get_object_acl(Bucket=bucket, Key=key)
+        return {(g["Grantee"].get("URI", g["Grantee"].get("ID")), g["Permission"]) for g in acl["Grants"]}
+
+    def upload_headers(self):
+        h = self.run("cp", "--help", endpoint=False).out
+        for flag in ("--storage-class", "--cache-control", "--expires", "--content-encoding",
+                     "--content-disposition", "--acl", "--no-clobber", "--if-size-differ", "--if-source-newer"):
+            assert flag in h, (flag, h)
+        small = self.file("hdr/small.txt", 2000)
+        big = self.file("hdr/big.bin", 20 * MiB + 3, seed=9)  # above the 16 MiB multipart threshold
+        flags = ["--storage-class", "STANDARD_IA", "--cache-control", "max-age=600",
+                 "--expires", "2031-02-03T04:05:06Z", "--content-encoding", "gzip",
+                 "--content-disposition", "attachment; filename=x.txt", "--content-type", "text/x-test"]
+        for path, key in ((small, "hdr/small.txt"), (big, "hdr/big.bin")):
+            self.run("cp", *flags, path, f"s3://{BUCKET}/{key}")
+            hd = self.s3.head_object(Bucket=BUCKET, Key=key)
+            assert hd.get("StorageClass") == "STANDARD_IA", (key, hd)
+            assert hd["CacheControl"] == "max-age=600", (key, hd)
+            assert hd["ContentEncoding"] == "gzip", (key, hd)
+            assert hd["ContentDisposition"] == "attachment; filename=x.txt", (key, hd)
+            assert hd["ContentType"] == "text/x-test", (key, hd)
+            exp = hd.get("Expires") or hd.get("ExpiresString")
+            if isinstance(exp, datetime.datetime):
+                assert exp == datetime.datetime(2031, 2, 3, 4, 5, 6, tzinfo=datetime.timezone.utc), (key, exp)
+            else:
+                assert exp == "Mon, 03 Feb 2031 04:05:06 GMT", (key, hd)
+        # Every class the server offers, single PUT and multipart.
+        for sc in ("STANDARD", "ONEZONE_IA", "INTELLIGENT_TIERING", "GLACIER_IR", "REDUCED_REDUNDANCY"):
+            self.run("cp", "--storage-class", sc, small, f"s3://{BUCKET}/hdr/sc-{sc}")
+            got = self.s3.head_object(Bucket=BUCKET, Key=f"hdr/sc-{sc}").get("StorageClass", "STANDARD")
+            assert got == sc, (sc, got)
+        self.run("cp", "--storage-class", "ONEZONE_IA", big, f"s3://{BUCKET}/hdr/big-oz.bin")
+        assert self.s3.head_object(Bucket=BUCKET, Key="hdr/big-oz.bin")["StorageClass"] == "ONEZONE_IA"
+        # Recursive uploads and sync carry them too.
+        tree = os.path.join(self.src, "hdrtree")
+        for i in range(3):
+            self.file(os.path.join("hdrtree", f"f{i}.txt"), 100 + i)
+        self.run("cp", "-r", "--storage-class", "STANDARD_IA", "--cache-control", "no-cache", tree,
+                 f"s3://{BUCKET}/hdrtree/")
+        self.run("sync", "--storage-class", "ONEZONE_IA", "--acl", "public-read", tree, f"s3://{BUCKET}/hdrsync/")
+        for i in range(3):
+            hd = self.s3.head_object(Bucket=BUCKET, Key=f"hdrtree/f{i}.txt")
+            assert hd["StorageClass"] == "STANDARD_IA" and hd["CacheControl"] == "no-cache", hd
+            assert self.s3.head_object(Bucket=BUCKET, Key=f"hdrsync/f{i}.txt")["StorageClass"] == "ONEZONE_IA"
+            assert (ALL_USERS, "READ") in self.acl_grants(f"hdrsync/f{i}.txt")
+
+    def upload_acl(self):
+        all_users = ALL_USERS
+        small = self.file("acl/a.txt", 500)
+        big = self.file("acl/big.bin", 17 * MiB, seed=4)
+        self.run("cp", small, f"s3://{BUCKET}/acl/private.txt")
+        assert (all_users, "READ") not in self.acl_grants("acl/private.txt")
+        for path, key in ((small, "acl/pub.txt"), (big, "acl/pub.bin")):
+            self.run("cp", "--acl", "public-read", path, f"s3://{BUCKET}/{key}")
+            assert (all_users, "READ") in self.acl_grants(key), self.acl_grants(key)
+        # Server-side copy: --acl alone keeps the source's metadata.
+        self.put("acl/src.txt", b"copy me", ContentType="text/x-src", Metadata={"k": "v"})
+        self.run("cp", "--acl", "public-read", "--storage-class", "STANDARD_IA",
+                 f"s3://{BUCKET}/acl/src.txt", f"s3://{BUCKET2}/acl/dst.txt")
+        hd = self.s3.head_object(Bucket=BUCKET2, Key="acl/dst.txt")
+        assert hd["ContentType"] == "text/x-src" and hd["Metadata"] == {"k": "v"}, hd
+        assert hd["StorageClass"] == "STANDARD_IA", hd
+        assert (all_users, "READ") in self.acl_grants("acl/dst.txt", BUCKET2)
+        # A canned ACL the server does not know: refused, non-zero.
+        p = self.run("cp", "--acl", "world-writable-please", small, f"s3://{BUCKET}/acl/bad.txt", check=False)
+        assert p.returncode != 0 and p.err.strip(), (p.returncode, p.err)
+        assert not self.exists("acl/bad.txt")
+
+    def copy_headers(self):
+        # S3 -> S3 with a metadata flag: REPLACE (the copy gets only what was given), small and multipart.
+        self.put("cph/src.txt", b"x" * 3000, ContentType="text/x-src", Metadata={"old": "1"},
+                 CacheControl="max-age=1")
+        big = self.file("cph/big.bin", 20 * MiB + 1, seed=3)
+        self.run("cp", "--content-type", "text/x-src", "--metadata", "old=1", big, f"s3://{BUCKET}/cph/big.bin")
+        for key in ("cph/src.txt", "cph/big.bin"):
+            dst = key.replace("cph/", "cph-out/")
+            self.run("cp", "--cache-control", "max-age=99", "--content-disposition", "inline",
+                     "--storage-class", "STANDARD_IA", f"s3://{BUCKET}/{key}", f"s3://{BUCKET2}/{dst}")
+            hd = self.s3.head_object(Bucket=BUCKET2, Key=dst)
+            assert hd["CacheControl"] == "max-age=99" and hd["ContentDisposition"] == "inline", (key, hd)
+            assert hd["StorageClass"] == "STANDARD_IA", (key, hd)
+            assert hd["Metadata"] == {}, f"REPLACE drops the source's metadata: {hd}"
+            assert hd["ContentType"] != "text/x-src", hd
+        # --storage-class alone keeps the source's metadata and headers (COPY).
+        for key in ("cph/src.txt", "cph/big.bin"):
+            dst = key.replace("cph/", "cph-keep/")
+            self.run("cp", "--storage-class", "GLACIER_IR", f"s3://{BUCKET}/{key}", f"s3://{BUCKET2}/{dst}")
+            hd = self.s3.head_object(Bucket=BUCKET2, Key=dst)
+            assert hd["StorageClass"] == "GLACIER_IR" and hd["Metadata"] == {"old": "1"}, (key, hd)
+            assert hd["ContentType"] == "text/x-src", (key, hd)
+        assert self.s3.head_object(Bucket=BUCKET2, Key="cph-keep/src.txt")["CacheControl"] == "max-age=1"
+
+    def storage_class_refused(self):
+        small = self.file("refuse/a.txt", 100)
+        big = self.file("refuse/big.bin", 17 * MiB, seed=8)
+        self.put("refuse/src.txt", b"src")
+        for sc in ("GLACIER", "DEEP_ARCHIVE"):
+            for args in ((small, f"s3://{BUCKET}/refuse/{sc}.txt"), (big, f"s3://{BUCKET}/refuse/{sc}.bin"),
+                         (f"s3://{BUCKET}/refuse/src.txt", f"s3://{BUCKET2}/refuse/{sc}.txt")):
+                p = self.run("cp", "--storage-class", sc, *args, check=False)
+                assert p.returncode not in (0, 2), (sc, args, p.returncode, p.err)
+                assert "failed" in p.err and p.err.count("\n") < 20, (sc, p.err)
+        assert keys(self.s3, BUCKET, "refuse/") == ["refuse/src.txt"], keys(self.s3, BUCKET, "refuse/")
+        assert keys(self.s3, BUCKET2, "refuse/") == []
+        # Flags that describe S3 objects are refused for a local destination, not dropped.
+        for flag in (["--storage-class", "STANDARD_IA"], ["--acl", "private"], ["--cache-control", "x"]):
+            self.run("cp", *flag, f"s3://{BUCKET}/refuse/src.txt", os.path.join(self.work, "x.txt"), expect=2)
+        self.run("cp", "--expires", "next tuesday", small, f"s3://{BUCKET}/refuse/x", expect=2)
+
+    # ---- overwrite policy (s5cmd)
+    def no_clobber(self):
+        a = self.file("nc/a.txt", 100)
+        self.put("nc/a.txt", b"old")
+        self.put("nc/b.txt", b"keep")
+        b = self.file("nc/b.txt", 200)
+        c = self.file("nc/c.txt", 300)
+        p = self.run("cp", "-n", "-r", os.path.join(self.src, "nc"), f"s3://{BUCKET}/nc/")
+        assert p.out.count("skip:") == 2 and "upload:" in p.out, p.out
+        assert self.s3.get_object(Bucket=BUCKET, Key="nc/a.txt")["Body"].read() == b"old"
+        assert self.s3.get_object(Bucket=BUCKET, Key="nc/b.txt")["Body"].read() == b"keep"
+        assert self.s3.get_object(Bucket=BUCKET, Key="nc/c.txt")["Body"].read() == open(c, "rb").read()
+        # JSON: a skipped record and the summary's count.
+        p = self.run("cp", "--no-clobber", "--json", a, f"s3://{BUCKET}/nc/a.txt")
+        recs, summary = json_lines(p.out)
+        assert any(r.get("skipped") for r in recs) and summary["skipped"] == 1, (recs, summary)
+        # Download onto an existing file, S3 -> S3 onto an existing object.
+        out = os.path.join(self.work, "nc-out.txt")
+        with open(out, "wb") as f:
+            f.write(b"local")
+        self.run("cp", "-n", f"s3://{BUCKET}/nc/a.txt", out)
+        assert open(out, "rb").read() == b"local"
+        self.run("cp", "-n", f"s3://{BUCKET}/nc/a.txt", f"s3://{BUCKET}/nc/b.txt")
+        assert self.s3.get_object(Bucket=BUCKET, Key="nc/b.txt")["Body"].read() == b"keep"
+        # mv --no-clobber keeps a skipped source.
+        self.run("mv", "-n", b, f"s3://{BUCKET}/nc/b.txt")
+        assert os.path.exists(b)
+        # stdin: the server refuses the replace.
+        p = self.run("cp", "-n", "-", f"s3://{BUCKET}/nc/a.txt", input=b"from stdin")
+        assert "skip:" in p.out, p.out
+        assert self.s3.get_object(Bucket=BUCKET, Key="nc/a.txt")["Body"].read() == b"old"
+        self.run("cp", "-n", "-", f"s3://{BUCKET}/nc/new.txt", input=b"from stdin")
+        assert self.s3.get_object(Bucket=BUCKET, Key="nc/new.txt")["Body"].read() == b"from stdin"
+
+    def if_size_differ_and_newer(self):
+        same = self.file("cond/same.txt", 3)
+        diff = self.file("cond/diff.txt", 10)
+        self.put("cond/same.txt", b"abc")
+        self.put("cond/diff.txt", b"abc")
+        p = self.run("cp", "--if-size-differ", "-r", os.path.join(self.src, "cond"), f"s3://{BUCKET}/cond/")
+        assert "skip:" in p.out and "same.txt" in p.out.split("skip:")[1].split("\n")[0], p.out
+        assert self.s3.get_object(Bucket=BUCKET, Key="cond/same.txt")["Body"].read() == b"abc"
+        assert self.s3.get_object(Bucket=BUCKET, Key="cond/diff.txt")["Body"].read() == open(diff, "rb").read()
+        # --if-source-newer: a file older than the object is skipped, a newer one is sent.
+        old = self.file("newer/old.txt", 50)
+        new = self.file("newer/new.txt", 60)
+        self.put("newer/old.txt", b"server")
+        self.put("newer/new.txt", b"server")
+        now = time.time()
+        os.utime(old, (now - 3600, now - 3600))
+        os.utime(new, (now + 3600, now + 3600))
+        p = self.run("cp", "--if-source-newer", old, f"s3://{BUCKET}/newer/old.txt")
+        assert "skip:" in p.out, p.out
+        self.run("cp", "--if-source-newer", new, f"s3://{BUCKET}/newer/new.txt")
+        assert self.s3.get_object(Bucket=BUCKET, Key="newer/old.txt")["Body"].read() == b"server"
+        assert self.s3.get_object(Bucket=BUCKET, Key="newer/new.txt")["Body"].read() == open(new, "rb").read()
+        # Download: the local file newer than the object stays; an older one is replaced.
+        out = os.path.join(self.work, "newer-out.txt")
+        with open(out, "wb") as f:
+            f.write(b"mine")
+        os.utime(out, (now + 3600, now + 3600))
+        self.run("cp", "--if-source-newer", f"s3://{BUCKET}/newer/old.txt", out)
+        assert open(out, "rb").read() == b"mine"
+        os.utime(out, (now - 7200, now - 7200))
+        self.run("cp", "--if-source-newer", f"s3://{BUCKET}/newer/old.txt", out)
+        assert open(out, "rb").read() == b"server"
+        # A missing destination is always written; stdin cannot be compared.
+        self.run("cp", "--if-size-differ", "--if-source-newer", old, f"s3://{BUCKET}/newer/fresh.txt")
+        assert self.exists("newer/fresh.txt")
+        self.run("cp", "--if-size-differ", "-", f"s3://{BUCKET}/newer/x", input=b"x", expect=2)
+
 
 def main():
     args = H.parse_args()
@@ -282,7 +465,8 @@ def main():
             t = TransferMoreTests(srv, os.path.abspath(args.strata), work)
             order = ["help", "setup", "head_object", "head_versioned", "head_missing", "presign_get", "presign_put",
                      "presign_refused", "presign_usage", "mv_single", "mv_recursive_and_wildcards",
-                     "mv_failed_copy_deletes_nothing", "mv_usage"]
+                     "mv_failed_copy_deletes_nothing", "mv_usage", "upload_headers", "upload_acl", "copy_headers",
+                     "storage_class_refused", "no_clobber", "if_size_differ_and_newer"]
             for name in order:
                 if not runner.case(name, getattr(t, name)) and name == "setup":
                     break

@@ -54,11 +54,19 @@ struct ObjectInfo {
   // header was absent: STANDARD, and no versioning).
   std::string storage_class;
   std::string version_id;
+  // The HTTP headers stored with the object (S3 HEAD/GET; "" when absent).
+  std::string cache_control, content_encoding, content_disposition, expires;
 };
 
 struct WriteOptions {
   std::string content_type;
   std::map<std::string, std::string> user_meta;
+  // Stored with the object and sent back on GET/HEAD ("" = not sent).
+  std::string cache_control, content_encoding, content_disposition, expires;
+  // S3 only ("" = not sent; the server's default): x-amz-storage-class
+  // (STANDARD, STANDARD_IA, ...) and x-amz-acl (a canned ACL: private,
+  // public-read, ...). The server refuses a class or ACL it does not offer.
+  std::string storage_class, acl;
   // Computed while sending and checked by the server (S3: x-amz-checksum-*);
   // kNone sends none. CRC32C, CRC32 and CRC64NVME survive multipart uploads as
   // a full-object checksum.
@@ -69,6 +77,11 @@ struct WriteOptions {
   std::optional<std::string> if_match;       // replace only this version (etag, no quotes)
   std::optional<uint64_t> size;              // known body size: a short or long body fails
 };
+
+// The metadata of info as WriteOptions (content type, user metadata, the
+// stored headers; no storage class or ACL, no conditions): what a copy that
+// keeps the source's metadata writes.
+WriteOptions MetadataOf(const ObjectInfo& info);
 
 struct ReadOptions {
   uint64_t offset = 0;

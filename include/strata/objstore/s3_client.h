@@ -112,6 +112,9 @@ struct CopyOptions {
   std::optional<std::string> source_if_match;  // copy only this version of the source
   // Replace the metadata (x-amz-metadata-directive: REPLACE) instead of copying it.
   std::optional<WriteOptions> new_metadata;
+  // Sent whether the metadata is copied or replaced ("" = the server's
+  // default, as for a PUT); they override new_metadata's.
+  std::string storage_class, acl;
 };
 
 class S3ObjectStore;

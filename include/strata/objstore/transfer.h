@@ -79,7 +79,10 @@ struct TransferOptions {
   // Set a downloaded file's mtime to the object's LastModified (as awscli does,
   // so that `sync` can compare the two afterwards).
   bool preserve_mtime = true;
-  // Content type, user metadata and checksum of uploads (conditions are ignored).
+  // Content type, metadata, headers, storage class, ACL and checksum of
+  // uploads (conditions are ignored). Server-side copies send the storage class
+  // and ACL, and when any metadata or header is set, replace the source's with
+  // it (x-amz-metadata-directive REPLACE, as awscli); else they keep the source's.
   WriteOptions write;
 };
 
