@@ -30,275 +30,12 @@
 #include <strata/objstore/transfer.h>
 #include <strata/objstore/transfer_plan.h>
 
+#include "cli/exit_codes.h"
+#include "cli/transfer_session.h"
 #include "cli/transfer_util.h"
 
-namespace strata::cli {
+namespace strata::cli::transfer {
 namespace {
-
-using objstore::HasWildcard;
-using objstore::IsLocalDir;
-using objstore::LiteralPrefix;
-using objstore::LocalFile;
-using objstore::ObjectInfo;
-using objstore::ObjectStore;
-using objstore::PathFilter;
-using objstore::S3Client;
-using objstore::S3Url;
-using objstore::TransferJob;
-using objstore::TransferManager;
-using objstore::TransferOptions;
-using objstore::WildcardMatch;
-using Clock = std::chrono::steady_clock;
-
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// ---------------------------------------------------------------------------
-// Options shared by every transfer command.
-
-struct Common {
-  std::string endpoint_url;
-  std::string profile;
-  std::string region;
-  std::string ca_bundle;
-  bool no_verify_ssl = false;
-  std::vector<std::string> s3_options;  // KEY=VALUE, passed to the S3 client URL
-  int concurrency = 16;
-  std::string part_size = "8MiB";
-  std::string multipart_threshold = "16MiB";
-  bool fsync = false;
-  bool json = false;
-  bool quiet = false;
-  bool no_progress = false;
-  bool dryrun = false;
-  std::vector<std::string> exclude;
-  std::vector<std::string> include;
-};
-
-void AddConnectionOptions(CLI::App* sub, Common& c) {
-  auto* g = sub->add_option_group("Connection", "Endpoint and credentials (as awscli takes them)");
-  g->add_option("--endpoint-url", c.endpoint_url,
-                "S3 endpoint, e.g. http://127.0.0.1:9000 (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, "
-                "the profile's endpoint_url, else AWS)");
-  g->add_option("--profile", c.profile, "Profile in ~/.aws/credentials and ~/.aws/config (default: AWS_PROFILE or \"default\")");
-  g->add_option("--region", c.region, "Region to sign for (default: AWS_REGION, AWS_DEFAULT_REGION, the profile's, us-east-1)");
-  g->add_flag("--no-verify-ssl", c.no_verify_ssl, "Do not verify the TLS certificate of an https:// endpoint");
-  g->add_option("--ca-bundle", c.ca_bundle, "PEM file of CA certificates to verify the endpoint with");
-  g->add_option("--s3-option", c.s3_options,
-                "Advanced S3 client setting KEY=VALUE (repeatable): max_retries, timeout_ms, "
-                "connect_timeout_ms, path_style, sign_payload, verify_md5, fault_error_rate, fault_drop_rate, ...")
-      ->type_name("KEY=VALUE")
-      ->allow_extra_args(false);
-}
-
-void AddTransferOptions(CLI::App* sub, Common& c) {
-  auto* g = sub->add_option_group("Transfer", "Parallelism and part sizes");
-  g->add_option("--concurrency", c.concurrency, "Requests in flight at once, across files and parts")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1024));
-  g->add_option("--part-size", c.part_size,
-                "Multipart part size (grows to keep at most 10,000 parts; at least 5MiB)")
-      ->capture_default_str();
-  g->add_option("--multipart-threshold", c.multipart_threshold,
-                "Files larger than this are uploaded in parts and downloaded with parallel ranged GETs")
-      ->capture_default_str();
-  g->add_flag("--fsync", c.fsync,
-              "fsync downloaded files before renaming them into place (survive power loss; costs disk speed)");
-}
-
-void AddOutputOptions(CLI::App* sub, Common& c) {
-  auto* g = sub->add_option_group("Output");
-  g->add_flag("--json", c.json, "One JSON object per line on stdout (one per object, then a summary)");
-  g->add_flag("-q,--quiet", c.quiet, "Print errors only");
-  g->add_flag("--no-progress", c.no_progress, "No progress bar (it is shown only when stderr is a terminal)");
-}
-
-void AddFilterOptions(CLI::App* sub, Common& c) {
-  sub->add_option("--exclude", c.exclude,
-                  "Skip paths matching this pattern (relative to SRC; * ? [] wildcards; repeatable)")
-      ->allow_extra_args(false);
-  sub->add_option("--include", c.include,
-                  "Do not skip paths matching this pattern, even if an --exclude matched (repeatable)")
-      ->allow_extra_args(false);
-}
-
-// awscli applies --exclude/--include in command-line order; CLI11 keeps the
-// values per option, and the order of occurrences in parse_order().
-PathFilter BuildFilters(const Common& c, const CLI::App* sub) {
-  PathFilter f;
-  size_t ei = 0, ii = 0;
-  for (const CLI::Option* o : sub->parse_order()) {
-    if (o->check_lname("exclude") && ei < c.exclude.size()) {
-      f.Add(false, c.exclude[ei++]);
-    } else if (o->check_lname("include") && ii < c.include.size()) {
-      f.Add(true, c.include[ii++]);
-    }
-  }
-  while (ei < c.exclude.size()) f.Add(false, c.exclude[ei++]);
-  while (ii < c.include.size()) f.Add(true, c.include[ii++]);
-  return f;
-}
-
-// ---------------------------------------------------------------------------
-// Ctrl-C: the downloads' temporary files are removed before exiting (resume
-// state of uploads is kept on purpose). The signals are taken by a thread in
-// sigwait, so the cleanup runs in normal thread context.
-
-std::mutex g_interrupt_mu;
-TransferManager* g_active = nullptr;  // guarded by g_interrupt_mu
-
-void SetActiveManager(TransferManager* m) {
-  std::lock_guard l(g_interrupt_mu);
-  g_active = m;
-}
-
-void InstallInterruptHandler() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);
-  // Before any other thread exists, so that all of them inherit the mask.
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  std::thread([set] {
-    int sig = 0;
-    if (sigwait(&set, &sig) != 0) return;
-    std::lock_guard l(g_interrupt_mu);
-    if (g_active != nullptr) g_active->RemoveTemporaryFiles();
-    std::fputs("\nstrata: interrupted (run the same command again to resume uploads)\n", stderr);
-    std::_Exit(sig == SIGINT ? kExitInterrupted : 128 + sig);
-  }).detach();
-}
-
-// ---------------------------------------------------------------------------
-// The session of one command: the S3 client, stores per bucket, the engine.
-
-class Session {
- public:
-  explicit Session(const Common& c) : c_(c) {}
-  ~Session() {
-    if (mgr_) SetActiveManager(nullptr);
-  }
-
-  Status Init(bool need_manager, const objstore::WriteOptions* write = nullptr) {
-    auto ps = ParseByteSize(c_.part_size);
-    auto mt = ParseByteSize(c_.multipart_threshold);
-    if (!ps) return Status::InvalidArgument("--part-size \"" + c_.part_size + "\" is not a size (e.g. 8MiB)");
-    if (!mt) {
-      return Status::InvalidArgument("--multipart-threshold \"" + c_.multipart_threshold +
-                                     "\" is not a size (e.g. 16MiB)");
-    }
-    if (*ps < (5ull << 20)) return Status::InvalidArgument("--part-size must be at least 5MiB (S3's minimum)");
-    if (*ps > (5ull << 30)) return Status::InvalidArgument("--part-size must be at most 5GiB (S3's maximum)");
-    if (*mt > (5ull << 30)) {
-      return Status::InvalidArgument("--multipart-threshold must be at most 5GiB (S3's largest single PUT)");
-    }
-    topts_.concurrency = c_.concurrency;
-    topts_.part_size = *ps;
-    topts_.multipart_threshold = *mt;
-    topts_.fsync = c_.fsync;
-    if (write != nullptr) topts_.write = *write;
-    if (need_manager) {
-      mgr_ = std::make_unique<TransferManager>(topts_);
-      SetActiveManager(mgr_.get());
-    }
-    return Status::Ok();
-  }
-
-  TransferManager& mgr() { return *mgr_; }
-  TransferManager* mgr_ptr() { return mgr_.get(); }
-  const TransferOptions& topts() const { return topts_; }
-  bool anonymous() const { return anonymous_; }  // after Client(): no credentials found
-
-  Result<S3Client*> Client() {
-    std::lock_guard l(mu_);
-    if (client_) return client_.get();
-    std::vector<std::pair<std::string, std::string>> params;
-    if (!c_.endpoint_url.empty()) params.emplace_back("endpoint", c_.endpoint_url);
-    if (!c_.region.empty()) params.emplace_back("region", c_.region);
-    if (!c_.profile.empty()) params.emplace_back("profile", c_.profile);
-    if (!c_.ca_bundle.empty()) params.emplace_back("ca_file", c_.ca_bundle);
-    if (c_.no_verify_ssl) params.emplace_back("tls_verify", "false");
-    // Keep a pooled connection for every request in flight.
-    params.emplace_back("max_idle_connections", std::to_string(c_.concurrency + 8));
-    params.emplace_back("part_size", std::to_string(topts_.part_size));
-    params.emplace_back("multipart_threshold", std::to_string(std::max<uint64_t>(topts_.multipart_threshold, 5ull << 20)));
-    for (const std::string& kv : c_.s3_options) {
-      const size_t eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        return Status::InvalidArgument("--s3-option \"" + kv + "\" is not KEY=VALUE");
-      }
-      params.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-    }
-    std::string url = "s3://strata-cli";
-    char sep = '?';
-    for (const auto& [k, v] : params) {
-      url += sep + UriEncode(k, false) + "=" + UriEncode(v, false);
-      sep = '&';
-    }
-    auto resolved = objstore::ResolveS3Url(url);
-    if (!resolved.ok()) return resolved.error();
-    anonymous_ = resolved->first.credentials.access_key.empty();
-    aws_endpoint_ = resolved->first.endpoint.empty();
-    auto client = S3Client::Create(resolved->first);
-    if (!client.ok()) return client.error();
-    client_ = std::move(*client);
-    return client_.get();
-  }
-
-  Result<ObjectStore*> Bucket(const std::string& bucket) {
-    STRATA_ASSIGN_OR_RETURN(S3Client * c, Client());
-    std::lock_guard l(mu_);
-    auto& s = stores_[bucket];
-    if (!s) s = c->OpenBucket(bucket);
-    return s.get();
-  }
-
-  // Adds what to do about it to errors whose cause is plain.
-  Status Explain(Status s) const {
-    if (s.code() == StatusCode::kPermissionDenied && anonymous_) {
-      return s.WithContext(
-          "no credentials were found (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or use --profile)");
-    }
-    if (s.code() == StatusCode::kUnavailable && aws_endpoint_) {
-      return s.WithContext("cannot reach AWS S3 (for another service, set --endpoint-url or AWS_ENDPOINT_URL)");
-    }
-    return s;
-  }
-
- private:
-  const Common& c_;
-  TransferOptions topts_;
-  std::unique_ptr<TransferManager> mgr_;
-  std::mutex mu_;
-  std::shared_ptr<S3Client> client_;                                  // guarded by mu_
-  std::unordered_map<std::string, std::unique_ptr<ObjectStore>> stores_;  // guarded by mu_
-  bool anonymous_ = false;
-  bool aws_endpoint_ = false;  // no endpoint configured: AWS itself
-};
-
-int Fail(const Status& s, std::string_view cmd, bool json = false) {
-  if (json) {
-    nlohmann::json j{{"error", s.ToString()}, {"exit_code", ExitCodeFor(s)}};
-    fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  } else {
-    fmt::print(stderr, "strata {}: {}\n", cmd, s.ToString());
-  }
-  return ExitCodeFor(s);
-}
-
-int Usage(std::string_view cmd, const std::string& msg) {
-  fmt::print(stderr, "strata {}: {}\nRun 'strata {} --help' for usage.\n", cmd, msg, cmd);
-  return kExitUsage;
-}
-
-std::string FormatLocalTime(int64_t ns) {
-  const time_t t = static_cast<time_t>(ns / 1'000'000'000);
-  struct tm tm;
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
-  return buf;
-}
 
 // ---------------------------------------------------------------------------
 // Jobs: what the planners (objstore/transfer_plan.h) decide, run on the
@@ -1152,153 +889,6 @@ int CmdDu(Common& c, std::vector<std::string>& targets, bool human) {
 }
 
 // ---------------------------------------------------------------------------
-// head, presign
-
-// The longest presigned URL lifetime S3 accepts (X-Amz-Expires).
-constexpr int64_t kMaxPresignExpiresSec = 7 * 86400;
-
-nlohmann::json HeadJson(const ObjectInfo& o) {
-  nlohmann::json j{{"key", o.key},
-                   {"size", o.size},
-                   {"etag", o.etag},
-                   {"last_modified", FormatIso8601(o.mtime_ns)},
-                   {"content_type", o.content_type},
-                   // S3 sends no x-amz-storage-class for STANDARD objects.
-                   {"storage_class", o.storage_class.empty() ? "STANDARD" : o.storage_class},
-                   {"metadata", o.user_meta}};
-  if (!o.version_id.empty()) j["version_id"] = o.version_id;
-  if (const std::string alg(ChecksumAlgorithmName(o.checksum_algorithm));
-      !alg.empty() && !o.checksum.empty()) {
-    j["checksum"] = {{"algorithm", alg}, {"value", o.checksum}};
-  }
-  return j;
-}
-
-int CmdHead(Common& c, std::vector<std::string>& targets) {
-  Session s(c);
-  if (Status st = s.Init(false); !st.ok()) return Usage("head", st.message());
-  auto client = s.Client();
-  if (!client.ok()) return Fail(client.error(), "head");
-  int rc = kExitOk;
-  for (const std::string& t : targets) {
-    auto loc = ParseLocation(t);
-    if (!loc.ok()) return Usage("head", loc.error().message());
-    if (!loc->s3) return Usage("head", "head takes s3://BUCKET/KEY or s3://BUCKET");
-    if (HasWildcard(loc->key)) return Usage("head", "head takes one object, not a pattern: " + t);
-    if (loc->key.empty()) {
-      Status st = (*client)->HeadBucket(loc->bucket);
-      if (st.IsNotFound()) st = Status::NotFound("bucket \"" + loc->bucket + "\" does not exist");
-      if (!st.ok()) {
-        rc = Fail(s.Explain(st), "head");
-        continue;
-      }
-      fmt::print("{}\n", nlohmann::json{{"bucket", loc->bucket}}.dump(
-                             -1, ' ', false, nlohmann::json::error_handler_t::replace));
-      continue;
-    }
-    auto store = s.Bucket(loc->bucket);
-    if (!store.ok()) return Fail(store.error(), "head");
-    auto info = (*store)->Head(loc->key);
-    if (!info.ok()) {
-      Status st = info.error();
-      if (st.IsNotFound()) {
-        // A HEAD's 404 has no body to tell a missing key from a missing bucket.
-        st = (*client)->HeadBucket(loc->bucket).IsNotFound()
-                 ? Status::NotFound("bucket \"" + loc->bucket + "\" does not exist")
-                 : Status::NotFound("object " + t + " does not exist");
-      }
-      rc = Fail(s.Explain(st), "head");
-      continue;
-    }
-    fmt::print("{}\n",
-               HeadJson(*info).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  }
-  return rc;
-}
-
-// "3600", "90s", "15m", "1h30m", "7d": whole seconds.
-Result<int64_t> ParseExpiry(std::string_view text) {
-  const Status bad = Status::InvalidArgument(
-      "--expire \"" + std::string(text) + "\" is not a duration (e.g. 3600, 90s, 15m, 1h30m, 7d)");
-  if (text.empty()) return bad;
-  int64_t total = 0;
-  size_t i = 0;
-  while (i < text.size()) {
-    int64_t n = 0;
-    const size_t start = i;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-      n = n * 10 + (text[i] - '0');
-      if (n > 10'000'000'000) return bad;
-      ++i;
-    }
-    if (i == start) return bad;
-    if (i == text.size()) {
-      if (start != 0) return bad;  // "1h30": a bare number only on its own
-      return n;
-    }
-    int64_t unit = 0;
-    switch (text[i]) {
-      case 's':
-        unit = 1;
-        break;
-      case 'm':
-        unit = 60;
-        break;
-      case 'h':
-        unit = 3600;
-        break;
-      case 'd':
-        unit = 86400;
-        break;
-      default:
-        return bad;
-    }
-    total += n * unit;
-    if (total > 10'000'000'000) return bad;
-    ++i;
-  }
-  return total;
-}
-
-struct PresignArgs {
-  std::string target;
-  std::string expire = "1h";
-  std::string method = "GET";
-};
-
-int CmdPresign(Common& c, PresignArgs& a) {
-  auto loc = ParseLocation(a.target);
-  if (!loc.ok()) return Usage("presign", loc.error().message());
-  if (!loc->s3 || loc->key.empty() || HasWildcard(loc->key)) {
-    return Usage("presign", "presign takes one s3://BUCKET/KEY");
-  }
-  if (!IEquals(a.method, "GET") && !IEquals(a.method, "PUT")) {
-    return Usage("presign", "--method must be GET or PUT");
-  }
-  const std::string method = IEquals(a.method, "GET") ? "GET" : "PUT";
-  auto secs = ParseExpiry(a.expire);
-  if (!secs.ok()) return Usage("presign", secs.error().message());
-  if (*secs < 1) return Usage("presign", "--expire must be at least 1s");
-  if (*secs > kMaxPresignExpiresSec) {
-    return Usage("presign", "--expire must be at most 7d (604800 seconds), the longest S3 accepts");
-  }
-  Session s(c);
-  if (Status st = s.Init(false); !st.ok()) return Usage("presign", st.message());
-  auto client = s.Client();
-  if (!client.ok()) return Fail(client.error(), "presign");
-  if (s.anonymous()) {
-    return Fail(Status::PermissionDenied("presigning needs credentials (set AWS_ACCESS_KEY_ID and "
-                                         "AWS_SECRET_ACCESS_KEY, or use --profile)"),
-                "presign");
-  }
-  // Signing is local: the object need not exist (a PUT URL is for a new one).
-  auto url = (*client)->Presign(method, loc->bucket, loc->key, *secs);
-  if (!url.ok()) return Fail(url.error(), "presign");
-  fmt::print("{}\n", *url);
-  return kExitOk;
-}
-
-// ---------------------------------------------------------------------------
 // Registration
 
 struct State {
@@ -1307,30 +897,11 @@ struct State {
   CpArgs cp;
   CpArgs mv;
   SyncArgs sync;
-  PresignArgs presign;
-  std::vector<std::string> head;
   RmArgs rm;
   std::vector<std::string> cat, mb, rb, du;
   bool rb_force = false;
   bool du_human = false;
 };
-
-// A command's CLI11 callback: runs fn and stores its exit code.
-std::function<void()> Wrap(const std::shared_ptr<State>& st, int* exit_code,
-                           std::function<int()> fn) {
-  return [st, exit_code, fn = std::move(fn)] {
-    ::signal(SIGPIPE, SIG_IGN);
-    InstallInterruptHandler();
-    try {
-      *exit_code = fn();
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "strata: internal error: {}\n", e.what());
-      *exit_code = kExitSomeFailed;
-    }
-  };
-}
-
-std::string Footer(std::string examples) { return "\nExamples:\n" + examples + "\n\n" + kExitCodesHelp; }
 
 void RegisterLs(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code) {
   Common& c = st->common;
@@ -1408,36 +979,6 @@ void RegisterMv(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code)
       "Local directories that --recursive emptied are left in place."));
   mv->callback(
       Wrap(st, exit_code, [st, mv] { return CmdCp(st->common, st->mv, mv, /*move=*/true); }));
-}
-
-void RegisterHeadPresign(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code) {
-  Common& c = st->common;
-  auto* head = app.add_subcommand(
-      "head", "Print an object's metadata as one JSON object (or check that a bucket exists)");
-  head->add_option("targets", st->head, "s3://BUCKET/KEY or s3://BUCKET...")->required();
-  AddConnectionOptions(head, c);
-  head->footer(
-      Footer("  strata head s3://data/model.bin\n"
-             "Prints {\"key\", \"size\", \"etag\", \"last_modified\", \"content_type\", "
-             "\"storage_class\",\n"
-             "\"metadata\"} and, when the server sends them, \"version_id\" and \"checksum\"."));
-  head->callback(Wrap(st, exit_code, [st] { return CmdHead(st->common, st->head); }));
-
-  auto* pre = app.add_subcommand("presign",
-                                 "Print a presigned URL (SigV4 query-string auth) for one object");
-  pre->add_option("target", st->presign.target, "s3://BUCKET/KEY")->required();
-  pre->add_option("--expire,--expires-in", st->presign.expire,
-                  "How long the URL is valid: seconds, or 90s, 15m, 1h30m, 7d (at most 7d)")
-      ->capture_default_str();
-  pre->add_option("--method", st->presign.method, "GET (download) or PUT (upload)")
-      ->capture_default_str();
-  AddConnectionOptions(pre, c);
-  pre->footer(
-      Footer("  strata presign s3://data/report.pdf\n"
-             "  strata presign --expire 24h s3://data/report.pdf\n"
-             "  curl -T file \"$(strata presign --method PUT s3://inbox/file)\"\n"
-             "Signing needs credentials but no request: the object need not exist."));
-  pre->callback(Wrap(st, exit_code, [st] { return CmdPresign(st->common, st->presign); }));
 }
 
 void RegisterSync(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code) {
@@ -1520,7 +1061,8 @@ void RegisterDu(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code)
 
 }  // namespace
 
-void RegisterTransferCommands(CLI::App& app, int* exit_code) {
+// The commands of this file; head and presign are transfer_info_cmds.cc's.
+void RegisterCopyCommands(CLI::App& app, int* exit_code) {
   auto st = std::make_shared<State>();
   RegisterLs(app, st, exit_code);
   RegisterCp(app, st, exit_code);
@@ -1529,7 +1071,15 @@ void RegisterTransferCommands(CLI::App& app, int* exit_code) {
   RegisterRm(app, st, exit_code);
   RegisterBucketCommands(app, st, exit_code);
   RegisterDu(app, st, exit_code);
-  RegisterHeadPresign(app, st, exit_code);
+}
+
+}  // namespace strata::cli::transfer
+
+namespace strata::cli {
+
+void RegisterTransferCommands(CLI::App& app, int* exit_code) {
+  transfer::RegisterCopyCommands(app, exit_code);
+  transfer::RegisterInfoCommands(app, exit_code);
 }
 
 }  // namespace strata::cli
