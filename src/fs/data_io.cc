@@ -27,6 +27,9 @@ class MetaAdapter final : public SliceMeta {
   Status WriteChunk(Ino ino, uint32_t c, uint32_t pos, const fsmeta::Slice& s, int64_t mtime) override {
     return m_->Write(ino, c, pos, s, mtime);
   }
+  Status WriteChunks(Ino ino, const std::vector<fsmeta::MetaEngine::SliceWrite>& writes) override {
+    return m_->WriteSlices(ino, writes);
+  }
   Status ReplaceSlices(Ino ino, uint32_t c, const std::vector<fsmeta::Slice>& e,
                        const std::vector<fsmeta::Slice>& r) override {
     return m_->ReplaceSlices(ino, c, e, r);
@@ -242,10 +245,9 @@ void DataIO::Freeze(Writer* w, DirtySlice* s) {
   s->submitted = static_cast<uint32_t>(s->blocks.size());
 }
 
-Status DataIO::CommitSlice(Ino ino, Writer* w, DirtySlice* s) {
-  // A slice whose only unsent block is the last one, with nothing else in
-  // flight (a small file at close): upload it in this thread, which waits for
-  // it anyway, instead of handing it to the upload pool and back.
+// Finishes a slice's uploads (the last block in this thread when nothing else
+// is in flight: a small file at close waits for it anyway).
+Status DataIO::UploadSlice(Writer* w, DirtySlice* s) {
   Status inline_put;
   if (!s->frozen && s->submitted + 1 == s->blocks.size() && s->up->Idle()) {
     s->frozen = true;
@@ -255,40 +257,66 @@ Status DataIO::CommitSlice(Ino ino, Writer* w, DirtySlice* s) {
   }
   Freeze(w, s);
   Status st = s->up->Wait();
-  if (st.ok()) st = inline_put;
-  if (st.ok() && s->len > 0) {
-    fsmeta::Slice sl;
-    sl.id = s->id;
-    sl.size = s->len;
-    sl.off = 0;
-    sl.len = s->len;
-    sl.pos = s->pos;
-    st = meta_->WriteChunk(ino, s->chunk, s->pos, sl, s->mtime_ns);
-    InvalidateSlices(ino);
-    commit_seq_++;
+  return st.ok() ? inline_put : st;
+}
+
+// Slices whose uploads are done wait in RAM until a flush, unless they hold
+// enough bytes or are numerous enough to be worth a transaction now: a file
+// written at scattered offsets then costs a transaction per kCoalesceSlices
+// slices instead of one per write. Nothing requires them committed earlier:
+// this mount's reads see them in RAM, other mounts see them after the close
+// (close-to-open), and a crash may lose what was neither closed nor fsynced.
+bool DataIO::EnoughToCommit(const Writer& w) const {
+  constexpr size_t kCoalesceSlices = 64;
+  constexpr uint64_t kCoalesceBytes = 8ull << 20;
+  size_t n = 0;
+  uint64_t bytes = 0;
+  for (const auto& [chunk, q] : w.chunks) {
+    for (const auto& s : q) {
+      if (!s->frozen || !s->up->Idle()) break;
+      n++;
+      bytes += s->len;
+      if (n >= kCoalesceSlices || bytes >= kCoalesceBytes) return true;
+    }
   }
-  return st;
+  return false;
 }
 
 // Commits slices from the front of each chunk's list: frozen ones whose
 // uploads are done (or all frozen ones when wait), or every slice when all.
+// The slices committed together go in one metadata transaction (a flush of a
+// file that dirtied many chunks or wrote many slices costs one), in order.
 Status DataIO::CommitFront(Ino ino, Writer* w, bool wait, bool all) {
   Status first;
+  if (!wait && !all && !EnoughToCommit(*w)) return first;
+  std::vector<fsmeta::MetaEngine::SliceWrite> writes;
+  std::vector<std::unique_ptr<DirtySlice>> done;  // alive until committed
   for (auto it = w->chunks.begin(); it != w->chunks.end();) {
     auto& q = it->second;
     while (!q.empty()) {
       DirtySlice* s = q.front().get();
       if (!all && !s->frozen) break;
       if (!all && !wait && !s->up->Idle()) break;
-      Status st = CommitSlice(ino, w, s);
+      Status st = UploadSlice(w, s);
       if (!st.ok()) {
-        kLog.Error("inode {}: committing {} bytes at chunk {} pos {} failed: {}", ino, s->len, s->chunk,
-                   s->pos, st.ToString());
+        kLog.Error("inode {}: uploading {} bytes at chunk {} pos {} failed: {}", ino, s->len,
+                   s->chunk, s->pos, st.ToString());
         if (first.ok()) first = st;
+      } else if (s->len > 0) {
+        fsmeta::MetaEngine::SliceWrite sw;
+        sw.chunk_index = s->chunk;
+        sw.pos = s->pos;
+        sw.slice.id = s->id;
+        sw.slice.size = s->len;
+        sw.slice.off = 0;
+        sw.slice.len = s->len;
+        sw.slice.pos = s->pos;
+        sw.mtime_ns = s->mtime_ns;
+        writes.push_back(sw);
       }
-      uint64_t n = s->len;
-      w->bytes -= n;
-      buffered_ -= n;
+      w->bytes -= s->len;
+      buffered_ -= s->len;
+      done.push_back(std::move(q.front()));
       q.pop_front();
     }
     if (q.empty()) {
@@ -298,6 +326,15 @@ Status DataIO::CommitFront(Ino ino, Writer* w, bool wait, bool all) {
     }
   }
   if (w->chunks.empty()) w->dirty_end = 0;
+  if (!writes.empty()) {
+    Status st = meta_->WriteChunks(ino, writes);
+    if (!st.ok()) {
+      kLog.Error("inode {}: committing {} slices failed: {}", ino, writes.size(), st.ToString());
+      if (first.ok()) first = st;
+    }
+    InvalidateSlices(ino);
+    commit_seq_++;
+  }
   return first;
 }
 

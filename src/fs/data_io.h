@@ -56,6 +56,15 @@ class SliceMeta {
                             int64_t mtime_ns) = 0;
   virtual Status ReplaceSlices(Ino ino, uint32_t chunk_index, const std::vector<fsmeta::Slice>& expected,
                                const std::vector<fsmeta::Slice>& replacement) = 0;
+  // Several WriteChunks of one file, in order, in one metadata transaction
+  // where the engine can; the default runs them one by one.
+  virtual Status WriteChunks(Ino ino, const std::vector<fsmeta::MetaEngine::SliceWrite>& writes) {
+    for (const auto& w : writes) {
+      Status st = WriteChunk(ino, w.chunk_index, w.pos, w.slice, w.mtime_ns);
+      if (!st.ok()) return st;
+    }
+    return Status::Ok();
+  }
 };
 
 // The adapter over a MetaEngine (not owned).
@@ -142,7 +151,8 @@ class DataIO {
   struct DirtySlice;
   std::shared_ptr<Writer> GetWriter(Ino ino, bool create);
   Status CommitFront(Ino ino, Writer* w, bool wait, bool all);
-  Status CommitSlice(Ino ino, Writer* w, DirtySlice* s);
+  Status UploadSlice(Writer* w, DirtySlice* s);
+  bool EnoughToCommit(const Writer& w) const;
   void Freeze(Writer* w, DirtySlice* s);
   void SubmitBlock(Writer* w, DirtySlice* s, uint32_t index);
   Status ReadChunkRange(Ino ino, uint32_t chunk, uint32_t from, uint32_t to, char* buf,

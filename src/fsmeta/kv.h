@@ -68,6 +68,9 @@ class TxnKV {
   virtual Status DeleteAll() = 0;
   // Makes committed transactions durable against power loss.
   virtual Status Sync() { return Status::Ok(); }
+  // Commits of write transactions so far, where the backend groups several
+  // transactions into one commit; 0 where it does not count them.
+  virtual uint64_t Commits() const { return 0; }
 };
 
 // Scan groups: keys whose first byte is one of these letters are indexed by

@@ -86,6 +86,7 @@ class KvMeta final : public MetaEngine {
   Result<std::vector<Slice>> Read(Ino ino, uint32_t chunk_index) override;
   Status Write(Ino ino, uint32_t chunk_index, uint32_t pos, const Slice& slice,
                int64_t mtime_ns) override;
+  Status WriteSlices(Ino ino, const std::vector<SliceWrite>& writes) override;
   Status Truncate(const Context& ctx, Ino ino, uint64_t length) override;
   Status Fallocate(const Context& ctx, Ino ino, int mode, uint64_t offset,
                    uint64_t length) override;

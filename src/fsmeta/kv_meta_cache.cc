@@ -225,6 +225,8 @@ MetaEngine::TxnCounts KvMeta::Transactions() const {
   c.read = n_read_.load();
   c.write = n_write_.load();
   c.cached = n_cached_.load();
+  c.commits = kv_->Commits();
+  if (c.commits == 0) c.commits = c.write;
   return c;
 }
 

@@ -102,18 +102,39 @@ Result<std::vector<Slice>> KvMeta::Read(Ino ino, uint32_t chunk_index) {
 
 Status KvMeta::Write(Ino ino, uint32_t chunk_index, uint32_t pos, const Slice& slice,
                      int64_t mtime_ns) {
-  if (static_cast<uint64_t>(pos) + slice.len > kChunkSize) {
-    return FsError(EINVAL, "slice crosses the chunk boundary");
+  SliceWrite w;
+  w.chunk_index = chunk_index;
+  w.pos = pos;
+  w.slice = slice;
+  w.mtime_ns = mtime_ns;
+  return WriteSlices(ino, {w});
+}
+
+// The slices a flush of one file commits (every chunk it dirtied, at close or
+// fsync) go in one transaction: one attribute update, one quota charge.
+Status KvMeta::WriteSlices(Ino ino, const std::vector<SliceWrite>& writes) {
+  if (writes.empty()) return Status::Ok();
+  uint64_t end = 0;
+  // (chunk key, encoded slices) in order; several writes to one chunk append in order.
+  std::vector<std::pair<std::string, std::string>> appends;
+  int64_t mtime_ns = 0;
+  for (const SliceWrite& w : writes) {
+    if (static_cast<uint64_t>(w.pos) + w.slice.len > kChunkSize) {
+      return FsError(EINVAL, "slice crosses the chunk boundary");
+    }
+    if (w.slice.id != 0 && static_cast<uint64_t>(w.slice.off) + w.slice.len > w.slice.size) {
+      return FsError(EINVAL, "slice range exceeds the slice object");
+    }
+    uint64_t e = static_cast<uint64_t>(w.chunk_index) * kChunkSize + w.pos + w.slice.len;
+    if (e > kMaxFileSize) return FsError(EFBIG, "file would exceed the maximum size");
+    end = std::max(end, e);
+    mtime_ns = std::max(mtime_ns, w.mtime_ns);
+    Slice s = w.slice;
+    s.pos = w.pos;
+    std::string key = ChunkKey(ino, w.chunk_index);
+    if (appends.empty() || appends.back().first != key) appends.emplace_back(std::move(key), "");
+    AppendSlice(&appends.back().second, s);
   }
-  if (slice.id != 0 && static_cast<uint64_t>(slice.off) + slice.len > slice.size) {
-    return FsError(EINVAL, "slice range exceeds the slice object");
-  }
-  uint64_t end = static_cast<uint64_t>(chunk_index) * kChunkSize + pos + slice.len;
-  if (end > kMaxFileSize) return FsError(EFBIG, "file would exceed the maximum size");
-  Slice s = slice;
-  s.pos = pos;
-  std::string v;
-  AppendSlice(&v, s);
   const auto qdirs = QuotaDirs();
   return Txn(
       [&](KvTxn& t) {
@@ -134,7 +155,7 @@ Status KvMeta::Write(Ino ino, uint32_t chunk_index, uint32_t pos, const Slice& s
           if (delta) t.IncrBy(kUsedSpace, delta);
           a->size = end;
         }
-        t.Append(ChunkKey(ino, chunk_index), v);
+        for (const auto& [key, v] : appends) t.Append(key, v);
         a->mtime_ns = a->ctime_ns = mtime_ns;
         as.Dirty(ino);
         as.Flush();

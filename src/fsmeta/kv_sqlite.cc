@@ -7,12 +7,14 @@
 // transactions are serialised by write_mu_ on one connection. Read-only
 // transactions run on a pool of reader connections, concurrently with each
 // other and with the writer (WAL snapshots).
-#include <sqlite3.h>
-
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <thread>
+
+#include <sqlite3.h>
 
 #include "fsmeta/kv.h"
 
@@ -53,6 +55,9 @@ class Conn {
     begin_write_.reset();
     commit_.reset();
     rollback_.reset();
+    savepoint_.reset();
+    release_.reset();
+    rollback_to_.reset();
     if (db_) sqlite3_close(db_);
   }
 
@@ -79,6 +84,9 @@ class Conn {
       begin_write_ = std::make_unique<Stmt>(db_, "BEGIN IMMEDIATE");
       commit_ = std::make_unique<Stmt>(db_, "COMMIT");
       rollback_ = std::make_unique<Stmt>(db_, "ROLLBACK");
+      savepoint_ = std::make_unique<Stmt>(db_, "SAVEPOINT g");
+      release_ = std::make_unique<Stmt>(db_, "RELEASE g");
+      rollback_to_ = std::make_unique<Stmt>(db_, "ROLLBACK TO g");
     } catch (const KvError& e) {
       return e.status;
     }
@@ -125,6 +133,7 @@ class Conn {
   std::unique_ptr<Stmt> get_, put_, del_;
   std::unique_ptr<Stmt> scan_[8];
   std::unique_ptr<Stmt> begin_, begin_write_, commit_, rollback_;
+  std::unique_ptr<Stmt> savepoint_, release_, rollback_to_;
 };
 
 class SqliteTxn final : public KvTxn {
@@ -292,9 +301,10 @@ class SqliteKV final : public TxnKV {
       if (readers_.size() < 16) readers_.push_back(std::move(c));
       return st;
     }
-    std::lock_guard<std::mutex> lock(write_mu_);
-    return Run(writer_.get(), body, false);
+    return GroupWrite(body);
   }
+
+  uint64_t Commits() const override { return commits_.load(); }
 
   Result<int64_t> Incr(const std::string& key, int64_t delta) override {
     int64_t out = 0;
@@ -359,14 +369,104 @@ class SqliteKV final : public TxnKV {
   }
 
  private:
-  static Status Run(Conn* c, const std::function<Status(KvTxn&)>& body, bool read_only) {
+  // Group commit. Write transactions arriving while another group commits
+  // queue up; the first of them leads: it runs every queued body in one
+  // SQLite transaction, each inside a savepoint (a body that fails is rolled
+  // back to its savepoint alone, as if it ran by itself), commits once, and
+  // hands each caller its own status. Bodies run in arrival order, each seeing
+  // the writes of those before it, so the outcome is a serial order of the
+  // transactions; with sync=full the group shares one fsync of the WAL.
+  struct Pending {
+    const std::function<Status(KvTxn&)>* body;
+    Status st;
+    bool done = false;
+  };
+
+  Status GroupWrite(const std::function<Status(KvTxn&)>& body) {
+    Pending me{&body};
+    std::unique_lock<std::mutex> lk(group_mu_);
+    group_queue_.push_back(&me);
+    group_cv_.wait(lk, [&] { return me.done || !group_leader_; });
+    if (me.done) return me.st;
+    group_leader_ = true;
+    while (!me.done) {
+      std::vector<Pending*> batch;
+      while (!group_queue_.empty() && batch.size() < kMaxGroup) {
+        batch.push_back(group_queue_.front());
+        group_queue_.pop_front();
+      }
+      lk.unlock();
+      {
+        std::lock_guard<std::mutex> w(write_mu_);
+        RunGroup(batch);
+      }
+      lk.lock();
+      for (Pending* p : batch) p->done = true;
+      group_cv_.notify_all();
+    }
+    group_leader_ = false;
+    group_cv_.notify_all();
+    return me.st;
+  }
+
+  // With write_mu_ held. A backend failure anywhere (an error thrown by a
+  // body, a savepoint or the commit) rolls the whole group back and runs each
+  // body again on its own, so that failure is charged to its own transaction.
+  void RunGroup(const std::vector<Pending*>& batch) {
+    Conn* c = writer_.get();
+    if (batch.size() == 1) {
+      batch[0]->st = Run(c, *batch[0]->body, false);
+      if (batch[0]->st.ok()) commits_.fetch_add(1);
+      return;
+    }
+    Status st = Begin(c, false);
+    if (!st.ok()) {
+      for (Pending* p : batch) p->st = st;
+      return;
+    }
+    SqliteTxn txn(c);
+    bool failed = false;
+    for (Pending* p : batch) {
+      if (!c->Step(c->savepoint_.get(), "SAVEPOINT").ok()) {
+        failed = true;
+        break;
+      }
+      try {
+        p->st = (*p->body)(txn);
+      } catch (const std::exception&) {
+        failed = true;
+        break;
+      }
+      const bool undone = p->st.ok() || (c->Step(c->rollback_to_.get(), "ROLLBACK TO").ok());
+      if (!undone || !c->Step(c->release_.get(), "RELEASE").ok()) {
+        failed = true;
+        break;
+      }
+    }
+    if (!failed && c->Step(c->commit_.get(), "COMMIT").ok()) {
+      commits_.fetch_add(1);
+      return;
+    }
+    (void)c->Step(c->rollback_.get(), "ROLLBACK");
+    for (Pending* p : batch) {
+      p->st = Run(c, *p->body, false);
+      if (p->st.ok()) commits_.fetch_add(1);
+    }
+  }
+
+  static Status Begin(Conn* c, bool read_only) {
     Status st;
     for (int attempt = 0;; ++attempt) {
       st = read_only ? c->Step(c->begin_.get(), "BEGIN") : c->Step(c->begin_write_.get(), "BEGIN IMMEDIATE");
-      if (st.ok()) break;
+      if (st.ok()) return st;
       if (attempt >= 100) return st;  // busy beyond busy_timeout: another process holds it
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
+  }
+
+  static Status Run(Conn* c, const std::function<Status(KvTxn&)>& body, bool read_only) {
+    Status st = Begin(c, read_only);
+    if (!st.ok()) return st;
     SqliteTxn txn(c);
     try {
       st = body(txn);
@@ -424,6 +524,13 @@ class SqliteKV final : public TxnKV {
   std::unique_ptr<Conn> writer_;  // guarded by write_mu_
   std::mutex readers_mu_;
   std::vector<std::unique_ptr<Conn>> readers_;  // idle reader connections, guarded by readers_mu_
+
+  static constexpr size_t kMaxGroup = 64;
+  std::mutex group_mu_;
+  std::condition_variable group_cv_;  // with group_mu_
+  std::deque<Pending*> group_queue_;  // guarded by group_mu_
+  bool group_leader_ = false;         // guarded by group_mu_
+  std::atomic<uint64_t> commits_{0};
 };
 
 }  // namespace

@@ -33,10 +33,25 @@ class FakeSliceMeta final : public SliceMeta {
   }
   Status WriteChunk(Ino ino, uint32_t c, uint32_t pos, const Slice& s, int64_t) override {
     std::lock_guard<std::mutex> lk(mu_);
+    txns_++;
+    Push(ino, c, pos, s);
+    return Status::Ok();
+  }
+  void Push(Ino ino, uint32_t c, uint32_t pos, const Slice& s) {
     Slice t = s;
     t.pos = pos;
     chunks_[{ino, c}].push_back(t);
+  }
+  // One call is one metadata transaction.
+  Status WriteChunks(Ino ino, const std::vector<fsmeta::MetaEngine::SliceWrite>& ws) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    txns_++;
+    for (const auto& w : ws) Push(ino, w.chunk_index, w.pos, w.slice);
     return Status::Ok();
+  }
+  uint64_t Txns() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return txns_;
   }
   Status ReplaceSlices(Ino ino, uint32_t c, const std::vector<Slice>& expected,
                        const std::vector<Slice>& replacement) override {
@@ -58,6 +73,7 @@ class FakeSliceMeta final : public SliceMeta {
   std::map<std::pair<Ino, uint32_t>, std::vector<Slice>> chunks_;
   std::atomic<uint64_t> next_id_{1};
   uint64_t reads_ = 0;
+  uint64_t txns_ = 0;
 };
 
 struct Rig {
@@ -267,6 +283,29 @@ TEST(DataIOTest, FailedUploadsAreReportedAndNothingIsCommitted) {
   EXPECT_EQ(out, big);
   ASSERT_OK_AND_ASSIGN(n, data.Read(4, 0, small.size(), out.data(), small.size()));
   EXPECT_EQ(out.substr(0, small.size()), small);
+}
+
+// A file written at scattered offsets (many slices, each uploaded while the
+// next is written) commits its slices together: one transaction per 64
+// slices at most, not one per write, with the same bytes.
+TEST(DataIOTest, ScatteredWritesCommitTheirSlicesTogether) {
+  Rig r;
+  std::string model;
+  constexpr int kPieces = 200;
+  for (int i = 0; i < kPieces; ++i) {
+    // Backwards, so no write continues the previous one's slice.
+    const uint64_t off = static_cast<uint64_t>(kPieces - 1 - i) * 10000;
+    const std::string d = Random(3000, 100 + i);
+    ASSERT_OK(r.data->Write(9, off, d));
+    Apply(&model, off, d);
+  }
+  ASSERT_OK(r.data->Flush(9));
+  uint64_t slices = 0;
+  for (uint32_t c = 0; c * fsmeta::kChunkSize < model.size(); ++c)
+    slices += r.meta.SliceCount(9, c);
+  EXPECT_EQ(slices, static_cast<uint64_t>(kPieces));
+  EXPECT_LE(r.meta.Txns(), static_cast<uint64_t>(kPieces / 64 + 1));
+  EXPECT_EQ(r.ReadAll(9, model.size()), model);
 }
 
 TEST(DataIOTest, RandomOverwritesMatchAModel) { RandomOverwrites(Compression::kNone); }

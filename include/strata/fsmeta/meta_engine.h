@@ -269,6 +269,21 @@ class MetaEngine {
   // grows the file length to cover it and sets mtime/ctime to mtime_ns.
   virtual Status Write(Ino ino, uint32_t chunk_index, uint32_t pos, const Slice& slice,
                        int64_t mtime_ns) = 0;
+  // Several Writes of one file in one transaction, applied in order: all of
+  // them or none. The default runs them one by one.
+  struct SliceWrite {
+    uint32_t chunk_index = 0;
+    uint32_t pos = 0;
+    Slice slice;
+    int64_t mtime_ns = 0;
+  };
+  virtual Status WriteSlices(Ino ino, const std::vector<SliceWrite>& writes) {
+    for (const SliceWrite& w : writes) {
+      Status st = Write(ino, w.chunk_index, w.pos, w.slice, w.mtime_ns);
+      if (!st.ok()) return st;
+    }
+    return Status::Ok();
+  }
   virtual Status Truncate(const Context& ctx, Ino ino, uint64_t length) = 0;
   // mode: 0 (allocate: extends the length), kFallocKeepSize, kFallocPunchHole |
   // kFallocKeepSize, kFallocZeroRange [| kFallocKeepSize]. Holes are id-0 slices.
@@ -395,6 +410,10 @@ class MetaEngine {
   struct TxnCounts {
     uint64_t read = 0, write = 0;  // backend transactions this engine ran
     uint64_t cached = 0;           // Lookup/GetAttr answered from the cache
+    // Backend commits of write transactions: fewer than `write` where the
+    // backend commits concurrent transactions as a group (SQLite), equal to
+    // it otherwise.
+    uint64_t commits = 0;
   };
   virtual TxnCounts Transactions() const { return {}; }
 
