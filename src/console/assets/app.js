@@ -25,11 +25,8 @@ function fmtBytes(n) {
   n = Number(n);
   const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let i = 0;
-  while (n >= 1024 && i < u.length - 1) {
-    n /= 1024;
-    i++;
-  }
-  return (i ? n.toFixed(1) : n) + ' ' + u[i];
+  while (n >= 1000 && i < u.length - 1) { n /= 1024; i++; }
+  return (i ? n.toFixed(1) : Math.round(n)) + ' ' + u[i];
 }
 function show(text, kind = 'ok') {
   const m = $('#message');

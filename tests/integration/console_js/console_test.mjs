@@ -20,6 +20,7 @@ const browser = await puppeteer.launch({
 });
 const page = await browser.newPage();
 await page.setViewport({ width: 1280, height: 860 });
+page.setDefaultTimeout(10000);
 page.on('dialog', d => d.accept());
 const messageText = () => page.$eval('#message', el => el.hidden ? '' : el.textContent);
 const waitMessage = async (re, what) => {
@@ -41,6 +42,7 @@ try {
   });
   await step('sign in', async () => {
     await page.$eval('#access-key', el => { el.value = ''; });
+    await page.$eval('#secret-key', el => { el.value = ''; });
     await page.type('#access-key', ACCESS_KEY);
     await page.type('#secret-key', SECRET_KEY);
     await page.click('#sign-in');
