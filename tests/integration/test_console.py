@@ -123,6 +123,17 @@ def test_security(srv):
     r = root.call("GET", "s3/sec-bucket/page.html")
     assert r.status_code == 200 and r.content == b"<script>alert(1)</script>"
     assert "sandbox" in r.headers["Content-Security-Policy"], r.headers
+    # A presigned link works on the S3 port without any cookie; bad expiry is 400.
+    r = root.call("POST", "presign", json={"bucket": "sec-bucket", "key": "page.html", "expires_s": 600})
+    assert r.status_code == 200, r.text
+    url = r.json()["url"]
+    assert url.startswith(srv.endpoint + "/sec-bucket/page.html?") and "X-Amz-Expires=600" in url, url
+    got = requests.get(url, timeout=10)
+    assert got.status_code == 200 and got.content == b"<script>alert(1)</script>", got.status_code
+    tampered = url.replace("X-Amz-Expires=600", "X-Amz-Expires=601")
+    assert requests.get(tampered, timeout=10).status_code == 403
+    r = root.call("POST", "presign", json={"bucket": "sec-bucket", "key": "page.html", "expires_s": 604801})
+    assert r.status_code == 400, r.text
     # The console cannot be used to smuggle a signature of the browser's own.
     r = root.call("GET", "s3/sec-bucket/page.html?X-Amz-Signature=00&X-Amz-Credential=x")
     assert r.status_code == 400, r.text

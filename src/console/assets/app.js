@@ -416,7 +416,7 @@ function objectRow(tb, bucket, key, prefix, size, modified, relist) {
       const r = await api('POST', 'presign', {bucket, key, expires_s: 3600});
       $('#details').innerHTML =
           `<div class="card"><h2>Presigned link (1 hour)</h2><input id="presigned-url" readonly value="${
-              esc(r.url)}" style="width:100%"></div>`;
+              esc(r.url)}"></div>`;
     } catch (e) {
       fail(e);
     }
@@ -602,7 +602,7 @@ async function vectorsPage(p, rest) {
   }
   if (rest.length && rest[0]) return collectionPage(p, rest[0]);
   p.innerHTML = `<div class="card"><h2>Collections</h2>
-    <div class="row"><input id="vc-name" placeholder="collection name"><input id="vc-size" type="number" min="1" value="4" style="width:90px">
+    <div class="row"><input id="vc-name" placeholder="collection name"><input id="vc-size" type="number" min="1" value="4">
       <select id="vc-distance"><option>Cosine</option><option>Euclid</option><option>Dot</option><option>Manhattan</option></select>
       <button id="vc-create">Create collection</button></div>
     <table id="collections"><thead><tr><th>Name</th><th>Status</th><th class="num">Points</th><th class="num">Indexed</th><th class="num">Segments</th><th>Vectors</th><th></th></tr></thead><tbody></tbody></table></div>`;
@@ -657,7 +657,7 @@ async function collectionPage(p, name) {
       <div class="row"><button id="upsert">Upsert</button></div></div></div></div>
     <div class="card"><h2>Search</h2>
       <div class="row"><label><input type="radio" name="by" value="vector" checked> by vector</label><label><input type="radio" name="by" value="id"> by point id</label>
-        <input id="search-id" placeholder="point id"> limit <input id="search-limit" type="number" value="10" min="1" style="width:70px"></div>
+        <input id="search-id" placeholder="point id"> limit <input id="search-limit" type="number" value="10" min="1"></div>
       <div class="grid2"><div><h3>Vector</h3><textarea id="search-vector" placeholder="[0.1, 0.2, 0.3, 0.4]"></textarea></div>
         <div><h3>Filter (Qdrant JSON, optional)</h3><textarea id="search-filter" placeholder='{"must":[{"key":"color","match":{"value":"red"}}]}'></textarea></div></div>
       <div class="row"><button id="search">Search</button></div>
