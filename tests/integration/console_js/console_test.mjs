@@ -12,7 +12,7 @@ async function step(name, fn) {
   try { await fn(); console.log('ok ' + name); } catch (e) { failures++; console.log('FAIL ' + name + ': ' + (e && e.message)); }
 }
 function assert(c, msg) { if (!c) throw new Error(msg); }
-const shot = async (page, name) => { if (SHOTS) await page.screenshot({ path: path.join(SHOTS, name + '.png') }); };
+const shot = async (page, name) => { if (SHOTS) await page.screenshot({ path: path.join(SHOTS, name + '.png'), fullPage: true }); };
 
 const browser = await puppeteer.launch({
   executablePath: '/usr/bin/chromium', headless: 'new',
