@@ -13,7 +13,7 @@ build_pkgs=(
 )
 test_pkgs=(
   awscli python3 python3-boto3 python3-requests s3cmd rclone curl procps openssl redis-server
-  fuse3 acl python3-numpy python3-torch
+  fuse3 acl python3-numpy python3-torch chromium
 )
 bench_pkgs=( nginx wrk hyperfine python3-numpy python3-hnswlib python3-faiss libhnswlib-dev dataset-fashion-mnist
   s3fs python3-matplotlib )

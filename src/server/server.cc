@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <strata/console/console.h>
 #include <strata/core/file_util.h>
 #include <strata/core/http_server.h>
 #include <strata/core/log.h>
@@ -98,6 +99,17 @@ Status ParseHostPort(const std::string& s, std::string& host, int& port) {
   return Status::Ok();
 }
 
+namespace {
+
+std::string Endpoint(const http::Server* s, bool tls) {
+  if (s == nullptr) return "";
+  std::string host = s->options().bind_address;
+  if (host == "0.0.0.0" || host == "::") host = "127.0.0.1";
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return fmt::format("{}://{}:{}", tls ? "https" : "http", host, s->port());
+}
+}  // namespace
+
 struct StrataServer::Impl {
   ServerOptions opts;
   Credentials creds;
@@ -108,6 +120,7 @@ struct StrataServer::Impl {
   std::unique_ptr<s3::LifecycleStore> lifecycle_store;
   std::shared_ptr<s3::LifecycleWorker> lifecycle;  // shared with its /metrics callbacks
   std::unique_ptr<http::Server> admin_http;
+  std::unique_ptr<console::Console> console;  // the web console on the admin port
   std::unique_ptr<vector::CollectionManager> collections;
   std::unique_ptr<qdrant::Handler> qdrant_handler;
   std::unique_ptr<http::Server> vector_http;
@@ -239,9 +252,39 @@ struct StrataServer::Impl {
     return h;
   }
 
+  // The console acts through the frontends in-process, as their own clients would.
+  void StartConsole() {
+    console::ConsoleOptions co;
+    s3::UserStore* store = users.get();
+    co.find_user = [store](std::string_view ak) -> std::optional<console::ConsoleUser> {
+      auto table = store->Snapshot();
+      auto it = table->by_key.find(std::string(ak));
+      if (it == table->by_key.end()) return std::nullopt;
+      const s3::User& u = it->second->user;
+      return console::ConsoleUser{u.name, u.access_key, u.secret_key, u.admin};
+    };
+    if (s3) {
+      co.s3 = http::FrontendHandler(s3.get());
+      co.s3_endpoint = Endpoint(s3_http.get(), !opts.tls_cert_file.empty());
+    }
+    co.region = opts.region;
+    if (vector_http) co.vector = http::FrontendHandler(qdrant_handler.get());
+    co.vector_api_key = opts.vector_api_key;
+    if (features_http) {
+      co.features = http::FrontendHandler(feast_handler.get());
+      co.features_repo = features_repo;
+    }
+    co.features_api_key = opts.features_api_key;
+    co.metrics_text = [] { return metrics::Registry::Global().ExportPrometheus(); };
+    console = std::make_unique<console::Console>(std::move(co));
+    (void)console->Start();
+  }
+
   void Admin(http::Request& req, http::ResponseWriter& w) {
     if (StartsWith(req.path, kAdminUsersPath)) {
       AdminUsers(req, w, users.get(), creds.users[0]);
+    } else if (console && console::Console::Serves(req.path)) {
+      console->Handle(req, w);
     } else if (req.path == "/metrics") {
       w.AddHeader("Content-Type", "text/plain; version=0.0.4");
       (void)w.Send(metrics::Registry::Global().ExportPrometheus());
@@ -252,7 +295,7 @@ struct StrataServer::Impl {
     } else {
       w.SetStatus(404);
       w.AddHeader("Content-Type", "text/plain");
-      (void)w.Send("not found: try /metrics or /health\n");
+      (void)w.Send("not found: try / (the console), /metrics or /health\n");
     }
   }
 };
@@ -358,9 +401,10 @@ Status StrataServer::Start() {
     int unused = 0;
     http::ServerOptions h = im.HttpOptions("admin", im.opts.admin_address, unused, st);
     STRATA_RETURN_IF_ERROR(st);
-    h.threads = 2;
+    h.threads = 4;  // the console's uploads and downloads stream through here
     h.tls_cert_file.clear();
     h.tls_key_file.clear();
+    im.StartConsole();
     Impl* p = &im;
     im.admin_http = std::make_unique<http::Server>(h, [p](http::Request& r, http::ResponseWriter& w) {
       p->Admin(r, w);
@@ -375,6 +419,7 @@ void StrataServer::Stop() {
   if (impl_->lifecycle) impl_->lifecycle->Stop();
   if (impl_->s3_http) impl_->s3_http->Stop();
   if (impl_->admin_http) impl_->admin_http->Stop();
+  impl_->console.reset();
   if (impl_->vector_http) impl_->vector_http->Stop();
   impl_->s3_http.reset();
   impl_->admin_http.reset();
@@ -397,16 +442,6 @@ int StrataServer::features_port() const {
 }
 const Credentials& StrataServer::credentials() const { return impl_->creds; }
 std::string StrataServer::features_repo() const { return impl_->features_repo; }
-
-namespace {
-std::string Endpoint(const http::Server* s, bool tls) {
-  if (s == nullptr) return "";
-  std::string host = s->options().bind_address;
-  if (host == "0.0.0.0" || host == "::") host = "127.0.0.1";
-  if (host.find(':') != std::string::npos) host = "[" + host + "]";
-  return fmt::format("{}://{}:{}", tls ? "https" : "http", host, s->port());
-}
-}  // namespace
 
 std::string StrataServer::s3_endpoint() const {
   return Endpoint(impl_->s3_http.get(), !impl_->opts.tls_cert_file.empty());
