@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -65,14 +66,42 @@ struct Common {
   bool dryrun = false;
   std::vector<std::string> exclude;
   std::vector<std::string> include;
+  std::vector<std::string> exclude_from, include_from;  // files of patterns (rclone)
+  std::string max_age, min_age;                         // rclone durations or dates
+  std::string sse_c_key;  // SSE-C: base64 of 32 bytes, or 32 raw bytes
+  std::string bwlimit;    // rclone rate: 10M, 512K ("" = none)
 };
+
+// --max-age / --min-age (rclone): which modification times pass.
+struct AgeFilter {
+  std::optional<int64_t> min_mtime_ns;  // --max-age: younger than (mtime >= this)
+  std::optional<int64_t> max_mtime_ns;  // --min-age: older than (mtime <= this)
+  bool any() const { return min_mtime_ns || max_mtime_ns; }
+  bool Included(int64_t mtime_ns) const {
+    return (!min_mtime_ns || mtime_ns >= *min_mtime_ns) &&
+           (!max_mtime_ns || mtime_ns <= *max_mtime_ns);
+  }
+};
+// rclone's syntax: a duration (ms, s, m, h, d, w, M, y suffixes, combinable:
+// 1h30m; a bare number is seconds) before now, or an absolute time
+// (2006-01-02, 2006-01-02 15:04:05, RFC 3339; UTC unless it says otherwise).
+Result<int64_t> ParseAgeCutoff(std::string_view text, int64_t now_ns);
+Result<AgeFilter> BuildAgeFilter(const Common& c);
+// The SSE-C key of --sse-c-key as 32 raw bytes.
+Result<std::string> DecodeSseCustomerKey(const std::string& text);
 
 void AddConnectionOptions(CLI::App* sub, Common& c);
 void AddTransferOptions(CLI::App* sub, Common& c);
 void AddOutputOptions(CLI::App* sub, Common& c);
 void AddFilterOptions(CLI::App* sub, Common& c);
-// awscli applies --exclude/--include in command-line order.
-PathFilter BuildFilters(const Common& c, const CLI::App* sub);
+// --max-age / --min-age (cp, mv, sync).
+void AddAgeOptions(CLI::App* sub, Common& c);
+// --sse-c-key (commands that read or write object data).
+void AddSseCustomerOption(CLI::App* sub, Common& c);
+// awscli applies --exclude/--include in command-line order; the patterns of
+// --exclude-from/--include-from files (one a line, # comments, blank lines
+// skipped) are rules at the place of their flag.
+Result<PathFilter> BuildFilters(const Common& c, const CLI::App* sub);
 
 // Ctrl-C removes the active manager's temporary download files before exiting.
 void SetActiveManager(TransferManager* m);
@@ -110,6 +139,11 @@ class Session {
     topts_.part_size = *ps;
     topts_.multipart_threshold = *mt;
     topts_.fsync = c_.fsync;
+    if (!c_.sse_c_key.empty()) {
+      auto key = DecodeSseCustomerKey(c_.sse_c_key);
+      if (!key.ok()) return key.error();
+      sse_c_key_ = std::move(*key);
+    }
     if (write != nullptr) topts_.write = *write;
     if (need_manager) {
       mgr_ = std::make_unique<TransferManager>(topts_);
@@ -118,6 +152,8 @@ class Session {
     return Status::Ok();
   }
 
+  // Options Init does not set (metadata directive, ...): change them before Init.
+  TransferOptions& options_before_init() { return topts_; }
   TransferManager& mgr() { return *mgr_; }
   TransferManager* mgr_ptr() { return mgr_.get(); }
   const TransferOptions& topts() const { return topts_; }
@@ -154,6 +190,8 @@ class Session {
     if (!resolved.ok()) return resolved.error();
     anonymous_ = resolved->first.credentials.access_key.empty();
     aws_endpoint_ = resolved->first.endpoint.empty();
+    resolved->first.sse_customer_key = sse_c_key_;
+    resolved->first.sse_copy_source_customer_key = sse_c_key_;
     auto client = S3Client::Create(resolved->first);
     if (!client.ok()) return client.error();
     client_ = std::move(*client);
@@ -191,6 +229,7 @@ class Session {
   std::unordered_map<std::string, std::unique_ptr<ObjectStore>> stores_;  // guarded by mu_
   bool anonymous_ = false;
   bool aws_endpoint_ = false;  // no endpoint configured: AWS itself
+  std::string sse_c_key_;      // raw 32 bytes ("" = none)
 };
 
 // The error of a command on stderr (or as JSON), and its exit code.
@@ -209,5 +248,7 @@ std::string Footer(std::string examples);
 void RegisterCopyCommands(CLI::App& app, int* exit_code);
 // transfer_info_cmds.cc: head, presign.
 void RegisterInfoCommands(CLI::App& app, int* exit_code);
+// transfer_bucket_cmds.cc: ls, mb, rb, du.
+void RegisterBucketCommands(CLI::App& app, int* exit_code);
 
 }  // namespace strata::cli::transfer

@@ -835,13 +835,18 @@ Result<ObjectInfo> TransferManager::CopyS3Object(S3Client& client, std::string_v
   // Metadata given (TransferOptions::write) replaces the source's, as
   // x-amz-metadata-directive REPLACE does: the copy gets only what was given.
   const WriteOptions& given = I.options.write;
-  const bool replace = !given.content_type.empty() || !given.user_meta.empty() ||
-                       !given.cache_control.empty() || !given.content_encoding.empty() ||
-                       !given.content_disposition.empty() || !given.expires.empty();
+  using Directive = TransferOptions::MetadataDirective;
+  const bool any_given = !given.content_type.empty() || !given.user_meta.empty() ||
+                         !given.cache_control.empty() || !given.content_encoding.empty() ||
+                         !given.content_disposition.empty() || !given.expires.empty();
+  const bool replace = I.options.metadata_directive == Directive::kReplace ||
+                       (I.options.metadata_directive == Directive::kAuto && any_given);
   if (info.size <= I.options.multipart_threshold) {
     CopyOptions co;
     co.storage_class = given.storage_class;
     co.acl = given.acl;
+    co.sse = given.sse;
+    co.sse_kms_key_id = given.sse_kms_key_id;
     if (replace) {
       co.new_metadata = given;
       co.new_metadata->if_none_match_star = false;
@@ -862,6 +867,8 @@ Result<ObjectInfo> TransferManager::CopyS3Object(S3Client& client, std::string_v
   WriteOptions w = replace ? given : MetadataOf(info);
   w.storage_class = given.storage_class;
   w.acl = given.acl;
+  w.sse = given.sse;
+  w.sse_kms_key_id = given.sse_kms_key_id;
   w.if_none_match_star = false;
   w.if_match.reset();
   w.size.reset();

@@ -84,6 +84,11 @@ struct TransferOptions {
   // and ACL, and when any metadata or header is set, replace the source's with
   // it (x-amz-metadata-directive REPLACE, as awscli); else they keep the source's.
   WriteOptions write;
+  // Server-side copies: whether the copy keeps the source's metadata (kCopy)
+  // or gets only `write`'s (kReplace, x-amz-metadata-directive REPLACE).
+  // kAuto replaces when `write` sets any metadata or header, as awscli does.
+  enum class MetadataDirective { kAuto, kCopy, kReplace };
+  MetadataDirective metadata_directive = MetadataDirective::kAuto;
 };
 
 struct TransferProgress {
