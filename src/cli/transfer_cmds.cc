@@ -994,6 +994,7 @@ void RegisterTransferCommands(CLI::App& app, int* exit_code) {
   transfer::RegisterCopyCommands(app, exit_code);
   transfer::RegisterInfoCommands(app, exit_code);
   transfer::RegisterBucketCommands(app, exit_code);
+  transfer::RegisterRunCommand(app, exit_code);
 }
 
 }  // namespace strata::cli

@@ -250,5 +250,7 @@ void RegisterCopyCommands(CLI::App& app, int* exit_code);
 void RegisterInfoCommands(CLI::App& app, int* exit_code);
 // transfer_bucket_cmds.cc: ls, mb, rb, du.
 void RegisterBucketCommands(CLI::App& app, int* exit_code);
+// transfer_run_cmd.cc: run.
+void RegisterRunCommand(CLI::App& app, int* exit_code);
 
 }  // namespace strata::cli::transfer

@@ -235,6 +235,41 @@ class TransferFlagTests(TransferCliTests):
         assert p.returncode == 4, (p.returncode, p.err)
         self.run("cp", "--sse-c-key", "too-short", small, f"s3://{BUCKET}/ssec/x", expect=2)
 
+    # ---- run FILE / run - (s5cmd: one command a line, in parallel)
+    def run_batch(self):
+        files = [self.file(f"run/f{i}.bin", 1000 + i) for i in range(20)]
+        self.put("run/old.txt", b"old")
+        self.put("run/move-me.txt", b"moved")
+        batch = os.path.join(self.work, "batch.txt")
+        with open(batch, "w") as f:
+            f.write("# uploads, one a line\n\n")
+            for i, p in enumerate(files):
+                f.write(f"cp '{p}' s3://{BUCKET}/run/up/f{i}.bin\n")
+            f.write(f"rm s3://{BUCKET}/run/old.txt\n")
+            f.write(f"mv s3://{BUCKET}/run/move-me.txt s3://{BUCKET}/run/moved.txt\n")
+        p = self.run("run", "--concurrency", "8", batch)
+        assert p.out.count("upload:") == 20, p.out
+        got = keys(self.s3, BUCKET, "run/")
+        assert sorted(k for k in got if k.startswith("run/up/")) == sorted(f"run/up/f{i}.bin" for i in range(20)), got
+        assert "run/old.txt" not in got and "run/move-me.txt" not in got and "run/moved.txt" in got, got
+        assert self.body("run/up/f7.bin") == open(files[7], "rb").read()
+        # stdin; a failing line: the others still run, its errors carry its line number, exit non-zero.
+        script = (f"cp {files[0]} s3://{BUCKET}/run/stdin.bin\n"
+                  f"cp s3://{BUCKET}/run/no-such-key {self.work}/nothing\n"
+                  f"ls s3://{BUCKET}/run/up/\n")
+        p = self.run("run", "-", input=script.encode(), check=False)
+        assert p.returncode != 0, p.returncode
+        assert "line 2:" in p.err and "no-such-key" in p.err and "line 1:" not in p.err, p.err
+        assert "f19.bin" in p.out, p.out
+        assert "run/stdin.bin" in keys(self.s3, BUCKET, "run/")
+        # A line that cannot be parsed runs nothing.
+        script = f"cp {files[1]} s3://{BUCKET}/run/never.bin\ncp 'unterminated\n"
+        p = self.run("run", "-", input=script.encode(), expect=2)
+        assert "line 2" in p.err, p.err
+        assert "run/never.bin" not in keys(self.s3, BUCKET, "run/")
+        self.run("run", "-", input=b"run other.txt\n", expect=2)
+        self.run("run", os.path.join(self.work, "no-such-batch.txt"), expect=3)
+
 
 def main():
     args = H.parse_args()
@@ -245,7 +280,7 @@ def main():
         with H.tempdir() as work:
             t = TransferFlagTests(srv, os.path.abspath(args.strata), work)
             order = ["setup", "metadata_directive", "flatten", "filter_files", "ages", "ls_flags", "du_group",
-                     "rb_force", "sse_s3_kms", "sse_c"]
+                     "rb_force", "sse_s3_kms", "sse_c", "run_batch"]
             for name in order:
                 if not runner.case(name, getattr(t, name)) and name == "setup":
                     break
