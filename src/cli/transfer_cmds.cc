@@ -100,7 +100,8 @@ class Runner final : public objstore::TransferPlanSink {
         return;
       }
     }
-    if (move_ && j.kind == TransferJob::kCopy && j.bucket == j.dst_bucket && j.key == j.dst_key) {
+    if (move_ && j.kind == TransferJob::kCopy && !s_.has_source_endpoint() &&
+        j.bucket == j.dst_bucket && j.key == j.dst_key) {
       // Copying onto itself and then deleting the source would lose the object.
       Reject(j, Status::InvalidArgument("source and destination are the same object"));
       return;
@@ -172,14 +173,14 @@ class Runner final : public objstore::TransferPlanSink {
       etag = got.etag;
     } else {
       if (!pinned.info) {
-        STRATA_ASSIGN_OR_RETURN(ObjectStore * store, s_.Bucket(j.bucket));
+        STRATA_ASSIGN_OR_RETURN(ObjectStore * store, s_.SourceBucket(j.bucket));
         STRATA_ASSIGN_OR_RETURN(ObjectInfo head, store->Head(j.key));
         pinned.info = std::move(head);
       }
       STRATA_RETURN_IF_ERROR(RunJob(pinned, s_));
       etag = pinned.info->etag;
     }
-    STRATA_ASSIGN_OR_RETURN(S3Client * c, s_.Client());
+    STRATA_ASSIGN_OR_RETURN(S3Client * c, s_.SourceClient());
     Status d = c->DeleteObject(j.bucket, j.key,
                                etag.empty() ? std::nullopt : std::optional<std::string>(etag));
     if (d.code() == StatusCode::kPreconditionFailed) {
@@ -330,6 +331,12 @@ class Runner final : public objstore::TransferPlanSink {
         return s.mgr().DownloadFile(*store, j.key, j.local, j.info ? &*j.info : nullptr).error();
       }
       case TransferJob::kCopy: {
+        if (s.has_source_endpoint()) {
+          // Two services: the bytes stream through this process.
+          STRATA_ASSIGN_OR_RETURN(ObjectStore * from, s.SourceBucket(j.bucket));
+          STRATA_ASSIGN_OR_RETURN(ObjectStore * to, s.Bucket(j.dst_bucket));
+          return s.mgr().CopyBetweenStores(*from, j.key, *to, j.dst_key).error();
+        }
         STRATA_ASSIGN_OR_RETURN(S3Client * c, s.Client());
         return s.mgr().CopyS3Object(*c, j.bucket, j.key, j.dst_bucket, j.dst_key, j.info ? &*j.info : nullptr).error();
       }
@@ -592,6 +599,9 @@ int CmdCp(Common& c, CpArgs& a, const CLI::App* sub, bool move = false) {
     return Usage(cmd, st.message());
   }
   if (Status st = s.Init(true, &w); !st.ok()) return Usage(cmd, st.message());
+  if (!c.source_endpoint_url.empty() && !s3_to_s3) {
+    return Usage(cmd, "--source-endpoint-url applies to S3 -> S3 copies (both SRC and DST s3://)");
+  }
   if (move) {
     const bool dash = !dst.s3 && dst.key == "-";
     for (const Location& l : src_locs) {
@@ -663,7 +673,7 @@ int CmdCp(Common& c, CpArgs& a, const CLI::App* sub, bool move = false) {
       objstore::PlanCopyFromLocal(src.key, a.recursive, target, filters, run);
       continue;
     }
-    auto store = s.Bucket(src.bucket);
+    auto store = s.SourceBucket(src.bucket);
     if (!store.ok()) {
       rep.Error(store.error());
       continue;
@@ -876,6 +886,10 @@ void AddCopyOptions(CLI::App* sub, CpArgs& a, Common& c, bool move) {
               "Overwrite an existing destination only if the sizes differ");
   g->add_flag("--if-source-newer", a.overwrite.if_source_newer,
               "Overwrite an existing destination only if the source is newer (whole seconds)");
+  sub->add_option(
+      "--source-endpoint-url", c.source_endpoint_url,
+      "S3 -> S3 between two services: the endpoint of the s3:// sources (--endpoint-url "
+      "is the destination's); the bytes stream through strata, in parallel parts");
   sub->add_flag("--flatten", a.flatten,
                 "Put every source directly under DST by its base name, dropping the directories "
                 "of trees and wildcard matches (s5cmd)");

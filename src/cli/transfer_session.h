@@ -51,6 +51,7 @@ inline double Since(Clock::time_point t) {
 
 struct Common {
   std::string endpoint_url;
+  std::string source_endpoint_url;  // cp/mv: the service of s3:// sources ("" = endpoint_url)
   std::string profile;
   std::string region;
   std::string ca_bundle;
@@ -162,8 +163,45 @@ class Session {
   Result<S3Client*> Client() {
     std::lock_guard l(mu_);
     if (client_) return client_.get();
+    auto c = MakeClient(c_.endpoint_url, true);
+    if (!c.ok()) return c.error();
+    client_ = std::move(*c);
+    return client_.get();
+  }
+
+  Result<ObjectStore*> Bucket(const std::string& bucket) {
+    STRATA_ASSIGN_OR_RETURN(S3Client * c, Client());
+    std::lock_guard l(mu_);
+    auto& s = stores_[bucket];
+    if (!s) s = c->OpenBucket(bucket);
+    return s.get();
+  }
+
+  // --source-endpoint-url: the client and stores of s3:// sources (the
+  // destination's when not given).
+  bool has_source_endpoint() const { return !c_.source_endpoint_url.empty(); }
+  Result<S3Client*> SourceClient() {
+    if (!has_source_endpoint()) return Client();
+    std::lock_guard l(mu_);
+    if (source_client_) return source_client_.get();
+    auto c = MakeClient(c_.source_endpoint_url, false);
+    if (!c.ok()) return c.error();
+    source_client_ = std::move(*c);
+    return source_client_.get();
+  }
+  Result<ObjectStore*> SourceBucket(const std::string& bucket) {
+    if (!has_source_endpoint()) return Bucket(bucket);
+    STRATA_ASSIGN_OR_RETURN(S3Client * c, SourceClient());
+    std::lock_guard l(mu_);
+    auto& s = source_stores_[bucket];
+    if (!s) s = c->OpenBucket(bucket);
+    return s.get();
+  }
+
+ private:
+  Result<std::shared_ptr<S3Client>> MakeClient(const std::string& endpoint, bool main) {
     std::vector<std::pair<std::string, std::string>> params;
-    if (!c_.endpoint_url.empty()) params.emplace_back("endpoint", c_.endpoint_url);
+    if (!endpoint.empty()) params.emplace_back("endpoint", endpoint);
     if (!c_.region.empty()) params.emplace_back("region", c_.region);
     if (!c_.profile.empty()) params.emplace_back("profile", c_.profile);
     if (!c_.ca_bundle.empty()) params.emplace_back("ca_file", c_.ca_bundle);
@@ -188,24 +226,16 @@ class Session {
     }
     auto resolved = objstore::ResolveS3Url(url);
     if (!resolved.ok()) return resolved.error();
-    anonymous_ = resolved->first.credentials.access_key.empty();
-    aws_endpoint_ = resolved->first.endpoint.empty();
+    if (main) {
+      anonymous_ = resolved->first.credentials.access_key.empty();
+      aws_endpoint_ = resolved->first.endpoint.empty();
+    }
     resolved->first.sse_customer_key = sse_c_key_;
     resolved->first.sse_copy_source_customer_key = sse_c_key_;
-    auto client = S3Client::Create(resolved->first);
-    if (!client.ok()) return client.error();
-    client_ = std::move(*client);
-    return client_.get();
+    return S3Client::Create(resolved->first);
   }
 
-  Result<ObjectStore*> Bucket(const std::string& bucket) {
-    STRATA_ASSIGN_OR_RETURN(S3Client * c, Client());
-    std::lock_guard l(mu_);
-    auto& s = stores_[bucket];
-    if (!s) s = c->OpenBucket(bucket);
-    return s.get();
-  }
-
+ public:
   // Adds what to do about it to errors whose cause is plain.
   Status Explain(Status s) const {
     if (s.code() == StatusCode::kPermissionDenied && anonymous_) {
@@ -227,6 +257,8 @@ class Session {
   std::mutex mu_;
   std::shared_ptr<S3Client> client_;                                      // guarded by mu_
   std::unordered_map<std::string, std::unique_ptr<ObjectStore>> stores_;  // guarded by mu_
+  std::shared_ptr<S3Client> source_client_;                               // guarded by mu_
+  std::unordered_map<std::string, std::unique_ptr<ObjectStore>> source_stores_;  // guarded by mu_
   bool anonymous_ = false;
   bool aws_endpoint_ = false;  // no endpoint configured: AWS itself
   std::string sse_c_key_;      // raw 32 bytes ("" = none)

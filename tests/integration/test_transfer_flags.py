@@ -270,22 +270,56 @@ class TransferFlagTests(TransferCliTests):
         self.run("run", "-", input=b"run other.txt\n", expect=2)
         self.run("run", os.path.join(self.work, "no-such-batch.txt"), expect=3)
 
+    # ---- S3 -> S3 between two servers (--source-endpoint-url)
+    def two_endpoints(self):
+        s3b = self.srv2.client()
+        s3b.create_bucket(Bucket="remote")
+        big = os.urandom(12 * MiB + 12345)
+        self.put("x2/big.bin", big, ContentType="application/x-big", Metadata={"run": "7"})
+        self.put("x2/sub/small.txt", b"small one")
+        ends = ["--source-endpoint-url", self.srv.endpoint, "--endpoint-url", self.srv2.endpoint]
+        self.run("cp", *ends, "-r", "--multipart-threshold", "5MiB", "--part-size", "5MiB",
+                 f"s3://{BUCKET}/x2/", "s3://remote/in/", endpoint=False)
+        assert s3b.get_object(Bucket="remote", Key="in/big.bin")["Body"].read() == big
+        h = s3b.head_object(Bucket="remote", Key="in/big.bin")
+        assert h["ContentType"] == "application/x-big" and h["Metadata"] == {"run": "7"}, h
+        assert h["ETag"].strip('"').endswith("-3"), f"12 MiB in 5 MiB parts is a 3-part upload: {h['ETag']}"
+        assert s3b.get_object(Bucket="remote", Key="in/sub/small.txt")["Body"].read() == b"small one"
+        # The source server holds no copy; the destination never had the source bucket.
+        assert keys(self.s3, BUCKET, "in/") == []
+        # mv: the source is deleted on its own server once copied.
+        self.run("mv", *ends, f"s3://{BUCKET}/x2/sub/small.txt", "s3://remote/moved.txt", endpoint=False)
+        assert s3b.get_object(Bucket="remote", Key="moved.txt")["Body"].read() == b"small one"
+        assert keys(self.s3, BUCKET, "x2/sub/") == []
+        # Metadata flags apply as for one service.
+        self.run("cp", *ends, "--metadata-directive", "REPLACE", f"s3://{BUCKET}/x2/big.bin",
+                 "s3://remote/replaced.bin", endpoint=False)
+        assert s3b.head_object(Bucket="remote", Key="replaced.bin")["Metadata"] == {}
+        # Missing source: exit 3; a local side is refused.
+        self.run("cp", *ends, f"s3://{BUCKET}/x2/none", "s3://remote/none", endpoint=False, expect=3)
+        f = self.file("x2/local.txt", 10)
+        self.run("cp", *ends, f, "s3://remote/local.txt", endpoint=False, expect=2)
+
 
 def main():
     args = H.parse_args()
     runner = H.Runner("transfer_flags")
     srv = H.StrataServer(args.strata, extra_args=["--no-fsync"])
+    srv2 = H.StrataServer(args.strata, extra_args=["--no-fsync"])
     try:
         srv.start()
+        srv2.start()
         with H.tempdir() as work:
             t = TransferFlagTests(srv, os.path.abspath(args.strata), work)
+            t.srv2 = srv2
             order = ["setup", "metadata_directive", "flatten", "filter_files", "ages", "ls_flags", "du_group",
-                     "rb_force", "sse_s3_kms", "sse_c", "run_batch"]
+                     "rb_force", "sse_s3_kms", "sse_c", "run_batch", "two_endpoints"]
             for name in order:
                 if not runner.case(name, getattr(t, name)) and name == "setup":
                     break
     finally:
         srv.cleanup()
+        srv2.cleanup()
     return runner.finish()
 
 

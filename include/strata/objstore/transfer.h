@@ -134,6 +134,16 @@ class TransferManager {
                                   std::string_view src_key, std::string_view dst_bucket,
                                   std::string_view dst_key, const ObjectInfo* known = nullptr);
 
+  // Copy between stores of two services (two endpoints, or any two
+  // ObjectStores): the bytes stream through this process, one PUT at or below
+  // the multipart threshold, else a multipart upload whose parts are ranged
+  // GETs of the source (pinned to its ETag: a source replaced mid-copy fails
+  // with kPreconditionFailed and the upload is aborted) sent in parallel, at
+  // most `concurrency` parts in memory. Metadata, storage class, ACL, SSE and
+  // checksum follow `write` and `metadata_directive` as CopyS3Object's do.
+  Result<ObjectInfo> CopyBetweenStores(ObjectStore& src, std::string_view src_key, ObjectStore& dst,
+                                       std::string_view dst_key);
+
   // Runs fn on the pool; Wait() returns when every fn submitted so far has
   // returned. Tasks may themselves upload/download (their parts share the
   // pool). Run blocks while many tasks are queued (backpressure for callers
