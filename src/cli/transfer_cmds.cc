@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -82,8 +83,25 @@ class Runner final : public objstore::TransferPlanSink {
     r_.Object("delete", f.path, "", f.size, st, 0);
   }
 
+  // cp/mv --max-age/--min-age: sources outside the ages are left out, as
+  // rclone's filters (nothing reported).
+  void set_age_filter(AgeFilter f) { age_ = f; }
+  // cp/mv --flatten: two sources landing on one destination is an error.
+  void set_flatten(bool f) { flatten_ = f; }
+
   void Submit(TransferJob j) {
-    if (move_ && j.kind == TransferJob::kCopy && j.bucket == j.dst_bucket && j.key == j.dst_key) {
+    if (age_.any() && !AgeIncluded(j)) return;
+    if (flatten_) {
+      const std::string dst = j.kind == TransferJob::kUpload ? S3Url(j.bucket, j.key)
+                              : j.kind == TransferJob::kCopy ? S3Url(j.dst_bucket, j.dst_key)
+                                                             : j.local;
+      if (!flat_dsts_.insert(dst).second) {
+        Reject(j, Status::AlreadyExists("--flatten: another source already lands on " + dst));
+        return;
+      }
+    }
+    if (move_ && j.kind == TransferJob::kCopy && !s_.has_source_endpoint() &&
+        j.bucket == j.dst_bucket && j.key == j.dst_key) {
       // Copying onto itself and then deleting the source would lose the object.
       Reject(j, Status::InvalidArgument("source and destination are the same object"));
       return;
@@ -155,14 +173,14 @@ class Runner final : public objstore::TransferPlanSink {
       etag = got.etag;
     } else {
       if (!pinned.info) {
-        STRATA_ASSIGN_OR_RETURN(ObjectStore * store, s_.Bucket(j.bucket));
+        STRATA_ASSIGN_OR_RETURN(ObjectStore * store, s_.SourceBucket(j.bucket));
         STRATA_ASSIGN_OR_RETURN(ObjectInfo head, store->Head(j.key));
         pinned.info = std::move(head);
       }
       STRATA_RETURN_IF_ERROR(RunJob(pinned, s_));
       etag = pinned.info->etag;
     }
-    STRATA_ASSIGN_OR_RETURN(S3Client * c, s_.Client());
+    STRATA_ASSIGN_OR_RETURN(S3Client * c, s_.SourceClient());
     Status d = c->DeleteObject(j.bucket, j.key,
                                etag.empty() ? std::nullopt : std::optional<std::string>(etag));
     if (d.code() == StatusCode::kPreconditionFailed) {
@@ -313,6 +331,12 @@ class Runner final : public objstore::TransferPlanSink {
         return s.mgr().DownloadFile(*store, j.key, j.local, j.info ? &*j.info : nullptr).error();
       }
       case TransferJob::kCopy: {
+        if (s.has_source_endpoint()) {
+          // Two services: the bytes stream through this process.
+          STRATA_ASSIGN_OR_RETURN(ObjectStore * from, s.SourceBucket(j.bucket));
+          STRATA_ASSIGN_OR_RETURN(ObjectStore * to, s.Bucket(j.dst_bucket));
+          return s.mgr().CopyBetweenStores(*from, j.key, *to, j.dst_key).error();
+        }
         STRATA_ASSIGN_OR_RETURN(S3Client * c, s.Client());
         return s.mgr().CopyS3Object(*c, j.bucket, j.key, j.dst_bucket, j.dst_key, j.info ? &*j.info : nullptr).error();
       }
@@ -320,11 +344,32 @@ class Runner final : public objstore::TransferPlanSink {
     return Status::Internal("unknown job");
   }
 
+  bool AgeIncluded(const TransferJob& j) {
+    int64_t mtime = 0;
+    if (j.kind == TransferJob::kUpload) {
+      struct stat st {};
+      if (::stat(j.local.c_str(), &st) != 0) return true;  // the upload reports the error
+      mtime = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+    } else if (j.info) {
+      mtime = j.info->mtime_ns;
+    } else {
+      auto store = s_.Bucket(j.bucket);
+      if (!store.ok()) return true;
+      auto h = (*store)->Head(j.key);
+      if (!h.ok()) return true;
+      mtime = h->mtime_ns;
+    }
+    return age_.Included(mtime);
+  }
+
   Session& s_;
   Reporter& r_;
   bool dryrun_;
   bool move_;
   OverwritePolicy overwrite_;
+  AgeFilter age_;
+  bool flatten_ = false;
+  std::set<std::string> flat_dsts_;  // planning thread only
 };
 
 Reporter::Options ReporterOptions(const Common& c) {
@@ -336,83 +381,6 @@ Reporter::Options ReporterOptions(const Common& c) {
 }
 
 // ---------------------------------------------------------------------------
-// ls
-
-struct LsArgs {
-  std::string target;
-  bool recursive = false;
-  bool human = false;
-  bool summarize = false;
-};
-
-int CmdLs(Common& c, LsArgs& a) {
-  Session s(c);
-  if (Status st = s.Init(false); !st.ok()) return Usage("ls", st.message());
-  auto client = s.Client();
-  if (!client.ok()) return Fail(client.error(), "ls", c.json);
-  auto size_str = [&](uint64_t n) { return a.human ? HumanBytes(n) : std::to_string(n); };
-  if (a.target.empty() || a.target == "s3://") {
-    auto buckets = (*client)->ListBuckets();
-    if (!buckets.ok()) return Fail(s.Explain(buckets.error()), "ls", c.json);
-    for (const auto& b : *buckets) {
-      if (c.json) {
-        fmt::print("{}\n", nlohmann::json{{"bucket", b.name}, {"created", FormatIso8601(b.created_ns)}}.dump());
-      } else {
-        fmt::print("{} {}\n", FormatLocalTime(b.created_ns), b.name);
-      }
-    }
-    return kExitOk;
-  }
-  auto loc = ParseLocation(a.target);
-  if (!loc.ok()) return Usage("ls", loc.error().message());
-  if (!loc->s3) return Usage("ls", "ls lists s3:// locations; use your shell's ls for local files");
-  auto store = s.Bucket(loc->bucket);
-  if (!store.ok()) return Fail(store.error(), "ls", c.json);
-  const std::string prefix = loc->key;
-  const size_t dir_len = a.recursive ? 0 : (prefix.find_last_of('/') == std::string::npos ? 0 : prefix.find_last_of('/') + 1);
-  std::string token;
-  uint64_t count = 0, total = 0;
-  bool any = false;
-  for (;;) {
-    auto page = (*store)->List(prefix, a.recursive ? "" : "/", token, 1000);
-    if (!page.ok()) return Fail(s.Explain(page.error()), "ls", c.json);
-    for (const std::string& p : page->common_prefixes) {
-      any = true;
-      if (c.json) {
-        fmt::print("{}\n", nlohmann::json{{"prefix", p}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-      } else {
-        fmt::print("{:>30} {}\n", "PRE", p.substr(dir_len));
-      }
-    }
-    for (const ObjectInfo& o : page->objects) {
-      any = true;
-      ++count;
-      total += o.size;
-      if (c.json) {
-        fmt::print("{}\n", nlohmann::json{{"key", o.key}, {"size", o.size}, {"etag", o.etag},
-                                          {"last_modified", FormatIso8601(o.mtime_ns)}}
-                               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-      } else {
-        fmt::print("{} {:>10} {}\n", FormatLocalTime(o.mtime_ns), size_str(o.size), o.key.substr(dir_len));
-      }
-    }
-    if (page->next_token.empty()) break;
-    token = page->next_token;
-  }
-  if (a.summarize) {
-    if (c.json) {
-      fmt::print("{}\n", nlohmann::json{{"summary", true}, {"objects", count}, {"bytes", total}}.dump());
-    } else {
-      fmt::print("\nTotal Objects: {}\n   Total Size: {}\n", count, size_str(total));
-    }
-  }
-  std::fflush(stdout);
-  // Like awscli: listing a prefix that matches nothing is an error.
-  if (!any && !prefix.empty()) return kExitNotFound;
-  return kExitOk;
-}
-
-// ---------------------------------------------------------------------------
 // cp
 
 // What uploads and server-side copies store with each object (cp, mv, sync).
@@ -421,6 +389,8 @@ struct ObjectArgs {
   std::vector<std::string> metadata;  // KEY=VALUE
   std::string cache_control, expires, content_encoding, content_disposition;
   std::string storage_class, acl;
+  std::string sse, sse_kms_key_id;  // --sse AES256|aws:kms, --sse-kms-key-id
+  std::string metadata_directive;   // COPY | REPLACE ("" = awscli's rule)
   std::string checksum_algorithm = "CRC32C";
 
   // The first flag given, for "--X applies to uploads" messages ("" = none).
@@ -433,7 +403,10 @@ struct ObjectArgs {
         {"--content-encoding", !content_encoding.empty()},
         {"--content-disposition", !content_disposition.empty()},
         {"--storage-class", !storage_class.empty()},
-        {"--acl", !acl.empty()}};
+        {"--acl", !acl.empty()},
+        {"--sse", !sse.empty()},
+        {"--sse-kms-key-id", !sse_kms_key_id.empty()},
+        {"--metadata-directive", !metadata_directive.empty()}};
     for (const auto& [name, given] : flags) {
       if (given) return name;
     }
@@ -472,7 +445,50 @@ Result<objstore::WriteOptions> BuildWriteOptions(const ObjectArgs& a) {
   // Passed as given: the server says which classes and ACLs it offers.
   w.storage_class = a.storage_class;
   w.acl = a.acl;
+  // Passed on as given (AES256, aws:kms, aws:kms:dsse): the server refuses
+  // what it does not offer, and the object fails with its message.
+  w.sse = a.sse;
+  w.sse_kms_key_id = a.sse_kms_key_id;
+  if (!a.sse_kms_key_id.empty() && a.sse.rfind("aws:kms", 0) != 0) {
+    return Status::InvalidArgument("--sse-kms-key-id needs --sse aws:kms");
+  }
+  if (!a.metadata_directive.empty()) {
+    if (!IEquals(a.metadata_directive, "COPY") && !IEquals(a.metadata_directive, "REPLACE")) {
+      return Status::InvalidArgument("--metadata-directive must be COPY or REPLACE");
+    }
+    const bool copy = IEquals(a.metadata_directive, "COPY");
+    if (copy &&
+        (!w.content_type.empty() || !w.user_meta.empty() || !w.cache_control.empty() ||
+         !w.expires.empty() || !w.content_encoding.empty() || !w.content_disposition.empty())) {
+      return Status::InvalidArgument(
+          "--metadata-directive COPY keeps the source's metadata: it cannot be combined with "
+          "--content-type, --metadata, --cache-control, --expires, --content-encoding or "
+          "--content-disposition");
+    }
+  }
   return w;
+}
+
+// --metadata-directive: set on the session's options; only for S3 -> S3.
+Status ApplyMetadataDirective(const ObjectArgs& a, bool s3_to_s3, Session& s) {
+  if (a.metadata_directive.empty()) return Status::Ok();
+  if (!s3_to_s3) {
+    return Status::InvalidArgument(
+        "--metadata-directive applies to S3 -> S3 copies (uploads always send the metadata "
+        "given)");
+  }
+  s.options_before_init().metadata_directive = IEquals(a.metadata_directive, "COPY")
+                                                   ? TransferOptions::MetadataDirective::kCopy
+                                                   : TransferOptions::MetadataDirective::kReplace;
+  return Status::Ok();
+}
+
+// --sse and --sse-c-key exclude each other (S3 refuses both on one request).
+Status CheckSse(const ObjectArgs& a, const Common& c) {
+  if (!a.sse.empty() && !c.sse_c_key.empty()) {
+    return Status::InvalidArgument("--sse and --sse-c-key exclude each other");
+  }
+  return Status::Ok();
 }
 
 void AddObjectOptions(CLI::App* sub, ObjectArgs& a) {
@@ -493,6 +509,14 @@ void AddObjectOptions(CLI::App* sub, ObjectArgs& a) {
   g->add_option("--acl", a.acl,
                 "Canned ACL (x-amz-acl): private, public-read, public-read-write, "
                 "authenticated-read, bucket-owner-read, bucket-owner-full-control");
+  g->add_option("--sse", a.sse,
+                "Server-side encryption (x-amz-server-side-encryption): AES256 (SSE-S3) or aws:kms "
+                "(SSE-KMS)");
+  g->add_option("--sse-kms-key-id", a.sse_kms_key_id,
+                "The KMS key of --sse aws:kms (x-amz-server-side-encryption-aws-kms-key-id)");
+  g->add_option("--metadata-directive", a.metadata_directive,
+                "S3 -> S3 copies: COPY the source's metadata or REPLACE it with the flags given "
+                "(default: REPLACE when a metadata flag is given, else COPY)");
   g->add_option(
        "--checksum-algorithm", a.checksum_algorithm,
        "Checksum the server verifies on upload: CRC32, CRC32C, CRC64NVME, SHA1, SHA256, NONE")
@@ -505,6 +529,7 @@ struct CpArgs {
   bool recursive = false;
   ObjectArgs object;
   OverwritePolicy overwrite;
+  bool flatten = false;  // s5cmd: objects land under DST by base name
 };
 
 // A source that reads stdin (cp - s3://...): not rewindable, so the S3 client
@@ -543,9 +568,13 @@ int CmdCp(Common& c, CpArgs& a, const CLI::App* sub, bool move = false) {
   auto w_r = BuildWriteOptions(a.object);
   if (!w_r.ok()) return Usage(cmd, w_r.error().message());
   objstore::WriteOptions w = std::move(*w_r);
+  if (Status st = CheckSse(a.object, c); !st.ok()) return Usage(cmd, st.message());
+  auto age = BuildAgeFilter(c);
+  if (!age.ok()) return Usage(cmd, age.error().message());
   Session s(c);
-  if (Status st = s.Init(true, &w); !st.ok()) return Usage(cmd, st.message());
-  const PathFilter filters = BuildFilters(c, sub);
+  auto filters_r = BuildFilters(c, sub);
+  if (!filters_r.ok()) return Usage(cmd, filters_r.error().message());
+  const PathFilter filters = std::move(*filters_r);
   std::vector<std::string> srcs(a.paths.begin(), a.paths.end() - 1);
   auto dst_r = ParseLocation(a.paths.back());
   if (!dst_r.ok()) return Usage(cmd, dst_r.error().message());
@@ -564,6 +593,15 @@ int CmdCp(Common& c, CpArgs& a, const CLI::App* sub, bool move = false) {
     src_locs.push_back(*l);
   }
   const bool many = srcs.size() > 1;
+  const bool s3_to_s3 = dst.s3 && std::all_of(src_locs.begin(), src_locs.end(),
+                                              [](const Location& l) { return l.s3; });
+  if (Status st = ApplyMetadataDirective(a.object, s3_to_s3, s); !st.ok()) {
+    return Usage(cmd, st.message());
+  }
+  if (Status st = s.Init(true, &w); !st.ok()) return Usage(cmd, st.message());
+  if (!c.source_endpoint_url.empty() && !s3_to_s3) {
+    return Usage(cmd, "--source-endpoint-url applies to S3 -> S3 copies (both SRC and DST s3://)");
+  }
   if (move) {
     const bool dash = !dst.s3 && dst.key == "-";
     for (const Location& l : src_locs) {
@@ -621,7 +659,10 @@ int CmdCp(Common& c, CpArgs& a, const CLI::App* sub, bool move = false) {
 
   Reporter rep(ReporterOptions(c), s.mgr_ptr());
   Runner run(s, rep, c.dryrun, move, a.overwrite);
+  run.set_age_filter(*age);
+  run.set_flatten(a.flatten);
   objstore::CopyTarget target;
+  target.flatten = a.flatten;
   target.s3 = dst.s3;
   target.bucket = dst.bucket;
   target.key = dst.key;
@@ -632,7 +673,7 @@ int CmdCp(Common& c, CpArgs& a, const CLI::App* sub, bool move = false) {
       objstore::PlanCopyFromLocal(src.key, a.recursive, target, filters, run);
       continue;
     }
-    auto store = s.Bucket(src.bucket);
+    auto store = s.SourceBucket(src.bucket);
     if (!store.ok()) {
       rep.Error(store.error());
       continue;
@@ -659,18 +700,27 @@ struct SyncArgs {
 int CmdSync(Common& c, SyncArgs& a, const CLI::App* sub) {
   auto w = BuildWriteOptions(a.object);
   if (!w.ok()) return Usage("sync", w.error().message());
+  if (Status st = CheckSse(a.object, c); !st.ok()) return Usage("sync", st.message());
+  auto age_r = BuildAgeFilter(c);
+  if (!age_r.ok()) return Usage("sync", age_r.error().message());
+  const AgeFilter age = *age_r;
   Session s(c);
-  if (Status st = s.Init(true, &*w); !st.ok()) return Usage("sync", st.message());
   auto src_r = ParseLocation(a.src), dst_r = ParseLocation(a.dst);
   if (!src_r.ok()) return Usage("sync", src_r.error().message());
   if (!dst_r.ok()) return Usage("sync", dst_r.error().message());
   const Location src = *src_r, dst = *dst_r;
+  if (Status st = ApplyMetadataDirective(a.object, src.s3 && dst.s3, s); !st.ok()) {
+    return Usage("sync", st.message());
+  }
+  if (Status st = s.Init(true, &*w); !st.ok()) return Usage("sync", st.message());
   if (std::string f = a.object.FirstGiven(); !f.empty() && !dst.s3)
     return Usage("sync", f + " applies to uploads and copies to s3://, not to local destinations");
   if (!src.s3 && !dst.s3) return Usage("sync", "one of SRC and DST must be an s3:// location");
   if (HasWildcard(src.s3 ? src.key : "") ) return Usage("sync", "sync takes a directory or prefix, not a pattern (use --exclude/--include)");
   if (a.checksum && a.size_only) return Usage("sync", "--checksum and --size-only exclude each other");
-  const PathFilter filters = BuildFilters(c, sub);
+  auto filters_r = BuildFilters(c, sub);
+  if (!filters_r.ok()) return Usage("sync", filters_r.error().message());
+  const PathFilter filters = std::move(*filters_r);
   Reporter rep(ReporterOptions(c), s.mgr_ptr());
   Runner run(s, rep, c.dryrun);
   objstore::SyncOptions opts;
@@ -680,13 +730,20 @@ int CmdSync(Common& c, SyncArgs& a, const CLI::App* sub) {
   opts.delete_extra = a.del;
 
   // Each side's current state, by relative path.
+  // --max-age/--min-age filter both sides, as rclone's: what is left out on
+  // either side is neither copied nor deleted.
   auto list_s3 = [&](const Location& l, std::map<std::string, ObjectInfo>* out) -> Status {
     STRATA_ASSIGN_OR_RETURN(ObjectStore * store, s.Bucket(l.bucket));
-    return objstore::ListForSync(*store, objstore::DirPrefix(l.key), filters, out);
+    STRATA_RETURN_IF_ERROR(objstore::ListForSync(*store, objstore::DirPrefix(l.key), filters, out));
+    if (age.any())
+      std::erase_if(*out, [&](const auto& e) { return !age.Included(e.second.mtime_ns); });
+    return Status::Ok();
   };
   auto walk = [&](const std::string& dir, std::vector<LocalFile>* out) {
     Status w = objstore::WalkLocal(dir, out);
     if (!w.ok()) rep.Error(w);
+    if (age.any())
+      std::erase_if(*out, [&](const LocalFile& f) { return !age.Included(f.mtime_ns); });
     return w.ok();
   };
   auto listed = [&](const Location& l, std::map<std::string, ObjectInfo>* out) {
@@ -730,7 +787,9 @@ struct RmArgs {
 int CmdRm(Common& c, RmArgs& a, const CLI::App* sub) {
   Session s(c);
   if (Status st = s.Init(true); !st.ok()) return Usage("rm", st.message());
-  const PathFilter filters = BuildFilters(c, sub);
+  auto filters_r = BuildFilters(c, sub);
+  if (!filters_r.ok()) return Usage("rm", filters_r.error().message());
+  const PathFilter filters = std::move(*filters_r);
   Reporter rep(ReporterOptions(c), s.mgr_ptr());
   Runner run(s, rep, c.dryrun);
   for (const std::string& t : a.targets) {
@@ -791,132 +850,17 @@ int CmdCat(Common& c, std::vector<std::string>& targets) {
   return kExitOk;
 }
 
-int CmdMb(Common& c, std::vector<std::string>& targets) {
-  Session s(c);
-  if (Status st = s.Init(false); !st.ok()) return Usage("mb", st.message());
-  auto client = s.Client();
-  if (!client.ok()) return Fail(client.error(), "mb", c.json);
-  int rc = kExitOk;
-  for (const std::string& t : targets) {
-    auto loc = ParseLocation(t);
-    if (!loc.ok() || !loc->s3 || !loc->key.empty()) return Usage("mb", "mb takes s3://BUCKET");
-    Status st = (*client)->CreateBucket(loc->bucket);
-    if (!st.ok()) {
-      rc = Fail(s.Explain(st).WithContext("make_bucket " + loc->bucket), "mb", c.json);
-      continue;
-    }
-    if (c.json) fmt::print("{}\n", nlohmann::json{{"op", "make_bucket"}, {"bucket", loc->bucket}, {"ok", true}}.dump());
-    else if (!c.quiet) fmt::print("make_bucket: {}\n", loc->bucket);
-  }
-  return rc;
-}
-
-int CmdRb(Common& c, std::vector<std::string>& targets, bool force) {
-  Session s(c);
-  if (Status st = s.Init(true); !st.ok()) return Usage("rb", st.message());
-  auto client = s.Client();
-  if (!client.ok()) return Fail(client.error(), "rb", c.json);
-  int rc = kExitOk;
-  for (const std::string& t : targets) {
-    auto loc = ParseLocation(t);
-    if (!loc.ok() || !loc->s3 || !loc->key.empty()) return Usage("rb", "rb takes s3://BUCKET");
-    if (force) {
-      Common quiet = c;
-      quiet.quiet = true;
-      quiet.json = false;
-      Reporter rep(ReporterOptions(quiet), s.mgr_ptr());
-      Runner run(s, rep, false);
-      auto store = s.Bucket(loc->bucket);
-      if (!store.ok()) return Fail(store.error(), "rb", c.json);
-      std::vector<std::string> keys;
-      Status ls = (*store)->ListAll("", [&](const ObjectInfo& o) {
-        keys.push_back(o.key);
-        if (keys.size() == 1000) run.SubmitDeletes(loc->bucket, std::exchange(keys, {}));
-        return Status::Ok();
-      });
-      run.SubmitDeletes(loc->bucket, std::move(keys));
-      run.Wait();
-      const int drc = rep.Finish("rb");
-      if (!ls.ok()) {
-        rc = Fail(s.Explain(ls).WithContext("emptying " + loc->bucket), "rb", c.json);
-        continue;
-      }
-      if (drc != kExitOk) {
-        rc = drc;
-        continue;
-      }
-    }
-    Status st = (*client)->DeleteBucket(loc->bucket);
-    if (!st.ok()) {
-      if (st.code() == StatusCode::kPreconditionFailed) {
-        st = st.WithContext("bucket " + loc->bucket + " is not empty (use --force to delete its objects first)");
-      }
-      rc = Fail(s.Explain(st).WithContext("remove_bucket " + loc->bucket), "rb", c.json);
-      continue;
-    }
-    if (c.json) fmt::print("{}\n", nlohmann::json{{"op", "remove_bucket"}, {"bucket", loc->bucket}, {"ok", true}}.dump());
-    else if (!c.quiet) fmt::print("remove_bucket: {}\n", loc->bucket);
-  }
-  return rc;
-}
-
-int CmdDu(Common& c, std::vector<std::string>& targets, bool human) {
-  Session s(c);
-  if (Status st = s.Init(false); !st.ok()) return Usage("du", st.message());
-  int rc = kExitOk;
-  for (const std::string& t : targets) {
-    auto loc = ParseLocation(t);
-    if (!loc.ok() || !loc->s3) return Usage("du", "du takes s3://BUCKET[/PREFIX]");
-    auto store = s.Bucket(loc->bucket);
-    if (!store.ok()) return Fail(store.error(), "du", c.json);
-    uint64_t n = 0, bytes = 0;
-    Status ls = (*store)->ListAll(loc->key, [&](const ObjectInfo& o) {
-      ++n;
-      bytes += o.size;
-      return Status::Ok();
-    });
-    if (!ls.ok()) {
-      rc = Fail(s.Explain(ls), "du", c.json);
-      continue;
-    }
-    if (c.json) {
-      fmt::print("{}\n", nlohmann::json{{"location", t}, {"objects", n}, {"bytes", bytes}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    } else {
-      fmt::print("{}\t{} objects\t{}\n", human ? HumanBytes(bytes) : std::to_string(bytes), n, t);
-    }
-  }
-  return rc;
-}
-
 // ---------------------------------------------------------------------------
 // Registration
 
 struct State {
   Common common;
-  LsArgs ls;
   CpArgs cp;
   CpArgs mv;
   SyncArgs sync;
   RmArgs rm;
-  std::vector<std::string> cat, mb, rb, du;
-  bool rb_force = false;
-  bool du_human = false;
+  std::vector<std::string> cat;
 };
-
-void RegisterLs(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code) {
-  Common& c = st->common;
-  auto* ls = app.add_subcommand("ls", "List buckets, or the objects and prefixes under s3://BUCKET[/PREFIX]");
-  ls->add_option("target", st->ls.target, "s3://BUCKET[/PREFIX] (nothing: list buckets)");
-  ls->add_flag("-r,--recursive", st->ls.recursive, "List every object under the prefix, not one level");
-  ls->add_flag("-H,--human-readable", st->ls.human, "Sizes in KiB/MiB/GiB");
-  ls->add_flag("--summarize", st->ls.summarize, "Print the number of objects and their total size");
-  AddConnectionOptions(ls, c);
-  AddOutputOptions(ls, c);
-  ls->footer(Footer("  strata ls --endpoint-url http://127.0.0.1:9000\n"
-                    "  strata ls s3://data/shards/\n"
-                    "  strata ls --recursive --summarize --human-readable s3://data"));
-  ls->callback(Wrap(st, exit_code, [st] { return CmdLs(st->common, st->ls); }));
-}
 
 // The options cp and mv share.
 void AddCopyOptions(CLI::App* sub, CpArgs& a, Common& c, bool move) {
@@ -942,10 +886,19 @@ void AddCopyOptions(CLI::App* sub, CpArgs& a, Common& c, bool move) {
               "Overwrite an existing destination only if the sizes differ");
   g->add_flag("--if-source-newer", a.overwrite.if_source_newer,
               "Overwrite an existing destination only if the source is newer (whole seconds)");
+  sub->add_option(
+      "--source-endpoint-url", c.source_endpoint_url,
+      "S3 -> S3 between two services: the endpoint of the s3:// sources (--endpoint-url "
+      "is the destination's); the bytes stream through strata, in parallel parts");
+  sub->add_flag("--flatten", a.flatten,
+                "Put every source directly under DST by its base name, dropping the directories "
+                "of trees and wildcard matches (s5cmd)");
   sub->add_flag("--dryrun", c.dryrun,
                 move ? "Print what would be moved, change nothing"
                      : "Print what would be copied, copy nothing");
   AddFilterOptions(sub, c);
+  AddAgeOptions(sub, c);
+  AddSseCustomerOption(sub, c);
   AddTransferOptions(sub, c);
   AddConnectionOptions(sub, c);
   AddOutputOptions(sub, c);
@@ -994,6 +947,8 @@ void RegisterSync(CLI::App& app, const std::shared_ptr<State>& st, int* exit_cod
   AddObjectOptions(sync, st->sync.object);
   sync->add_flag("--dryrun", c.dryrun, "Print what would be copied or deleted, change nothing");
   AddFilterOptions(sync, c);
+  AddAgeOptions(sync, c);
+  AddSseCustomerOption(sync, c);
   AddTransferOptions(sync, c);
   AddConnectionOptions(sync, c);
   AddOutputOptions(sync, c);
@@ -1023,40 +978,14 @@ void RegisterRm(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code)
   rm->callback(Wrap(st, exit_code, [st, rm] { return CmdRm(st->common, st->rm, rm); }));
 }
 
-void RegisterBucketCommands(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code) {
+void RegisterCat(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code) {
   Common& c = st->common;
   auto* cat = app.add_subcommand("cat", "Write objects to stdout");
   cat->add_option("targets", st->cat, "s3://BUCKET/KEY...")->required();
+  AddSseCustomerOption(cat, c);
   AddConnectionOptions(cat, c);
   cat->footer(Footer("  strata cat s3://data/config.json | jq ."));
   cat->callback(Wrap(st, exit_code, [st] { return CmdCat(st->common, st->cat); }));
-
-  auto* mb = app.add_subcommand("mb", "Create buckets");
-  mb->add_option("buckets", st->mb, "s3://BUCKET...")->required();
-  AddConnectionOptions(mb, c);
-  AddOutputOptions(mb, c);
-  mb->footer(Footer("  strata mb s3://data"));
-  mb->callback(Wrap(st, exit_code, [st] { return CmdMb(st->common, st->mb); }));
-
-  auto* rb = app.add_subcommand("rb", "Delete buckets (empty ones, or everything in them with --force)");
-  rb->add_option("buckets", st->rb, "s3://BUCKET...")->required();
-  rb->add_flag("--force", st->rb_force, "Delete every object in the bucket first");
-  AddTransferOptions(rb, c);
-  AddConnectionOptions(rb, c);
-  AddOutputOptions(rb, c);
-  rb->footer(Footer("  strata rb --force s3://scratch"));
-  rb->callback(Wrap(st, exit_code, [st] { return CmdRb(st->common, st->rb, st->rb_force); }));
-}
-
-void RegisterDu(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code) {
-  Common& c = st->common;
-  auto* du = app.add_subcommand("du", "Total size and object count under s3://BUCKET[/PREFIX]");
-  du->add_option("targets", st->du, "s3://BUCKET[/PREFIX]...")->required();
-  du->add_flag("-H,--human-readable", st->du_human, "Sizes in KiB/MiB/GiB");
-  AddConnectionOptions(du, c);
-  AddOutputOptions(du, c);
-  du->footer(Footer("  strata du -H s3://data/shards/"));
-  du->callback(Wrap(st, exit_code, [st] { return CmdDu(st->common, st->du, st->du_human); }));
 }
 
 }  // namespace
@@ -1064,13 +993,11 @@ void RegisterDu(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code)
 // The commands of this file; head and presign are transfer_info_cmds.cc's.
 void RegisterCopyCommands(CLI::App& app, int* exit_code) {
   auto st = std::make_shared<State>();
-  RegisterLs(app, st, exit_code);
   RegisterCp(app, st, exit_code);
   RegisterMv(app, st, exit_code);
   RegisterSync(app, st, exit_code);
   RegisterRm(app, st, exit_code);
-  RegisterBucketCommands(app, st, exit_code);
-  RegisterDu(app, st, exit_code);
+  RegisterCat(app, st, exit_code);
 }
 
 }  // namespace strata::cli::transfer
@@ -1080,6 +1007,8 @@ namespace strata::cli {
 void RegisterTransferCommands(CLI::App& app, int* exit_code) {
   transfer::RegisterCopyCommands(app, exit_code);
   transfer::RegisterInfoCommands(app, exit_code);
+  transfer::RegisterBucketCommands(app, exit_code);
+  transfer::RegisterRunCommand(app, exit_code);
 }
 
 }  // namespace strata::cli

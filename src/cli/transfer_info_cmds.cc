@@ -176,6 +176,7 @@ void RegisterHeadPresign(CLI::App& app, const std::shared_ptr<InfoState>& st, in
   auto* head = app.add_subcommand(
       "head", "Print an object's metadata as one JSON object (or check that a bucket exists)");
   head->add_option("targets", st->head, "s3://BUCKET/KEY or s3://BUCKET...")->required();
+  AddSseCustomerOption(head, c);
   AddConnectionOptions(head, c);
   head->footer(
       Footer("  strata head s3://data/model.bin\n"

@@ -5,13 +5,18 @@
 #include <signal.h>
 #include <time.h>
 
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <exception>
+#include <fstream>
 #include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include <strata/core/clock.h>
 
 #include "cli/exit_codes.h"
 
@@ -77,23 +82,146 @@ void AddFilterOptions(CLI::App* sub, Common& c) {
          "--include", c.include,
          "Do not skip paths matching this pattern, even if an --exclude matched (repeatable)")
       ->allow_extra_args(false);
+  sub->add_option("--exclude-from", c.exclude_from,
+                  "Read --exclude patterns from FILE, one a line (# comments; repeatable)")
+      ->allow_extra_args(false);
+  sub->add_option("--include-from", c.include_from,
+                  "Read --include patterns from FILE, one a line (# comments; repeatable)")
+      ->allow_extra_args(false);
 }
+
+namespace {
+
+// The patterns of a --exclude-from/--include-from file: one a line, blank
+// lines and lines starting with # (or ;, as rclone) skipped, surrounding
+// whitespace kept out.
+Status AddPatternFile(PathFilter& f, bool include, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return Status::NotFound(
+        fmt::format("--{}-from: cannot read \"{}\"", include ? "include" : "exclude", path));
+  }
+  std::string line;
+  while (std::getline(in, line)) {
+    std::string_view p = Trim(line);
+    if (p.empty() || p[0] == '#' || p[0] == ';') continue;
+    f.Add(include, std::string(p));
+  }
+  if (in.bad()) return Status::IOError("read " + path);
+  return Status::Ok();
+}
+
+}  // namespace
 
 // awscli applies --exclude/--include in command-line order; CLI11 keeps the
 // values per option, and the order of occurrences in parse_order().
-PathFilter BuildFilters(const Common& c, const CLI::App* sub) {
+Result<PathFilter> BuildFilters(const Common& c, const CLI::App* sub) {
   PathFilter f;
-  size_t ei = 0, ii = 0;
+  size_t ei = 0, ii = 0, efi = 0, ifi = 0;
   for (const CLI::Option* o : sub->parse_order()) {
     if (o->check_lname("exclude") && ei < c.exclude.size()) {
       f.Add(false, c.exclude[ei++]);
     } else if (o->check_lname("include") && ii < c.include.size()) {
       f.Add(true, c.include[ii++]);
+    } else if (o->check_lname("exclude-from") && efi < c.exclude_from.size()) {
+      STRATA_RETURN_IF_ERROR(AddPatternFile(f, false, c.exclude_from[efi++]));
+    } else if (o->check_lname("include-from") && ifi < c.include_from.size()) {
+      STRATA_RETURN_IF_ERROR(AddPatternFile(f, true, c.include_from[ifi++]));
     }
   }
   while (ei < c.exclude.size()) f.Add(false, c.exclude[ei++]);
   while (ii < c.include.size()) f.Add(true, c.include[ii++]);
+  while (efi < c.exclude_from.size()) {
+    STRATA_RETURN_IF_ERROR(AddPatternFile(f, false, c.exclude_from[efi++]));
+  }
+  while (ifi < c.include_from.size()) {
+    STRATA_RETURN_IF_ERROR(AddPatternFile(f, true, c.include_from[ifi++]));
+  }
   return f;
+}
+
+void AddAgeOptions(CLI::App* sub, Common& c) {
+  sub->add_option("--max-age", c.max_age,
+                  "Only files modified less than this long ago (1h, 2d, 30m, 1w; or a date: "
+                  "2030-01-02, 2030-01-02 15:04:05, RFC 3339; UTC)");
+  sub->add_option("--min-age", c.min_age,
+                  "Only files modified more than this long ago (same syntax as --max-age)");
+}
+
+void AddSseCustomerOption(CLI::App* sub, Common& c) {
+  sub->add_option("--sse-c-key", c.sse_c_key,
+                  "SSE-C: the customer key (base64 of 32 bytes, or 32 raw bytes), sent on "
+                  "uploads, downloads, HEADs and both sides of S3 -> S3 copies");
+}
+
+Result<int64_t> ParseAgeCutoff(std::string_view text, int64_t now_ns) {
+  const std::string t(Trim(text));
+  auto bad = [&] {
+    return Status::InvalidArgument("\"" + t +
+                                   "\" is neither a duration (1h, 2d, 30m, 1h30m) nor a date "
+                                   "(2030-01-02, 2030-01-02 15:04:05, 2030-01-02T15:04:05Z)");
+  };
+  if (t.empty()) return bad();
+  // An absolute time.
+  if (t.size() >= 10 && t[4] == '-' && t[7] == '-') {
+    std::string iso = t;
+    if (iso.size() == 10) iso += "T00:00:00";
+    if (iso.size() > 10 && iso[10] == ' ') iso[10] = 'T';
+    if (iso.back() != 'Z' && iso.find('+', 10) == std::string::npos &&
+        iso.find('-', 10) == std::string::npos) {
+      iso += 'Z';
+    }
+    if (auto ns = ParseIso8601(iso)) return *ns;
+    return bad();
+  }
+  // A duration: number+unit pairs (a bare number is seconds).
+  static const std::pair<std::string_view, double> kUnits[] = {
+      {"ms", 1e-3}, {"s", 1},         {"m", 60},         {"h", 3600},
+      {"d", 86400}, {"w", 7 * 86400}, {"M", 30 * 86400}, {"y", 365 * 86400}};
+  double secs = 0;
+  size_t i = 0;
+  while (i < t.size()) {
+    size_t j = i;
+    while (j < t.size() && (std::isdigit(static_cast<unsigned char>(t[j])) || t[j] == '.')) ++j;
+    if (j == i) return bad();
+    const double n = std::strtod(t.substr(i, j - i).c_str(), nullptr);
+    size_t k = j;
+    while (k < t.size() && std::isalpha(static_cast<unsigned char>(t[k]))) ++k;
+    const std::string_view unit = std::string_view(t).substr(j, k - j);
+    double mult = -1;
+    if (unit.empty()) mult = (i == 0 && k == t.size()) ? 1 : -1;
+    for (const auto& [u, m] : kUnits) {
+      if (unit == u) mult = m;
+    }
+    if (mult < 0) return bad();
+    secs += n * mult;
+    i = k;
+  }
+  return now_ns - static_cast<int64_t>(secs * 1e9);
+}
+
+Result<AgeFilter> BuildAgeFilter(const Common& c) {
+  AgeFilter f;
+  const int64_t now = NowUnixNanos();
+  if (!c.max_age.empty()) {
+    auto t = ParseAgeCutoff(c.max_age, now);
+    if (!t.ok()) return t.error().WithContext("--max-age");
+    f.min_mtime_ns = *t;
+  }
+  if (!c.min_age.empty()) {
+    auto t = ParseAgeCutoff(c.min_age, now);
+    if (!t.ok()) return t.error().WithContext("--min-age");
+    f.max_mtime_ns = *t;
+  }
+  return f;
+}
+
+Result<std::string> DecodeSseCustomerKey(const std::string& text) {
+  if (auto d = Base64Decode(text); d && d->size() == 32) return *d;
+  if (text.size() == 32) return text;
+  return Status::InvalidArgument(
+      "--sse-c-key must be 32 bytes: base64 of a 256-bit key (e.g. from `openssl rand -base64 "
+      "32`) or 32 raw characters");
 }
 
 // ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -50,6 +51,7 @@ inline double Since(Clock::time_point t) {
 
 struct Common {
   std::string endpoint_url;
+  std::string source_endpoint_url;  // cp/mv: the service of s3:// sources ("" = endpoint_url)
   std::string profile;
   std::string region;
   std::string ca_bundle;
@@ -65,14 +67,42 @@ struct Common {
   bool dryrun = false;
   std::vector<std::string> exclude;
   std::vector<std::string> include;
+  std::vector<std::string> exclude_from, include_from;  // files of patterns (rclone)
+  std::string max_age, min_age;                         // rclone durations or dates
+  std::string sse_c_key;  // SSE-C: base64 of 32 bytes, or 32 raw bytes
+  std::string bwlimit;    // rclone rate: 10M, 512K ("" = none)
 };
+
+// --max-age / --min-age (rclone): which modification times pass.
+struct AgeFilter {
+  std::optional<int64_t> min_mtime_ns;  // --max-age: younger than (mtime >= this)
+  std::optional<int64_t> max_mtime_ns;  // --min-age: older than (mtime <= this)
+  bool any() const { return min_mtime_ns || max_mtime_ns; }
+  bool Included(int64_t mtime_ns) const {
+    return (!min_mtime_ns || mtime_ns >= *min_mtime_ns) &&
+           (!max_mtime_ns || mtime_ns <= *max_mtime_ns);
+  }
+};
+// rclone's syntax: a duration (ms, s, m, h, d, w, M, y suffixes, combinable:
+// 1h30m; a bare number is seconds) before now, or an absolute time
+// (2006-01-02, 2006-01-02 15:04:05, RFC 3339; UTC unless it says otherwise).
+Result<int64_t> ParseAgeCutoff(std::string_view text, int64_t now_ns);
+Result<AgeFilter> BuildAgeFilter(const Common& c);
+// The SSE-C key of --sse-c-key as 32 raw bytes.
+Result<std::string> DecodeSseCustomerKey(const std::string& text);
 
 void AddConnectionOptions(CLI::App* sub, Common& c);
 void AddTransferOptions(CLI::App* sub, Common& c);
 void AddOutputOptions(CLI::App* sub, Common& c);
 void AddFilterOptions(CLI::App* sub, Common& c);
-// awscli applies --exclude/--include in command-line order.
-PathFilter BuildFilters(const Common& c, const CLI::App* sub);
+// --max-age / --min-age (cp, mv, sync).
+void AddAgeOptions(CLI::App* sub, Common& c);
+// --sse-c-key (commands that read or write object data).
+void AddSseCustomerOption(CLI::App* sub, Common& c);
+// awscli applies --exclude/--include in command-line order; the patterns of
+// --exclude-from/--include-from files (one a line, # comments, blank lines
+// skipped) are rules at the place of their flag.
+Result<PathFilter> BuildFilters(const Common& c, const CLI::App* sub);
 
 // Ctrl-C removes the active manager's temporary download files before exiting.
 void SetActiveManager(TransferManager* m);
@@ -110,6 +140,11 @@ class Session {
     topts_.part_size = *ps;
     topts_.multipart_threshold = *mt;
     topts_.fsync = c_.fsync;
+    if (!c_.sse_c_key.empty()) {
+      auto key = DecodeSseCustomerKey(c_.sse_c_key);
+      if (!key.ok()) return key.error();
+      sse_c_key_ = std::move(*key);
+    }
     if (write != nullptr) topts_.write = *write;
     if (need_manager) {
       mgr_ = std::make_unique<TransferManager>(topts_);
@@ -118,6 +153,8 @@ class Session {
     return Status::Ok();
   }
 
+  // Options Init does not set (metadata directive, ...): change them before Init.
+  TransferOptions& options_before_init() { return topts_; }
   TransferManager& mgr() { return *mgr_; }
   TransferManager* mgr_ptr() { return mgr_.get(); }
   const TransferOptions& topts() const { return topts_; }
@@ -126,8 +163,45 @@ class Session {
   Result<S3Client*> Client() {
     std::lock_guard l(mu_);
     if (client_) return client_.get();
+    auto c = MakeClient(c_.endpoint_url, true);
+    if (!c.ok()) return c.error();
+    client_ = std::move(*c);
+    return client_.get();
+  }
+
+  Result<ObjectStore*> Bucket(const std::string& bucket) {
+    STRATA_ASSIGN_OR_RETURN(S3Client * c, Client());
+    std::lock_guard l(mu_);
+    auto& s = stores_[bucket];
+    if (!s) s = c->OpenBucket(bucket);
+    return s.get();
+  }
+
+  // --source-endpoint-url: the client and stores of s3:// sources (the
+  // destination's when not given).
+  bool has_source_endpoint() const { return !c_.source_endpoint_url.empty(); }
+  Result<S3Client*> SourceClient() {
+    if (!has_source_endpoint()) return Client();
+    std::lock_guard l(mu_);
+    if (source_client_) return source_client_.get();
+    auto c = MakeClient(c_.source_endpoint_url, false);
+    if (!c.ok()) return c.error();
+    source_client_ = std::move(*c);
+    return source_client_.get();
+  }
+  Result<ObjectStore*> SourceBucket(const std::string& bucket) {
+    if (!has_source_endpoint()) return Bucket(bucket);
+    STRATA_ASSIGN_OR_RETURN(S3Client * c, SourceClient());
+    std::lock_guard l(mu_);
+    auto& s = source_stores_[bucket];
+    if (!s) s = c->OpenBucket(bucket);
+    return s.get();
+  }
+
+ private:
+  Result<std::shared_ptr<S3Client>> MakeClient(const std::string& endpoint, bool main) {
     std::vector<std::pair<std::string, std::string>> params;
-    if (!c_.endpoint_url.empty()) params.emplace_back("endpoint", c_.endpoint_url);
+    if (!endpoint.empty()) params.emplace_back("endpoint", endpoint);
     if (!c_.region.empty()) params.emplace_back("region", c_.region);
     if (!c_.profile.empty()) params.emplace_back("profile", c_.profile);
     if (!c_.ca_bundle.empty()) params.emplace_back("ca_file", c_.ca_bundle);
@@ -152,22 +226,16 @@ class Session {
     }
     auto resolved = objstore::ResolveS3Url(url);
     if (!resolved.ok()) return resolved.error();
-    anonymous_ = resolved->first.credentials.access_key.empty();
-    aws_endpoint_ = resolved->first.endpoint.empty();
-    auto client = S3Client::Create(resolved->first);
-    if (!client.ok()) return client.error();
-    client_ = std::move(*client);
-    return client_.get();
+    if (main) {
+      anonymous_ = resolved->first.credentials.access_key.empty();
+      aws_endpoint_ = resolved->first.endpoint.empty();
+    }
+    resolved->first.sse_customer_key = sse_c_key_;
+    resolved->first.sse_copy_source_customer_key = sse_c_key_;
+    return S3Client::Create(resolved->first);
   }
 
-  Result<ObjectStore*> Bucket(const std::string& bucket) {
-    STRATA_ASSIGN_OR_RETURN(S3Client * c, Client());
-    std::lock_guard l(mu_);
-    auto& s = stores_[bucket];
-    if (!s) s = c->OpenBucket(bucket);
-    return s.get();
-  }
-
+ public:
   // Adds what to do about it to errors whose cause is plain.
   Status Explain(Status s) const {
     if (s.code() == StatusCode::kPermissionDenied && anonymous_) {
@@ -189,8 +257,11 @@ class Session {
   std::mutex mu_;
   std::shared_ptr<S3Client> client_;                                      // guarded by mu_
   std::unordered_map<std::string, std::unique_ptr<ObjectStore>> stores_;  // guarded by mu_
+  std::shared_ptr<S3Client> source_client_;                               // guarded by mu_
+  std::unordered_map<std::string, std::unique_ptr<ObjectStore>> source_stores_;  // guarded by mu_
   bool anonymous_ = false;
   bool aws_endpoint_ = false;  // no endpoint configured: AWS itself
+  std::string sse_c_key_;      // raw 32 bytes ("" = none)
 };
 
 // The error of a command on stderr (or as JSON), and its exit code.
@@ -209,5 +280,9 @@ std::string Footer(std::string examples);
 void RegisterCopyCommands(CLI::App& app, int* exit_code);
 // transfer_info_cmds.cc: head, presign.
 void RegisterInfoCommands(CLI::App& app, int* exit_code);
+// transfer_bucket_cmds.cc: ls, mb, rb, du.
+void RegisterBucketCommands(CLI::App& app, int* exit_code);
+// transfer_run_cmd.cc: run.
+void RegisterRunCommand(CLI::App& app, int* exit_code);
 
 }  // namespace strata::cli::transfer

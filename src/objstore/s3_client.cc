@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <random>
 #include <thread>
@@ -268,6 +269,26 @@ void S3Client::Impl::Backoff(int attempt) {
   std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(u(rng) * 1000)));
 }
 
+// SSE-C: the customer key and its MD5 on the requests that touch an
+// object's data or metadata (S3Options::sse_customer_key).
+void S3Client::Impl::AddSseCustomerHeaders(std::string_view op, http::HeaderList& h) const {
+  auto add = [&](const std::string& key, const std::string& prefix) {
+    if (key.empty()) return;
+    h.emplace_back(prefix + "algorithm", "AES256");
+    h.emplace_back(prefix + "key", Base64Encode(key));
+    h.emplace_back(prefix + "key-MD5", Base64Encode(Md5(key)));
+  };
+  static constexpr std::string_view kObjectOps[] = {
+      "PutObject",  "UploadPart", "CreateMultipartUpload", "CompleteMultipartUpload", "GetObject",
+      "HeadObject", "CopyObject", "UploadPartCopy"};
+  if (std::find(std::begin(kObjectOps), std::end(kObjectOps), op) != std::end(kObjectOps)) {
+    add(options.sse_customer_key, "x-amz-server-side-encryption-customer-");
+  }
+  if (op == "CopyObject" || op == "UploadPartCopy") {
+    add(options.sse_copy_source_customer_key, "x-amz-copy-source-server-side-encryption-customer-");
+  }
+}
+
 Result<std::unique_ptr<http::ClientResponse>> S3Client::Impl::SendOnce(Call& call,
                                                                        UploadBody* body) {
   http::ClientRequest req;
@@ -289,6 +310,7 @@ Result<std::unique_ptr<http::ClientResponse>> S3Client::Impl::SendOnce(Call& cal
   }
   req.target = call.query.empty() ? path : path + "?" + call.query;
   req.headers = call.headers;
+  AddSseCustomerHeaders(call.op, req.headers);
   req.headers.emplace_back("Host", req.HostHeader());
   req.idempotent = call.idempotent;
   std::string payload;

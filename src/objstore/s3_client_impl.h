@@ -92,6 +92,7 @@ struct S3Client::Impl {
   }
 
   void Backoff(int attempt);
+  void AddSseCustomerHeaders(std::string_view op, http::HeaderList& h) const;
   Result<std::unique_ptr<http::ClientResponse>> SendOnce(Call& call, UploadBody* body);
   // The response's S3 error as a Status; *retry when it is worth repeating.
   Status ErrorFrom(http::ClientResponse& resp, const Call& call, bool* retry);

@@ -32,7 +32,9 @@ void S3Client::Impl::AddWriteHeaders(http::HeaderList& h, const WriteOptions& o,
       {"Content-Disposition", &o.content_disposition},
       {"Expires", &o.expires},
       {"x-amz-storage-class", &o.storage_class},
-      {"x-amz-acl", &o.acl}};
+      {"x-amz-acl", &o.acl},
+      {"x-amz-server-side-encryption", &o.sse},
+      {"x-amz-server-side-encryption-aws-kms-key-id", &o.sse_kms_key_id}};
   for (const auto& [name, value] : plain) {
     if (!value->empty()) h.emplace_back(name, *value);
   }
@@ -208,7 +210,13 @@ Result<ObjectInfo> S3Client::Impl::CompleteMultipart(
   AddParam(c.query, "uploadId", upload_id);
   c.body = xml;
   c.headers.emplace_back("Content-Type", "application/xml");
-  if (conditions != nullptr) AddWriteHeaders(c.headers, *conditions, /*conditions=*/true);
+  if (conditions != nullptr) {
+    // The encryption was chosen by CreateMultipartUpload.
+    WriteOptions w = *conditions;
+    w.sse.clear();
+    w.sse_kms_key_id.clear();
+    AddWriteHeaders(c.headers, w, /*conditions=*/true);
+  }
   ObjectInfo info;
   info.key = key;
   info.size = total;
@@ -303,6 +311,8 @@ Result<ObjectInfo> S3Client::Impl::CopyObject(const std::string& src_bucket,
   WriteOptions wo = o.new_metadata ? *o.new_metadata : MetadataOf(src);
   if (!o.storage_class.empty()) wo.storage_class = o.storage_class;
   if (!o.acl.empty()) wo.acl = o.acl;
+  if (!o.sse.empty()) wo.sse = o.sse;
+  if (!o.sse_kms_key_id.empty()) wo.sse_kms_key_id = o.sse_kms_key_id;
   if (o.new_metadata) {
     out.content_type = wo.content_type;
     out.user_meta = wo.user_meta;
@@ -356,6 +366,8 @@ Result<ObjectInfo> S3Client::Impl::CopyObject(const std::string& src_bucket,
     WriteOptions placement;
     placement.storage_class = wo.storage_class;
     placement.acl = wo.acl;
+    placement.sse = wo.sse;
+    placement.sse_kms_key_id = wo.sse_kms_key_id;
     AddWriteHeaders(c.headers, placement, /*conditions=*/false);
   }
   STRATA_RETURN_IF_ERROR(Execute(c, [&](http::ClientResponse& resp, bool* retry) -> Status {

@@ -52,7 +52,7 @@ std::string Text(const pugi::xml_node& n, std::string_view name) {
 }
 
 S3XmlError ErrorOf(const pugi::xml_node& n) {
-  return S3XmlError{Text(n, "Code"), Text(n, "Message"), Text(n, "Key")};
+  return S3XmlError{Text(n, "Code"), Text(n, "Message"), Text(n, "Key"), Text(n, "VersionId")};
 }
 
 // Loads the document; its root, or null when the root is <Error> (then
@@ -133,6 +133,7 @@ Status ParseListObjectsXml(std::string_view xml, ListObjectsXml* out) {
       for (ChecksumAlgorithm a : kResponseChecksums) {
         if (alg == ChecksumAlgorithmName(a)) i.checksum_algorithm = a;
       }
+      i.storage_class = Text(n, "StorageClass");
       out->objects.push_back(std::move(i));
     } else if (name == "CommonPrefixes") {
       out->common_prefixes.push_back(dec(Text(n, "Prefix")));
@@ -179,6 +180,70 @@ std::optional<S3XmlError> ParseErrorXml(std::string_view xml) {
   pugi::xml_node root = doc.document_element();
   if (LocalName(root) != "Error") return std::nullopt;
   return ErrorOf(root);
+}
+
+Status ParseListVersionsXml(std::string_view xml, ListVersionsXml* out) {
+  pugi::xml_document doc;
+  STRATA_ASSIGN_OR_RETURN(pugi::xml_node x, Root(doc, xml, out));
+  if (!x) return Status::Ok();
+  const bool url_encoded = Text(x, "EncodingType") == "url";
+  auto dec = [&](const std::string& s) {
+    if (!url_encoded) return s;
+    auto d = UriDecode(s, /*plus_as_space=*/true);
+    return d ? *d : s;
+  };
+  for (pugi::xml_node n : x.children()) {
+    if (n.type() != pugi::node_element) continue;
+    const std::string_view name = LocalName(n);
+    if (name != "Version" && name != "DeleteMarker") continue;
+    ObjectVersion v;
+    v.key = dec(Text(n, "Key"));
+    v.version_id = Text(n, "VersionId");
+    v.delete_marker = name == "DeleteMarker";
+    v.is_latest = Text(n, "IsLatest") == "true";
+    v.size = ParseUint64(Text(n, "Size")).value_or(0);
+    v.etag = UnquoteETag(Text(n, "ETag"));
+    v.mtime_ns = ParseIso8601(Text(n, "LastModified")).value_or(0);
+    v.storage_class = Text(n, "StorageClass");
+    out->page.versions.push_back(std::move(v));
+  }
+  if (Text(x, "IsTruncated") == "true") {
+    out->page.next_key_marker = dec(Text(x, "NextKeyMarker"));
+    out->page.next_version_marker = Text(x, "NextVersionIdMarker");
+    if (out->page.next_key_marker.empty()) {
+      return Status::IOError("ListObjectVersions response is truncated but has no NextKeyMarker");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ParseListUploadsXml(std::string_view xml, ListUploadsXml* out) {
+  pugi::xml_document doc;
+  STRATA_ASSIGN_OR_RETURN(pugi::xml_node x, Root(doc, xml, out));
+  if (!x) return Status::Ok();
+  const bool url_encoded = Text(x, "EncodingType") == "url";
+  for (pugi::xml_node n : x.children()) {
+    if (n.type() != pugi::node_element || LocalName(n) != "Upload") continue;
+    MultipartUploadEntry u;
+    u.key = Text(n, "Key");
+    if (url_encoded) {
+      if (auto d = UriDecode(u.key, /*plus_as_space=*/true)) u.key = *d;
+    }
+    u.upload_id = Text(n, "UploadId");
+    u.initiated_ns = ParseIso8601(Text(n, "Initiated")).value_or(0);
+    out->page.uploads.push_back(std::move(u));
+  }
+  if (Text(x, "IsTruncated") == "true") {
+    out->page.next_key_marker = Text(x, "NextKeyMarker");
+    if (url_encoded) {
+      if (auto d = UriDecode(out->page.next_key_marker, true)) out->page.next_key_marker = *d;
+    }
+    out->page.next_upload_id_marker = Text(x, "NextUploadIdMarker");
+    if (out->page.next_key_marker.empty()) {
+      return Status::IOError("ListMultipartUploads response is truncated but has no NextKeyMarker");
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace strata::objstore

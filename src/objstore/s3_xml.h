@@ -35,6 +35,7 @@ struct S3XmlError {
   std::string code;
   std::string message;
   std::string key;
+  std::string version_id;  // DeleteObjects errors of a named version
 };
 
 struct S3XmlResponse {
@@ -76,12 +77,23 @@ struct DeleteResultXml : S3XmlResponse {
   std::vector<S3XmlError> errors;
 };
 
+// ListVersionsResult of ListObjectVersions (keys URL-decoded when EncodingType is "url").
+struct ListVersionsXml : S3XmlResponse {
+  VersionPage page;
+};
+// ListMultipartUploadsResult.
+struct ListUploadsXml : S3XmlResponse {
+  MultipartUploadPage page;
+};
+
 Status ParseListBucketsXml(std::string_view xml, ListBucketsXml* out);
 Status ParseInitiateMultipartXml(std::string_view xml, InitiateMultipartXml* out);
 Status ParseWriteResultXml(std::string_view xml, WriteResultXml* out);
 Status ParseListObjectsXml(std::string_view xml, ListObjectsXml* out);
 Status ParseListPartsXml(std::string_view xml, ListPartsXml* out);
 Status ParseDeleteResultXml(std::string_view xml, DeleteResultXml* out);
+Status ParseListVersionsXml(std::string_view xml, ListVersionsXml* out);
+Status ParseListUploadsXml(std::string_view xml, ListUploadsXml* out);
 
 // The <Error> document in the body of a failed response; nullopt when the body
 // is not one (empty, not XML, another root).

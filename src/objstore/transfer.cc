@@ -835,13 +835,18 @@ Result<ObjectInfo> TransferManager::CopyS3Object(S3Client& client, std::string_v
   // Metadata given (TransferOptions::write) replaces the source's, as
   // x-amz-metadata-directive REPLACE does: the copy gets only what was given.
   const WriteOptions& given = I.options.write;
-  const bool replace = !given.content_type.empty() || !given.user_meta.empty() ||
-                       !given.cache_control.empty() || !given.content_encoding.empty() ||
-                       !given.content_disposition.empty() || !given.expires.empty();
+  using Directive = TransferOptions::MetadataDirective;
+  const bool any_given = !given.content_type.empty() || !given.user_meta.empty() ||
+                         !given.cache_control.empty() || !given.content_encoding.empty() ||
+                         !given.content_disposition.empty() || !given.expires.empty();
+  const bool replace = I.options.metadata_directive == Directive::kReplace ||
+                       (I.options.metadata_directive == Directive::kAuto && any_given);
   if (info.size <= I.options.multipart_threshold) {
     CopyOptions co;
     co.storage_class = given.storage_class;
     co.acl = given.acl;
+    co.sse = given.sse;
+    co.sse_kms_key_id = given.sse_kms_key_id;
     if (replace) {
       co.new_metadata = given;
       co.new_metadata->if_none_match_star = false;
@@ -862,6 +867,8 @@ Result<ObjectInfo> TransferManager::CopyS3Object(S3Client& client, std::string_v
   WriteOptions w = replace ? given : MetadataOf(info);
   w.storage_class = given.storage_class;
   w.acl = given.acl;
+  w.sse = given.sse;
+  w.sse_kms_key_id = given.sse_kms_key_id;
   w.if_none_match_star = false;
   w.if_match.reset();
   w.size.reset();
@@ -913,6 +920,120 @@ Result<ObjectInfo> TransferManager::CopyS3Object(S3Client& client, std::string_v
   auto r = WithRetries(I.options.attempts, [&] { return dst->CompleteMultipart(dst_key, *id, parts); });
   if (!r.ok()) {
     (void)dst->AbortMultipart(dst_key, *id);
+    return r.error().WithContext(what);
+  }
+  I.ObjectDone();
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// Copy between two services (streamed through this process)
+
+Result<ObjectInfo> TransferManager::CopyBetweenStores(ObjectStore& src, std::string_view src_key,
+                                                      ObjectStore& dst, std::string_view dst_key) {
+  Impl& I = *impl_;
+  const std::string what = "copy of " + Describe(src, src_key) + " to " + Describe(dst, dst_key);
+  // A HEAD for the metadata a copy keeps (listings do not carry it) and the
+  // ETag every range is pinned to.
+  auto h = WithRetries(I.options.attempts, [&] { return src.Head(src_key); });
+  if (!h.ok()) return h.error().WithContext(what);
+  const ObjectInfo info = std::move(*h);
+  using Directive = TransferOptions::MetadataDirective;
+  const WriteOptions& given = I.options.write;
+  const bool any_given = !given.content_type.empty() || !given.user_meta.empty() ||
+                         !given.cache_control.empty() || !given.content_encoding.empty() ||
+                         !given.content_disposition.empty() || !given.expires.empty();
+  const bool replace = I.options.metadata_directive == Directive::kReplace ||
+                       (I.options.metadata_directive == Directive::kAuto && any_given);
+  WriteOptions w = replace ? given : MetadataOf(info);
+  w.storage_class = given.storage_class;
+  w.acl = given.acl;
+  w.sse = given.sse;
+  w.sse_kms_key_id = given.sse_kms_key_id;
+  w.checksum = given.checksum;
+  w.if_none_match_star = false;
+  w.if_match.reset();
+  w.size.reset();
+  auto changed = [&](const Status& s) {
+    if (s.code() != StatusCode::kPreconditionFailed) return s.WithContext(what);
+    return Status::PreconditionFailed("source changed during copy: " + Describe(src, src_key) +
+                                      " was replaced while it was being copied; run the command "
+                                      "again");
+  };
+  auto read_range = [&](uint64_t off, uint64_t len, std::string* buf) -> Status {
+    buf->clear();
+    ReadOptions ro;
+    ro.offset = off;
+    ro.length = len;
+    ro.if_match = info.etag;
+    STRATA_RETURN_IF_ERROR(src.Get(src_key, ro, [&](const char* d, size_t n) {
+      buf->append(d, n);
+      return Status::Ok();
+    }));
+    if (buf->size() != len) {
+      return Status::IOError(
+          fmt::format("range at {} ended after {} of {} bytes", off, buf->size(), len));
+    }
+    return Status::Ok();
+  };
+  if (info.size <= I.options.multipart_threshold) {
+    auto r = WithRetries(I.options.attempts, [&]() -> Result<ObjectInfo> {
+      std::string buf;
+      STRATA_RETURN_IF_ERROR(read_range(0, info.size, &buf));
+      return dst.PutBytes(dst_key, buf, w);
+    });
+    if (!r.ok()) return changed(r.error());
+    I.AddBytes(static_cast<int64_t>(info.size));
+    I.ObjectDone();
+    return r;
+  }
+  // Parts in parallel: each a ranged GET (pinned to the ETag) into memory,
+  // then an UploadPart of it; at most `concurrency` parts in memory at once.
+  auto id = WithRetries(I.options.attempts, [&] { return dst.CreateMultipart(dst_key, w); });
+  if (!id.ok()) return id.error().WithContext(what);
+  const uint64_t part = EffectivePartSize(info.size, I.options.part_size);
+  const uint64_t nparts = (info.size + part - 1) / part;
+  std::vector<UploadedPart> parts(nparts);
+  std::mutex mu;
+  Status first_error;  // guarded by mu
+  std::atomic<bool> failed{false};
+  Pool::Group g;
+  for (uint64_t i = 0; i < nparts; ++i) {
+    const uint64_t off = i * part;
+    const uint64_t len = std::min(part, info.size - off);
+    I.pool->Submit(
+        g,
+        [&, i, off, len] {
+          if (failed.load(std::memory_order_relaxed)) return;
+          auto r = WithRetries(I.options.attempts, [&]() -> Result<UploadedPart> {
+            std::string buf;
+            STRATA_RETURN_IF_ERROR(read_range(off, len, &buf));
+            StringSource body(buf);
+            return dst.UploadPart(dst_key, *id, static_cast<int>(i + 1), body, len);
+          });
+          if (!r.ok()) {
+            std::lock_guard l(mu);
+            if (first_error.ok())
+              first_error = r.error().WithContext("part " + std::to_string(i + 1));
+            failed.store(true, std::memory_order_relaxed);
+            return;
+          }
+          parts[i] = std::move(*r);
+          parts[i].number = static_cast<int>(i + 1);
+          if (parts[i].size == 0) parts[i].size = len;
+          I.AddBytes(static_cast<int64_t>(len));
+        },
+        /*leaf=*/true);
+  }
+  I.pool->Wait(g);
+  if (!first_error.ok()) {
+    (void)dst.AbortMultipart(dst_key, *id);
+    return changed(first_error);
+  }
+  auto r =
+      WithRetries(I.options.attempts, [&] { return dst.CompleteMultipart(dst_key, *id, parts); });
+  if (!r.ok()) {
+    (void)dst.AbortMultipart(dst_key, *id);
     return r.error().WithContext(what);
   }
   I.ObjectDone();

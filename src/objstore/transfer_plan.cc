@@ -244,7 +244,8 @@ Result<bool> SameContent(const LocalFile& f, const ObjectInfo& listed, ObjectSto
 std::string CopyTarget::For(const std::string& rel, bool tree) const {
   const bool into = tree || many || key.empty() || key.back() == '/' || (!s3 && IsLocalDir(key));
   if (!into) return key;
-  return s3 ? JoinKey(key, tree ? rel : BaseName(rel)) : JoinPath(key, tree ? rel : BaseName(rel));
+  const std::string name = tree && !flatten ? rel : BaseName(rel);
+  return s3 ? JoinKey(key, name) : JoinPath(key, name);
 }
 
 namespace {

@@ -67,6 +67,11 @@ struct WriteOptions {
   // (STANDARD, STANDARD_IA, ...) and x-amz-acl (a canned ACL: private,
   // public-read, ...). The server refuses a class or ACL it does not offer.
   std::string storage_class, acl;
+  // S3 only ("" = not sent): server-side encryption of what is written,
+  // x-amz-server-side-encryption (AES256 or aws:kms) and, with aws:kms,
+  // x-amz-server-side-encryption-aws-kms-key-id. SSE-C keys are a client
+  // setting (S3Options::sse_customer_key), since reads need them too.
+  std::string sse, sse_kms_key_id;
   // Computed while sending and checked by the server (S3: x-amz-checksum-*);
   // kNone sends none. CRC32C, CRC32 and CRC64NVME survive multipart uploads as
   // a full-object checksum.

@@ -87,6 +87,15 @@ struct S3Options {
   // that ignored the unknown sub-resource would store an empty object instead.
   // true for other services that have it (S3 Express directory buckets).
   std::optional<bool> rename_object;
+  // SSE-C: the customer's 32-byte key (raw bytes, "" = none). Sent with its
+  // MD5 (x-amz-server-side-encryption-customer-*) on every request that
+  // writes or reads an object's data or metadata: PutObject, UploadPart,
+  // CreateMultipartUpload, CompleteMultipartUpload, GetObject, HeadObject, and
+  // as the destination's key of CopyObject and UploadPartCopy.
+  std::string sse_customer_key;
+  // SSE-C key of the source of CopyObject / UploadPartCopy (and of the HEAD a
+  // copy makes of its source): x-amz-copy-source-server-side-encryption-customer-*.
+  std::string sse_copy_source_customer_key;
 };
 
 // Where an s3:// URL points.
@@ -115,6 +124,36 @@ struct CopyOptions {
   // Sent whether the metadata is copied or replaced ("" = the server's
   // default, as for a PUT); they override new_metadata's.
   std::string storage_class, acl;
+  // Server-side encryption of the copy (x-amz-server-side-encryption, and the
+  // KMS key id with aws:kms); "" = the bucket's default, as for a PUT.
+  std::string sse, sse_kms_key_id;
+};
+
+// One entry of ListObjectVersions: a version or a delete marker.
+struct ObjectVersion {
+  std::string key;  // the whole key
+  std::string version_id;
+  bool delete_marker = false;
+  bool is_latest = false;
+  uint64_t size = 0;
+  std::string etag;  // no quotes ("" for delete markers)
+  int64_t mtime_ns = 0;
+  std::string storage_class;
+};
+struct VersionPage {
+  std::vector<ObjectVersion> versions;  // key order, newest first per key
+  // Continue with these ("" and "" when this is the last page).
+  std::string next_key_marker, next_version_marker;
+};
+// One entry of ListMultipartUploads.
+struct MultipartUploadEntry {
+  std::string key;
+  std::string upload_id;
+  int64_t initiated_ns = 0;
+};
+struct MultipartUploadPage {
+  std::vector<MultipartUploadEntry> uploads;
+  std::string next_key_marker, next_upload_id_marker;  // "" when this is the last page
 };
 
 class S3ObjectStore;
@@ -139,6 +178,22 @@ class S3Client : public std::enable_shared_from_this<S3Client> {
   Status DeleteObject(std::string_view bucket, std::string_view key,
                       std::optional<std::string> if_match = {});
   Status HeadBucket(std::string_view bucket);    // kNotFound if absent
+
+  // ListObjectVersions: one page of versions and delete markers under prefix,
+  // from (key_marker, version_marker) ("" = the start).
+  Result<VersionPage> ListObjectVersions(std::string_view bucket, std::string_view prefix,
+                                         std::string_view key_marker = "",
+                                         std::string_view version_marker = "");
+  // DeleteObjects naming each (key, version id) ("" = the current version);
+  // up to 1000 per request, batched. One Status per entry.
+  Result<std::vector<Status>> DeleteVersions(
+      std::string_view bucket, const std::vector<std::pair<std::string, std::string>>& entries);
+  // ListMultipartUploads: one page of the uploads in progress under prefix.
+  Result<MultipartUploadPage> ListMultipartUploads(std::string_view bucket, std::string_view prefix,
+                                                   std::string_view key_marker = "",
+                                                   std::string_view upload_id_marker = "");
+  Status AbortMultipartUpload(std::string_view bucket, std::string_view key,
+                              std::string_view upload_id);
 
   // Server-side copy, also across buckets (x-amz-copy-source). Objects over
   // 5 GiB are copied as a multipart upload of UploadPartCopy parts.

@@ -84,6 +84,11 @@ struct TransferOptions {
   // and ACL, and when any metadata or header is set, replace the source's with
   // it (x-amz-metadata-directive REPLACE, as awscli); else they keep the source's.
   WriteOptions write;
+  // Server-side copies: whether the copy keeps the source's metadata (kCopy)
+  // or gets only `write`'s (kReplace, x-amz-metadata-directive REPLACE).
+  // kAuto replaces when `write` sets any metadata or header, as awscli does.
+  enum class MetadataDirective { kAuto, kCopy, kReplace };
+  MetadataDirective metadata_directive = MetadataDirective::kAuto;
 };
 
 struct TransferProgress {
@@ -128,6 +133,16 @@ class TransferManager {
   Result<ObjectInfo> CopyS3Object(S3Client& client, std::string_view src_bucket,
                                   std::string_view src_key, std::string_view dst_bucket,
                                   std::string_view dst_key, const ObjectInfo* known = nullptr);
+
+  // Copy between stores of two services (two endpoints, or any two
+  // ObjectStores): the bytes stream through this process, one PUT at or below
+  // the multipart threshold, else a multipart upload whose parts are ranged
+  // GETs of the source (pinned to its ETag: a source replaced mid-copy fails
+  // with kPreconditionFailed and the upload is aborted) sent in parallel, at
+  // most `concurrency` parts in memory. Metadata, storage class, ACL, SSE and
+  // checksum follow `write` and `metadata_directive` as CopyS3Object's do.
+  Result<ObjectInfo> CopyBetweenStores(ObjectStore& src, std::string_view src_key, ObjectStore& dst,
+                                       std::string_view dst_key);
 
   // Runs fn on the pool; Wait() returns when every fn submitted so far has
   // returned. Tasks may themselves upload/download (their parts share the

@@ -135,8 +135,9 @@ struct CopyTarget {
   std::string bucket;  // s3 only
   std::string key;     // s3: the key or prefix; local: the path
   bool many = false;   // more than one source was given
-  // Where the file or object `rel` goes: under DST (keeping rel when tree,
-  // else its base name) when tree, many, DST ends in '/' or is an existing
+  bool flatten = false;  // s5cmd's --flatten: trees land by base name only
+  // Where the file or object `rel` goes: under DST (keeping rel when tree and
+  // not flatten, else its base name) when tree, many, DST ends in '/' or is an existing
   // local directory; else DST itself.
   std::string For(const std::string& rel, bool tree) const;
 };
