@@ -1,6 +1,8 @@
-// Fuzzes the FS metadata value decoders (fsmeta/codec.h, fsmeta/acl.h): inode
-// attributes, a file's slice list, directory entries, POSIX lock ranges and
-// the POSIX ACL xattr (system.posix_acl_access / _default). The first byte
+// Fuzzes the FS metadata value decoders (fsmeta/codec.h): inode attributes, a
+// file's slice list, directory entries and POSIX lock ranges. (The POSIX ACL
+// xattr parser, fsmeta/acl.h, is not here yet: its errors come from
+// meta_engine.cc, which pulls in the whole engine, and fsmeta does not build
+// with clang 14 yet: structured bindings captured by lambdas.) The first byte
 // picks the decoder; the rest is the stored value. What decodes must encode
 // back to a value that decodes the same.
 #include <cstddef>
@@ -9,16 +11,14 @@
 #include <string_view>
 #include <vector>
 
-#include "fsmeta/acl.h"
 #include "fsmeta/codec.h"
 
 namespace codec = strata::fsmeta::codec;
-namespace acl = strata::fsmeta::acl;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   std::string_view in(reinterpret_cast<const char*>(data + 1), size - 1);
-  switch (data[0] % 5) {
+  switch (data[0] % 4) {
     case 0: {
       strata::fsmeta::Attr a;
       if (!codec::DecodeAttr(in, &a)) break;
@@ -42,19 +42,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         __builtin_trap();
       break;
     }
-    case 3: {
+    default: {
       auto r = codec::DecodePlocks(in);
       auto r2 = codec::DecodePlocks(codec::EncodePlocks(r));
       if (r2.size() != r.size()) __builtin_trap();
-      break;
-    }
-    default: {
-      auto a = acl::Parse(in);
-      if (!a.has_value()) break;
-      const std::string enc = acl::Encode(*a);
-      auto b = acl::Parse(enc);
-      if (!b.has_value() || acl::Encode(*b) != enc) __builtin_trap();
-      (void)a->ModeBits();
       break;
     }
   }
