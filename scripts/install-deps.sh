@@ -9,6 +9,7 @@ build_pkgs=(
   libssl-dev libisal-dev librocksdb-dev libzstd-dev liblz4-dev libsnappy-dev libbz2-dev zlib1g-dev
   libfmt-dev libspdlog-dev libcli11-dev libpugixml-dev nlohmann-json3-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang libfuzzer-14-dev  # scripts/fuzz.sh: libFuzzer targets (CI runs their regression inputs)
   libfuse3-dev libsqlite3-dev libhiredis-dev pybind11-dev python3-dev
 )
 test_pkgs=(

@@ -244,11 +244,13 @@ class KeywordIndex final : public PayloadFieldIndex {
         return true;
       case K::kMatchExcept: {
         if (!all_strings()) return false;
-        for (const auto& [k, list] : postings_) {
+        // Not a structured binding: clang 14 (the fuzz build) cannot capture one.
+        for (const auto& entry : postings_) {
+          const auto& k = entry.first;
           bool excluded = std::any_of(c.values.begin(), c.values.end(),
                                       [&](const FilterValue& v) { return v.s == k; });
           if (!excluded)
-            for (uint32_t r : list) out->Set(r);
+            for (uint32_t r : entry.second) out->Set(r);
         }
         return true;
       }
