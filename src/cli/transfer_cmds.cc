@@ -547,12 +547,15 @@ class StdinSource final : public objstore::ByteSource {
 };
 
 // *closed is set when the reader of stdout went away (EPIPE: `| head`).
-Status StreamToStdout(ObjectStore& store, const std::string& key, bool* closed = nullptr) {
+// `limit` (--bwlimit) paces the reads.
+Status StreamToStdout(ObjectStore& store, const std::string& key, bool* closed = nullptr,
+                      objstore::RateLimiter* limit = nullptr) {
   auto write_failed = [&] {
     if (errno == EPIPE && closed != nullptr) *closed = true;
     return Status::FromErrno(errno, "write to stdout");
   };
   Status s = store.Get(key, {}, [&](const char* data, size_t n) {
+    if (limit != nullptr) limit->Acquire(n);
     if (std::fwrite(data, 1, n, stdout) != n) return write_failed();
     return Status::Ok();
   });
@@ -637,7 +640,8 @@ int CmdCp(Common& c, CpArgs& a, const CLI::App* sub, bool move = false) {
     // --no-clobber: the server refuses to replace (If-None-Match: *), so no
     // race between a check and the write.
     w.if_none_match_star = a.overwrite.no_clobber;
-    auto r = (*store)->Put(dst.key, in, w);
+    objstore::RateLimitedStream limited(in, s.topts().upload_limit.get());
+    auto r = (*store)->Put(dst.key, limited, w);
     if (!r.ok() && a.overwrite.no_clobber && r.error().code() == StatusCode::kPreconditionFailed) {
       Reporter rep(ReporterOptions(c), nullptr);
       rep.Skip("upload", "-", dst.str(), 0, "destination exists (--no-clobber)");
@@ -652,7 +656,7 @@ int CmdCp(Common& c, CpArgs& a, const CLI::App* sub, bool move = false) {
       return Usage(cmd, "cp SRC - needs one s3://BUCKET/KEY source");
     auto store = s.Bucket(src.bucket);
     if (!store.ok()) return Fail(store.error(), cmd, c.json);
-    Status st = StreamToStdout(**store, src.key);
+    Status st = StreamToStdout(**store, src.key, nullptr, s.topts().download_limit.get());
     if (!st.ok()) return Fail(s.Explain(st), cmd, c.json);
     return kExitOk;
   }
@@ -900,6 +904,7 @@ void AddCopyOptions(CLI::App* sub, CpArgs& a, Common& c, bool move) {
   AddAgeOptions(sub, c);
   AddSseCustomerOption(sub, c);
   AddTransferOptions(sub, c);
+  AddBandwidthOption(sub, c);
   AddConnectionOptions(sub, c);
   AddOutputOptions(sub, c);
 }
@@ -950,6 +955,7 @@ void RegisterSync(CLI::App& app, const std::shared_ptr<State>& st, int* exit_cod
   AddAgeOptions(sync, c);
   AddSseCustomerOption(sync, c);
   AddTransferOptions(sync, c);
+  AddBandwidthOption(sync, c);
   AddConnectionOptions(sync, c);
   AddOutputOptions(sync, c);
   sync->footer(Footer("  strata sync ./dataset s3://data/ds1\n"

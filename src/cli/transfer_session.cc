@@ -148,6 +148,53 @@ void AddAgeOptions(CLI::App* sub, Common& c) {
                   "Only files modified more than this long ago (same syntax as --max-age)");
 }
 
+void AddBandwidthOption(CLI::App* sub, Common& c) {
+  sub->add_option("--bwlimit", c.bwlimit,
+                  "Bandwidth limit shared by all workers, as rclone's: 10M (MiB/s), 512K, 100B "
+                  "(bytes/s; a bare number is KiB/s), UP:DOWN (10M:100M) for separate upload and "
+                  "download limits, or off")
+      ->type_name("RATE");
+}
+
+namespace {
+// One rate of --bwlimit; 0 = no limit.
+Result<uint64_t> ParseRate(std::string_view text, std::string_view whole) {
+  const std::string t = ToLower(Trim(text));
+  if (t == "off" || t.empty()) return uint64_t{0};
+  const bool bare = t.find_first_not_of("0123456789.") == std::string::npos;
+  auto r = ParseByteSize(bare ? t + "k" : t);
+  if (!r.ok()) {
+    return Status::InvalidArgument(
+        "--bwlimit \"" + std::string(whole) +
+        "\" is not a rate (e.g. 10M, 512K, 100B, or UP:DOWN as 10M:50M)");
+  }
+  return *r;
+}
+}  // namespace
+
+Result<BandwidthLimit> ParseBandwidthLimit(std::string_view text) {
+  // rclone's timetables ("08:00,512K 12:00,10M") name times of day.
+  if (text.find_first_of(", \t") != std::string_view::npos ||
+      text.find('-') != std::string_view::npos) {
+    return Status::NotSupported("--bwlimit \"" + std::string(text) +
+                                "\": timetables are not supported; give one RATE or UP:DOWN");
+  }
+  BandwidthLimit b;
+  const size_t colon = text.find(':');
+  if (colon == std::string_view::npos) {
+    STRATA_ASSIGN_OR_RETURN(b.up, ParseRate(text, text));
+    b.down = b.up;
+    b.shared = true;
+    return b;
+  }
+  if (text.find(':', colon + 1) != std::string_view::npos) {
+    return Status::InvalidArgument("--bwlimit \"" + std::string(text) + "\": use RATE or UP:DOWN");
+  }
+  STRATA_ASSIGN_OR_RETURN(b.up, ParseRate(text.substr(0, colon), text));
+  STRATA_ASSIGN_OR_RETURN(b.down, ParseRate(text.substr(colon + 1), text));
+  return b;
+}
+
 void AddSseCustomerOption(CLI::App* sub, Common& c) {
   sub->add_option("--sse-c-key", c.sse_c_key,
                   "SSE-C: the customer key (base64 of 32 bytes, or 32 raw bytes), sent on "

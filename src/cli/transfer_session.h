@@ -21,6 +21,7 @@
 #include <strata/core/status.h>
 #include <strata/core/strings.h>
 #include <strata/objstore/object_store.h>
+#include <strata/objstore/rate_limit.h>
 #include <strata/objstore/s3_client.h>
 #include <strata/objstore/transfer.h>
 #include <strata/objstore/transfer_plan.h>
@@ -97,6 +98,16 @@ void AddOutputOptions(CLI::App* sub, Common& c);
 void AddFilterOptions(CLI::App* sub, Common& c);
 // --max-age / --min-age (cp, mv, sync).
 void AddAgeOptions(CLI::App* sub, Common& c);
+// --bwlimit (cp, mv, sync).
+void AddBandwidthOption(CLI::App* sub, Common& c);
+// rclone's --bwlimit: RATE (both directions together) or UP:DOWN, each a
+// number with an optional B, K, M, G, T suffix (binary units; a bare number is
+// KiB/s, as in rclone), or "off"/0 for no limit. Bytes per second, 0 = none.
+struct BandwidthLimit {
+  uint64_t up = 0, down = 0;
+  bool shared = false;  // one RATE for both directions together
+};
+Result<BandwidthLimit> ParseBandwidthLimit(std::string_view text);
 // --sse-c-key (commands that read or write object data).
 void AddSseCustomerOption(CLI::App* sub, Common& c);
 // awscli applies --exclude/--include in command-line order; the patterns of
@@ -140,6 +151,16 @@ class Session {
     topts_.part_size = *ps;
     topts_.multipart_threshold = *mt;
     topts_.fsync = c_.fsync;
+    if (!c_.bwlimit.empty()) {
+      auto bw = ParseBandwidthLimit(c_.bwlimit);
+      if (!bw.ok()) return bw.error();
+      if (bw->up != 0) topts_.upload_limit = std::make_shared<objstore::RateLimiter>(bw->up);
+      if (bw->shared) {
+        topts_.download_limit = topts_.upload_limit;
+      } else if (bw->down != 0) {
+        topts_.download_limit = std::make_shared<objstore::RateLimiter>(bw->down);
+      }
+    }
     if (!c_.sse_c_key.empty()) {
       auto key = DecodeSseCustomerKey(c_.sse_c_key);
       if (!key.ok()) return key.error();

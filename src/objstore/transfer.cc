@@ -1,5 +1,3 @@
-#include <strata/objstore/transfer.h>
-
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
@@ -26,7 +24,9 @@
 #include <strata/core/file_util.h>
 #include <strata/core/log.h>
 #include <strata/core/strings.h>
+#include <strata/objstore/rate_limit.h>
 #include <strata/objstore/s3_client.h>
+#include <strata/objstore/transfer.h>
 
 namespace strata::objstore {
 namespace {
@@ -421,7 +421,8 @@ Result<ObjectInfo> TransferManager::UploadFile(const std::string& path, ObjectSt
   if (size <= I.options.multipart_threshold) {
     w.size = size;
     r = WithRetries(I.options.attempts, [&]() -> Result<ObjectInfo> {
-      FileSource src(fd.get(), 0, size);
+      FileSource file(fd.get(), 0, size);
+      RateLimitedSource src(file, I.options.upload_limit.get());
       return store.Put(key, src, w);
     });
     if (r.ok()) I.AddBytes(static_cast<int64_t>(size));
@@ -520,7 +521,8 @@ Result<ObjectInfo> TransferManager::Impl::UploadMultipart(int fd, const std::str
         [&, number, off, len] {
           if (failed.load(std::memory_order_relaxed)) return;
           auto r = WithRetries(attempts, [&] {
-            FileSource src(fd, off, len);
+            FileSource file(fd, off, len);
+            RateLimitedSource src(file, options.upload_limit.get());
             return store.UploadPart(key, upload_id, number, src, len);
           });
           std::lock_guard l(mu);
@@ -633,6 +635,7 @@ Result<ObjectInfo> TransferManager::DownloadFile(ObjectStore& store, std::string
   if (info.size <= I.options.multipart_threshold) {
     // One whole-object GET: the store verifies it (stored checksum, MD5 ETag).
     int64_t written = 0;
+    RateLimiter* down = I.options.download_limit.get();
     r = WithRetries(
         I.options.attempts,
         [&]() -> Result<ObjectInfo> {
@@ -640,6 +643,7 @@ Result<ObjectInfo> TransferManager::DownloadFile(ObjectStore& store, std::string
           Status s = store.Get(
               key, ReadOptions{},
               [&](const char* data, size_t n) {
+                if (down != nullptr) down->Acquire(n);
                 STRATA_RETURN_IF_ERROR(PwriteAll(fd.get(), data, n, static_cast<uint64_t>(written), tmp));
                 written += static_cast<int64_t>(n);
                 I.AddBytes(static_cast<int64_t>(n));
@@ -720,6 +724,7 @@ Result<ObjectInfo> TransferManager::Impl::DownloadRanges(ObjectStore& store, std
                                        std::to_string(size) + " bytes)");
     }
   }
+  RateLimiter* down = options.download_limit.get();
   const ChecksumAlgorithm alg = info.checksum_algorithm;
   const std::optional<uint64_t> want_crc = DecodeCrc(alg, info.checksum);
   std::vector<uint64_t> crcs(nparts, 0);
@@ -747,6 +752,7 @@ Result<ObjectInfo> TransferManager::Impl::DownloadRanges(ObjectStore& store, std
                 ro.if_match = info.etag;
                 STRATA_RETURN_IF_ERROR(store.Get(key, ro, [&](const char* data, size_t n) {
                   if (got + n > len) return Status::IOError("the server sent more bytes than the range asked for");
+                  if (down != nullptr) down->Acquire(n);
                   STRATA_RETURN_IF_ERROR(PwriteAll(fd, data, n, off + got, tmp));
                   if (want_crc) crc = CrcUpdate(alg, crc, data, n);
                   got += n;
@@ -960,6 +966,10 @@ Result<ObjectInfo> TransferManager::CopyBetweenStores(ObjectStore& src, std::str
                                       " was replaced while it was being copied; run the command "
                                       "again");
   };
+  // One limit for both directions counts each byte once, on the read.
+  RateLimiter* down = I.options.download_limit.get();
+  RateLimiter* up = I.options.upload_limit.get();
+  if (up == down) up = nullptr;
   auto read_range = [&](uint64_t off, uint64_t len, std::string* buf) -> Status {
     buf->clear();
     ReadOptions ro;
@@ -967,6 +977,7 @@ Result<ObjectInfo> TransferManager::CopyBetweenStores(ObjectStore& src, std::str
     ro.length = len;
     ro.if_match = info.etag;
     STRATA_RETURN_IF_ERROR(src.Get(src_key, ro, [&](const char* d, size_t n) {
+      if (down != nullptr) down->Acquire(n);
       buf->append(d, n);
       return Status::Ok();
     }));
@@ -980,7 +991,12 @@ Result<ObjectInfo> TransferManager::CopyBetweenStores(ObjectStore& src, std::str
     auto r = WithRetries(I.options.attempts, [&]() -> Result<ObjectInfo> {
       std::string buf;
       STRATA_RETURN_IF_ERROR(read_range(0, info.size, &buf));
-      return dst.PutBytes(dst_key, buf, w);
+      if (up == nullptr) return dst.PutBytes(dst_key, buf, w);
+      StringSource bytes(buf);
+      RateLimitedSource body(bytes, up);
+      WriteOptions sized = w;
+      sized.size = buf.size();
+      return dst.Put(dst_key, body, sized);
     });
     if (!r.ok()) return changed(r.error());
     I.AddBytes(static_cast<int64_t>(info.size));
@@ -1008,7 +1024,8 @@ Result<ObjectInfo> TransferManager::CopyBetweenStores(ObjectStore& src, std::str
           auto r = WithRetries(I.options.attempts, [&]() -> Result<UploadedPart> {
             std::string buf;
             STRATA_RETURN_IF_ERROR(read_range(off, len, &buf));
-            StringSource body(buf);
+            StringSource bytes(buf);
+            RateLimitedSource body(bytes, up);
             return dst.UploadPart(dst_key, *id, static_cast<int>(i + 1), body, len);
           });
           if (!r.ok()) {

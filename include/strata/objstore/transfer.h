@@ -47,6 +47,7 @@
 namespace strata::objstore {
 
 class S3Client;
+class RateLimiter;  // rate_limit.h
 
 struct TransferOptions {
   // Requests in flight at once (worker threads), across all objects and parts.
@@ -89,6 +90,14 @@ struct TransferOptions {
   // kAuto replaces when `write` sets any metadata or header, as awscli does.
   enum class MetadataDirective { kAuto, kCopy, kReplace };
   MetadataDirective metadata_directive = MetadataDirective::kAuto;
+  // Bandwidth limits (rclone's --bwlimit), shared by every worker: uploads
+  // draw from upload_limit, downloads from download_limit (nullptr = none;
+  // both may be the same limiter, one limit for the two directions). A copy
+  // between two services draws its reads from download_limit and its writes
+  // from upload_limit (once only when they are the same). Server-side copies
+  // move no bytes through this process and are not limited.
+  std::shared_ptr<RateLimiter> upload_limit;
+  std::shared_ptr<RateLimiter> download_limit;
 };
 
 struct TransferProgress {
