@@ -26,6 +26,8 @@
 #include <strata/core/strings.h>
 #include <strata/objstore/rate_limit.h>
 #include <strata/objstore/s3_client.h>
+
+#include "objstore/download_journal.h"
 #include <strata/objstore/transfer.h>
 
 namespace strata::objstore {
@@ -137,6 +139,22 @@ uint64_t CrcUpdate(ChecksumAlgorithm alg, uint64_t crc, const char* data, size_t
     case ChecksumAlgorithm::kCrc64Nvme: return Crc64Nvme(crc, data, n);
     default: return 0;
   }
+}
+
+// The CRC of bytes [off, off + len) of a local file.
+Status LocalCrc(int fd, const std::string& path, ChecksumAlgorithm alg, uint64_t off, uint64_t len,
+                uint64_t* crc) {
+  std::string buf(std::min<uint64_t>(len, 1 << 20), '\0');
+  uint64_t c = 0;
+  for (uint64_t done = 0; done < len;) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), len - done));
+    STRATA_ASSIGN_OR_RETURN(size_t n, PreadUpTo(fd, buf.data(), want, off + done, path));
+    if (n == 0) return Status::Corruption(path + " is shorter than its resume record says");
+    c = CrcUpdate(alg, c, buf.data(), n);
+    done += n;
+  }
+  *crc = c;
+  return Status::Ok();
 }
 
 // The resume record of one multipart upload: which upload, with which part
@@ -335,7 +353,8 @@ struct TransferManager::Impl {
                                      ObjectStore& store, std::string_view key,
                                      const std::string& state_file);
   Result<ObjectInfo> DownloadRanges(ObjectStore& store, std::string_view key, int fd,
-                                    const std::string& path, const ObjectInfo& info);
+                                    const std::string& path, const ObjectInfo& info,
+                                    DownloadJournal* journal);
 };
 
 TransferManager::TransferManager(TransferOptions options) : impl_(std::make_unique<Impl>()) {
@@ -611,12 +630,23 @@ Result<ObjectInfo> TransferManager::DownloadFile(ObjectStore& store, std::string
 
   const std::string dir = DirName(path);
   if (Status s = MakeDirs(dir); !s.ok()) return fail(s);
+  // Ranged downloads are resumable: their bytes go to DST.strata-partial,
+  // which a failure keeps (download_journal.h). Single GETs are short enough
+  // to start over, into a temporary file of their own.
+  std::unique_ptr<DownloadJournal> journal;
+  if (info.size > I.options.multipart_threshold && I.options.resume) {
+    auto j = DownloadJournal::Open(path, I.options.fsync);
+    if (!j.ok()) return fail(j.error());
+    journal = std::move(*j);  // nullptr: another process downloads there now
+  }
   std::string tmpl = path + ".strata-tmp-XXXXXX";
-  UniqueFd fd(::mkostemp(tmpl.data(), O_CLOEXEC));
+  UniqueFd fd(journal ? ::fcntl(journal->fd(), F_DUPFD_CLOEXEC, 0)
+                      : ::mkostemp(tmpl.data(), O_CLOEXEC));
   if (fd.get() < 0) return fail(Status::FromErrno(errno, "create a temporary file next to " + path));
-  const std::string tmp = tmpl;
-  bool keep_tmp = false;
-  {
+  const std::string tmp = journal ? journal->data_path() : tmpl;
+  // A resumable partial file outlives failures and Ctrl-C, on purpose.
+  bool keep_tmp = journal != nullptr;
+  if (!journal) {
     std::lock_guard l(I.temps_mu);
     I.temps.insert(tmp);
   }
@@ -668,14 +698,23 @@ Result<ObjectInfo> TransferManager::DownloadFile(ObjectStore& store, std::string
       return fail(r.error());
     }
   } else {
-    r = I.DownloadRanges(store, key, fd.get(), tmp, info);
+    r = I.DownloadRanges(store, key, fd.get(), tmp, info, journal.get());
     if (!r.ok() && r.error().code() == StatusCode::kPreconditionFailed && trust_known) {
       // The object may have changed before we started (a listing is not a
       // snapshot): pin the current version and try once more.
       auto h = WithRetries(I.options.attempts, [&] { return store.Head(key); });
       if (h.ok() && h->etag != info.etag) {
         info = std::move(*h);
-        r = I.DownloadRanges(store, key, fd.get(), tmp, info);
+        r = I.DownloadRanges(store, key, fd.get(), tmp, info, journal.get());
+      }
+    }
+    if (!r.ok() && journal) {
+      const StatusCode code = r.error().code();
+      if (code == StatusCode::kPreconditionFailed || code == StatusCode::kCorruption) {
+        journal->Discard();  // nothing a rerun could build on
+      } else {
+        return fail(r.error().WithContext("the bytes so far stay in " + tmp +
+                                          ": run the same command again to resume"));
       }
     }
     if (!r.ok()) return fail(r.error());
@@ -701,13 +740,15 @@ Result<ObjectInfo> TransferManager::DownloadFile(ObjectStore& store, std::string
     return fail(Status::FromErrno(errno, "rename " + tmp + " to " + path));
   }
   keep_tmp = true;  // it is the destination now
+  if (journal) journal->Finished();
   I.ObjectDone();
   return r;
 }
 
 Result<ObjectInfo> TransferManager::Impl::DownloadRanges(ObjectStore& store, std::string_view key,
                                                          int fd, const std::string& tmp,
-                                                         const ObjectInfo& info) {
+                                                         const ObjectInfo& info,
+                                                         DownloadJournal* journal) {
   const uint64_t size = info.size;
   const uint64_t part = EffectivePartSize(size, options.part_size);
   const uint64_t nparts = (size + part - 1) / part;
@@ -717,6 +758,12 @@ Result<ObjectInfo> TransferManager::Impl::DownloadRanges(ObjectStore& store, std
   // filesystems without it; those just get a sparse file.)
   // (The file may hold an earlier attempt's bytes of another version: cut
   // it to this size first.)
+  // (A journal keeps the parts a killed run of this very version wrote, and
+  // empties the file otherwise.)
+  std::vector<bool> have(nparts, false);
+  if (journal != nullptr) {
+    STRATA_ASSIGN_OR_RETURN(have, journal->Begin(info, part));
+  }
   if (::ftruncate(fd, static_cast<off_t>(size)) != 0) return Status::FromErrno(errno, "size " + tmp);
   if (::fallocate(fd, 0, 0, static_cast<off_t>(size)) != 0) {
     if (errno == ENOSPC) {
@@ -741,6 +788,20 @@ Result<ObjectInfo> TransferManager::Impl::DownloadRanges(ObjectStore& store, std
         g,
         [&, i, off, len] {
           if (failed.load(std::memory_order_relaxed)) return;
+          if (have[i]) {
+            // Already on disk from an earlier run: its CRC, when the object
+            // has one, comes from the local bytes (so they are checked too).
+            Status s = want_crc ? LocalCrc(fd, tmp, alg, off, len, &crcs[i]) : Status::Ok();
+            if (!s.ok()) {
+              std::lock_guard l(mu);
+              if (first_error.ok()) first_error = s;
+              failed.store(true, std::memory_order_relaxed);
+              return;
+            }
+            added.fetch_add(static_cast<int64_t>(len), std::memory_order_relaxed);
+            AddBytes(static_cast<int64_t>(len));
+            return;
+          }
           uint64_t got = 0;
           uint64_t crc = 0;
           Status s = WithRetries(
@@ -780,6 +841,12 @@ Result<ObjectInfo> TransferManager::Impl::DownloadRanges(ObjectStore& store, std
             return;
           }
           crcs[i] = crc;
+          if (journal != nullptr) {
+            if (Status js = journal->MarkDone(i); !js.ok()) {
+              kLog.Warn("{}; this part will be fetched again if the download is resumed",
+                        js.ToString());
+            }
+          }
           if (options.fsync) {
             // Start writing this range to disk now, so the fsync before the
             // rename waits for the last ranges only (disk and network overlap).

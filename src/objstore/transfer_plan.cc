@@ -174,8 +174,10 @@ Status WalkDir(const std::string& dir, const std::string& rel,
       if (!seen.insert({st.st_dev, st.st_ino}).second) continue;  // a symlink loop
       STRATA_RETURN_IF_ERROR(WalkDir(p, r, seen, out));
     } else if (S_ISREG(st.st_mode)) {
-      // Our own temporary download files are never sources.
+      // Our own temporary and partial (resumable) download files are never
+      // sources.
       if (n.find(".strata-tmp-") != std::string::npos) continue;
+      if (n.ends_with(".strata-partial") || n.ends_with(".strata-partial.state")) continue;
       LocalFile f;
       f.path = p;
       f.rel = r;

@@ -443,17 +443,22 @@ class TransferCliTests:
         assert "GET" in failed.err, failed.err
         assert open(target, "rb").read() == b"precious"
         assert not glob.glob(target + ".strata-tmp-*"), glob.glob(target + ".strata-tmp-*")
+        # The ranges that landed stay for a rerun, under another name.
+        assert os.path.exists(target + ".strata-partial"), glob.glob(target + "*")
+        assert "run the same command again to resume" in failed.err, failed.err
 
     def interrupt(self):
-        """Ctrl-C mid-download removes the temporary file (exit 130); Ctrl-C
-        mid-upload keeps the resume state, and the next run resumes."""
+        """Ctrl-C mid-download (exit 130) leaves no file under the destination's
+        name and keeps the bytes so far in DST.strata-partial, from which the
+        next run resumes; Ctrl-C mid-upload keeps the resume state, and the next
+        run resumes."""
         target = os.path.join(self.work, "interrupted.bin")
         caught = False
         for _ in range(20):
             p = subprocess.Popen([self.strata, "cp", "--endpoint-url", self.srv.endpoint, "--concurrency", "1",
                                   "--part-size", "5MiB", f"s3://{BUCKET}/big/large.bin", target],
                                  env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            while p.poll() is None and not glob.glob(target + ".strata-tmp-*"):
+            while p.poll() is None and not os.path.exists(target + ".strata-partial.state"):
                 time.sleep(0.001)
             if p.poll() is None:
                 time.sleep(0.02)
@@ -469,6 +474,11 @@ class TransferCliTests:
         time.sleep(0.1)
         assert not glob.glob(target + ".strata-tmp-*"), glob.glob(target + "*")
         assert not os.path.exists(target)
+        assert os.path.exists(target + ".strata-partial"), glob.glob(target + "*")
+        self.run("cp", "--part-size", "5MiB", f"s3://{BUCKET}/big/large.bin", target)
+        want = hashlib.sha256(self.s3.get_object(Bucket=BUCKET, Key="big/large.bin")["Body"].read()).hexdigest()
+        assert H.sha256_file(target) == want
+        assert not glob.glob(target + ".strata-*"), glob.glob(target + "*")
 
         big = self.file("interrupt/up.bin", 200 * MiB, seed=21)
         state_dir = os.path.join(self.work, "cache", "strata", "uploads")

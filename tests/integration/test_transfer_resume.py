@@ -98,6 +98,68 @@ class TransferResumeTests(TransferCliTests):
         self.check_time("download to stdout", took, len(data), 2 * MiB)
         assert p.stdout == data
 
+    def start_and_kill(self, key, dst, min_parts):
+        """Starts a slow download of key to dst and SIGKILLs it once at least
+        min_parts parts are recorded; returns the partial file's path."""
+        partial = dst + ".strata-partial"
+        cmd = [self.strata, "cp", "--endpoint-url", self.srv.endpoint, *PARTS, "--concurrency", "2",
+               "--bwlimit", "8M", f"s3://{BUCKET}/{key}", dst]
+        p = subprocess.Popen(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        done = 0
+        while p.poll() is None and time.monotonic() < deadline:
+            try:
+                with open(partial + ".state") as f:
+                    done = sum(1 for line in f if line.startswith("done "))
+            except FileNotFoundError:
+                done = 0
+            if done >= min_parts:
+                break
+            time.sleep(0.02)
+        assert p.poll() is None, f"the download ended before it could be killed: {p.communicate()}"
+        p.send_signal(signal.SIGKILL)
+        p.communicate(timeout=30)
+        assert not os.path.exists(dst), "a killed download must not leave a file under its destination's name"
+        assert os.path.getsize(partial) == os.path.getsize(os.path.join(self.src, "res/big.bin"))
+        time.sleep(0.5)  # let the server finish the responses it was sending
+        return partial, done
+
+    def resume_after_kill(self):
+        size = 40 * MiB + 4321  # 9 parts of 5 MiB
+        src = self.file("res/big.bin", size, seed=5)
+        self.run("cp", *PARTS, src, f"s3://{BUCKET}/res/big.bin")
+        dst = os.path.join(self.work, "res", "big.bin")
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        partial, done = self.start_and_kill("res/big.bin", dst, min_parts=3)
+        before = self.sent_bytes()
+        p = self.run("cp", *PARTS, f"s3://{BUCKET}/res/big.bin", dst)
+        served = self.sent_bytes() - before
+        print(f"rerun: the server sent {served} bytes", flush=True)
+        assert sha(dst) == sha(src), "the resumed download differs from the object"
+        # At least `done` whole parts came from the partial file.
+        assert served <= size - done * 5 * MiB + 256 * 1024, \
+            f"the rerun fetched {served} bytes of {size}, though {done} parts were already there"
+        assert not glob.glob(dst + ".strata-*"), glob.glob(dst + ".strata-*")
+        # The mtime is the object's, as for any download.
+        lm = self.s3.head_object(Bucket=BUCKET, Key="res/big.bin")["LastModified"].timestamp()
+        assert abs(os.stat(dst).st_mtime - lm) < 2
+
+    def resume_changed_etag_restarts(self):
+        dst = os.path.join(self.work, "res", "changed.bin")
+        partial, done = self.start_and_kill("res/big.bin", dst, min_parts=2)
+        # The same size, other bytes: only the ETag tells them apart.
+        new = os.urandom(40 * MiB + 4321)
+        self.s3.put_object(Bucket=BUCKET, Key="res/big.bin", Body=new)
+        before = self.sent_bytes()
+        self.run("cp", *PARTS, f"s3://{BUCKET}/res/big.bin", dst)
+        served = self.sent_bytes() - before
+        print(f"rerun: the server sent {served} bytes", flush=True)
+        with open(dst, "rb") as f:
+            assert hashlib.sha256(f.read()).hexdigest() == hashlib.sha256(new).hexdigest(), \
+                "bytes of the old version were kept after the ETag changed"
+        assert served >= len(new), f"a changed object must be fetched whole, got {served} of {len(new)} bytes"
+        assert not glob.glob(dst + ".strata-*"), glob.glob(dst + ".strata-*")
+
     def bwlimit_bad(self):
         f = self.file("bw/small.txt", 10)
         for bad in ("fast", "10X", "1M:2M:3M"):
@@ -120,7 +182,7 @@ def main():
         with H.tempdir() as work:
             t = TransferResumeTests(srv, os.path.abspath(args.strata), work)
             order = ["setup", "bwlimit_upload_parallel", "bwlimit_multipart", "bwlimit_sync_and_stdin",
-                     "bwlimit_bad"]
+                     "bwlimit_bad", "resume_after_kill", "resume_changed_etag_restarts"]
             for name in order:
                 if not runner.case(name, getattr(t, name)) and name == "setup":
                     break
