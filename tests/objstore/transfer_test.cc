@@ -2,8 +2,6 @@
 // single PUT vs multipart, parallel ranged downloads, resume of an interrupted
 // upload, atomic downloads, a source replaced mid-download, retries under
 // injected faults, and many objects sharing the pool.
-#include <strata/objstore/transfer.h>
-
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -20,8 +18,10 @@
 
 #include <gtest/gtest.h>
 
+#include <strata/core/file_util.h>
 #include <strata/objstore/fault_injection.h>
 #include <strata/objstore/object_store.h>
+#include <strata/objstore/transfer.h>
 
 #include "testutil/testutil.h"
 
@@ -448,6 +448,110 @@ TEST_F(TransferTest, ErrorsNameTheFileAndTheObject) {
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.error().code(), StatusCode::kNotFound);
   EXPECT_NE(d.error().message().find("no/such/key"), std::string::npos) << d.error().ToString();
+}
+
+// ---------------------------------------------------------------------------
+// Resumable downloads (download_journal.h)
+
+class ResumeDownloadTest : public TransferTest {
+ protected:
+  // Downloads "obj" to out through a store whose ranged GETs fail after `ok`
+  // of them succeeded, one request at a time.
+  void FailAfter(int ok, const std::string& out, const TransferOptions& o) {
+    ScriptedStore broken(mem_.get());
+    std::atomic<int> n{0};
+    broken.before_get = [&](const ReadOptions&) {
+      return ++n > ok ? Status::Unavailable("injected: connection reset") : Status::Ok();
+    };
+    TransferManager tm(o);
+    auto r = tm.DownloadFile(broken, "obj", out);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message().find("run the same command again to resume"), std::string::npos)
+        << r.error().ToString();
+  }
+  TransferOptions OneAtATime() {
+    TransferOptions o = Opts(1);
+    o.attempts = 1;
+    return o;
+  }
+};
+
+TEST_F(ResumeDownloadTest, RerunFetchesOnlyTheMissingRanges) {
+  const std::string data = RandomBytes(30 * kMiB + 17, 21);  // 7 parts of 5 MiB
+  ASSERT_OK(mem_->PutBytes("obj", data));
+  const std::string out = dir_.Join("out");
+  ASSERT_TRUE(WriteFile(out, "the old contents"));
+  FailAfter(3, out, OneAtATime());
+  EXPECT_EQ(ReadFileOrEmpty(out), "the old contents");
+  EXPECT_EQ(ReadFileOrEmpty(out + ".strata-partial").size(), data.size());
+
+  ScriptedStore counting(mem_.get());
+  TransferManager tm(OneAtATime());
+  ASSERT_OK(tm.DownloadFile(counting, "obj", out));
+  EXPECT_EQ(counting.gets.load(), 7 - 3);
+  EXPECT_TRUE(ReadFileOrEmpty(out) == data);
+  EXPECT_EQ(tm.progress().bytes_done, data.size());
+  for (const std::string& e : DirEntries(dir_.path())) {
+    EXPECT_EQ(e.find(".strata-"), std::string::npos) << "left behind: " << e;
+  }
+}
+
+TEST_F(ResumeDownloadTest, ChangedObjectStartsOver) {
+  ASSERT_OK(mem_->PutBytes("obj", RandomBytes(20 * kMiB, 22)));
+  const std::string out = dir_.Join("out");
+  FailAfter(2, out, OneAtATime());
+  const std::string v2 = RandomBytes(20 * kMiB, 23);  // same size, other ETag
+  ASSERT_OK(mem_->PutBytes("obj", v2));
+  ScriptedStore counting(mem_.get());
+  TransferManager tm(OneAtATime());
+  ASSERT_OK(tm.DownloadFile(counting, "obj", out));
+  EXPECT_EQ(counting.gets.load(), 4);
+  EXPECT_TRUE(ReadFileOrEmpty(out) == v2);
+}
+
+TEST_F(ResumeDownloadTest, CorruptResumedBytesAreCaughtByTheChecksum) {
+  const std::string data = RandomBytes(20 * kMiB, 24);
+  WriteOptions w;
+  w.checksum = ChecksumAlgorithm::kCrc32c;
+  ASSERT_OK(mem_->PutBytes("obj", data, w));
+  ASSERT_OK_AND_ASSIGN(ObjectInfo h, mem_->Head("obj"));
+  if (h.checksum.empty()) GTEST_SKIP() << "the in-memory store keeps no full-object checksum";
+  const std::string out = dir_.Join("out");
+  FailAfter(2, out, OneAtATime());
+  {
+    // A byte of the first (recorded) part flips on disk.
+    strata::UniqueFd fd(::open((out + ".strata-partial").c_str(), O_RDWR));
+    ASSERT_GE(fd.get(), 0);
+    char c = 0;
+    ASSERT_EQ(::pread(fd.get(), &c, 1, 1000), 1);
+    c = static_cast<char>(c ^ 0x5a);
+    ASSERT_EQ(::pwrite(fd.get(), &c, 1, 1000), 1);
+  }
+  TransferManager tm(OneAtATime());
+  auto r = tm.DownloadFile(*mem_, "obj", out);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), StatusCode::kCorruption) << r.error().ToString();
+  EXPECT_FALSE(::access(out.c_str(), F_OK) == 0);
+  // The bad partial file is gone: the next run fetches everything.
+  ASSERT_OK(tm.DownloadFile(*mem_, "obj", out));
+  EXPECT_TRUE(ReadFileOrEmpty(out) == data);
+}
+
+TEST_F(ResumeDownloadTest, NoResumeLeavesNothingBehind) {
+  ASSERT_OK(mem_->PutBytes("obj", RandomBytes(20 * kMiB, 25)));
+  const std::string out = dir_.Join("out");
+  TransferOptions o = OneAtATime();
+  o.resume = false;
+  ScriptedStore broken(mem_.get());
+  std::atomic<int> n{0};
+  broken.before_get = [&](const ReadOptions&) {
+    return ++n > 2 ? Status::Unavailable("injected") : Status::Ok();
+  };
+  TransferManager tm(o);
+  ASSERT_FALSE(tm.DownloadFile(broken, "obj", out).ok());
+  for (const std::string& e : DirEntries(dir_.path())) {
+    EXPECT_EQ(e.find(".strata-"), std::string::npos) << "left behind: " << e;
+  }
 }
 
 }  // namespace
