@@ -299,7 +299,10 @@ void InstallInterruptHandler() {
     if (sigwait(&set, &sig) != 0) return;
     std::lock_guard l(g_interrupt_mu);
     if (g_active != nullptr) g_active->RemoveTemporaryFiles();
-    std::fputs("\nstrata: interrupted (run the same command again to resume uploads)\n", stderr);
+    std::fputs(
+        "\nstrata: interrupted (run the same command again to resume uploads and large "
+        "downloads)\n",
+        stderr);
     std::_Exit(sig == SIGINT ? kExitInterrupted : 128 + sig);
   }).detach();
 }

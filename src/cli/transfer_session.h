@@ -115,7 +115,8 @@ void AddSseCustomerOption(CLI::App* sub, Common& c);
 // skipped) are rules at the place of their flag.
 Result<PathFilter> BuildFilters(const Common& c, const CLI::App* sub);
 
-// Ctrl-C removes the active manager's temporary download files before exiting.
+// Ctrl-C removes the active manager's temporary download files before exiting
+// (resumable partial files of large downloads stay for the next run).
 void SetActiveManager(TransferManager* m);
 void InstallInterruptHandler();
 

@@ -108,7 +108,8 @@ Result<std::vector<bool>> DownloadJournal::Begin(const ObjectInfo& info, uint64_
 }
 
 Status DownloadJournal::MarkDone(uint64_t i) {
-  if (sync_parts_ && ::fdatasync(fd_) != 0) return Status::FromErrno(errno, "fdatasync " + data_path_);
+  if (sync_parts_ && ::fdatasync(fd_) != 0)
+    return Status::FromErrno(errno, "fdatasync " + data_path_);
   const std::string line = fmt::format("done {}\n", i);
   std::lock_guard l(mu_);
   if (state_fd_ < 0) return Status::Internal("DownloadJournal::MarkDone before Begin");

@@ -26,9 +26,9 @@
 #include <strata/core/strings.h>
 #include <strata/objstore/rate_limit.h>
 #include <strata/objstore/s3_client.h>
+#include <strata/objstore/transfer.h>
 
 #include "objstore/download_journal.h"
-#include <strata/objstore/transfer.h>
 
 namespace strata::objstore {
 namespace {

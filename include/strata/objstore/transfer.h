@@ -21,6 +21,11 @@
 //     old one.
 //     When the object carries a full-object CRC (CRC32, CRC32C, CRC64NVME),
 //     a multi-range download is verified against it.
+//     Ranged downloads resume (TransferOptions::resume): their bytes go to
+//     DST.strata-partial instead, kept after a failure with a record of the
+//     object's ETag and size and the parts written; the next download of the
+//     same unchanged object to DST fetches only the missing parts, a changed
+//     one starts over (objstore/download_journal.h).
 //   * Copies between buckets of one S3 service are server-side: CopyObject,
 //     or UploadPartCopy parts in parallel above the multipart threshold.
 //   * Batches: every call may run on the manager's pool (Run/Wait) — the parts
@@ -65,7 +70,9 @@ struct TransferOptions {
   // kCorruption on upload) are tried again.
   int attempts = 3;
   // Keep an interrupted multipart upload (and its state file) so the next run
-  // resumes it; false aborts it on failure.
+  // resumes it, and the partial file of a failed ranged download so the next
+  // download resumes it; false aborts the upload and removes the partial file
+  // on failure.
   bool resume = true;
   // Where resume state files live; "" = $XDG_CACHE_HOME/strata/uploads, or
   // ~/.cache/strata/uploads.
@@ -168,7 +175,8 @@ class TransferManager {
   // Counts an object that failed (for progress displays).
   void CountFailure();
 
-  // Removes the temporary files of the downloads in flight (for a program that
+  // Removes the temporary files of the downloads in flight, not the resumable
+  // partial files of ranged downloads (for a program that
   // is about to exit on SIGINT; the downloads then fail). Not signal-safe:
   // call it from a thread, e.g. one waiting in sigwait.
   void RemoveTemporaryFiles();
