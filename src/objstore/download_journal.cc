@@ -102,6 +102,7 @@ Result<std::vector<bool>> DownloadJournal::Begin(const ObjectInfo& info, uint64_
   } else {
     kLog.Info("resuming download into {}: {} of {} parts already there", data_path_, kept, nparts);
   }
+  on_disk_.store(kept, std::memory_order_relaxed);
   state_fd_ = ::open(state_path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (state_fd_ < 0) return Status::FromErrno(errno, "open " + state_path_);
   return done;
@@ -117,6 +118,7 @@ Status DownloadJournal::MarkDone(uint64_t i) {
   if (::write(state_fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
     return Status::FromErrno(errno, "append to " + state_path_);
   }
+  on_disk_.fetch_add(1, std::memory_order_relaxed);
   return Status::Ok();
 }
 

@@ -18,6 +18,7 @@
 // Thread-safety: MarkDone may be called concurrently; the rest from one thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -47,6 +48,8 @@ class DownloadJournal {
   Result<std::vector<bool>> Begin(const ObjectInfo& info, uint64_t part_size);
   // Records part i as completely written.
   Status MarkDone(uint64_t i);
+  // Parts on disk: kept by Begin plus recorded since.
+  uint64_t parts_on_disk() const { return on_disk_.load(std::memory_order_relaxed); }
   // The download failed in a way a rerun cannot build on (the source
   // changed, the bytes are corrupt): removes both files.
   void Discard();
@@ -61,6 +64,7 @@ class DownloadJournal {
   bool sync_parts_;
   std::mutex mu_;
   int state_fd_ = -1;  // opened for appending by Begin; guarded by mu_
+  std::atomic<uint64_t> on_disk_{0};
 };
 
 }  // namespace strata::objstore

@@ -710,8 +710,11 @@ Result<ObjectInfo> TransferManager::DownloadFile(ObjectStore& store, std::string
     }
     if (!r.ok() && journal) {
       const StatusCode code = r.error().code();
-      if (code == StatusCode::kPreconditionFailed || code == StatusCode::kCorruption) {
-        journal->Discard();  // nothing a rerun could build on
+      // Nothing a rerun could build on (and no need to keep a preallocated
+      // file of the object's size when not one part of it arrived).
+      if (code == StatusCode::kPreconditionFailed || code == StatusCode::kCorruption ||
+          journal->parts_on_disk() == 0) {
+        journal->Discard();
       } else {
         return fail(r.error().WithContext("the bytes so far stay in " + tmp +
                                           ": run the same command again to resume"));

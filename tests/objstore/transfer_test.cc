@@ -537,6 +537,18 @@ TEST_F(ResumeDownloadTest, CorruptResumedBytesAreCaughtByTheChecksum) {
   EXPECT_TRUE(ReadFileOrEmpty(out) == data);
 }
 
+TEST_F(ResumeDownloadTest, NothingKeptWhenNoPartArrived) {
+  ASSERT_OK(mem_->PutBytes("obj", RandomBytes(20 * kMiB, 26)));
+  const std::string out = dir_.Join("out");
+  ScriptedStore broken(mem_.get());
+  broken.before_get = [](const ReadOptions&) { return Status::PermissionDenied("injected"); };
+  TransferManager tm(OneAtATime());
+  ASSERT_FALSE(tm.DownloadFile(broken, "obj", out).ok());
+  for (const std::string& e : DirEntries(dir_.path())) {
+    EXPECT_EQ(e.find(".strata-"), std::string::npos) << "left behind: " << e;
+  }
+}
+
 TEST_F(ResumeDownloadTest, NoResumeLeavesNothingBehind) {
   ASSERT_OK(mem_->PutBytes("obj", RandomBytes(20 * kMiB, 25)));
   const std::string out = dir_.Join("out");
