@@ -914,12 +914,14 @@ void RegisterCp(CLI::App& app, const std::shared_ptr<State>& st, int* exit_code)
   auto* cp = app.add_subcommand(
       "cp", "Copy files to, from and between S3 locations (parallel, multipart, resumable)");
   AddCopyOptions(cp, st->cp, c, false);
-  cp->footer(Footer("  strata cp model.bin s3://ckpt/run1/                 upload (key run1/model.bin)\n"
-                    "  strata cp --recursive ./dataset s3://data/ds1       a directory\n"
-                    "  strata cp 's3://data/shards/*.tar' ./shards/        objects matching a pattern\n"
-                    "  strata cp s3://data/a.bin s3://backup/a.bin         server-side copy\n"
-                    "  tar c dir | strata cp - s3://data/dir.tar           from stdin\n"
-                    "An interrupted multipart upload resumes when the same command is run again."));
+  cp->footer(
+      Footer("  strata cp model.bin s3://ckpt/run1/                 upload (key run1/model.bin)\n"
+             "  strata cp --recursive ./dataset s3://data/ds1       a directory\n"
+             "  strata cp 's3://data/shards/*.tar' ./shards/        objects matching a pattern\n"
+             "  strata cp s3://data/a.bin s3://backup/a.bin         server-side copy\n"
+             "  tar c dir | strata cp - s3://data/dir.tar           from stdin\n"
+             "An interrupted multipart upload, or download above the multipart threshold,\n"
+             "resumes when the same command is run again."));
   cp->callback(Wrap(st, exit_code, [st, cp] { return CmdCp(st->common, st->cp, cp); }));
 }
 
