@@ -5,7 +5,8 @@
 --bwlimit (rclone's syntax: 10M, 512K, 100B, a bare number in KiB/s, UP:DOWN,
 off) is one budget shared by every worker: a transfer of N bytes takes at
 least N/rate seconds however many files and parts run in parallel (and not
-much more). A download killed with SIGKILL leaves its bytes in the temporary
+much more), for uploads, downloads, sync, mv, stdin/stdout and copies
+streamed between two servers. A download killed with SIGKILL leaves its bytes in the temporary
 file next to the destination (never under the destination's name); the next
 run fetches only the missing ranges when the object's ETag and size are
 unchanged (the server's sent-bytes counter is the witness), and starts over
@@ -160,6 +161,25 @@ class TransferResumeTests(TransferCliTests):
         assert served >= len(new), f"a changed object must be fetched whole, got {served} of {len(new)} bytes"
         assert not glob.glob(dst + ".strata-*"), glob.glob(dst + ".strata-*")
 
+    def bwlimit_mv_two_endpoints(self):
+        # mv (a download, then the delete) and a copy streamed between two
+        # servers (counted once, on the read) draw from the limit too.
+        data = os.urandom(6 * MiB)
+        self.s3.put_object(Bucket=BUCKET, Key="bw/mv.bin", Body=data)
+        dst = os.path.join(self.work, "mv", "mv.bin")
+        _, took = self.timed("mv", "--bwlimit", "3M", f"s3://{BUCKET}/bw/mv.bin", dst)
+        self.check_time("mv download", took, len(data), 3 * MiB)
+        assert open(dst, "rb").read() == data
+        assert "Contents" not in self.s3.list_objects_v2(Bucket=BUCKET, Prefix="bw/mv.bin")
+        self.s3.put_object(Bucket=BUCKET, Key="bw/x.bin", Body=data)
+        s3b = self.srv2.client()
+        s3b.create_bucket(Bucket="remote")
+        _, took = self.timed("cp", "--source-endpoint-url", self.srv.endpoint, "--endpoint-url", self.srv2.endpoint,
+                             *PARTS, "--bwlimit", "3M", f"s3://{BUCKET}/bw/x.bin", "s3://remote/x.bin",
+                             endpoint=False)
+        self.check_time("copy between two servers", took, len(data), 3 * MiB)
+        assert s3b.get_object(Bucket="remote", Key="x.bin")["Body"].read() == data
+
     def bwlimit_bad(self):
         f = self.file("bw/small.txt", 10)
         for bad in ("fast", "10X", "1M:2M:3M"):
@@ -177,17 +197,21 @@ def main():
     args = H.parse_args()
     runner = H.Runner("transfer_resume")
     srv = H.StrataServer(args.strata, extra_args=["--no-fsync"])
+    srv2 = H.StrataServer(args.strata, extra_args=["--no-fsync"])
     try:
         srv.start()
+        srv2.start()
         with H.tempdir() as work:
             t = TransferResumeTests(srv, os.path.abspath(args.strata), work)
+            t.srv2 = srv2
             order = ["setup", "bwlimit_upload_parallel", "bwlimit_multipart", "bwlimit_sync_and_stdin",
-                     "bwlimit_bad", "resume_after_kill", "resume_changed_etag_restarts"]
+                     "bwlimit_mv_two_endpoints", "bwlimit_bad", "resume_after_kill", "resume_changed_etag_restarts"]
             for name in order:
                 if not runner.case(name, getattr(t, name)) and name == "setup":
                     break
     finally:
         srv.cleanup()
+        srv2.cleanup()
     return runner.finish()
 
 
