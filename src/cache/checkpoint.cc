@@ -583,6 +583,9 @@ struct CheckpointManager::Impl {
     to.attempts = options.attempts;
     to.fsync = options.fsync;
     to.preserve_mtime = false;
+    // Each download goes to a fresh directory, removed on failure: no
+    // partial file could ever be resumed.
+    to.resume = false;
     TransferManager dl(to);
     std::vector<Status> results(files.size());
     auto fetch = [&](size_t i) {
