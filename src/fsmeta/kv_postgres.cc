@@ -9,8 +9,9 @@
 // Every transaction is SERIALIZABLE: PostgreSQL's SSI aborts one of two
 // transactions whose reads and writes overlap (SQLSTATE 40001, or 40P01 for a
 // deadlock); the body is then run again, after a randomised growing back-off,
-// as on Redis. Reads and writes go to the server at once (the transaction sees
-// its own writes); the blind updates (Append, IncrBy) are buffered and sent
+// as on Redis. Statements are pipelined (Conn): a read costs one round trip,
+// writes travel with the next read or the COMMIT, in order (the transaction
+// sees its own writes); the blind updates (Append, IncrBy) are buffered and sent
 // just before COMMIT, so the row locks they take are held as briefly as
 // possible (a Get in the same body does not see them, as on Redis).
 //
@@ -20,6 +21,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -136,22 +138,71 @@ class Conn {
 
   bool broken() const { return PQstatus(pg_) != CONNECTION_OK; }
 
-  // A plain command (BEGIN, COMMIT, ROLLBACK); failures thrown.
-  void Command(const char* sql) { Check(PQexec(pg_, sql), sql); }
+  // From here on statements are pipelined (libpq pipeline mode): BEGIN is
+  // sent with the transaction's first statement, writes (whose results
+  // nobody waits for) are queued and sent with the next read or the COMMIT,
+  // so a transaction costs one round trip per read plus one.
+  Status EnterPipeline() {
+    if (PQenterPipelineMode(pg_) != 1)
+      return Status::IOError("postgres: cannot enter pipeline mode");
+    return Status::Ok();
+  }
 
-  // A prepared statement; formats[i] is 1 for a binary (bytea) parameter, 0
-  // for text. Results are binary.
-  ResultPtr Exec(const char* stmt, const std::vector<std::string_view>& params,
-                 const std::vector<int>& formats) {
+  // The transaction's BEGIN, sent with its first statement.
+  void Begin(const char* sql) { begin_ = sql; }
+
+  // Queues a prepared statement; formats[i] is 1 for a binary (bytea)
+  // parameter, 0 for text. Results are binary.
+  void Send(const char* stmt, const std::vector<std::string_view>& params,
+            const std::vector<int>& formats) {
+    SendBegin();
     std::vector<const char*> values;
     std::vector<int> lengths;
     for (const auto& p : params) {
       values.push_back(p.data());
       lengths.push_back(static_cast<int>(p.size()));
     }
-    return Check(PQexecPrepared(pg_, stmt, static_cast<int>(params.size()), values.data(),
-                                lengths.data(), formats.data(), 1),
-                 stmt);
+    if (PQsendQueryPrepared(pg_, stmt, static_cast<int>(params.size()), values.data(),
+                            lengths.data(), formats.data(), 1) != 1)
+      throw KvError(Fail(stmt, nullptr));
+    pending_.push_back(stmt);
+    // Bounded, so that neither side's socket buffer fills with what the
+    // other does not read yet.
+    if (pending_.size() >= 256) Sync();
+  }
+
+  // A statement and its result (the queued ones before it are checked too).
+  ResultPtr Exec(const char* stmt, const std::vector<std::string_view>& params,
+                 const std::vector<int>& formats) {
+    Send(stmt, params, formats);
+    return Sync();
+  }
+
+  // COMMIT or ROLLBACK of the transaction begun with Begin; nothing to send
+  // when it ran no statement.
+  void Finish(const char* sql) {
+    begin_ = nullptr;
+    if (!in_txn_ && pending_.empty()) return;
+    in_txn_ = false;
+    SendSql(sql);
+    Sync();
+  }
+
+  // Ends whatever transaction the server has open (after a failure, the
+  // statements queued behind it, a COMMIT included, were skipped); a
+  // ROLLBACK outside a transaction is only a warning.
+  void Abort() {
+    begin_ = nullptr;
+    in_txn_ = false;
+    pending_.clear();
+    SendSql("ROLLBACK");
+    Sync();
+  }
+
+  // A statement on its own (autocommit).
+  void Command(const char* sql) {
+    SendSql(sql);
+    Sync();
   }
 
   static std::string SqlState(const PGresult* r) {
@@ -160,14 +211,52 @@ class Conn {
   }
 
  private:
-  ResultPtr Check(PGresult* raw, const char* what) {
-    ResultPtr r(raw, &PQclear);
-    ExecStatusType st = PQresultStatus(r.get());
-    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return r;
-    std::string state = SqlState(r.get());
-    Status s = Fail(what, r.get());
-    if (state == "40001" || state == "40P01") throw PgRetry(s);
-    throw KvError(s);
+  void SendBegin() {
+    if (!begin_) return;
+    const char* b = begin_;
+    begin_ = nullptr;
+    in_txn_ = true;
+    SendSql(b);
+  }
+
+  void SendSql(const char* sql) {
+    if (PQsendQueryParams(pg_, sql, 0, nullptr, nullptr, nullptr, nullptr, 1) != 1)
+      throw KvError(Fail(sql, nullptr));
+    pending_.push_back(sql);
+  }
+
+  // Sends a sync point and reads the result of every queued statement; the
+  // first failure is thrown (the ones after it were skipped by the server).
+  ResultPtr Sync() {
+    std::vector<const char*> pending = std::move(pending_);
+    pending_.clear();
+    if (PQpipelineSync(pg_) != 1) throw KvError(Fail("sync", nullptr));
+    ResultPtr last(nullptr, &PQclear);
+    std::optional<Status> failure;
+    bool retry = false;
+    for (const char* what : pending) {
+      ResultPtr r(PQgetResult(pg_), &PQclear);
+      if (!r) throw KvError(Fail(what, nullptr));
+      ExecStatusType st = PQresultStatus(r.get());
+      if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && !failure) {
+        std::string state = SqlState(r.get());
+        retry = state == "40001" || state == "40P01";
+        failure = Fail(what, r.get());
+      }
+      if (PGresult* extra = PQgetResult(pg_)) {  // each statement's results end with NULL
+        PQclear(extra);
+        throw KvError(Status::IOError(std::string("postgres ") + what + ": unexpected result"));
+      }
+      last = std::move(r);
+    }
+    ResultPtr sync(PQgetResult(pg_), &PQclear);
+    if (!sync || PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC)
+      throw KvError(Fail("sync", sync.get()));
+    if (failure) {
+      if (retry) throw PgRetry(*failure);
+      throw KvError(*failure);
+    }
+    return last;
   }
 
   Status Fail(const std::string& what, const PGresult* r) const {
@@ -178,6 +267,9 @@ class Conn {
   }
 
   PGconn* pg_ = nullptr;
+  const char* begin_ = nullptr;       // BEGIN not sent yet
+  bool in_txn_ = false;               // BEGIN sent, no COMMIT/ROLLBACK yet
+  std::vector<const char*> pending_;  // sent, results not read yet
 };
 
 std::string Value(const PGresult* r, int row, int col) {
@@ -229,9 +321,9 @@ class PgTxn final : public KvTxn {
   }
 
   void Set(const std::string& key, const std::string& value) override {
-    c_->Exec("put", {key, value}, {1, 1});
+    c_->Send("put", {key, value}, {1, 1});
   }
-  void Delete(const std::string& key) override { c_->Exec("del", {key}, {1}); }
+  void Delete(const std::string& key) override { c_->Send("del", {key}, {1}); }
   void Append(const std::string& key, const std::string& value) override {
     blind_.push_back({key, value, false});
   }
@@ -269,7 +361,7 @@ class PgTxn final : public KvTxn {
   bool HasBlind() const { return !blind_.empty(); }
   void FlushBlind() {
     for (const auto& b : blind_)
-      c_->Exec(b.incr ? "incr" : "append", {b.key, b.value}, {1, b.incr ? 0 : 1});
+      c_->Send(b.incr ? "incr" : "append", {b.key, b.value}, {1, b.incr ? 0 : 1});
     blind_.clear();
   }
 
@@ -290,6 +382,7 @@ class PostgresKV final : public TxnKV {
     STRATA_RETURN_IF_ERROR(c->Open(url_));
     STRATA_RETURN_IF_ERROR(c->EnsureSchema());
     STRATA_RETURN_IF_ERROR(c->Prepare());
+    STRATA_RETURN_IF_ERROR(c->EnterPipeline());
     Release(std::move(c));
     return Status::Ok();
   }
@@ -306,8 +399,8 @@ class PostgresKV final : public TxnKV {
         auto got = Acquire();
         if (!got.has_value()) return got.error();
         c = std::move(*got);
-        c->Command(read_only ? "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY"
-                             : "BEGIN ISOLATION LEVEL SERIALIZABLE");
+        c->Begin(read_only ? "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY"
+                           : "BEGIN ISOLATION LEVEL SERIALIZABLE");
         PgTxn txn(c.get());
         Status st;
         try {
@@ -318,13 +411,13 @@ class PostgresKV final : public TxnKV {
           st = Status::Internal(std::string("metadata transaction: ") + e.what());
         }
         if (!st.ok()) {
-          c->Command("ROLLBACK");
+          c->Finish("ROLLBACK");
           Release(std::move(c));
           return st;
         }
         if (txn.HasBlind() && !read_only) txn.FlushBlind();
         commit_sent = true;
-        c->Command("COMMIT");
+        c->Finish("COMMIT");
         Release(std::move(c));
         return Status::Ok();
       } catch (const PgRetry&) {
@@ -415,6 +508,7 @@ class PostgresKV final : public TxnKV {
     auto c = std::make_unique<Conn>();
     STRATA_RETURN_IF_ERROR(c->Open(url_));
     STRATA_RETURN_IF_ERROR(c->Prepare());
+    STRATA_RETURN_IF_ERROR(c->EnterPipeline());
     return c;
   }
 
@@ -439,7 +533,7 @@ class PostgresKV final : public TxnKV {
   static bool RollbackQuietly(std::unique_ptr<Conn>& c) {
     if (!c || c->broken()) return false;
     try {
-      c->Command("ROLLBACK");
+      c->Abort();
       return true;
     } catch (const KvError&) {
       return false;
