@@ -135,6 +135,17 @@ void OpFlock(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, int op) {
   const Context ctx = fs->Ctx(req);
   auto attempt = [&] { return fs->meta_->Flock(ctx, ino, fi->lock_owner, type, false); };
   Status st = block ? WaitForLock(req, attempt) : attempt();
+  if (!block && FuseFs::Errno(st) == EAGAIN) {
+    // A close of this file on this mount whose unlock is still on its way
+    // (FuseFs::releasing_): the lock is already gone for the caller.
+    std::unique_lock<std::mutex> lk(fs->mu_);
+    if (fs->releasing_.count(ino)) {
+      fs->released_cv_.wait_for(lk, std::chrono::seconds(5),
+                                [&] { return !fs->releasing_.count(ino); });
+      lk.unlock();
+      st = attempt();
+    }
+  }
   if (!st.ok()) return (void)fuse_reply_err(req, FuseFs::Errno(st));
   fuse_reply_err(req, 0);
 }
