@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -202,6 +203,25 @@ TEST(EnginesTest, PostgresReconnectsAfterTerminatedConnections) {
   ASSERT_OK_AND_ASSIGN(auto sessions, m->ListSessions());
   EXPECT_EQ(sessions.size(), 1u);
   ASSERT_OK(m->Destroy());
+}
+
+// Both URL schemes reach PostgreSQL; a server that cannot be reached is an
+// Unavailable error that names the URL without its password.
+TEST(EnginesTest, PostgresUrlsAndConnectionErrors) {
+  REQUIRE_POSTGRES(pg);
+  std::string url = pg->Url("v4");
+  ASSERT_OK_AND_ASSIGN(auto a, OpenMeta(url));
+  EXPECT_OK(a->Destroy());
+  ASSERT_OK_AND_ASSIGN(auto b, OpenMeta("postgresql://" + url.substr(strlen("postgres://"))));
+  EXPECT_OK(b->Destroy());
+  const int closed = strata::testing::FreePort();
+  auto bad = OpenMeta("postgres://strata:s3cretpw@127.0.0.1:" + std::to_string(closed) +
+                      "/v4?connect_timeout=2");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(bad.error().ToString().find("s3cretpw"), std::string::npos) << bad.error().ToString();
+  EXPECT_NE(bad.error().ToString().find("strata:***@127.0.0.1"), std::string::npos)
+      << bad.error().ToString();
 }
 
 // A client process killed (kill -9) while it holds a flock, a POSIX lock and
