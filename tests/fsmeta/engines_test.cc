@@ -194,12 +194,12 @@ TEST(EnginesTest, PostgresReconnectsAfterTerminatedConnections) {
   const std::string kill_all =
       "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'v9' AND pid <> "
       "pg_backend_pid()";
-  ASSERT_OK(pg->Sql("v0", kill_all));
+  ASSERT_OK(pg->Sql("postgres", kill_all));
   ASSERT_OK(m->Mknod(root, kRootIno, "after", S_IFREG | 0644, 0, 0).status());
   ASSERT_OK(m->Lookup(root, kRootIno, "before").status());
-  ASSERT_OK(pg->Sql("v0", kill_all));
+  ASSERT_OK(pg->Sql("postgres", kill_all));
   ASSERT_OK(m->NewSliceId().status());
-  ASSERT_OK(pg->Sql("v0", kill_all));
+  ASSERT_OK(pg->Sql("postgres", kill_all));
   ASSERT_OK_AND_ASSIGN(auto sessions, m->ListSessions());
   EXPECT_EQ(sessions.size(), 1u);
   ASSERT_OK(m->Destroy());

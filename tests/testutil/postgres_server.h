@@ -5,7 +5,10 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
+#include <vector>
 
 #include <strata/core/status.h>
 
@@ -32,8 +35,9 @@ class PostgresServer {
   // Runs one SQL command in database `db` (psql); OK when psql exits 0.
   Status Sql(const std::string& db, const std::string& sql);
   int port() const { return port_; }
-  // postgres://strata@127.0.0.1:PORT/DB (trust authentication on loopback).
-  std::string Url(const std::string& db) const;
+  // postgres://strata@127.0.0.1:PORT/DB (trust authentication on loopback),
+  // the database created on first use ("" where createdb failed).
+  std::string Url(const std::string& db);
 
  private:
   // Runs bin/argv[0] with argv, as the server's user; its exit code.
@@ -45,10 +49,12 @@ class PostgresServer {
   unsigned uid_ = 0, gid_ = 0;
   bool drop_ = false;
   std::unique_ptr<TempDir> dir_;
+  std::mutex mu_;
+  std::set<std::string> databases_;  // created; guarded by mu_
 };
 
-// One server for the whole test binary, started on first use with the
-// databases v0 .. v9, stopped when the binary exits; nullptr where it could
+// One server for the whole test binary, started on first use, stopped when
+// the binary exits; nullptr where it could
 // not start, with the reason in *why (NotFound: the binaries are missing).
 PostgresServer* SharedPostgres(Status* why = nullptr);
 
