@@ -116,10 +116,11 @@ class FuseFs {
   // under this mount's session). Dropped at the last release.
   std::unordered_set<Ino> plocked_;  // guarded by mu_
   // RELEASEs that drop a flock, being handled, per inode. The kernel sends
-  // RELEASE after close() has returned, so a process that tries a
-  // non-blocking flock right after another's close could still find the
-  // closed file's lock (on a remote engine the unlock takes a round trip or
-  // more): a refused non-blocking flock waits for these and tries again.
+  // RELEASE after close() has returned, so a flock right after a close could
+  // still find the closed file's lock, or (same lock owner: the kernel reuses
+  // the closed file's) have its new lock dropped by the late unlock; on a
+  // remote engine the unlock takes a round trip or more. A flock on this
+  // mount waits for these first.
   std::unordered_map<Ino, int> releasing_;  // guarded by mu_
   std::condition_variable released_cv_;
 

@@ -188,6 +188,20 @@ class Conn {
     Sync();
   }
 
+  // The COMMIT of a read-only transaction: sent with a sync point of its
+  // own, its result read before the next statement's (Drain), so the
+  // transaction costs no extra round trip. A read-only transaction has
+  // nothing to lose at commit, so a failure there is ignored.
+  void FinishReadOnly() {
+    begin_ = nullptr;
+    if (!in_txn_ && pending_.empty()) return;
+    in_txn_ = false;
+    SendSql("COMMIT");
+    if (PQpipelineSync(pg_) != 1 || PQflush(pg_) != 0) throw KvError(Fail("sync", nullptr));
+    deferred_.push_back(std::move(pending_));
+    pending_.clear();
+  }
+
   // Ends whatever transaction the server has open (after a failure, the
   // statements queued behind it, a COMMIT included, were skipped); a
   // ROLLBACK outside a transaction is only a warning.
@@ -227,10 +241,30 @@ class Conn {
 
   // Sends a sync point and reads the result of every queued statement; the
   // first failure is thrown (the ones after it were skipped by the server).
+  // Reads the results of the read-only COMMITs sent before (their errors
+  // are ignored, see FinishReadOnly) up to their sync points.
+  void Drain() {
+    for (const auto& batch : deferred_) {
+      for (const char* what : batch) {
+        ResultPtr r(PQgetResult(pg_), &PQclear);
+        if (!r) throw KvError(Fail(what, nullptr));
+        if (PGresult* extra = PQgetResult(pg_)) {
+          PQclear(extra);
+          throw KvError(Status::IOError(std::string("postgres ") + what + ": unexpected result"));
+        }
+      }
+      ResultPtr sync(PQgetResult(pg_), &PQclear);
+      if (!sync || PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC)
+        throw KvError(Fail("sync", sync.get()));
+    }
+    deferred_.clear();
+  }
+
   ResultPtr Sync() {
     std::vector<const char*> pending = std::move(pending_);
     pending_.clear();
     if (PQpipelineSync(pg_) != 1) throw KvError(Fail("sync", nullptr));
+    Drain();
     ResultPtr last(nullptr, &PQclear);
     std::optional<Status> failure;
     bool retry = false;
@@ -270,6 +304,7 @@ class Conn {
   const char* begin_ = nullptr;       // BEGIN not sent yet
   bool in_txn_ = false;               // BEGIN sent, no COMMIT/ROLLBACK yet
   std::vector<const char*> pending_;  // sent, results not read yet
+  std::vector<std::vector<const char*>> deferred_;  // read-only COMMITs, each with its sync
 };
 
 std::string Value(const PGresult* r, int row, int col) {
@@ -417,7 +452,11 @@ class PostgresKV final : public TxnKV {
         }
         if (txn.HasBlind() && !read_only) txn.FlushBlind();
         commit_sent = true;
-        c->Finish("COMMIT");
+        if (read_only) {
+          c->FinishReadOnly();
+        } else {
+          c->Finish("COMMIT");
+        }
         Release(std::move(c));
         return Status::Ok();
       } catch (const PgRetry&) {
