@@ -25,6 +25,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -345,11 +346,12 @@ class PgTxn final : public KvTxn {
                                      keys.begin() + std::min(keys.size(), i + kPage));
       std::string arr = HexArray(batch);
       auto r = c_->Exec("mget", {arr}, {0});
-      for (int row = 0; row < PQntuples(r.get()); ++row) {
-        std::string k = Value(r.get(), row, 0);
-        for (size_t j = i; j < i + batch.size(); ++j) {
-          if (keys[j] == k) out[j] = Value(r.get(), row, 1);  // a key may be asked twice
-        }
+      std::unordered_map<std::string, std::string> found;
+      for (int row = 0; row < PQntuples(r.get()); ++row)
+        found.emplace(Value(r.get(), row, 0), Value(r.get(), row, 1));
+      for (size_t j = i; j < i + batch.size(); ++j) {  // a key may be asked twice
+        auto it = found.find(keys[j]);
+        if (it != found.end()) out[j] = it->second;
       }
     }
     return out;
@@ -494,8 +496,10 @@ class PostgresKV final : public TxnKV {
         r.reset();
         Release(std::move(c));
         return v;
-      } catch (const PgRetry&) {
+      } catch (const PgRetry& e) {
+        // Only where the server's default isolation is SERIALIZABLE.
         Release(std::move(c));
+        if (tries >= 100) return e.status;
       } catch (const KvError& e) {
         // A dead pooled connection never ran the statement: try a new one.
         if (!c->broken() || tries >= 3) return e.status;
