@@ -144,6 +144,13 @@ void OpFlock(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, int op) {
   }
   auto attempt = [&] { return fs->meta_->Flock(ctx, ino, fi->lock_owner, type, false); };
   Status st = block ? WaitForLock(req, attempt) : attempt();
+  // Another mount's close may have returned with its unlock still on the way
+  // (its RELEASE): a refused LOCK_NB looks again a few times within 15 ms
+  // before it answers EAGAIN.
+  for (int i = 0; !block && i < 3 && FuseFs::Errno(st) == EAGAIN; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    st = attempt();
+  }
   if (!st.ok()) return (void)fuse_reply_err(req, FuseFs::Errno(st));
   fuse_reply_err(req, 0);
 }

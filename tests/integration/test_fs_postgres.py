@@ -3,7 +3,7 @@
 test: initdb in the work directory, postgres on a free loopback port): the
 two-mount cases of test_fs_redis.py (close-to-open both ways, namespace
 changes, open-descriptor coherence, replaced names, flock and fcntl locks
-across mounts, POSIX ACLs), the POSIX suite (fs_posix_suite.py) and the
+across mounts, POSIX ACLs), flock right after a close, the POSIX suite (fs_posix_suite.py) and the
 randomized sequences (fs_randomized.py) on one of the mounts, `strata fs
 fsck`, then `strata fs dump` / `load` from PostgreSQL to SQLite to Redis and
 back to PostgreSQL, each dump equal to the first.
@@ -13,22 +13,26 @@ Exits 77 (ctest: skipped) where /dev/fuse is missing, or the PostgreSQL
 binaries (Debian's postgresql: /usr/lib/postgresql/*/bin) are not installed.
 """
 
+import errno
+import fcntl
 import os
 import shutil
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import strata_harness as H  # noqa: E402
 import fs_mount as M  # noqa: E402
 import fs_posix_suite as S  # noqa: E402
 import fs_randomized as R  # noqa: E402
-from fs_posix_suite import expect, read_file  # noqa: E402
+from fs_posix_suite import expect, read_file, write_file  # noqa: E402
 from test_fs_redis import CASES, TwoMounts  # noqa: E402
 
 
 def extra_args(p):
-    p.add_argument("--only", default="", help="comma-separated cases: two-mount cases, posix, "
-                                              "randomized, dump_load (default: all)")
+    p.add_argument("--only", default="", help="comma-separated cases: two-mount cases, "
+                                              "flock_right_after_close, posix, randomized, "
+                                              "dump_load (default: all)")
     p.add_argument("--seed", type=int, default=None)
 
 
@@ -52,6 +56,48 @@ def dump_load_chain(fs, work, pg, redis):
         prev = out
     tables = pg.sql("v2", "SELECT count(*) FROM strata_kv").strip()
     expect(int(tables) > 0, "the volume loaded back into postgres has no rows")
+
+
+def flock_right_after_close(mp, rounds=30):
+    """The kernel sends a closed file's flock unlock (FUSE RELEASE) after
+    close() returned, and a PostgreSQL transaction takes long enough for the
+    next request to overtake it: each round, another process's non-blocking
+    flock right after the close must get the lock, and a lock taken again
+    by this process right after a close (the kernel may give the new open the
+    closed one's lock owner) must not be dropped by the late unlock."""
+    d = os.path.join(mp, "flock-after-close")
+    os.mkdir(d)
+
+    def try_lock(path):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return "locked"
+        except OSError as e:
+            return errno.errorcode.get(e.errno, str(e.errno))
+        finally:
+            os.close(fd)
+
+    for i in range(rounds):
+        path = os.path.join(d, f"f{i}")
+        write_file(path, b"")
+        fd = os.open(path, os.O_RDWR)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.close(fd)
+        got = S.in_child(try_lock, path)
+        expect(got == "locked", f"round {i}: flock right after the holder's close: {got}")
+        fd = os.open(path, os.O_RDWR)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.close(fd)
+        fd = os.open(path, os.O_RDWR)
+        fcntl.flock(fd, fcntl.LOCK_EX)   # again, right after the close
+        try:
+            time.sleep(0.01)  # the late unlock of the closed descriptor, if any, lands here
+            got = S.in_child(try_lock, path)
+            expect(got in ("EAGAIN", "EWOULDBLOCK"),
+                   f"round {i}: the lock taken right after a close was lost ({got})")
+        finally:
+            os.close(fd)
 
 
 def main():
@@ -89,6 +135,8 @@ def main():
         for name in CASES:
             if not only or name in only:
                 runner.case(name, getattr(t, name))
+        if not only or "flock_right_after_close" in only:
+            runner.case("flock right after close", flock_right_after_close, mpa)
         if not only or "posix" in only:
             S.run_checks(mpa, runner, skip={"large_dir"})
         if (not only or "randomized" in only) and not S.mount_dead(mpa):
