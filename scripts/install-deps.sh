@@ -10,10 +10,11 @@ build_pkgs=(
   libfmt-dev libspdlog-dev libcli11-dev libpugixml-dev nlohmann-json3-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libfuzzer-14-dev  # scripts/fuzz.sh: libFuzzer targets (CI runs their regression inputs)
-  libfuse3-dev libsqlite3-dev libhiredis-dev pybind11-dev python3-dev
+  libfuse3-dev libsqlite3-dev libhiredis-dev libpq-dev pybind11-dev python3-dev
 )
 test_pkgs=(
   awscli python3 python3-boto3 python3-requests s3cmd rclone curl procps openssl redis-server
+  postgresql  # tests start their own server (initdb + postgres on loopback)
   fuse3 acl python3-numpy python3-torch chromium
 )
 bench_pkgs=( nginx wrk hyperfine python3-numpy python3-hnswlib python3-faiss libhnswlib-dev dataset-fashion-mnist

@@ -306,7 +306,7 @@ class StrataFS(FuseTool):
 
     def __init__(self, work, srv, env, args):
         super().__init__(work, srv, env, args)
-        self.meta = f"sqlite3://{work}/{self.name}-meta.db"
+        self.meta = self.format_url() if hasattr(self, "format_url") else f"sqlite3://{work}/{self.name}-meta.db"
         cmd = [args.strata, "fs", "format", self.meta, "bench",
                "--storage", f"s3://{BUCKET}/{self.name}?endpoint={srv.endpoint}"]
         log(f"  $ {' '.join(cmd)}")
@@ -349,6 +349,37 @@ class StrataWB(StrataFS):
         deadline = time.time() + timeout
         while self.staged() and time.time() < deadline:
             time.sleep(0.1)
+
+
+class StrataPG(StrataFS):
+    """Strata FS with its metadata on PostgreSQL: a throwaway server started
+    here (tests/integration/fs_mount.PostgresServer: initdb in the work dir,
+    loopback port, fsync off, as a PostgreSQL on its own machine behind a
+    battery-backed cache would be)."""
+    name = "strata-pg"
+
+    def __init__(self, work, srv, env, args):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                        "tests", "integration"))
+        import fs_mount  # noqa: E402
+        pg_work = os.path.join(work, "pg-work")
+        os.makedirs(pg_work, exist_ok=True)
+        os.chmod(pg_work, 0o755)
+        self.pg = fs_mount.PostgresServer(pg_work)
+        self.pg.start(databases=("bench",))
+        self._pg_url = self.pg.url("bench")
+        super().__init__(work, srv, env, args)
+
+    def format_url(self):
+        return self._pg_url
+
+    def stop(self):
+        self.pg.stop()
+
+    def describe(self):
+        extra = " ".join(self.extra())
+        return (f"strata fs mount{' ' + extra if extra else ''} (PostgreSQL metadata on loopback, "
+                "fsync off, defaults otherwise)")
 
 
 def strata_has_fs(strata):
@@ -568,16 +599,17 @@ def ratio(a, b):
     return f"{a / b:.2f}x"
 
 
-NAMES = {"strata": "Strata FS", "strata-wb": "Strata FS --writeback", "s3fs": "s3fs",
+NAMES = {"strata": "Strata FS", "strata-wb": "Strata FS --writeback", "strata-pg": "Strata FS on PostgreSQL",
+         "s3fs": "s3fs",
          "rclone": "rclone (writes)", "local": "local disk"}
-COLS = ["strata", "strata-wb", "s3fs", "rclone", "local"]
+COLS = ["strata", "strata-wb", "strata-pg", "s3fs", "rclone", "local"]
 
 
 def table(results, args, notes):
     size = f"{args.size_mib} MiB" if args.size_mib < 1024 else f"{args.size_mib / 1024:g} GiB"
-    mine = [c for c in ("strata", "strata-wb")]
+    mine = [c for c in ("strata", "strata-wb", "strata-pg") if c in results]
     ratios = [(m, o) for o in ("s3fs", "rclone", "local") for m in mine]
-    short = {"strata": "Strata", "strata-wb": "wb", "s3fs": "s3fs", "rclone": "rclone", "local": "local"}
+    short = {"strata": "Strata", "strata-wb": "wb", "strata-pg": "pg", "s3fs": "s3fs", "rclone": "rclone", "local": "local"}
     lines = ["| test | unit | " + " | ".join(NAMES[c] for c in COLS) + " | " +
              " | ".join(f"{short[m]}/{short[o]}" for m, o in ratios) + " |",
              "|---|---|" + "---:|" * (len(COLS) + len(ratios))]
@@ -600,7 +632,7 @@ def main():
     ap.add_argument("--empty-files", type=int, default=5000)
     ap.add_argument("--rand-secs", type=float, default=20)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--tools", default="strata,strata-wb,s3fs,rclone,local")
+    ap.add_argument("--tools", default="strata,strata-wb,strata-pg,s3fs,rclone,local")
     ap.add_argument("--json-out")
     args = ap.parse_args()
     tools = [t for t in args.tools.split(",") if t]
@@ -614,7 +646,7 @@ def main():
         subprocess.run([args.strata, "mb", "--quiet", "--endpoint-url", srv.endpoint, f"s3://{BUCKET}"],
                        env=env, check=True)
         for name in tools:
-            cls = {"strata": StrataFS, "strata-wb": StrataWB, "s3fs": S3fs, "rclone": Rclone,
+            cls = {"strata": StrataFS, "strata-wb": StrataWB, "strata-pg": StrataPG, "s3fs": S3fs, "rclone": Rclone,
                    "local": Local}[name]
             if name.startswith("strata") and not strata_has_fs(args.strata):
                 raise SystemExit(f"bench: {args.strata} has no `fs` subcommand")
@@ -633,6 +665,8 @@ def main():
                 t.unmount()
             except Exception:  # noqa: BLE001
                 pass
+            if hasattr(t, "stop"):
+                t.stop()
         srv.stop()
     if not state.get("dropped", True):
         notes.append("page cache NOT dropped (no permission to write /proc/sys/vm/drop_caches): "
@@ -640,7 +674,8 @@ def main():
     else:
         notes.append("cold = unmount (a --writeback mount uploads its stage first), "
                      "`echo 3 > /proc/sys/vm/drop_caches`, local cache dir wiped, mount")
-    notes.append("ratios: Strata = Strata FS, wb = Strata FS --writeback, over s3fs, rclone, the local disk")
+    notes.append("ratios: Strata = Strata FS, wb = Strata FS --writeback, pg = Strata FS on PostgreSQL, "
+                 "over s3fs, rclone, the local disk")
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump({"args": vars(args), "results": results, "notes": notes}, f, indent=1)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Filesystems over object storage, side by side, in one run against one bucket
 # of one `strata server --no-fsync` on a free loopback port: Strata FS
-# (`strata fs mount`, SQLite metadata) without and with --writeback, s3fs
+# (`strata fs mount`, SQLite metadata) without and with --writeback, on
+# PostgreSQL metadata (a throwaway server on loopback, strata-pg), s3fs
 # (Debian s3fs), `rclone mount --vfs-cache-mode writes` (Debian rclone; its
 # write rows wait until the bucket holds what was written) and the local disk
 # as the limit. Rows: sequential write, cold and warm read of one big file
@@ -15,7 +16,7 @@
 #
 #   bench/fs/run.sh [--size-mib 1024] [--small-files 1000] [--empty-files 5000]
 #                   [--rand-secs 20] [--rounds 3]
-#                   [--tools strata,strata-wb,s3fs,rclone,local] [--quick] [--out FILE.md]
+#                   [--tools strata,strata-wb,strata-pg,s3fs,rclone,local] [--quick] [--out FILE.md]
 #
 # --quick: 64 MiB, 200 small files, 1,000 empty files, 5 s of random reads.
 # Run as root (FUSE mounts with allow_other, drop_caches). Needs build/strata

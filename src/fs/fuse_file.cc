@@ -280,9 +280,20 @@ void OpFsync(fuse_req_t req, fuse_ino_t ino, int, fuse_file_info*) {
 void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   auto* fs = Fs(req);
   FileHandle* h = Handle(fi);
+  if (fi->flock_release) {
+    std::lock_guard<std::mutex> lk(fs->mu_);
+    ++fs->releasing_[ino];
+  }
   Status st = fs->data_->Flush(ino);
   if (!st.ok()) kLog.Error("inode {}: flushing at release: {}", ino, st.ToString());
-  if (fi->flock_release) (void)fs->meta_->Flock(fs->Ctx(req), ino, fi->lock_owner, F_UNLCK, false);
+  if (fi->flock_release) {
+    (void)fs->meta_->Flock(fs->Ctx(req), ino, fi->lock_owner, F_UNLCK, false);
+    {
+      std::lock_guard<std::mutex> lk(fs->mu_);
+      if (--fs->releasing_[ino] <= 0) fs->releasing_.erase(ino);
+    }
+    fs->released_cv_.notify_all();
+  }
   bool last = false;
   {
     std::lock_guard<std::mutex> lk(fs->mu_);

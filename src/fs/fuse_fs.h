@@ -20,6 +20,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -114,6 +115,14 @@ class FuseFs {
   // their close needs the unlock transaction (no other mount can hold locks
   // under this mount's session). Dropped at the last release.
   std::unordered_set<Ino> plocked_;  // guarded by mu_
+  // RELEASEs that drop a flock, being handled, per inode. The kernel sends
+  // RELEASE after close() has returned, so a flock right after a close could
+  // still find the closed file's lock, or (same lock owner: the kernel reuses
+  // the closed file's) have its new lock dropped by the late unlock; on a
+  // remote engine the unlock takes a round trip or more. A flock on this
+  // mount waits for these first.
+  std::unordered_map<Ino, int> releasing_;  // guarded by mu_
+  std::condition_variable released_cv_;
 
   // relatime atimes not yet written: an open for reading must not wait for a
   // metadata write transaction, so WriteAtimes() commits them every couple of

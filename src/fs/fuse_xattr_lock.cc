@@ -133,8 +133,24 @@ void OpFlock(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, int op) {
   if (op & LOCK_EX) type = F_WRLCK;
   bool block = !(op & LOCK_NB) && type != F_UNLCK;
   const Context ctx = fs->Ctx(req);
+  {
+    // A close of this inode on this mount whose unlock is still on its way
+    // (FuseFs::releasing_) goes first: for the caller that lock is gone, and
+    // the kernel may reuse the closed file's lock owner for a new open, whose
+    // lock that late unlock would otherwise drop.
+    std::unique_lock<std::mutex> lk(fs->mu_);
+    fs->released_cv_.wait_for(lk, std::chrono::seconds(5),
+                              [&] { return !fs->releasing_.count(ino); });
+  }
   auto attempt = [&] { return fs->meta_->Flock(ctx, ino, fi->lock_owner, type, false); };
   Status st = block ? WaitForLock(req, attempt) : attempt();
+  // Another mount's close may have returned with its unlock still on the way
+  // (its RELEASE): a refused LOCK_NB looks again a few times within 15 ms
+  // before it answers EAGAIN.
+  for (int i = 0; !block && i < 3 && FuseFs::Errno(st) == EAGAIN; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    st = attempt();
+  }
   if (!st.ok()) return (void)fuse_reply_err(req, FuseFs::Errno(st));
   fuse_reply_err(req, 0);
 }

@@ -7,6 +7,8 @@
 //   - Redis: optimistic (WATCH every key read, buffer writes, MULTI/EXEC,
 //     retry the whole body on conflict). Range scans go through one sorted-set
 //     index per "group" (see GroupOf), so a scan costs one page.
+//   - PostgreSQL: one `strata_kv` table, SERIALIZABLE transactions; a
+//     serialization failure runs the body again (like a Redis conflict).
 //
 // Inside a transaction body, backend failures are thrown as KvError and turned
 // into a Status by Txn(); filesystem errors are returned as a Status, which
@@ -81,5 +83,8 @@ inline constexpr size_t kGroupLen = 9;
 
 Result<std::unique_ptr<TxnKV>> OpenSqliteKV(const std::string& path);
 Result<std::unique_ptr<TxnKV>> OpenRedisKV(std::string_view url);
+// postgres://[user[:password]@]host[:port]/db[?param=value...] (or
+// postgresql://), any libpq connection URI.
+Result<std::unique_ptr<TxnKV>> OpenPostgresKV(std::string_view url);
 
 }  // namespace strata::fsmeta

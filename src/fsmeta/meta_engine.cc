@@ -108,9 +108,12 @@ Result<std::unique_ptr<MetaEngine>> OpenMeta(std::string_view url) {
     STRATA_ASSIGN_OR_RETURN(kv, OpenSqliteKV(path));
   } else if (url.rfind("redis://", 0) == 0) {
     STRATA_ASSIGN_OR_RETURN(kv, OpenRedisKV(url));
+  } else if (url.rfind("postgres://", 0) == 0 || url.rfind("postgresql://", 0) == 0) {
+    STRATA_ASSIGN_OR_RETURN(kv, OpenPostgresKV(url));
   } else {
     return Status::InvalidArgument("unsupported metadata URL \"" + std::string(url) +
-                                   "\": use sqlite3://PATH or redis://HOST:PORT/DB");
+                                   "\": use sqlite3://PATH, redis://HOST:PORT/DB or "
+                                   "postgres://USER:PASSWORD@HOST:PORT/DB");
   }
   auto meta = std::make_unique<KvMeta>(std::move(kv));
   (void)meta->LoadFormat();  // a fresh store has none yet; Init creates it

@@ -1,5 +1,6 @@
-// MetaEngine tests, each run against SQLite and against a real Redis server
-// (started by the test on a free loopback port, killed at the end).
+// MetaEngine tests, each run against SQLite, a real Redis server and a real
+// PostgreSQL server (started by the test on free loopback ports, stopped at
+// the end; the PostgreSQL runs skip where its binaries are not installed).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -21,6 +22,7 @@
 #include "fsmeta/acl.h"
 #include "fsmeta/codec.h"
 #include "fsmeta/kv.h"
+#include "testutil/postgres_server.h"
 #include "testutil/testutil.h"
 
 namespace strata::fsmeta {
@@ -61,6 +63,13 @@ class MetaTest : public ::testing::TestWithParam<std::string> {
     if (GetParam() == "redis") {
       ASSERT_TRUE(RedisServer::Get().ok()) << "redis-server did not start";
     }
+    if (GetParam() == "postgres") {
+      Status why;
+      if (!strata::testing::SharedPostgres(&why)) {
+        if (why.code() == StatusCode::kNotFound) GTEST_SKIP() << why.ToString();
+        FAIL() << "postgres did not start: " << why.ToString();
+      }
+    }
     url_ = Url(0);
     ASSERT_OK_AND_ASSIGN(m_, OpenMeta(url_));
     ASSERT_OK(m_->Destroy());
@@ -77,6 +86,8 @@ class MetaTest : public ::testing::TestWithParam<std::string> {
     if (GetParam() == "redis") {
       return "redis://127.0.0.1:" + std::to_string(RedisServer::Get().port()) + "/" + std::to_string(n);
     }
+    if (GetParam() == "postgres")
+      return strata::testing::SharedPostgres()->Url("v" + std::to_string(n));
     return "sqlite3://" + dir_.Join("meta" + std::to_string(n) + ".db");
   }
 
@@ -90,6 +101,7 @@ class MetaTest : public ::testing::TestWithParam<std::string> {
 
   std::unique_ptr<TxnKV> RawKV() {
     if (GetParam() == "redis") return std::move(*OpenRedisKV(url_));
+    if (GetParam() == "postgres") return std::move(*OpenPostgresKV(url_));
     return std::move(*OpenSqliteKV(dir_.Join("meta0.db")));
   }
 
@@ -1135,7 +1147,7 @@ TEST_P(MetaTest, CapacityAndInodeLimits) {
   EXPECT_EQ(s.avail_inodes, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, MetaTest, ::testing::Values("sqlite", "redis"),
+INSTANTIATE_TEST_SUITE_P(Backends, MetaTest, ::testing::Values("sqlite", "redis", "postgres"),
                          [](const auto& info) { return info.param; });
 
 // Redis drops every client connection (restart, idle timeout): the next

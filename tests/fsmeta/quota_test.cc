@@ -18,6 +18,7 @@
 
 #include "fsmeta/codec.h"
 #include "fsmeta/kv.h"
+#include "testutil/postgres_server.h"
 #include "testutil/testutil.h"
 
 namespace strata::fsmeta {
@@ -45,6 +46,14 @@ class QuotaTest : public ::testing::TestWithParam<std::string> {
     if (GetParam() == "redis") {
       ASSERT_NE(Redis(), nullptr) << "redis-server did not start";
       url_ = "redis://127.0.0.1:" + std::to_string(Redis()->port()) + "/5";
+    } else if (GetParam() == "postgres") {
+      Status why;
+      auto* pg = strata::testing::SharedPostgres(&why);
+      if (!pg) {
+        if (why.code() == StatusCode::kNotFound) GTEST_SKIP() << why.ToString();
+        FAIL() << "postgres did not start: " << why.ToString();
+      }
+      url_ = pg->Url("v5");
     } else {
       url_ = "sqlite3://" + dir_.Join("meta.db");
     }
@@ -298,6 +307,8 @@ TEST_P(QuotaTest, CheckFindsAndRepairsDrift) {
   std::unique_ptr<TxnKV> kv;
   if (GetParam() == "redis") {
     ASSERT_OK_AND_ASSIGN(kv, OpenRedisKV(url_));
+  } else if (GetParam() == "postgres") {
+    ASSERT_OK_AND_ASSIGN(kv, OpenPostgresKV(url_));
   } else {
     ASSERT_OK_AND_ASSIGN(kv, OpenSqliteKV(dir_.Join("meta.db")));
   }
@@ -465,7 +476,7 @@ TEST_P(QuotaTest, CloneThenTruncateAndCompactKeepSharedSlices) {
   EXPECT_EQ(ids, (std::set<uint64_t>{601, 602}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, QuotaTest, ::testing::Values("sqlite", "redis"),
+INSTANTIATE_TEST_SUITE_P(Backends, QuotaTest, ::testing::Values("sqlite", "redis", "postgres"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

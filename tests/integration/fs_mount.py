@@ -324,6 +324,97 @@ class RedisServer:
         self.proc = None
 
 
+def postgres_bin_dir():
+    """The newest /usr/lib/postgresql/*/bin with initdb and postgres, or None
+    (Debian's postgresql not installed)."""
+    import glob
+    found = [os.path.dirname(p) for p in glob.glob("/usr/lib/postgresql/*/bin/postgres")
+             if os.access(os.path.join(os.path.dirname(p), "initdb"), os.X_OK)]
+    found.sort(key=lambda d: [int(x) if x.isdigit() else 0 for x in d.split("/")[3].split(".")])
+    return found[-1] if found else None
+
+
+class PostgresServer:
+    """A throwaway PostgreSQL: initdb in work/pg, postgres on a free loopback
+    port with its socket in that directory, trust authentication for user
+    strata, fsync off. Under root both run as the `postgres` user (they
+    refuse to run as root)."""
+
+    def __init__(self, work):
+        self.work = work
+        self.dir = os.path.join(work, "pg")
+        self.bin = postgres_bin_dir()
+        self.proc = None
+        self.port = None
+
+    def _user(self):
+        if os.geteuid() != 0:
+            return {}
+        import pwd
+        pw = pwd.getpwnam("postgres")
+
+        def drop():
+            H._die_with_parent()
+            os.setgroups([])
+            os.setgid(pw.pw_gid)
+            os.setuid(pw.pw_uid)
+        return {"preexec_fn": drop, "uid_gid": (pw.pw_uid, pw.pw_gid)}
+
+    def _run(self, *argv):
+        u = self._user()
+        p = subprocess.run([os.path.join(self.bin, argv[0]), *argv[1:]], capture_output=True,
+                           text=True, timeout=120, preexec_fn=u.get("preexec_fn"))
+        if p.returncode != 0:
+            raise RuntimeError(f"{argv[0]} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
+        return p.stdout
+
+    def start(self, databases=("v1", "v2")):
+        if self.bin is None:
+            raise RuntimeError("no /usr/lib/postgresql/*/bin (Debian's postgresql)")
+        os.makedirs(self.dir)
+        u = self._user()
+        if "uid_gid" in u:
+            os.chown(self.dir, *u["uid_gid"])
+        self._run("initdb", "-D", os.path.join(self.dir, "data"), "-U", "strata", "--auth=trust",
+                  "-E", "UTF8", "--no-sync", "--no-instructions")
+        self.port = H.free_port()
+        log = open(os.path.join(self.work, "postgres.log"), "wb")
+        self.proc = subprocess.Popen(
+            [os.path.join(self.bin, "postgres"), "-D", os.path.join(self.dir, "data"),
+             "-p", str(self.port), "-k", self.dir, "-c", "listen_addresses=127.0.0.1",
+             "-c", "fsync=off", "-c", "max_connections=300"],
+            stdout=log, stderr=subprocess.STDOUT, preexec_fn=u.get("preexec_fn", H._die_with_parent))
+        log.close()
+        deadline = time.time() + 30
+        while time.time() < deadline and self.proc.poll() is None:
+            r = subprocess.run([os.path.join(self.bin, "pg_isready"), "-q", "-h", "127.0.0.1",
+                                "-p", str(self.port)])
+            if r.returncode == 0:
+                for db in databases:
+                    self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "strata", db)
+                return self
+            time.sleep(0.1)
+        raise RuntimeError("postgres did not start:\n" +
+                           open(os.path.join(self.work, "postgres.log")).read()[-2000:])
+
+    def sql(self, db, statement):
+        return self._run("psql", "-X", "-q", "-At", "-h", "127.0.0.1", "-p", str(self.port),
+                         "-U", "strata", "-d", db, "-v", "ON_ERROR_STOP=1", "-c", statement)
+
+    def url(self, db="v1"):
+        return f"postgres://strata@127.0.0.1:{self.port}/{db}"
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)  # fast shutdown: ends client sessions
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+
 def pick_seed(args, env_name):
     """--seed, else $env_name, else a random one; printed so a failure replays."""
     import random

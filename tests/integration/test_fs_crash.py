@@ -10,9 +10,15 @@ the local cache wiped, and check that every file fsynced in this round and the
 rounds before is intact byte for byte, and that every other file reads without
 error. At the end: umount and fsck once more.
 
+With --engine postgres the metadata is on a throwaway PostgreSQL (started by
+the test, fs_mount.PostgresServer) instead of SQLite: the killed mount's
+session is left in the database, its transactions in flight are rolled back
+by the server.
+
 Usage: /usr/bin/python3 test_fs_crash.py --strata build/strata [--seed N] [--rounds 3]
+       [--engine sqlite|postgres]
 Prints STRATA_FS_CRASH_SEED=...; exits 77 (ctest: skipped) only where
-/dev/fuse is missing.
+/dev/fuse is missing (or, with --engine postgres, Debian's postgresql).
 """
 
 import hashlib
@@ -34,6 +40,7 @@ MiB = 1024 * 1024
 def extra_args(p):
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--engine", choices=("sqlite", "postgres"), default="sqlite")
 
 
 def fsync_dir(d):
@@ -172,14 +179,24 @@ class Crash:
 def main():
     args = H.parse_args(extra_args)
     M.skip_unless_fs(args.strata, "fs_crash")
+    if args.engine == "postgres" and M.postgres_bin_dir() is None:
+        print("SKIP fs_crash: no /usr/lib/postgresql/*/bin (Debian postgresql)", flush=True)
+        return M.SKIP_RC
     seed = M.pick_seed(args, "STRATA_FS_CRASH_SEED")
-    runner = H.Runner("fs_crash")
+    runner = H.Runner("fs_crash" if args.engine == "sqlite" else f"fs_crash_{args.engine}")
     work = M.make_work_dir("strata-it-fscrash-")
     srv = H.StrataServer(args.strata)
+    pg = M.PostgresServer(work) if args.engine == "postgres" else None
     fs = None
     mp = os.path.join(work, "mnt")
     try:
-        fs = M.new_volume(args.strata, srv, work)
+        if pg is None:
+            fs = M.new_volume(args.strata, srv, work)
+        else:
+            srv.start()
+            pg.start()
+            fs = M.StrataFS(args.strata, srv, work, pg.url("v1"))
+            fs.create_bucket()
         if not runner.case("format", fs.format):
             return runner.finish()
         c = Crash(fs, mp, os.path.join(work, "cache"), seed)
@@ -199,7 +216,7 @@ def main():
             runner.case("umount", fs.umount, mp)
             runner.case("final fsck", fs.fsck)
     finally:
-        M.teardown(runner, fs, srv, work)
+        M.teardown(runner, fs, srv, work, *([pg] if pg else []))
     return runner.finish()
 
 
