@@ -145,6 +145,11 @@ struct Handler::Impl {
       *op = "get_point";
       return GetPoint(c, s3);
     }
+    if (method == "PUT" && seg.size() == 4 && s3 == "vectors") {
+      *op = "update_vectors";
+      STRATA_ASSIGN_OR_RETURN(json b, ParseBody(body, true));
+      return UpdateVectors(c, b, wait);
+    }
     if (method == "PUT" && seg.size() == 4 && s3 == "payload") {
       *op = "overwrite_payload";
       STRATA_ASSIGN_OR_RETURN(json b, ParseBody(body, true));

@@ -29,6 +29,7 @@ json SnapshotJson(const vector::CollectionManager& mgr, const std::string& coll,
 json UpdateResult(uint64_t op, bool wait);
 Result<json> Upsert(vector::Collection& c, const json& b, bool wait);
 Result<json> Delete(vector::Collection& c, const json& b, bool wait);
+Result<json> UpdateVectors(vector::Collection& c, const json& b, bool wait);
 Result<json> Retrieve(vector::Collection& c, const json& b);
 Result<json> GetPoint(vector::Collection& c, const std::string& id_text);
 Result<json> Scroll(vector::Collection& c, const json& b);

@@ -59,6 +59,7 @@ struct PointUpdate {
     kDeletePayloadKeys,  // remove the key paths in `keys` ("a", "meta.lang")
     kClearPayload,       // remove the whole payload
     kDeleteVectors,      // remove the vectors named in `keys`
+    kUpdateVectors,      // put each point's `vectors` entries, by name; other vectors stay
   };
   Kind kind = Kind::kSetPayload;
   std::string payload;            // a JSON object (kSetPayload, kOverwritePayload)
@@ -66,6 +67,9 @@ struct PointUpdate {
   // kSetPayload: the object path to merge under ("meta.tags"); objects on the
   // way are created, a non-object there is replaced. "" = the top level.
   std::string key;
+  // kUpdateVectors: the new vectors of each point (by ids only; every id given
+  // must be selected). A name present replaces that vector only.
+  std::map<PointId, std::vector<NamedVector>> vectors;
 };
 
 struct SearchRequest {
