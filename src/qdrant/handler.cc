@@ -111,8 +111,9 @@ struct Handler::Impl {
     }
     if (method == "PATCH") {
       *op = "update_collection";
-      if (auto c = Coll(name); !c) return c.error();
-      return json(true);  // accepted; tuning knobs of Qdrant's optimizer have no equivalent
+      STRATA_ASSIGN_OR_RETURN(auto c, Coll(name));
+      STRATA_ASSIGN_OR_RETURN(json b, ParseBody(body, true));
+      return UpdateCollection(*c, b);
     }
     if (method == "DELETE") {
       *op = "delete_collection";

@@ -20,6 +20,9 @@ using json = nlohmann::json;
 json CollectionInfoJson(const vector::Collection& c);
 Result<json> CreateCollection(vector::CollectionManager& mgr, const std::string& name,
                               const json& b);
+// PATCH /collections/{name}: applies and persists what it names; 400 for
+// what has no equivalent here.
+Result<json> UpdateCollection(vector::Collection& c, const json& b);
 Result<json> CreateIndex(vector::Collection& c, const json& b);
 json SnapshotJson(const vector::CollectionManager& mgr, const std::string& coll,
                   const std::string& snap);

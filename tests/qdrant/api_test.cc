@@ -71,5 +71,100 @@ TEST_F(QdrantApiTest, UpdateVectorsInBatch) {
   EXPECT_EQ(p["payload"]["city"], "Moscow");
 }
 
+// PATCH /collections/{name} changes what it names, and it survives a restart.
+TEST_F(QdrantApiTest, PatchCollectionAppliesAndPersists) {
+  ExpectOk(Call("PUT", "/collections/tuned", R"({"vectors": {"size": 256, "distance": "Dot"}})"));
+  json before = ExpectOk(Call("GET", "/collections/tuned"))["config"];
+  EXPECT_EQ(before["hnsw_config"]["m"], 16);
+  EXPECT_EQ(ExpectOk(Call("PATCH", "/collections/tuned", R"({
+      "hnsw_config": {"m": 32, "ef_construct": 200, "full_scan_threshold": 1000},
+      "optimizers_config": {"deleted_threshold": 0.5, "indexing_threshold": 8000},
+      "quantization_config": {"scalar": {"type": "int8", "always_ram": true}}})")),
+            true);
+  for (int round = 0; round < 2; ++round) {
+    const std::string when = round == 0 ? "after PATCH" : "after restart";
+    json cfg = ExpectOk(Call("GET", "/collections/tuned"))["config"];
+    EXPECT_EQ(cfg["hnsw_config"]["m"], 32) << when;
+    EXPECT_EQ(cfg["hnsw_config"]["ef_construct"], 200) << when;
+    EXPECT_EQ(cfg["hnsw_config"]["full_scan_threshold"], 1000) << when;
+    EXPECT_EQ(cfg["params"]["vectors"]["hnsw_config"]["m"], 32) << when;
+    EXPECT_DOUBLE_EQ(cfg["optimizer_config"]["deleted_threshold"].get<double>(), 0.5) << when;
+    EXPECT_EQ(cfg["optimizer_config"]["indexing_threshold"], 8000) << when;
+    EXPECT_EQ(cfg["quantization_config"]["scalar"]["type"], "int8") << when;
+    Restart();
+  }
+  ExpectOk(Call("PATCH", "/collections/tuned", R"({"quantization_config": "Disabled"})"));
+  EXPECT_TRUE(
+      ExpectOk(Call("GET", "/collections/tuned"))["config"]["quantization_config"].is_null());
+  ExpectError(Call("PATCH", "/collections/nope", R"({"hnsw_config": {"m": 8}})"), 404, "nope");
+}
+
+// What has no equivalent is a 400, and the collection is left as it was.
+TEST_F(QdrantApiTest, PatchCollectionRefusesWhatItCannotApply) {
+  ExpectOk(Call("PUT", "/collections/tuned", R"({"vectors": {"size": 4, "distance": "Dot"}})"));
+  const char* refused[] = {
+      R"({"hnsw_config": {"m": 8, "payload_m": 16}})",
+      R"({"hnsw_config": {"on_disk": true}})",
+      R"({"optimizers_config": {"flush_interval_sec": 5}})",
+      R"({"quantization_config": {"product": {"compression": "x16"}}})",
+      R"({"quantization_config": {"binary": {}}})",
+      R"({"quantization_config": {"scalar": {"type": "int8", "quantile": 0.99}}})",
+      R"({"params": {"replication_factor": 3}})",
+      R"({"params": {"on_disk_payload": true}})",
+      R"({"vectors": {"": {"on_disk": true}}})",
+      R"({"vectors": {"other": {"hnsw_config": {"m": 8}}}})",
+      R"({"strict_mode_config": {"enabled": true}})",
+      R"({"hnsw_config": {"m": 0}})",
+  };
+  for (const char* body : refused) {
+    Answer a = Call("PATCH", "/collections/tuned", body);
+    EXPECT_EQ(a.status, 400) << body << " -> " << a.text;
+  }
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/tuned"))["config"]["hnsw_config"]["m"], 16);
+  // A named vector's own settings.
+  ExpectOk(Call("PATCH", "/collections/tuned", R"({"vectors": {"": {"hnsw_config": {"m": 24}}}})"));
+  EXPECT_EQ(ExpectOk(Call("GET",
+                          "/collections/tuned"))["config"]["params"]["vectors"]["hnsw_config"]["m"],
+            24);
+}
+
+// Create: quantization is applied (scalar int8 -> SQ8) or refused.
+TEST_F(QdrantApiTest, CreateAppliesOrRefusesQuantization) {
+  ExpectOk(Call("PUT", "/collections/q8", R"({"vectors": {"size": 4, "distance": "Dot"},
+      "quantization_config": {"scalar": {"type": "int8"}}})"));
+  json cfg = ExpectOk(Call("GET", "/collections/q8"))["config"];
+  EXPECT_EQ(cfg["quantization_config"]["scalar"]["type"], "int8");
+  EXPECT_EQ(cfg["strata"]["vectors"][0]["params"]["sq8"], true);
+  ExpectError(Call("PUT", "/collections/pq", R"({"vectors": {"size": 4, "distance": "Dot"},
+      "quantization_config": {"product": {"compression": "x4"}}})"),
+              400, "product quantization");
+  ExpectError(Call("PUT", "/collections/bq", R"({"vectors": {"size": 4, "distance": "Dot",
+      "quantization_config": {"binary": {"always_ram": true}}}})"),
+              400, "binary quantization");
+  ExpectError(Call("PUT", "/collections/hq", R"({"vectors": {"size": 4, "distance": "Dot"},
+      "hnsw_config": {"payload_m": 8}})"),
+              400, "payload_m");
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/pq/exists"))["exists"], false);
+}
+
+// A changed m rebuilds the sealed segments' indexes; searches stay right.
+TEST_F(QdrantApiTest, PatchRebuildsSealedIndexes) {
+  ExpectOk(Call("PUT", "/collections/seg", R"({"vectors": {"size": 2, "distance": "Euclid",
+      "strata": {"segment_rows": 50}}})"));
+  json pts = json::array();
+  for (int i = 0; i < 200; ++i) pts.push_back({{"id", i}, {"vector", {i, i % 5}}});
+  ExpectOk(Call("PUT", "/collections/seg/points?wait=true", json{{"points", pts}}.dump()));
+  auto c = manager_->Get("seg");
+  ASSERT_OK(c);
+  ASSERT_OK((*c)->WaitIdle());
+  ExpectOk(Call("PATCH", "/collections/seg", R"({"hnsw_config": {"m": 8, "ef_construct": 64}})"));
+  ASSERT_OK((*c)->WaitIdle());
+  json r = ExpectOk(
+      Call("POST", "/collections/seg/points/search", R"({"vector": [120, 0], "limit": 1})"));
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0]["id"], 120);
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/seg"))["points_count"], 200);
+}
+
 }  // namespace
 }  // namespace strata::qdrant

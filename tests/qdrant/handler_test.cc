@@ -138,7 +138,7 @@ TEST_F(QdrantHandlerTest, Errors) {
   // A field of the wrong JSON type is a 400, not a crash.
   ExpectError(Call("PUT", "/collections/q", R"({"vectors": {"size": 4, "distance": "Dot"},
       "quantization_config": {"scalar": {"type": 8}}})"),
-              400, "bad request body");
+              400, "scalar.type must be \"int8\"");
   // No such route; a method the path does not take.
   ExpectError(Call("GET", "/no/such/route"), 404, "no route");
   ExpectError(Call("POST", "/collections/cities"), 405, "Method not allowed");

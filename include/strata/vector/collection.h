@@ -183,6 +183,15 @@ class Collection {
   Status CreatePayloadIndex(const std::string& key, PayloadType type);
   Status DropPayloadIndex(const std::string& key);
 
+  // Changes the tuning of a live collection, persisted in config.json:
+  // `options` replaces the stored options (except `sync` and `background`,
+  // which stay the process's), and `vectors` the index parameters of each
+  // field. A field keeps its name, dim, metric and index type; of its index
+  // only hnsw_m, hnsw_ef_construction and hnsw_sq8 may change, and sealed
+  // segments whose field changed get their index rebuilt in the background
+  // (searched with the old index until the new one is swapped in).
+  Status Reconfigure(const CollectionOptions& options, std::span<const VectorFieldSchema> vectors);
+
   // Rewrites every sealed segment that has deleted rows (and merges small
   // ones), then seals and indexes the growing segment when `seal_growing`;
   // returns when done.
