@@ -7,6 +7,7 @@
 // Environment: QDRANT_URL (http://127.0.0.1:PORT), QDRANT_API_KEY (optional),
 // PHASE ("main" or "verify": after a restart, check what survived).
 import { QdrantClient } from '@qdrant/js-client-rest';
+import { runMore } from './api_more.mjs';
 
 const url = process.env.QDRANT_URL;
 const apiKey = process.env.QDRANT_API_KEY || undefined;
@@ -300,6 +301,8 @@ async function main() {
   check('deleteCollection', (await client.deleteCollection('scratch')) === true);
   const ex2 = await client.collectionExists('scratch');
   check('collectionExists after delete is false', ex2.exists === false, JSON.stringify(ex2));
+
+  await runMore(client, check, expectError);
 }
 
 async function verify() {

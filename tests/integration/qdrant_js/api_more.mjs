@@ -1,0 +1,53 @@
+// The rest of the Qdrant API through @qdrant/js-client-rest: update_vectors,
+// PATCH of a collection, aliases, order_by, facets, groups, the universal
+// query API, recommend and discover. Called by qdrant_test.mjs with its
+// check/expectError reporters, on a collection of its own.
+
+const C = 'more';
+
+function vec(i) {
+  // 4-d points on a line with a small twist, so nearest neighbours are known.
+  return [i, (i % 3) + 1, 1, 0.5];
+}
+
+export async function runMore(client, check, expectError) {
+  await client.createCollection(C, {
+    vectors: { a: { size: 4, distance: 'Euclid' }, b: { size: 2, distance: 'Dot' } },
+  });
+  const points = [];
+  for (let i = 0; i < 30; i++) {
+    points.push({ id: i, vector: { a: vec(i), b: [1, i] }, payload: { color: ['red', 'green', 'blue'][i % 3], n: i } });
+  }
+  await client.upsert(C, { wait: true, points });
+
+  // --- update_vectors: only the named vector changes
+  const uv = await client.updateVectors(C, { wait: true, points: [{ id: 5, vector: { b: [7, 7] } }] });
+  check('updateVectors completes', uv.status === 'completed', JSON.stringify(uv));
+  const [p5] = await client.retrieve(C, { ids: [5], with_vector: true, with_payload: true });
+  check('updateVectors replaced b only',
+    JSON.stringify(p5.vector.b) === '[7,7]' && JSON.stringify(p5.vector.a) === JSON.stringify(vec(5)) &&
+    p5.payload.color === 'blue', JSON.stringify(p5));
+  await expectError('updateVectors of a missing point is 404', () =>
+    client.updateVectors(C, { wait: true, points: [{ id: 1, vector: { b: [0, 0] } }, { id: 999, vector: { b: [0, 0] } }] }),
+  404, '999');
+  const [p1] = await client.retrieve(C, { ids: [1], with_vector: true });
+  check('a failed updateVectors changed nothing', JSON.stringify(p1.vector.b) === '[1,1]', JSON.stringify(p1));
+  await expectError('updateVectors with a wrong dimension is 400', () =>
+    client.updateVectors(C, { points: [{ id: 1, vector: { b: [0, 0, 0] } }] }), 400);
+  const bu = await client.batchUpdate(C, { wait: true, operations: [
+    { update_vectors: { points: [{ id: 6, vector: { b: [6, 6] } }] } }] });
+  check('batchUpdate with update_vectors', bu.length === 1 && bu[0].status === 'completed', JSON.stringify(bu));
+
+  // --- PATCH /collections/{name}
+  const up = await client.updateCollection(C, {
+    hnsw_config: { m: 24, ef_construct: 120 }, optimizers_config: { deleted_threshold: 0.3 } });
+  check('updateCollection returns true', up === true, JSON.stringify(up));
+  const info = await client.getCollection(C);
+  check('updateCollection applied hnsw_config', info.config.hnsw_config.m === 24 &&
+    info.config.hnsw_config.ef_construct === 120 && info.config.optimizer_config.deleted_threshold === 0.3,
+  JSON.stringify(info.config));
+  await expectError('updateCollection with product quantization is 400', () =>
+    client.updateCollection(C, { quantization_config: { product: { compression: 'x16' } } }), 400, 'product');
+  await expectError('updateCollection with an unsupported optimizer key is 400', () =>
+    client.updateCollection(C, { optimizers_config: { flush_interval_sec: 3 } }), 400, 'flush_interval_sec');
+}
