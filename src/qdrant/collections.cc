@@ -647,6 +647,55 @@ Result<json> CreateIndex(Collection& c, const json& b) {
   return UpdateResult(c.Info().last_operation, true);
 }
 
+Result<json> UpdateAliases(CollectionManager& mgr, const json& b) {
+  const json* actions = Field(b, "actions");
+  if (actions == nullptr || !actions->is_array())
+    return Status::InvalidArgument("update aliases needs \"actions\": [...]");
+  using K = vector::AliasAction::Kind;
+  std::vector<vector::AliasAction> list;
+  auto str = [](const json& o, const char* k, std::string* out) -> Status {
+    const json* v = Field(o, k);
+    if (v == nullptr || !v->is_string())
+      return Status::InvalidArgument(fmt::format("alias action needs \"{}\": \"...\"", k));
+    *out = v->get<std::string>();
+    return Status::Ok();
+  };
+  for (const auto& a : *actions) {
+    if (!a.is_object() || a.size() != 1 || !a.begin().value().is_object())
+      return Status::InvalidArgument(
+          "each alias action is {\"create_alias\" | \"delete_alias\" | \"rename_alias\": {...}}");
+    const std::string& kind = a.begin().key();
+    const json& o = a.begin().value();
+    vector::AliasAction x;
+    if (kind == "create_alias") {
+      x.kind = K::kCreate;
+      STRATA_RETURN_IF_ERROR(str(o, "collection_name", &x.collection));
+      STRATA_RETURN_IF_ERROR(str(o, "alias_name", &x.alias));
+    } else if (kind == "delete_alias") {
+      x.kind = K::kDelete;
+      STRATA_RETURN_IF_ERROR(str(o, "alias_name", &x.alias));
+    } else if (kind == "rename_alias") {
+      x.kind = K::kRename;
+      STRATA_RETURN_IF_ERROR(str(o, "old_alias_name", &x.alias));
+      STRATA_RETURN_IF_ERROR(str(o, "new_alias_name", &x.new_alias));
+    } else {
+      return Status::InvalidArgument(fmt::format("unknown alias action \"{}\"", kind));
+    }
+    list.push_back(std::move(x));
+  }
+  STRATA_RETURN_IF_ERROR(mgr.UpdateAliases(list));
+  return json(true);
+}
+
+json AliasesJson(const CollectionManager& mgr, const std::string& collection) {
+  json out = json::array();
+  for (const auto& [a, c] : mgr.Aliases()) {
+    if (collection.empty() || c == collection)
+      out.push_back({{"alias_name", a}, {"collection_name", c}});
+  }
+  return json{{"aliases", out}};
+}
+
 json SnapshotJson(const CollectionManager& mgr, const std::string& coll, const std::string& snap) {
   std::error_code ec;
   const std::string dir = mgr.root() + "/.snapshots/" + coll + "/" + snap;

@@ -91,7 +91,7 @@ struct Handler::Impl {
   HandlerOptions opts;
 
   Result<std::shared_ptr<Collection>> Coll(const std::string& name) const {
-    auto c = mgr->Get(name);
+    auto c = mgr->Resolve(name);  // a collection or an alias of one
     if (!c) return Status::NotFound(fmt::format("Collection `{}` doesn't exist!", name));
     return *c;
   }
@@ -234,16 +234,20 @@ struct Handler::Impl {
     if (s2 == "snapshots" && seg.size() == 3) {
       if (method == "POST") {
         *op = "create_snapshot";
-        STRATA_ASSIGN_OR_RETURN(std::string snap, mgr->CreateSnapshot(name));
-        return SnapshotJson(*mgr, name, snap);
+        STRATA_ASSIGN_OR_RETURN(std::string snap, mgr->CreateSnapshot(c.name()));
+        return SnapshotJson(*mgr, c.name(), snap);
       }
       if (method == "GET") {
         *op = "list_snapshots";
-        STRATA_ASSIGN_OR_RETURN(auto list, mgr->ListSnapshots(name));
+        STRATA_ASSIGN_OR_RETURN(auto list, mgr->ListSnapshots(c.name()));
         json out = json::array();
-        for (const auto& s : list) out.push_back(SnapshotJson(*mgr, name, s));
+        for (const auto& s : list) out.push_back(SnapshotJson(*mgr, c.name(), s));
         return out;
       }
+    }
+    if (s2 == "aliases" && seg.size() == 3 && method == "GET") {
+      *op = "list_collection_aliases";
+      return AliasesJson(*mgr, c.name());
     }
     if (s2 == "points") return RoutePoints(method, seg, body, wait, c, op);
     return NoRoute(method, seg);
@@ -251,6 +255,15 @@ struct Handler::Impl {
 
   Result<json> Route(std::string_view method, const std::vector<std::string>& seg,
                      std::string_view query, std::string_view body, std::string* op) {
+    if (seg.size() == 2 && seg[0] == "collections" && seg[1] == "aliases" && method == "POST") {
+      *op = "update_aliases";
+      STRATA_ASSIGN_OR_RETURN(json b, ParseBody(body, true));
+      return UpdateAliases(*mgr, b);
+    }
+    if (seg.size() == 1 && seg[0] == "aliases" && method == "GET") {
+      *op = "list_aliases";
+      return AliasesJson(*mgr, "");
+    }
     if (seg.size() >= 2 && seg[0] == "collections") {
       if (seg.size() == 2) return RouteCollection(method, seg[1], body, op);
       if (seg.size() == 3 && seg[2] == "exists" && method == "GET") {

@@ -24,6 +24,10 @@ Result<json> CreateCollection(vector::CollectionManager& mgr, const std::string&
 // what has no equivalent here.
 Result<json> UpdateCollection(vector::Collection& c, const json& b);
 Result<json> CreateIndex(vector::Collection& c, const json& b);
+// POST /collections/aliases {"actions": [...]}: all or none.
+Result<json> UpdateAliases(vector::CollectionManager& mgr, const json& b);
+// {"aliases": [{"alias_name", "collection_name"}]}, of one collection unless "".
+json AliasesJson(const vector::CollectionManager& mgr, const std::string& collection);
 json SnapshotJson(const vector::CollectionManager& mgr, const std::string& coll,
                   const std::string& snap);
 

@@ -166,5 +166,59 @@ TEST_F(QdrantApiTest, PatchRebuildsSealedIndexes) {
   EXPECT_EQ(ExpectOk(Call("GET", "/collections/seg"))["points_count"], 200);
 }
 
+// Aliases: created, renamed, deleted atomically; every collection endpoint
+// takes one; they survive a restart and go with a dropped collection.
+TEST_F(QdrantApiTest, AliasesNameCollectionsEverywhere) {
+  MakeCities();
+  ExpectOk(Call("PUT", "/collections/other", R"({"vectors": {"size": 4, "distance": "Dot"}})"));
+  EXPECT_EQ(ExpectOk(Call("POST", "/collections/aliases", R"({"actions": [
+      {"create_alias": {"collection_name": "cities", "alias_name": "prod"}},
+      {"create_alias": {"collection_name": "other", "alias_name": "staging"}}]})")),
+            true);
+  json all = ExpectOk(Call("GET", "/aliases"))["aliases"];
+  EXPECT_EQ(all, json::parse(R"([{"alias_name": "prod", "collection_name": "cities"},
+                                 {"alias_name": "staging", "collection_name": "other"}])"));
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/cities/aliases"))["aliases"],
+            json::parse(R"([{"alias_name": "prod", "collection_name": "cities"}])"));
+  // Points, search, count and info through the alias.
+  EXPECT_EQ(ExpectOk(Call("POST", "/collections/prod/points/count", "{}"))["count"], 4);
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/prod"))["points_count"], 4);
+  ExpectOk(Call("PUT", "/collections/prod/points?wait=true",
+                R"({"points": [{"id": 9, "vector": [1, 0, 0, 0]}]})"));
+  EXPECT_EQ(ExpectOk(Call("POST", "/collections/cities/points/count", "{}"))["count"], 5);
+  json s = ExpectOk(
+      Call("POST", "/collections/prod/points/search", R"({"vector": [1, 0, 0, 0], "limit": 1})"));
+  EXPECT_EQ(s[0]["id"], 9);
+
+  // A failing action anywhere: 404 and none applied (prod still on cities).
+  ExpectError(Call("POST", "/collections/aliases", R"({"actions": [
+      {"delete_alias": {"alias_name": "prod"}},
+      {"create_alias": {"collection_name": "nope", "alias_name": "prod"}}]})"),
+              404, "nope");
+  EXPECT_EQ(ExpectOk(Call("GET", "/aliases"))["aliases"].size(), 2u);
+  ExpectError(Call("POST", "/collections/aliases",
+                   R"({"actions": [{"delete_alias": {"alias_name": "ghost"}}]})"),
+              404, "ghost");
+  ExpectError(Call("POST", "/collections/aliases", R"({"actions": [
+      {"create_alias": {"collection_name": "cities", "alias_name": "other"}}]})"),
+              409, "other");
+  ExpectError(Call("POST", "/collections/aliases", R"({"actions": [{"explode": {}}]})"), 400,
+              "explode");
+  // The switch-over pattern: repoint prod at other in one call; rename staging.
+  ExpectOk(Call("POST", "/collections/aliases", R"({"actions": [
+      {"delete_alias": {"alias_name": "prod"}},
+      {"create_alias": {"collection_name": "other", "alias_name": "prod"}},
+      {"rename_alias": {"old_alias_name": "staging", "new_alias_name": "next"}}]})"));
+  Restart();
+  EXPECT_EQ(ExpectOk(Call("GET", "/aliases"))["aliases"],
+            json::parse(R"([{"alias_name": "next", "collection_name": "other"},
+                            {"alias_name": "prod", "collection_name": "other"}])"));
+  EXPECT_EQ(ExpectOk(Call("POST", "/collections/prod/points/count", "{}"))["count"], 0);
+  // Dropping a collection drops its aliases.
+  ExpectOk(Call("DELETE", "/collections/other"));
+  EXPECT_EQ(ExpectOk(Call("GET", "/aliases"))["aliases"], json::array());
+  ExpectError(Call("POST", "/collections/prod/points/count", "{}"), 404, "prod");
+}
+
 }  // namespace
 }  // namespace strata::qdrant

@@ -50,4 +50,25 @@ export async function runMore(client, check, expectError) {
     client.updateCollection(C, { quantization_config: { product: { compression: 'x16' } } }), 400, 'product');
   await expectError('updateCollection with an unsupported optimizer key is 400', () =>
     client.updateCollection(C, { optimizers_config: { flush_interval_sec: 3 } }), 400, 'flush_interval_sec');
+
+  // --- aliases
+  const ua = await client.updateCollectionAliases({ actions: [
+    { create_alias: { collection_name: C, alias_name: 'more_alias' } }] });
+  check('updateCollectionAliases returns true', ua === true, JSON.stringify(ua));
+  const al = await client.getAliases();
+  check('getAliases lists it', al.aliases.some((a) => a.alias_name === 'more_alias' && a.collection_name === C),
+    JSON.stringify(al));
+  const cal = await client.getCollectionAliases(C);
+  check('getCollectionAliases lists it', cal.aliases.length === 1 && cal.aliases[0].alias_name === 'more_alias',
+    JSON.stringify(cal));
+  const viaAlias = await client.count('more_alias', {});
+  check('count through an alias', viaAlias.count === 30, JSON.stringify(viaAlias));
+  await client.updateCollectionAliases({ actions: [
+    { rename_alias: { old_alias_name: 'more_alias', new_alias_name: 'more_alias2' } }] });
+  const al2 = await client.getCollectionAliases(C);
+  check('rename_alias', al2.aliases.length === 1 && al2.aliases[0].alias_name === 'more_alias2', JSON.stringify(al2));
+  await expectError('delete_alias of a missing alias is 404', () =>
+    client.updateCollectionAliases({ actions: [{ delete_alias: { alias_name: 'ghost' } }] }), 404, 'ghost');
+  await client.updateCollectionAliases({ actions: [{ delete_alias: { alias_name: 'more_alias2' } }] });
+  check('delete_alias', (await client.getCollectionAliases(C)).aliases.length === 0);
 }
