@@ -197,6 +197,10 @@ struct Handler::Impl {
       *op = "delete_vectors";
       return DeleteVectors(c, bj, wait);
     }
+    if (seg.size() == 5 && (s3 == "search" || s3 == "query") && seg[4] == "groups") {
+      *op = s3 + "_groups";
+      return SearchGroups(c, bj, s3 == "query");
+    }
     if (seg.size() == 5 && (s3 == "search" || s3 == "query") && seg[4] == "batch") {
       *op = s3 + "_batch";
       const json* searches = Field(bj, "searches");
@@ -244,6 +248,11 @@ struct Handler::Impl {
         for (const auto& s : list) out.push_back(SnapshotJson(*mgr, c.name(), s));
         return out;
       }
+    }
+    if (s2 == "facet" && seg.size() == 3 && method == "POST") {
+      *op = "facet";
+      STRATA_ASSIGN_OR_RETURN(json b, ParseBody(body, true));
+      return Facet(c, b);
     }
     if (s2 == "aliases" && seg.size() == 3 && method == "GET") {
       *op = "list_collection_aliases";

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,8 @@
 
 #include <strata/core/result.h>
 #include <strata/vector/collection.h>
+
+#include "qdrant/json_convert.h"
 
 namespace strata::qdrant {
 
@@ -42,6 +45,12 @@ Result<json> GetPoint(vector::Collection& c, const std::string& id_text);
 Result<json> Scroll(vector::Collection& c, const json& b);
 Result<json> Count(vector::Collection& c, const json& b);
 
+// ordering.cc: a scroll whose body has "order_by"; facet counts.
+Result<json> ScrollOrdered(vector::Collection& c, const json& b,
+                           const std::optional<vector::Filter>& f, size_t limit,
+                           const PayloadSelector& ps, const VectorSelector& vs);
+Result<json> Facet(vector::Collection& c, const json& b);
+
 // payload.cc: edits of points chosen by "points": [ids] (404 for a missing
 // one) or "filter"; Batch answers one UpdateResult per operation.
 Result<json> SetPayload(vector::Collection& c, const json& b, bool overwrite, bool wait);
@@ -53,5 +62,7 @@ Result<json> Batch(vector::Collection& c, const json& b, bool wait);
 // search.cc: one result list per body (query_shape: each as {"points": [...]}).
 Result<json> SearchBatch(vector::Collection& c, const std::vector<const json*>& bodies,
                          bool query_shape);
+// search/groups (query_shape false) and query/groups: {"groups": [{"id", "hits"}]}.
+Result<json> SearchGroups(vector::Collection& c, const json& b, bool query_shape);
 
 }  // namespace strata::qdrant

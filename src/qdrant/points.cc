@@ -260,12 +260,10 @@ Result<json> Scroll(Collection& c, const json& b) {
     if (!id) return id.error();
     sr.offset = *id;
   }
-  if (Field(b, "order_by") != nullptr) {
-    return Status::InvalidArgument("order_by is not supported; scroll returns points in id order");
-  }
   PayloadSelector ps;
   VectorSelector vs;
   STRATA_RETURN_IF_ERROR(SelectorsFromBody(b, /*payload_default=*/true, &ps, &vs));
+  if (Field(b, "order_by") != nullptr) return ScrollOrdered(c, b, sr.filter, sr.limit, ps, vs);
   sr.with_payload = ps.enabled;
   sr.with_vectors = vs.enabled;
   auto page = c.Scroll(sr);

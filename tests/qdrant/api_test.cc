@@ -220,5 +220,72 @@ TEST_F(QdrantApiTest, AliasesNameCollectionsEverywhere) {
   ExpectError(Call("POST", "/collections/prod/points/count", "{}"), 404, "prod");
 }
 
+// scroll order_by needs a range index on the key, as in Qdrant.
+TEST_F(QdrantApiTest, ScrollOrderBy) {
+  MakeCities();
+  ExpectError(Call("POST", "/collections/cities/points/scroll", R"({"order_by": "n"})"), 400,
+              "range index");
+  ExpectOk(Call("PUT", "/collections/cities/index",
+                R"({"field_name": "n", "field_schema": "integer"})"));
+  json r = ExpectOk(Call("POST", "/collections/cities/points/scroll",
+                         R"({"order_by": {"key": "n", "direction": "desc"}, "limit": 3})"));
+  ASSERT_EQ(r["points"].size(), 3u) << r.dump();
+  EXPECT_EQ(r["points"][0]["id"], 4);
+  EXPECT_EQ(r["points"][1]["id"], 3);
+  EXPECT_EQ(r["points"][2]["id"], 2);
+  EXPECT_EQ(r["points"][0]["order_value"], 4);
+  EXPECT_TRUE(r["next_page_offset"].is_null());
+  r = ExpectOk(Call("POST", "/collections/cities/points/scroll", R"({
+      "order_by": {"key": "n", "start_from": 2},
+      "filter": {"must": [{"key": "city", "match": {"value": "London"}}]}})"));
+  ASSERT_EQ(r["points"].size(), 2u) << r.dump();
+  EXPECT_EQ(r["points"][0]["id"], 2);
+  EXPECT_EQ(r["points"][1]["id"], 4);
+  ExpectError(Call("POST", "/collections/cities/points/scroll",
+                   R"({"order_by": {"key": "n", "direction": "up"}})"),
+              400, "direction");
+}
+
+TEST_F(QdrantApiTest, FacetCountsValues) {
+  MakeCities();
+  ExpectError(Call("POST", "/collections/cities/facet", R"({"key": "city"})"), 400,
+              "Index required");
+  ExpectOk(Call("PUT", "/collections/cities/index",
+                R"({"field_name": "city", "field_schema": "keyword"})"));
+  json r = ExpectOk(Call("POST", "/collections/cities/facet", R"({"key": "city", "exact": true})"));
+  EXPECT_EQ(r["hits"], json::parse(R"([{"value": "London", "count": 2},
+      {"value": "Berlin", "count": 1}, {"value": "Moscow", "count": 1}])"));
+  r = ExpectOk(Call("POST", "/collections/cities/facet", R"({"key": "city", "limit": 1,
+      "filter": {"must": [{"key": "n", "range": {"lt": 3}}]}})"));
+  EXPECT_EQ(r["hits"], json::parse(R"([{"value": "Berlin", "count": 1}])"));
+  ExpectError(Call("POST", "/collections/cities/facet", R"({"key": "city", "limit": 0})"), 400,
+              "limit");
+}
+
+// search/groups: the best points per group value, groups by their best hit.
+TEST_F(QdrantApiTest, SearchAndQueryGroups) {
+  MakeCities();
+  const std::string q = R"("group_by": "city", "group_size": 1, "limit": 2, "with_payload": true)";
+  json r = ExpectOk(Call("POST", "/collections/cities/points/search/groups",
+                         R"({"vector": [0.2, 0.1, 0.9, 0.7], )" + q + "}"));
+  // Dot scores: 4 (London) 1.362, 1 (Berlin) 1.273, 3 (Moscow) 1.208, 2 (London) 0.871.
+  ASSERT_EQ(r["groups"].size(), 2u) << r.dump();
+  EXPECT_EQ(r["groups"][0]["id"], "London");
+  EXPECT_EQ(r["groups"][0]["hits"].size(), 1u);
+  EXPECT_EQ(r["groups"][0]["hits"][0]["id"], 4);
+  EXPECT_EQ(r["groups"][1]["id"], "Berlin");
+  json g = ExpectOk(Call("POST", "/collections/cities/points/query/groups",
+                         R"({"query": [0.2, 0.1, 0.9, 0.7], "group_by": "city",
+                             "group_size": 2, "limit": 3})"));
+  ASSERT_EQ(g["groups"].size(), 3u) << g.dump();
+  EXPECT_EQ(g["groups"][0]["id"], "London");
+  ASSERT_EQ(g["groups"][0]["hits"].size(), 2u);
+  EXPECT_EQ(g["groups"][0]["hits"][1]["id"], 2);
+  EXPECT_FALSE(g["groups"][0]["hits"][0].contains("payload"));
+  ExpectError(Call("POST", "/collections/cities/points/search/groups",
+                   R"({"vector": [1, 0, 0, 0], "limit": 2})"),
+              400, "group_by");
+}
+
 }  // namespace
 }  // namespace strata::qdrant
