@@ -71,4 +71,23 @@ export async function runMore(client, check, expectError) {
     client.updateCollectionAliases({ actions: [{ delete_alias: { alias_name: 'ghost' } }] }), 404, 'ghost');
   await client.updateCollectionAliases({ actions: [{ delete_alias: { alias_name: 'more_alias2' } }] });
   check('delete_alias', (await client.getCollectionAliases(C)).aliases.length === 0);
+
+  // --- scroll order_by, facet, groups
+  await expectError('scroll order_by without an index is 400', () =>
+    client.scroll(C, { order_by: 'n' }), 400, 'index');
+  await client.createPayloadIndex(C, { field_name: 'n', field_schema: 'integer', wait: true });
+  await client.createPayloadIndex(C, { field_name: 'color', field_schema: 'keyword', wait: true });
+  const ord = await client.scroll(C, { order_by: { key: 'n', direction: 'desc', start_from: 20 }, limit: 3 });
+  check('scroll order_by desc from 20', JSON.stringify(ord.points.map((p) => p.id)) === '[20,19,18]',
+    JSON.stringify(ord));
+  const fc = await client.facet(C, { key: 'color', filter: { must: [{ key: 'n', range: { lt: 10 } }] } });
+  // n < 10: red 0,3,6,9 (4), green 1,4,7 (3), blue 2,5,8 (3)
+  check('facet counts', fc.hits.length === 3 && fc.hits[0].value === 'red' && fc.hits[0].count === 4 &&
+    fc.hits[1].count === 3, JSON.stringify(fc));
+  const sg = await client.searchPointGroups(C, { vector: { name: 'a', vector: vec(10) }, group_by: 'color',
+    group_size: 2, limit: 3 });
+  check('searchPointGroups', sg.groups.length === 3 && sg.groups[0].id === 'green' &&
+    sg.groups[0].hits[0].id === 10 && sg.groups.every((g) => g.hits.length === 2), JSON.stringify(sg));
+  const qg = await client.queryGroups(C, { query: vec(10), using: 'a', group_by: 'color', group_size: 1, limit: 2 });
+  check('queryGroups', qg.groups.length === 2 && qg.groups[0].hits[0].id === 10, JSON.stringify(qg));
 }
