@@ -176,6 +176,12 @@ struct Handler::Impl {
         STRATA_ASSIGN_OR_RETURN(json r, SearchBatch(c, {&bj}, s3 == "query"));
         return std::move(r[0]);
       }
+      if (s3 == "recommend" || s3 == "discover") {
+        *op = s3;
+        STRATA_ASSIGN_OR_RETURN(json q, LegacyToQuery(bj, s3 == "discover"));
+        STRATA_ASSIGN_OR_RETURN(json r, SearchBatch(c, {&q}, /*query_shape=*/true));
+        return std::move(r[0]["points"]);
+      }
       if (s3 == "scroll") {
         *op = "scroll";
         return Scroll(c, bj);
@@ -196,6 +202,37 @@ struct Handler::Impl {
     if (seg.size() == 5 && s3 == "vectors" && seg[4] == "delete") {
       *op = "delete_vectors";
       return DeleteVectors(c, bj, wait);
+    }
+    if (seg.size() == 5 && (s3 == "recommend" || s3 == "discover") && seg[4] == "batch") {
+      *op = s3 + "_batch";
+      const json* searches = Field(bj, "searches");
+      if (searches == nullptr || !searches->is_array())
+        return Status::InvalidArgument("batch needs \"searches\": [...]");
+      std::vector<json> qs;
+      for (const auto& s : *searches) {
+        STRATA_ASSIGN_OR_RETURN(json q, LegacyToQuery(s, s3 == "discover"));
+        qs.push_back(std::move(q));
+      }
+      std::vector<const json*> bodies;
+      for (const auto& q : qs) bodies.push_back(&q);
+      STRATA_ASSIGN_OR_RETURN(json r, SearchBatch(c, bodies, /*query_shape=*/true));
+      json out = json::array();
+      for (auto& x : r) out.push_back(std::move(x["points"]));
+      return out;
+    }
+    if (seg.size() == 5 && s3 == "recommend" && seg[4] == "groups") {
+      *op = "recommend_groups";
+      json g = bj;
+      json rest = json::object();
+      for (const char* k : {"group_by", "group_size", "limit", "with_lookup"}) {
+        if (g.contains(k)) {
+          rest[k] = g[k];
+          g.erase(k);
+        }
+      }
+      STRATA_ASSIGN_OR_RETURN(json q, LegacyToQuery(g, false));
+      q.update(rest);
+      return SearchGroups(c, q, /*query_shape=*/true);
     }
     if (seg.size() == 5 && (s3 == "search" || s3 == "query") && seg[4] == "groups") {
       *op = s3 + "_groups";

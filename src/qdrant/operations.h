@@ -50,6 +50,11 @@ Result<json> ScrollOrdered(vector::Collection& c, const json& b,
                            const std::optional<vector::Filter>& f, size_t limit,
                            const PayloadSelector& ps, const VectorSelector& vs);
 Result<json> Facet(vector::Collection& c, const json& b);
+// The points the filter matches ordered by an order_by spec (a key or
+// {key, direction, start_from}); each score is the point's order value.
+Result<std::vector<vector::ScoredPoint>> OrderedPoints(vector::Collection& c, const json& order_by,
+                                                       const std::optional<vector::Filter>& f,
+                                                       size_t limit, bool with_vectors);
 
 // payload.cc: edits of points chosen by "points": [ids] (404 for a missing
 // one) or "filter"; Batch answers one UpdateResult per operation.
@@ -58,6 +63,22 @@ Result<json> DeletePayload(vector::Collection& c, const json& b, bool wait);
 Result<json> ClearPayload(vector::Collection& c, const json& b, bool wait);
 Result<json> DeleteVectors(vector::Collection& c, const json& b, bool wait);
 Result<json> Batch(vector::Collection& c, const json& b, bool wait);
+
+// search.cc: the parameters every search and query stage shares (filter,
+// limit, offset, score_threshold, params, selectors).
+Status ParseSearchCommon(const json& b, vector::SearchRequest* r, PayloadSelector* ps,
+                         VectorSelector* vs, bool payload_default);
+
+// query.cc: one /points/query body, answered with the selectors it asks for.
+struct QueryRun {
+  std::vector<vector::ScoredPoint> points;
+  PayloadSelector ps;
+  VectorSelector vs;
+};
+Result<QueryRun> RunQuery(vector::Collection& c, const json& b);
+// The body of /points/recommend (discover=false) or /points/discover as the
+// equivalent /points/query body.
+Result<json> LegacyToQuery(const json& b, bool discover);
 
 // search.cc: one result list per body (query_shape: each as {"points": [...]}).
 Result<json> SearchBatch(vector::Collection& c, const std::vector<const json*>& bodies,

@@ -73,16 +73,16 @@ std::optional<double> OrderValue(const json& v, PayloadType t) {
 
 }  // namespace
 
-Result<json> ScrollOrdered(Collection& c, const json& b, const std::optional<vector::Filter>& f,
-                           size_t limit, const PayloadSelector& ps, const VectorSelector& vs) {
-  const json* ob = Field(b, "order_by");
+Result<std::vector<vector::ScoredPoint>> OrderedPoints(Collection& c, const json& ob,
+                                                       const std::optional<vector::Filter>& f,
+                                                       size_t limit, bool with_vectors) {
   std::string key;
   bool desc = false;
   std::optional<double> start;
-  if (ob->is_string()) {
-    key = ob->get<std::string>();
-  } else if (ob->is_object()) {
-    for (auto it = ob->begin(); it != ob->end(); ++it) {
+  if (ob.is_string()) {
+    key = ob.get<std::string>();
+  } else if (ob.is_object()) {
+    for (auto it = ob.begin(); it != ob.end(); ++it) {
       const std::string& k = it.key();
       const json& v = it.value();
       if (k == "key" && v.is_string()) {
@@ -102,8 +102,6 @@ Result<json> ScrollOrdered(Collection& c, const json& b, const std::optional<vec
     }
   }
   if (key.empty()) return Status::InvalidArgument("order_by needs a \"key\"");
-  if (Field(b, "offset") != nullptr)
-    return Status::InvalidArgument("offset cannot be used with order_by; use order_by.start_from");
   auto type = IndexType(c, key);
   if (!type || (*type != PayloadType::kInteger && *type != PayloadType::kFloat &&
                 *type != PayloadType::kTimestamp)) {
@@ -113,34 +111,41 @@ Result<json> ScrollOrdered(Collection& c, const json& b, const std::optional<vec
         "see which payload schemas support Range conditions",
         key));
   }
-  STRATA_ASSIGN_OR_RETURN(auto recs, AllMatching(c, f, vs.enabled));
-  struct Row {
-    double value;
-    json raw;
-    size_t rec;
-  };
-  std::vector<Row> rows;
+  STRATA_ASSIGN_OR_RETURN(auto recs, AllMatching(c, f, with_vectors));
+  std::vector<std::pair<double, size_t>> rows;
   for (size_t i = 0; i < recs.size(); ++i) {
     // A point with several values appears once per value, as in Qdrant.
     for (const auto& v : ValuesAt(recs[i].payload, key)) {
       auto d = OrderValue(v, *type);
       if (!d) continue;
       if (start && (desc ? *d > *start : *d < *start)) continue;
-      rows.push_back(Row{*d, v, i});
+      rows.emplace_back(*d, i);
     }
   }
-  std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& z) {
-    if (a.value != z.value) return desc ? a.value > z.value : a.value < z.value;
-    return recs[a.rec].id < recs[z.rec].id;
+  std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& z) {
+    if (a.first != z.first) return desc ? a.first > z.first : a.first < z.first;
+    return recs[a.second].id < recs[z.second].id;
   });
-  json pts = json::array();
-  for (size_t i = 0; i < rows.size() && i < limit; ++i) {
-    json r = RecordJson(recs[rows[i].rec], c, ps, vs);
-    r["order_value"] = rows[i].raw.is_number() ? rows[i].raw : json(rows[i].value);
-    pts.push_back(std::move(r));
+  std::vector<vector::ScoredPoint> out;
+  for (size_t i = 0; i < rows.size() && i < limit; ++i)
+    out.push_back(vector::ScoredPoint{recs[rows[i].second], float(rows[i].first)});
+  return out;
+}
+
+Result<json> ScrollOrdered(Collection& c, const json& b, const std::optional<vector::Filter>& f,
+                           size_t limit, const PayloadSelector& ps, const VectorSelector& vs) {
+  if (Field(b, "offset") != nullptr)
+    return Status::InvalidArgument("offset cannot be used with order_by; use order_by.start_from");
+  STRATA_ASSIGN_OR_RETURN(auto pts, OrderedPoints(c, *Field(b, "order_by"), f, limit, vs.enabled));
+  json out = json::array();
+  for (const auto& p : pts) {
+    json r = RecordJson(p.record, c, ps, vs);
+    const double v = p.score;
+    r["order_value"] = v == double(int64_t(v)) ? json(int64_t(v)) : json(v);
+    out.push_back(std::move(r));
   }
   // Qdrant pages an ordered scroll with start_from, not with an offset.
-  return json{{"points", pts}, {"next_page_offset", nullptr}};
+  return json{{"points", out}, {"next_page_offset", nullptr}};
 }
 
 Result<json> Facet(Collection& c, const json& b) {

@@ -77,6 +77,8 @@ Status ParseSearchParams(const json& b, vector::SearchRequest* r) {
   return Status::Ok();
 }
 
+}  // namespace
+
 // Common search parameters: filter, limit, offset, selectors, params.
 Status ParseSearchCommon(const json& b, vector::SearchRequest* r, PayloadSelector* ps,
                          VectorSelector* vs, bool payload_default) {
@@ -107,6 +109,8 @@ Status ParseSearchCommon(const json& b, vector::SearchRequest* r, PayloadSelecto
   return Status::Ok();
 }
 
+namespace {
+
 // A search body ("vector" is an array or {name, vector}).
 Status ParseSearch(const json& b, vector::SearchRequest* r, PayloadSelector* ps,
                    VectorSelector* vs) {
@@ -132,59 +136,6 @@ Status ParseSearch(const json& b, vector::SearchRequest* r, PayloadSelector* ps,
   return ParseSearchCommon(b, r, ps, vs, /*payload_default=*/false);
 }
 
-// /points/query: query is a vector, {nearest: vector|id}, or a point id.
-Status ParseQuery(Collection& c, const json& b, vector::SearchRequest* r, PayloadSelector* ps,
-                  VectorSelector* vs, bool* scroll_like) {
-  if (!b.is_object()) return Status::InvalidArgument("the query body must be a JSON object");
-  if (const json* pf = Field(b, "prefetch"); pf != nullptr && !(pf->is_array() && pf->empty())) {
-    return Status::InvalidArgument("prefetch (hybrid queries) is not supported");
-  }
-  if (const json* u = Field(b, "using")) {
-    if (!u->is_string()) return Status::InvalidArgument("using must be a vector name");
-    r->vector_name = u->get<std::string>();
-  }
-  STRATA_RETURN_IF_ERROR(ParseSearchCommon(b, r, ps, vs, /*payload_default=*/false));
-  const json* q = Field(b, "query");
-  if (q == nullptr) {
-    *scroll_like = true;
-    return Status::Ok();
-  }
-  if (q->is_object()) {
-    if (const json* n = Field(*q, "nearest")) {
-      q = n;
-    } else {
-      return Status::InvalidArgument(
-          fmt::format("query kind {} is not supported (use a vector, a point id or nearest)",
-                      q->begin() == q->end() ? "{}" : q->begin().key()));
-    }
-  }
-  if (q->is_array()) {
-    if (!q->empty() && q->front().is_array())
-      return Status::InvalidArgument("multivector queries are not supported");
-    STRATA_ASSIGN_OR_RETURN(r->vector, FloatsFromJson(*q, "query"));
-    return Status::Ok();
-  }
-  if (q->is_object()) return Status::InvalidArgument("sparse query vectors are not supported");
-  // A point id: search with that point's vector, excluding the point.
-  STRATA_ASSIGN_OR_RETURN(PointId id, IdFromJson(*q));
-  std::vector<PointId> ids = {id};
-  STRATA_ASSIGN_OR_RETURN(auto recs, c.Get(ids, false, true));
-  if (recs.empty())
-    return Status::NotFound(fmt::format("No point with id {} found", id.ToString()));
-  const auto& schema = c.schema();
-  std::string want = r->vector_name;
-  if (want.empty() && schema.vectors.size() == 1) want = schema.vectors[0].name;
-  for (const auto& nv : recs[0].vectors) {
-    if (nv.name == want) r->vector = nv.values;
-  }
-  if (r->vector.empty()) {
-    return Status::InvalidArgument(
-        fmt::format("point {} has no vector \"{}\"", id.ToString(), want));
-  }
-  r->exclude.push_back(id);
-  return Status::Ok();
-}
-
 }  // namespace
 
 namespace {
@@ -203,13 +154,17 @@ Result<BatchRun> RunBatch(Collection& c, const std::vector<const json*>& bodies,
   run.vss.resize(bodies.size());
   run.results.resize(bodies.size());
   std::vector<char> scroll_like(bodies.size(), 0);
+  if (query_shape) {
+    for (size_t i = 0; i < bodies.size(); ++i) {
+      STRATA_ASSIGN_OR_RETURN(QueryRun q, RunQuery(c, *bodies[i]));
+      run.results[i] = std::move(q.points);
+      run.pss[i] = std::move(q.ps);
+      run.vss[i] = std::move(q.vs);
+    }
+    return run;
+  }
   for (size_t i = 0; i < bodies.size(); ++i) {
-    bool no_vector = false;
-    Status st = query_shape
-                    ? ParseQuery(c, *bodies[i], &reqs[i], &run.pss[i], &run.vss[i], &no_vector)
-                    : ParseSearch(*bodies[i], &reqs[i], &run.pss[i], &run.vss[i]);
-    if (!st.ok()) return st;
-    scroll_like[i] = no_vector;
+    STRATA_RETURN_IF_ERROR(ParseSearch(*bodies[i], &reqs[i], &run.pss[i], &run.vss[i]));
   }
   std::vector<vector::SearchRequest> real;
   std::vector<size_t> where;
