@@ -90,4 +90,44 @@ export async function runMore(client, check, expectError) {
     sg.groups[0].hits[0].id === 10 && sg.groups.every((g) => g.hits.length === 2), JSON.stringify(sg));
   const qg = await client.queryGroups(C, { query: vec(10), using: 'a', group_by: 'color', group_size: 1, limit: 2 });
   check('queryGroups', qg.groups.length === 2 && qg.groups[0].hits[0].id === 10, JSON.stringify(qg));
+
+  // --- universal query API
+  const near = await client.query(C, { query: vec(7), using: 'a', limit: 3 });
+  check('query nearest', near.points[0].id === 7 && near.points.length === 3, JSON.stringify(near));
+  // Prefetch on a (points 0..4 nearest 2), re-scored on b: b = [1, i] (5, 6 were changed above).
+  const resc = await client.query(C, {
+    prefetch: { query: vec(2), using: 'a', limit: 5, filter: { must: [{ key: 'n', range: { lte: 4 } }] } },
+    query: [0, 1], using: 'b', limit: 5 });
+  check('query re-scores a prefetch', JSON.stringify(resc.points.map((p) => p.id)) === '[4,3,2,1,0]',
+    JSON.stringify(resc));
+  const rrf = await client.query(C, {
+    prefetch: [{ query: vec(3), using: 'a', limit: 5 }, { query: vec(3), using: 'a', limit: 5 }],
+    query: { fusion: 'rrf' }, limit: 2, with_payload: ['color'] });
+  check('query fusion rrf', rrf.points[0].id === 3 && rrf.points[0].payload.color === 'red' &&
+    Object.keys(rrf.points[0].payload).length === 1, JSON.stringify(rrf));
+  const dbsf = await client.query(C, {
+    prefetch: [{ query: vec(3), using: 'a', limit: 5 }, { query: [0, 1], using: 'b', limit: 5 }],
+    query: { fusion: 'dbsf' }, limit: 3 });
+  check('query fusion dbsf', dbsf.points.length === 3, JSON.stringify(dbsf));
+  const ob = await client.query(C, { query: { order_by: { key: 'n', direction: 'desc' } }, limit: 2 });
+  check('query order_by', JSON.stringify(ob.points.map((p) => p.id)) === '[29,28]', JSON.stringify(ob));
+  const rq = await client.query(C, { query: { recommend: { positive: [10], negative: [0] } }, using: 'a', limit: 2 });
+  check('query recommend excludes the examples', rq.points.length === 2 && !rq.points.some((p) => p.id === 10 || p.id === 0),
+    JSON.stringify(rq));
+  const qb = await client.queryBatch(C, { searches: [{ query: vec(1), using: 'a', limit: 1 },
+    { query: 12, using: 'a', limit: 1 }] });
+  check('queryBatch', qb.length === 2 && qb[0].points[0].id === 1 && qb[1].points[0].id !== 12, JSON.stringify(qb));
+  await expectError('query fusion without prefetch is 400', () =>
+    client.query(C, { query: { fusion: 'rrf' } }), 400, 'prefetch');
+
+  // --- recommend and discover
+  const rec = await client.recommend(C, { positive: [10], negative: [0], using: 'a', limit: 3, strategy: 'best_score' });
+  check('recommend best_score', rec.length === 3 && (rec[0].id === 11 || rec[0].id === 9), JSON.stringify(rec));
+  const recb = await client.recommendBatch(C, { searches: [{ positive: [20], using: 'a', limit: 1 }] });
+  check('recommendBatch', recb.length === 1 && recb[0].length === 1 && recb[0][0].id !== 20, JSON.stringify(recb));
+  const disc = await client.discoverPoints(C, { target: vec(15), context: [{ positive: 16, negative: 0 }], using: 'a', limit: 2 });
+  check('discoverPoints', disc.length === 2 && disc[0].id === 15, JSON.stringify(disc));
+  const discb = await client.discoverBatchPoints(C, { searches: [
+    { target: vec(15), context: [{ positive: 16, negative: 0 }], using: 'a', limit: 1 }] });
+  check('discoverBatchPoints', discb.length === 1 && discb[0][0].id === 15, JSON.stringify(discb));
 }
