@@ -314,7 +314,7 @@ struct Handler::Impl {
       if (seg.size() == 2) return RouteCollection(method, seg[1], body, op);
       if (seg.size() == 3 && seg[2] == "exists" && method == "GET") {
         *op = "collection_exists";
-        return json{{"exists", mgr->Exists(seg[1])}};
+        return json{{"exists", mgr->Resolve(seg[1]).has_value()}};  // an alias counts, as in Qdrant
       }
       return RouteInCollection(method, seg, query, body, op);
     }

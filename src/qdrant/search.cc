@@ -1,7 +1,5 @@
-// Search and query: /points/search, /points/query and their /batch forms. A
-// search body carries a vector; a query body a vector, {nearest: ...}, a
-// point id (search with that point's vector, the point excluded) or nothing
-// (points in id order, as a scroll).
+// Search: /points/search and its batch and groups forms; the query forms
+// share the batch and groups plumbing and run through query.cc.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -153,7 +151,6 @@ Result<BatchRun> RunBatch(Collection& c, const std::vector<const json*>& bodies,
   run.pss.resize(bodies.size());
   run.vss.resize(bodies.size());
   run.results.resize(bodies.size());
-  std::vector<char> scroll_like(bodies.size(), 0);
   if (query_shape) {
     for (size_t i = 0; i < bodies.size(); ++i) {
       STRATA_ASSIGN_OR_RETURN(QueryRun q, RunQuery(c, *bodies[i]));
@@ -166,36 +163,9 @@ Result<BatchRun> RunBatch(Collection& c, const std::vector<const json*>& bodies,
   for (size_t i = 0; i < bodies.size(); ++i) {
     STRATA_RETURN_IF_ERROR(ParseSearch(*bodies[i], &reqs[i], &run.pss[i], &run.vss[i]));
   }
-  std::vector<vector::SearchRequest> real;
-  std::vector<size_t> where;
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    if (!scroll_like[i]) {
-      real.push_back(reqs[i]);
-      where.push_back(i);
-    }
-  }
-  if (!real.empty()) {
-    auto res = c.SearchBatch(real);
-    if (!res) return res.error();
-    for (size_t j = 0; j < real.size(); ++j) run.results[where[j]] = std::move((*res)[j]);
-  }
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    if (!scroll_like[i]) continue;
-    // A query without a vector lists points in id order (as Qdrant's).
-    vector::ScrollRequest sr;
-    sr.filter = reqs[i].filter;
-    sr.limit = reqs[i].offset + reqs[i].limit;
-    sr.with_payload = reqs[i].with_payload;
-    sr.with_vectors = reqs[i].with_vectors;
-    auto page = c.Scroll(sr);
-    if (!page) return page.error();
-    for (size_t k = reqs[i].offset; k < page->points.size(); ++k) {
-      vector::ScoredPoint sp;
-      sp.record = page->points[k];
-      sp.score = 0;
-      run.results[i].push_back(std::move(sp));
-    }
-  }
+  auto res = c.SearchBatch(reqs);
+  if (!res) return res.error();
+  run.results = std::move(*res);
   return run;
 }
 

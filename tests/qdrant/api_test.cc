@@ -183,6 +183,7 @@ TEST_F(QdrantApiTest, AliasesNameCollectionsEverywhere) {
   // Points, search, count and info through the alias.
   EXPECT_EQ(ExpectOk(Call("POST", "/collections/prod/points/count", "{}"))["count"], 4);
   EXPECT_EQ(ExpectOk(Call("GET", "/collections/prod"))["points_count"], 4);
+  EXPECT_EQ(ExpectOk(Call("GET", "/collections/prod/exists"))["exists"], true);
   ExpectOk(Call("PUT", "/collections/prod/points?wait=true",
                 R"({"points": [{"id": 9, "vector": [1, 0, 0, 0]}]})"));
   EXPECT_EQ(ExpectOk(Call("POST", "/collections/cities/points/count", "{}"))["count"], 5);
