@@ -333,6 +333,8 @@ Result<StageResult> Evaluate(Collection& c, const Query& q, const vector::Search
     out.lower_better = metric == vector::Metric::kL2;
     return out;
   }
+  if ((q.kind == Query::kOrderBy || q.kind == Query::kNone) && base.score_threshold)
+    return Status::InvalidArgument("score_threshold needs a query that scores points");
   if (q.kind == Query::kOrderBy) {
     STRATA_ASSIGN_OR_RETURN(out.pts, OrderedPoints(c, q.order_by, f, n, false));
     return out;

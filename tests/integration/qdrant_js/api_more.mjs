@@ -1,7 +1,8 @@
 // The rest of the Qdrant API through @qdrant/js-client-rest: update_vectors,
 // PATCH of a collection, aliases, order_by, facets, groups, the universal
 // query API, recommend and discover. Called by qdrant_test.mjs with its
-// check/expectError reporters, on a collection of its own.
+// check/expectError reporters and its plain-fetch `rest` for the routes the
+// 1.19 client no longer wraps, on a collection of its own.
 
 const C = 'more';
 
@@ -10,7 +11,7 @@ function vec(i) {
   return [i, (i % 3) + 1, 1, 0.5];
 }
 
-export async function runMore(client, check, expectError) {
+export async function runMore(client, rest, check, expectError) {
   await client.createCollection(C, {
     vectors: { a: { size: 4, distance: 'Euclid' }, b: { size: 2, distance: 'Dot' } },
   });
@@ -84,7 +85,7 @@ export async function runMore(client, check, expectError) {
   // n < 10: red 0,3,6,9 (4), green 1,4,7 (3), blue 2,5,8 (3)
   check('facet counts', fc.hits.length === 3 && fc.hits[0].value === 'red' && fc.hits[0].count === 4 &&
     fc.hits[1].count === 3, JSON.stringify(fc));
-  const sg = await client.searchPointGroups(C, { vector: { name: 'a', vector: vec(10) }, group_by: 'color',
+  const sg = await rest.searchPointGroups(C, { vector: { name: 'a', vector: vec(10) }, group_by: 'color',
     group_size: 2, limit: 3 });
   check('searchPointGroups', sg.groups.length === 3 && sg.groups[0].id === 'green' &&
     sg.groups[0].hits[0].id === 10 && sg.groups.every((g) => g.hits.length === 2), JSON.stringify(sg));
@@ -121,13 +122,13 @@ export async function runMore(client, check, expectError) {
     client.query(C, { query: { fusion: 'rrf' } }), 400, 'prefetch');
 
   // --- recommend and discover
-  const rec = await client.recommend(C, { positive: [10], negative: [0], using: 'a', limit: 3, strategy: 'best_score' });
+  const rec = await rest.recommend(C, { positive: [10], negative: [0], using: 'a', limit: 3, strategy: 'best_score' });
   check('recommend best_score', rec.length === 3 && (rec[0].id === 11 || rec[0].id === 9), JSON.stringify(rec));
-  const recb = await client.recommendBatch(C, { searches: [{ positive: [20], using: 'a', limit: 1 }] });
+  const recb = await rest.recommendBatch(C, { searches: [{ positive: [20], using: 'a', limit: 1 }] });
   check('recommendBatch', recb.length === 1 && recb[0].length === 1 && recb[0][0].id !== 20, JSON.stringify(recb));
-  const disc = await client.discoverPoints(C, { target: vec(15), context: [{ positive: 16, negative: 0 }], using: 'a', limit: 2 });
+  const disc = await rest.discoverPoints(C, { target: vec(15), context: [{ positive: 16, negative: 0 }], using: 'a', limit: 2 });
   check('discoverPoints', disc.length === 2 && disc[0].id === 15, JSON.stringify(disc));
-  const discb = await client.discoverBatchPoints(C, { searches: [
+  const discb = await rest.discoverBatchPoints(C, { searches: [
     { target: vec(15), context: [{ positive: 16, negative: 0 }], using: 'a', limit: 1 }] });
   check('discoverBatchPoints', discb.length === 1 && discb[0][0].id === 15, JSON.stringify(discb));
 }
