@@ -527,7 +527,17 @@ Result<json> UpdateCollection(Collection& c, const json& b) {
                          "optimizers_config and params");
     }
   }
-  for (const auto& f : fields) STRATA_RETURN_IF_ERROR(CheckIndexKnobs(f));
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const auto& was = info.schema.vectors[i].index;
+    const auto& now = fields[i].index;
+    if (now.type != vector::IndexType::kHnsw &&
+        (now.hnsw_m != was.hnsw_m || now.hnsw_ef_construction != was.hnsw_ef_construction)) {
+      return Status::InvalidArgument(
+          fmt::format("vector \"{}\" has a {} index: hnsw_config does not apply to it",
+                      fields[i].name, vector::IndexTypeName(now.type)));
+    }
+    STRATA_RETURN_IF_ERROR(CheckIndexKnobs(fields[i]));
+  }
   STRATA_RETURN_IF_ERROR(c.Reconfigure(opts, fields));
   kLog.Info("updated collection {}", c.name());
   return json(true);

@@ -121,6 +121,13 @@ TEST_F(QdrantApiTest, PatchCollectionRefusesWhatItCannotApply) {
     EXPECT_EQ(a.status, 400) << body << " -> " << a.text;
   }
   EXPECT_EQ(ExpectOk(Call("GET", "/collections/tuned"))["config"]["hnsw_config"]["m"], 16);
+  ExpectOk(Call("PUT", "/collections/ivf", R"({"vectors": {"size": 4, "distance": "Dot",
+      "strata": {"index": "IVF_FLAT"}}})"));
+  ExpectError(Call("PATCH", "/collections/ivf", R"({"hnsw_config": {"m": 32}})"), 400,
+              "does not apply");
+  ExpectError(
+      Call("PATCH", "/collections/ivf", R"({"quantization_config": {"scalar": {"type": "int8"}}})"),
+      400, "HNSW index only");
   // A named vector's own settings.
   ExpectOk(Call("PATCH", "/collections/tuned", R"({"vectors": {"": {"hnsw_config": {"m": 24}}}})"));
   EXPECT_EQ(ExpectOk(Call("GET",
