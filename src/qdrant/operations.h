@@ -76,6 +76,11 @@ struct QueryRun {
   VectorSelector vs;
 };
 Result<QueryRun> RunQuery(vector::Collection& c, const json& b);
+// A body that is a plain nearest-neighbour query (no prefetch; `query` a
+// vector or {nearest: vector}) parsed as a SearchRequest, so a batch of them
+// runs as one index batch; false (nothing parsed) for any other body.
+Result<bool> PlainNearest(vector::Collection& c, const json& b, vector::SearchRequest* r,
+                          PayloadSelector* ps, VectorSelector* vs);
 // The body of /points/recommend (discover=false) or /points/discover as the
 // equivalent /points/query body.
 Result<json> LegacyToQuery(const json& b, bool discover);

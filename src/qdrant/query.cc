@@ -307,6 +307,23 @@ std::vector<ScoredPoint> Fuse(const Query& q, const std::vector<StageResult>& li
   return out;
 }
 
+Status CheckFields(const json& st, bool top) {
+  for (auto it = st.begin(); it != st.end(); ++it) {
+    static const char* kTop[] = {"prefetch",     "query",       "using",           "filter",
+                                 "params",       "limit",       "score_threshold", "offset",
+                                 "with_payload", "with_vector", "with_vectors",    "strata",
+                                 "consistency",  "timeout"};
+    const std::string& k = it.key();
+    if (k == "lookup_from" || k == "shard_key")
+      return Status::InvalidArgument(fmt::format("{} is not supported", k));
+    bool ok = std::any_of(std::begin(kTop), std::end(kTop), [&](const char* x) { return k == x; });
+    if (!top && (k == "offset" || k == "with_payload" || k == "with_vector" || k == "with_vectors"))
+      ok = false;
+    if (!ok) return Status::InvalidArgument(fmt::format("query field \"{}\" is not supported", k));
+  }
+  return Status::Ok();
+}
+
 Result<StageResult> RunStage(Collection& c, const json& st, const std::optional<Filter>& outer,
                              int depth, bool top);
 
@@ -373,19 +390,7 @@ Result<StageResult> RunStage(Collection& c, const json& st, const std::optional<
   if (depth > kMaxDepth)
     return Status::InvalidArgument(fmt::format("prefetch is nested deeper than {}", kMaxDepth));
   if (!st.is_object()) return Status::InvalidArgument("a query or prefetch is a JSON object");
-  for (auto it = st.begin(); it != st.end(); ++it) {
-    static const char* kTop[] = {"prefetch",     "query",       "using",           "filter",
-                                 "params",       "limit",       "score_threshold", "offset",
-                                 "with_payload", "with_vector", "with_vectors",    "strata",
-                                 "consistency",  "timeout"};
-    const std::string& k = it.key();
-    if (k == "lookup_from" || k == "shard_key")
-      return Status::InvalidArgument(fmt::format("{} is not supported", k));
-    bool ok = std::any_of(std::begin(kTop), std::end(kTop), [&](const char* x) { return k == x; });
-    if (!top && (k == "offset" || k == "with_payload" || k == "with_vector" || k == "with_vectors"))
-      ok = false;
-    if (!ok) return Status::InvalidArgument(fmt::format("query field \"{}\" is not supported", k));
-  }
+  STRATA_RETURN_IF_ERROR(CheckFields(st, top));
   vector::SearchRequest base;
   PayloadSelector ps;
   VectorSelector vs;
@@ -461,6 +466,24 @@ Result<QueryRun> RunQuery(Collection& c, const json& b) {
     run.points.push_back(std::move(p));
   }
   return run;
+}
+
+Result<bool> PlainNearest(Collection& c, const json& b, vector::SearchRequest* r,
+                          PayloadSelector* ps, VectorSelector* vs) {
+  if (!b.is_object() || b.contains("prefetch")) return false;
+  const json* q = Field(b, "query");
+  if (q != nullptr && q->is_object() && q->size() == 1 && q->contains("nearest"))
+    q = &(*q)["nearest"];
+  if (q == nullptr || !q->is_array() || q->empty() || !q->front().is_number()) return false;
+  STRATA_RETURN_IF_ERROR(CheckFields(b, /*top=*/true));
+  STRATA_RETURN_IF_ERROR(ParseSearchCommon(b, r, ps, vs, /*payload_default=*/false));
+  if (const json* u = Field(b, "using")) {
+    if (!u->is_string()) return Status::InvalidArgument("using must be a vector name");
+    r->vector_name = u->get<std::string>();
+  }
+  STRATA_RETURN_IF_ERROR(FieldOf(c, r->vector_name).status());
+  STRATA_ASSIGN_OR_RETURN(r->vector, FloatsFromJson(*q, "query"));
+  return true;
 }
 
 Result<json> LegacyToQuery(const json& b, bool discover) {

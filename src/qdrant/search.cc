@@ -152,11 +152,27 @@ Result<BatchRun> RunBatch(Collection& c, const std::vector<const json*>& bodies,
   run.vss.resize(bodies.size());
   run.results.resize(bodies.size());
   if (query_shape) {
+    // Plain nearest-vector queries share one index batch; the rest run one
+    // by one through the query planner.
+    std::vector<vector::SearchRequest> plain;
+    std::vector<size_t> where;
     for (size_t i = 0; i < bodies.size(); ++i) {
+      vector::SearchRequest r;
+      STRATA_ASSIGN_OR_RETURN(bool is_plain,
+                              PlainNearest(c, *bodies[i], &r, &run.pss[i], &run.vss[i]));
+      if (is_plain) {
+        plain.push_back(std::move(r));
+        where.push_back(i);
+        continue;
+      }
       STRATA_ASSIGN_OR_RETURN(QueryRun q, RunQuery(c, *bodies[i]));
       run.results[i] = std::move(q.points);
       run.pss[i] = std::move(q.ps);
       run.vss[i] = std::move(q.vs);
+    }
+    if (!plain.empty()) {
+      STRATA_ASSIGN_OR_RETURN(auto res, c.SearchBatch(plain));
+      for (size_t j = 0; j < plain.size(); ++j) run.results[where[j]] = std::move(res[j]);
     }
     return run;
   }
