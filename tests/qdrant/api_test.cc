@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <strata/core/metrics.h>
+
 #include "qdrant/qdrant_fixture.h"
 
 namespace strata::qdrant {
@@ -164,8 +166,15 @@ TEST_F(QdrantApiTest, PatchRebuildsSealedIndexes) {
   auto c = manager_->Get("seg");
   ASSERT_OK(c);
   ASSERT_OK((*c)->WaitIdle());
+  auto& builds = metrics::Registry::Global().GetCounter("strata_vector_index_builds_total",
+                                                        "Segment indexes built");
+  const uint64_t before = builds.Value();
+  const size_t segments = (*c)->Info().segments;
   ExpectOk(Call("PATCH", "/collections/seg", R"({"hnsw_config": {"m": 8, "ef_construct": 64}})"));
   ASSERT_OK((*c)->WaitIdle());
+  // Every sealed segment got a new index (the growing one has none to rebuild).
+  EXPECT_GE(builds.Value() - before, segments - 1);
+  EXPECT_GT(builds.Value(), before);
   json r = ExpectOk(
       Call("POST", "/collections/seg/points/search", R"({"vector": [120, 0], "limit": 1})"));
   ASSERT_EQ(r.size(), 1u);
