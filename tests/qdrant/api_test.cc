@@ -59,6 +59,11 @@ TEST_F(QdrantApiTest, UpdateVectorsIsAtomicAndChecked) {
   p = ExpectOk(Call("GET", "/collections/cities/points/2"));
   EXPECT_EQ(p["vector"], json({1, 0, 0, 0}));
   EXPECT_EQ(p["payload"]["city"], "London");
+  // Logged like an upsert: the new vector survives a restart (WAL replay).
+  Restart();
+  p = ExpectOk(Call("GET", "/collections/cities/points/2"));
+  EXPECT_EQ(p["vector"], json({1, 0, 0, 0}));
+  EXPECT_EQ(p["payload"]["city"], "London");
 }
 
 TEST_F(QdrantApiTest, UpdateVectorsInBatch) {
