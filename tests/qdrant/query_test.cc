@@ -105,6 +105,12 @@ TEST_F(QdrantQueryTest, RecommendAndDiscover) {
   EXPECT_EQ(Query(R"({"query": {"discover": {"target": [0, 1],
                       "context": [{"positive": 1, "negative": 3}]}}, "using": "dense"})"),
             V({2, 4}));
+  // context: the sum of min(0, sim(+) - sim(-)) with + = [0, 1], - = [1, 0]:
+  // 3 -> 0, 4 -> 0 (ties keep id order), 2 -> -0.8, 1 -> -1.
+  json ctx = ExpectOk(Call("POST", "/collections/q/points/query", R"({"query": {"context": [
+      {"positive": [0, 1], "negative": [1, 0]}]}, "using": "dense", "limit": 4})"));
+  EXPECT_EQ(Ids(ctx["points"]), V({3, 4, 2, 1})) << ctx.dump();
+  EXPECT_NEAR(ctx["points"][3]["score"].get<double>(), -1.0, 1e-5);
   r = ExpectOk(Call("POST", "/collections/q/points/discover/batch", R"({"searches": [
       {"target": [0, 1], "context": [{"positive": 1, "negative": 3}], "using": "dense",
        "limit": 1}]})"));
