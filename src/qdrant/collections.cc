@@ -114,27 +114,138 @@ Status ApplyStrataIndex(const json& s, vector::IndexParams* p) {
   return Status::Ok();
 }
 
-Status ApplyHnswConfig(const json* h, vector::IndexParams* p) {
-  if (h == nullptr) return Status::Ok();
-  if (!h->is_object()) return Status::InvalidArgument("hnsw_config must be an object");
-  try {
-    if (const json* m = Field(*h, "m")) p->hnsw_m = m->get<uint32_t>();
-    if (const json* e = Field(*h, "ef_construct")) p->hnsw_ef_construction = e->get<uint32_t>();
-  } catch (const json::exception& e) {
-    return Status::InvalidArgument(std::string("hnsw_config: ") + e.what());
+// Qdrant sizes segments and scan thresholds in kilobytes of vectors; we
+// count rows of the first vector field.
+size_t KbToRows(uint64_t kb, uint32_t dim) {
+  return std::max<size_t>(1, kb * 1024 / (4 * uint64_t{dim}));
+}
+uint64_t RowsToKb(size_t rows, uint32_t dim) { return uint64_t{rows} * 4 * dim / 1024; }
+
+Result<uint64_t> Unsigned(const json& v, std::string_view what) {
+  if (!v.is_number_unsigned())
+    return Status::InvalidArgument(fmt::format("{} must be a non-negative integer", what));
+  return v.get<uint64_t>();
+}
+
+Status Unsupported(std::string_view what, std::string_view why) {
+  return Status::InvalidArgument(fmt::format("{} is not supported: {}", what, why));
+}
+
+// The index part of an hnsw_config (m, ef_construct, on_disk); the
+// collection-wide keys are HnswOptionsPart's when `collection_level`.
+Status HnswIndexPart(const json& h, bool collection_level, vector::IndexParams* p) {
+  if (!h.is_object()) return Status::InvalidArgument("hnsw_config must be an object");
+  for (auto it = h.begin(); it != h.end(); ++it) {
+    const std::string& k = it.key();
+    const json& v = it.value();
+    if (v.is_null()) continue;
+    if (k == "m" || k == "ef_construct") {
+      STRATA_ASSIGN_OR_RETURN(uint64_t n, Unsigned(v, "hnsw_config." + k));
+      if (n == 0 || n > 4096)
+        return Status::InvalidArgument(fmt::format(
+            "hnsw_config.{} must be in 1..4096 (an index without a graph is not supported)", k));
+      (k == "m" ? p->hnsw_m : p->hnsw_ef_construction) = static_cast<uint32_t>(n);
+    } else if (k == "on_disk") {
+      if (!v.is_boolean()) return Status::InvalidArgument("hnsw_config.on_disk must be a boolean");
+      if (v.get<bool>()) return Unsupported("hnsw_config.on_disk=true", "HNSW graphs live in RAM");
+    } else if (collection_level && (k == "full_scan_threshold" || k == "max_indexing_threads")) {
+      continue;
+    } else {
+      return Unsupported("hnsw_config." + k,
+                         collection_level ? "use m, ef_construct, full_scan_threshold, "
+                                            "max_indexing_threads or on_disk=false"
+                                          : "a vector's hnsw_config takes m, ef_construct and "
+                                            "on_disk=false");
+    }
   }
   return Status::Ok();
 }
 
-Status ApplyQuantization(const json* q, vector::IndexParams* p) {
-  if (q == nullptr || !q->is_object()) return Status::Ok();
-  try {
-    if (const json* s = Field(*q, "scalar")) {
-      if (s->is_object() && s->value("type", "") == "int8") p->hnsw_sq8 = true;
-    }
-  } catch (const json::exception& e) {  // "type" is not a string
-    return Status::InvalidArgument(std::string("bad request body: ") + e.what());
+Status HnswOptionsPart(const json& h, uint32_t dim, vector::CollectionOptions* o) {
+  if (const json* t = Field(h, "full_scan_threshold")) {
+    STRATA_ASSIGN_OR_RETURN(uint64_t kb, Unsigned(*t, "hnsw_config.full_scan_threshold"));
+    o->exact_max_rows = kb == 0 ? 0 : KbToRows(kb, dim);
   }
+  if (const json* t = Field(h, "max_indexing_threads")) {
+    STRATA_ASSIGN_OR_RETURN(uint64_t n, Unsigned(*t, "hnsw_config.max_indexing_threads"));
+    if (n > 1024)
+      return Status::InvalidArgument("hnsw_config.max_indexing_threads is at most 1024");
+    o->index_threads = static_cast<uint32_t>(n);
+  }
+  return Status::Ok();
+}
+
+// quantization_config: scalar int8 is HNSW's SQ8; "Disabled" (PATCH) turns
+// it off; product and binary quantization are refused.
+Status QuantizationPart(const json& q, vector::IndexParams* p) {
+  if (q.is_null()) return Status::Ok();
+  if (q.is_string() && q.get<std::string>() == "Disabled") {
+    p->hnsw_sq8 = false;
+    return Status::Ok();
+  }
+  if (!q.is_object() || q.size() != 1)
+    return Status::InvalidArgument(
+        "quantization_config is {\"scalar\": {\"type\": \"int8\"}} or \"Disabled\"");
+  if (q.contains("product")) return Unsupported("product quantization", "use scalar int8");
+  if (q.contains("binary")) return Unsupported("binary quantization", "use scalar int8");
+  const json* s = Field(q, "scalar");
+  if (s == nullptr || !s->is_object())
+    return Status::InvalidArgument(
+        fmt::format("unknown quantization \"{}\" (scalar int8 is supported)", q.begin().key()));
+  for (auto it = s->begin(); it != s->end(); ++it) {
+    const std::string& k = it.key();
+    const json& v = it.value();
+    if (k == "type") {
+      if (!v.is_string() || v.get<std::string>() != "int8")
+        return Status::InvalidArgument("quantization_config.scalar.type must be \"int8\"");
+    } else if (k == "always_ram") {
+      // The quantized vectors are always in RAM here; asking for disk is refused.
+      if (!v.is_boolean() || !v.get<bool>())
+        return Unsupported("quantization_config.scalar.always_ram=false",
+                           "quantized vectors are kept in RAM");
+    } else {
+      return Unsupported("quantization_config.scalar." + k,
+                         "the int8 range is each dimension's min..max");
+    }
+  }
+  if (!s->contains("type"))
+    return Status::InvalidArgument("quantization_config.scalar needs \"type\": \"int8\"");
+  p->hnsw_sq8 = true;
+  return Status::Ok();
+}
+
+// optimizers_config: the keys with an equivalent in CollectionOptions.
+Status OptimizersPart(const json& oc, uint32_t dim, vector::CollectionOptions* o) {
+  if (!oc.is_object()) return Status::InvalidArgument("optimizers_config must be an object");
+  for (auto it = oc.begin(); it != oc.end(); ++it) {
+    const std::string& k = it.key();
+    const json& v = it.value();
+    if (v.is_null()) continue;
+    if (k == "deleted_threshold") {
+      if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 1)
+        return Status::InvalidArgument("optimizers_config.deleted_threshold must be in 0..1");
+      o->compact_deleted_ratio = v.get<double>();
+    } else if (k == "indexing_threshold") {
+      STRATA_ASSIGN_OR_RETURN(uint64_t kb, Unsigned(v, "optimizers_config.indexing_threshold"));
+      if (kb == 0)
+        return Unsupported("optimizers_config.indexing_threshold=0",
+                           "segments are always indexed once sealed");
+      o->segment_rows = KbToRows(kb, dim);
+    } else if (k == "max_segment_size") {
+      STRATA_ASSIGN_OR_RETURN(uint64_t kb, Unsigned(v, "optimizers_config.max_segment_size"));
+      o->merge_max_rows = KbToRows(kb, dim);
+    } else {
+      return Unsupported("optimizers_config." + k,
+                         "deleted_threshold, indexing_threshold and max_segment_size are");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckIndexKnobs(const vector::VectorFieldSchema& f) {
+  if (f.index.hnsw_sq8 && f.index.type != vector::IndexType::kHnsw)
+    return Status::InvalidArgument(
+        fmt::format("vector \"{}\": scalar quantization applies to the HNSW index only", f.name));
   return Status::Ok();
 }
 
@@ -177,12 +288,19 @@ Result<vector::VectorFieldSchema> MakeVectorField(const json& b, const std::stri
   }
   f.index.dim = size->get<uint32_t>();
   STRATA_ASSIGN_OR_RETURN(f.index.metric, DistanceFromJson(Field(v, "distance")));
-  STRATA_RETURN_IF_ERROR(ApplyHnswConfig(Field(b, "hnsw_config"), &f.index));
-  STRATA_RETURN_IF_ERROR(ApplyHnswConfig(Field(v, "hnsw_config"), &f.index));
-  STRATA_RETURN_IF_ERROR(ApplyQuantization(Field(b, "quantization_config"), &f.index));
-  STRATA_RETURN_IF_ERROR(ApplyQuantization(Field(v, "quantization_config"), &f.index));
+  if (const json* h = Field(b, "hnsw_config"))
+    STRATA_RETURN_IF_ERROR(HnswIndexPart(*h, /*collection_level=*/true, &f.index));
+  if (const json* h = Field(v, "hnsw_config"))
+    STRATA_RETURN_IF_ERROR(HnswIndexPart(*h, /*collection_level=*/false, &f.index));
+  if (const json* q = Field(b, "quantization_config"))
+    STRATA_RETURN_IF_ERROR(QuantizationPart(*q, &f.index));
+  if (const json* q = Field(v, "quantization_config"))
+    STRATA_RETURN_IF_ERROR(QuantizationPart(*q, &f.index));
+  if (const json* d = Field(v, "on_disk"); d != nullptr && d->is_boolean() && d->get<bool>())
+    return Unsupported("vectors.on_disk=true", "vectors are served from RAM");
   if (strata) STRATA_RETURN_IF_ERROR(ApplyStrataIndex(*strata, &f.index));
   if (const json* vs = Field(v, "strata")) STRATA_RETURN_IF_ERROR(ApplyStrataIndex(*vs, &f.index));
+  STRATA_RETURN_IF_ERROR(CheckIndexKnobs(f));
   return f;
 }
 
@@ -308,16 +426,14 @@ Result<json> CreateCollection(CollectionManager& mgr, const std::string& name, c
     return Status::InvalidArgument("sparse vectors are not supported");
   }
   STRATA_RETURN_IF_ERROR(CheckStrataKeys(strata_all));
-  if (!strata_all.empty()) STRATA_RETURN_IF_ERROR(ApplyStrataOptions(&strata_all, &opts, &schema));
+  // Qdrant's keys first: the "strata" extension, more precise, overrides them.
+  const uint32_t dim0 = schema.vectors[0].index.dim;
+  if (const json* h = Field(b, "hnsw_config"))
+    STRATA_RETURN_IF_ERROR(HnswOptionsPart(*h, dim0, &opts));
   if (const json* oc = Field(b, "optimizers_config")) {
-    // Qdrant's indexing_threshold is in kilobytes of vectors; as rows:
-    if (const json* t = Field(*oc, "indexing_threshold");
-        t != nullptr && t->is_number_unsigned() && Field(strata_all, "segment_rows") == nullptr) {
-      const size_t kb = t->get<size_t>();
-      if (kb > 0)
-        opts.segment_rows = std::max<size_t>(1000, kb * 1024 / (4 * schema.vectors[0].index.dim));
-    }
+    STRATA_RETURN_IF_ERROR(OptimizersPart(*oc, dim0, &opts));
   }
+  if (!strata_all.empty()) STRATA_RETURN_IF_ERROR(ApplyStrataOptions(&strata_all, &opts, &schema));
   auto c = mgr.Create(name, schema, opts);
   if (!c) {
     if (c.error().code() == StatusCode::kAlreadyExists) {
@@ -331,6 +447,102 @@ Result<json> CreateCollection(CollectionManager& mgr, const std::string& name, c
   return json(true);
 }
 
+namespace {
+
+// PATCH's "vectors": {name: {hnsw_config, quantization_config, on_disk}}
+// ("" names the unnamed vector).
+Status PatchVectors(const json& vs, std::vector<vector::VectorFieldSchema>* fields) {
+  if (!vs.is_object()) return Status::InvalidArgument("\"vectors\" must be an object");
+  for (auto it = vs.begin(); it != vs.end(); ++it) {
+    auto f = std::find_if(fields->begin(), fields->end(),
+                          [&](const vector::VectorFieldSchema& x) { return x.name == it.key(); });
+    if (f == fields->end())
+      return Status::InvalidArgument(
+          fmt::format("the collection has no vector named \"{}\"", it.key()));
+    if (!it.value().is_object())
+      return Status::InvalidArgument(fmt::format("vectors.\"{}\" must be an object", it.key()));
+    for (auto jt = it.value().begin(); jt != it.value().end(); ++jt) {
+      if (jt.key() == "hnsw_config") {
+        STRATA_RETURN_IF_ERROR(HnswIndexPart(jt.value(), /*collection_level=*/false, &f->index));
+      } else if (jt.key() == "quantization_config") {
+        STRATA_RETURN_IF_ERROR(QuantizationPart(jt.value(), &f->index));
+      } else if (jt.key() == "on_disk") {
+        if (!jt.value().is_boolean() || jt.value().get<bool>())
+          return Unsupported("vectors.on_disk=true", "vectors are served from RAM");
+      } else {
+        return Unsupported("vectors." + jt.key(),
+                           "a vector takes hnsw_config, quantization_config and on_disk=false");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// PATCH's "params": only the values a single-node collection has.
+Status PatchParams(const json& p) {
+  if (!p.is_object()) return Status::InvalidArgument("\"params\" must be an object");
+  for (auto it = p.begin(); it != p.end(); ++it) {
+    const std::string& k = it.key();
+    const json& v = it.value();
+    if (v.is_null()) continue;
+    if (k == "on_disk_payload" && v.is_boolean() && !v.get<bool>()) continue;
+    if ((k == "replication_factor" || k == "write_consistency_factor" ||
+         k == "read_fan_out_factor") &&
+        v.is_number_unsigned() && v.get<uint64_t>() <= 1)
+      continue;
+    return Unsupported(fmt::format("params.{}={}", k, v.dump()),
+                       "a collection has one replica and keeps payloads in RAM");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<json> UpdateCollection(Collection& c, const json& b) {
+  vector::CollectionInfo info = c.Info();
+  std::vector<vector::VectorFieldSchema> fields = info.schema.vectors;
+  vector::CollectionOptions opts = info.options;
+  const uint32_t dim0 = fields[0].index.dim;
+  for (auto it = b.begin(); it != b.end(); ++it) {
+    const std::string& k = it.key();
+    const json& v = it.value();
+    if (v.is_null()) continue;
+    if (k == "vectors") {
+      STRATA_RETURN_IF_ERROR(PatchVectors(v, &fields));
+    } else if (k == "hnsw_config") {
+      for (auto& f : fields)
+        STRATA_RETURN_IF_ERROR(HnswIndexPart(v, /*collection_level=*/true, &f.index));
+      STRATA_RETURN_IF_ERROR(HnswOptionsPart(v, dim0, &opts));
+    } else if (k == "quantization_config") {
+      for (auto& f : fields) STRATA_RETURN_IF_ERROR(QuantizationPart(v, &f.index));
+    } else if (k == "optimizers_config") {
+      STRATA_RETURN_IF_ERROR(OptimizersPart(v, dim0, &opts));
+    } else if (k == "params") {
+      STRATA_RETURN_IF_ERROR(PatchParams(v));
+    } else if (k == "sparse_vectors" && v.is_object() && v.empty()) {
+      continue;
+    } else {
+      return Unsupported(fmt::format("updating \"{}\"", k),
+                         "PATCH changes vectors, hnsw_config, quantization_config, "
+                         "optimizers_config and params");
+    }
+  }
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const auto& was = info.schema.vectors[i].index;
+    const auto& now = fields[i].index;
+    if (now.type != vector::IndexType::kHnsw &&
+        (now.hnsw_m != was.hnsw_m || now.hnsw_ef_construction != was.hnsw_ef_construction)) {
+      return Status::InvalidArgument(
+          fmt::format("vector \"{}\" has a {} index: hnsw_config does not apply to it",
+                      fields[i].name, vector::IndexTypeName(now.type)));
+    }
+    STRATA_RETURN_IF_ERROR(CheckIndexKnobs(fields[i]));
+  }
+  STRATA_RETURN_IF_ERROR(c.Reconfigure(opts, fields));
+  kLog.Info("updated collection {}", c.name());
+  return json(true);
+}
+
 json CollectionInfoJson(const Collection& c) {
   auto info = c.Info();
   json vectors;
@@ -340,6 +552,8 @@ json CollectionInfoJson(const Collection& c) {
     if (f.index.type == vector::IndexType::kHnsw) {
       v["hnsw_config"] = {{"m", f.index.hnsw_m}, {"ef_construct", f.index.hnsw_ef_construction}};
     }
+    if (f.index.hnsw_sq8) v["quantization_config"] = {{"scalar", {{"type", "int8"}}}};
+    v["on_disk"] = false;
     return v;
   };
   if (s.vectors.size() == 1 && s.vectors[0].name.empty()) {
@@ -388,16 +602,16 @@ json CollectionInfoJson(const Collection& c) {
                 {"hnsw_config",
                  {{"m", idx0.hnsw_m},
                   {"ef_construct", idx0.hnsw_ef_construction},
-                  {"full_scan_threshold", info.options.exact_max_rows},
+                  {"full_scan_threshold", RowsToKb(info.options.exact_max_rows, idx0.dim)},
                   {"max_indexing_threads", info.options.index_threads},
                   {"on_disk", false}}},
                 {"optimizer_config",
                  {{"deleted_threshold", info.options.compact_deleted_ratio},
                   {"vacuum_min_vector_number", 0},
                   {"default_segment_number", 0},
-                  {"max_segment_size", info.options.merge_max_rows},
+                  {"max_segment_size", RowsToKb(info.options.merge_max_rows, idx0.dim)},
                   {"memmap_threshold", nullptr},
-                  {"indexing_threshold", info.options.segment_rows},
+                  {"indexing_threshold", RowsToKb(info.options.segment_rows, idx0.dim)},
                   {"flush_interval_sec", 0},
                   {"max_optimization_threads", 1}}},
                 {"wal_config", {{"wal_capacity_mb", 0}, {"wal_segments_ahead", 0}}},
@@ -441,6 +655,55 @@ Result<json> CreateIndex(Collection& c, const json& b) {
   Status st = c.CreatePayloadIndex(name->get<std::string>(), *pt);
   if (!st.ok()) return st;
   return UpdateResult(c.Info().last_operation, true);
+}
+
+Result<json> UpdateAliases(CollectionManager& mgr, const json& b) {
+  const json* actions = Field(b, "actions");
+  if (actions == nullptr || !actions->is_array())
+    return Status::InvalidArgument("update aliases needs \"actions\": [...]");
+  using K = vector::AliasAction::Kind;
+  std::vector<vector::AliasAction> list;
+  auto str = [](const json& o, const char* k, std::string* out) -> Status {
+    const json* v = Field(o, k);
+    if (v == nullptr || !v->is_string())
+      return Status::InvalidArgument(fmt::format("alias action needs \"{}\": \"...\"", k));
+    *out = v->get<std::string>();
+    return Status::Ok();
+  };
+  for (const auto& a : *actions) {
+    if (!a.is_object() || a.size() != 1 || !a.begin().value().is_object())
+      return Status::InvalidArgument(
+          "each alias action is {\"create_alias\" | \"delete_alias\" | \"rename_alias\": {...}}");
+    const std::string& kind = a.begin().key();
+    const json& o = a.begin().value();
+    vector::AliasAction x;
+    if (kind == "create_alias") {
+      x.kind = K::kCreate;
+      STRATA_RETURN_IF_ERROR(str(o, "collection_name", &x.collection));
+      STRATA_RETURN_IF_ERROR(str(o, "alias_name", &x.alias));
+    } else if (kind == "delete_alias") {
+      x.kind = K::kDelete;
+      STRATA_RETURN_IF_ERROR(str(o, "alias_name", &x.alias));
+    } else if (kind == "rename_alias") {
+      x.kind = K::kRename;
+      STRATA_RETURN_IF_ERROR(str(o, "old_alias_name", &x.alias));
+      STRATA_RETURN_IF_ERROR(str(o, "new_alias_name", &x.new_alias));
+    } else {
+      return Status::InvalidArgument(fmt::format("unknown alias action \"{}\"", kind));
+    }
+    list.push_back(std::move(x));
+  }
+  STRATA_RETURN_IF_ERROR(mgr.UpdateAliases(list));
+  return json(true);
+}
+
+json AliasesJson(const CollectionManager& mgr, const std::string& collection) {
+  json out = json::array();
+  for (const auto& [a, c] : mgr.Aliases()) {
+    if (collection.empty() || c == collection)
+      out.push_back({{"alias_name", a}, {"collection_name", c}});
+  }
+  return json{{"aliases", out}};
 }
 
 json SnapshotJson(const CollectionManager& mgr, const std::string& coll, const std::string& snap) {

@@ -91,7 +91,7 @@ struct Handler::Impl {
   HandlerOptions opts;
 
   Result<std::shared_ptr<Collection>> Coll(const std::string& name) const {
-    auto c = mgr->Get(name);
+    auto c = mgr->Resolve(name);  // a collection or an alias of one
     if (!c) return Status::NotFound(fmt::format("Collection `{}` doesn't exist!", name));
     return *c;
   }
@@ -111,8 +111,9 @@ struct Handler::Impl {
     }
     if (method == "PATCH") {
       *op = "update_collection";
-      if (auto c = Coll(name); !c) return c.error();
-      return json(true);  // accepted; tuning knobs of Qdrant's optimizer have no equivalent
+      STRATA_ASSIGN_OR_RETURN(auto c, Coll(name));
+      STRATA_ASSIGN_OR_RETURN(json b, ParseBody(body, true));
+      return UpdateCollection(*c, b);
     }
     if (method == "DELETE") {
       *op = "delete_collection";
@@ -145,6 +146,11 @@ struct Handler::Impl {
       *op = "get_point";
       return GetPoint(c, s3);
     }
+    if (method == "PUT" && seg.size() == 4 && s3 == "vectors") {
+      *op = "update_vectors";
+      STRATA_ASSIGN_OR_RETURN(json b, ParseBody(body, true));
+      return UpdateVectors(c, b, wait);
+    }
     if (method == "PUT" && seg.size() == 4 && s3 == "payload") {
       *op = "overwrite_payload";
       STRATA_ASSIGN_OR_RETURN(json b, ParseBody(body, true));
@@ -170,6 +176,12 @@ struct Handler::Impl {
         STRATA_ASSIGN_OR_RETURN(json r, SearchBatch(c, {&bj}, s3 == "query"));
         return std::move(r[0]);
       }
+      if (s3 == "recommend" || s3 == "discover") {
+        *op = s3;
+        STRATA_ASSIGN_OR_RETURN(json q, LegacyToQuery(bj, s3 == "discover"));
+        STRATA_ASSIGN_OR_RETURN(json r, SearchBatch(c, {&q}, /*query_shape=*/true));
+        return std::move(r[0]["points"]);
+      }
       if (s3 == "scroll") {
         *op = "scroll";
         return Scroll(c, bj);
@@ -190,6 +202,41 @@ struct Handler::Impl {
     if (seg.size() == 5 && s3 == "vectors" && seg[4] == "delete") {
       *op = "delete_vectors";
       return DeleteVectors(c, bj, wait);
+    }
+    if (seg.size() == 5 && (s3 == "recommend" || s3 == "discover") && seg[4] == "batch") {
+      *op = s3 + "_batch";
+      const json* searches = Field(bj, "searches");
+      if (searches == nullptr || !searches->is_array())
+        return Status::InvalidArgument("batch needs \"searches\": [...]");
+      std::vector<json> qs;
+      for (const auto& s : *searches) {
+        STRATA_ASSIGN_OR_RETURN(json q, LegacyToQuery(s, s3 == "discover"));
+        qs.push_back(std::move(q));
+      }
+      std::vector<const json*> bodies;
+      for (const auto& q : qs) bodies.push_back(&q);
+      STRATA_ASSIGN_OR_RETURN(json r, SearchBatch(c, bodies, /*query_shape=*/true));
+      json out = json::array();
+      for (auto& x : r) out.push_back(std::move(x["points"]));
+      return out;
+    }
+    if (seg.size() == 5 && s3 == "recommend" && seg[4] == "groups") {
+      *op = "recommend_groups";
+      json g = bj;
+      json rest = json::object();
+      for (const char* k : {"group_by", "group_size", "limit", "with_lookup"}) {
+        if (g.contains(k)) {
+          rest[k] = g[k];
+          g.erase(k);
+        }
+      }
+      STRATA_ASSIGN_OR_RETURN(json q, LegacyToQuery(g, false));
+      q.update(rest);
+      return SearchGroups(c, q, /*query_shape=*/true);
+    }
+    if (seg.size() == 5 && (s3 == "search" || s3 == "query") && seg[4] == "groups") {
+      *op = s3 + "_groups";
+      return SearchGroups(c, bj, s3 == "query");
     }
     if (seg.size() == 5 && (s3 == "search" || s3 == "query") && seg[4] == "batch") {
       *op = s3 + "_batch";
@@ -228,16 +275,25 @@ struct Handler::Impl {
     if (s2 == "snapshots" && seg.size() == 3) {
       if (method == "POST") {
         *op = "create_snapshot";
-        STRATA_ASSIGN_OR_RETURN(std::string snap, mgr->CreateSnapshot(name));
-        return SnapshotJson(*mgr, name, snap);
+        STRATA_ASSIGN_OR_RETURN(std::string snap, mgr->CreateSnapshot(c.name()));
+        return SnapshotJson(*mgr, c.name(), snap);
       }
       if (method == "GET") {
         *op = "list_snapshots";
-        STRATA_ASSIGN_OR_RETURN(auto list, mgr->ListSnapshots(name));
+        STRATA_ASSIGN_OR_RETURN(auto list, mgr->ListSnapshots(c.name()));
         json out = json::array();
-        for (const auto& s : list) out.push_back(SnapshotJson(*mgr, name, s));
+        for (const auto& s : list) out.push_back(SnapshotJson(*mgr, c.name(), s));
         return out;
       }
+    }
+    if (s2 == "facet" && seg.size() == 3 && method == "POST") {
+      *op = "facet";
+      STRATA_ASSIGN_OR_RETURN(json b, ParseBody(body, true));
+      return Facet(c, b);
+    }
+    if (s2 == "aliases" && seg.size() == 3 && method == "GET") {
+      *op = "list_collection_aliases";
+      return AliasesJson(*mgr, c.name());
     }
     if (s2 == "points") return RoutePoints(method, seg, body, wait, c, op);
     return NoRoute(method, seg);
@@ -245,11 +301,20 @@ struct Handler::Impl {
 
   Result<json> Route(std::string_view method, const std::vector<std::string>& seg,
                      std::string_view query, std::string_view body, std::string* op) {
+    if (seg.size() == 2 && seg[0] == "collections" && seg[1] == "aliases" && method == "POST") {
+      *op = "update_aliases";
+      STRATA_ASSIGN_OR_RETURN(json b, ParseBody(body, true));
+      return UpdateAliases(*mgr, b);
+    }
+    if (seg.size() == 1 && seg[0] == "aliases" && method == "GET") {
+      *op = "list_aliases";
+      return AliasesJson(*mgr, "");
+    }
     if (seg.size() >= 2 && seg[0] == "collections") {
       if (seg.size() == 2) return RouteCollection(method, seg[1], body, op);
       if (seg.size() == 3 && seg[2] == "exists" && method == "GET") {
         *op = "collection_exists";
-        return json{{"exists", mgr->Exists(seg[1])}};
+        return json{{"exists", mgr->Resolve(seg[1]).has_value()}};  // an alias counts, as in Qdrant
       }
       return RouteInCollection(method, seg, query, body, op);
     }

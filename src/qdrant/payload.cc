@@ -133,8 +133,8 @@ Result<json> Batch(Collection& c, const json& b, bool wait) {
   if (ops == nullptr || !ops->is_array())
     return Status::InvalidArgument("batch needs \"operations\": [...]");
   static const std::set<std::string> kKinds = {
-      "upsert",         "delete",        "set_payload",   "overwrite_payload",
-      "delete_payload", "clear_payload", "delete_vectors"};
+      "upsert",         "delete",        "set_payload",    "overwrite_payload",
+      "delete_payload", "clear_payload", "delete_vectors", "update_vectors"};
   for (size_t i = 0; i < ops->size(); ++i) {
     const json& o = (*ops)[i];
     if (!o.is_object() || o.size() != 1 || !o.begin().value().is_object()) {
@@ -142,9 +142,6 @@ Result<json> Batch(Collection& c, const json& b, bool wait) {
           "batch operation {}: expected one operation, e.g. {{\"upsert\": {{...}}}}", i));
     }
     const std::string& kind = o.begin().key();
-    if (kind == "update_vectors")
-      return Status::InvalidArgument(
-          fmt::format("batch operation {}: update_vectors is not supported; upsert the points", i));
     if (!kKinds.count(kind))
       return Status::InvalidArgument(
           fmt::format("batch operation {}: unknown operation \"{}\"", i, kind));
@@ -164,6 +161,8 @@ Result<json> Batch(Collection& c, const json& b, bool wait) {
       r = DeletePayload(c, body, wait);
     } else if (kind == "clear_payload") {
       r = ClearPayload(c, body, wait);
+    } else if (kind == "update_vectors") {
+      r = UpdateVectors(c, body, wait);
     } else {
       r = DeleteVectors(c, body, wait);
     }

@@ -151,6 +151,39 @@ Result<json> Upsert(Collection& c, const json& b, bool wait) {
   return UpdateResult(op, wait);
 }
 
+// {"points": [{"id", "vector"}]}: one atomic UpdatePoints; a missing id is
+// 404 and nothing changes.
+Result<json> UpdateVectors(Collection& c, const json& b, bool wait) {
+  for (auto it = b.begin(); it != b.end(); ++it) {
+    if (it.key() != "points")
+      return Status::InvalidArgument(
+          fmt::format("update_vectors: field \"{}\" is not supported", it.key()));
+  }
+  const json* points = Field(b, "points");
+  if (points == nullptr || !points->is_array() || points->empty())
+    return Status::InvalidArgument("update_vectors needs \"points\": [{\"id\", \"vector\"}, ...]");
+  const bool single_unnamed = c.schema().vectors.size() == 1 && c.schema().vectors[0].name.empty();
+  vector::PointUpdate u;
+  u.kind = vector::PointUpdate::Kind::kUpdateVectors;
+  std::vector<PointId> ids;
+  for (const auto& pj : *points) {
+    const json* id = pj.is_object() ? Field(pj, "id") : nullptr;
+    const json* v = pj.is_object() ? Field(pj, "vector") : nullptr;
+    if (id == nullptr || v == nullptr)
+      return Status::InvalidArgument("update_vectors: each point needs \"id\" and \"vector\"");
+    vector::Point p;
+    STRATA_ASSIGN_OR_RETURN(p.id, IdFromJson(*id));
+    STRATA_RETURN_IF_ERROR(VectorsOf(*v, single_unnamed, &p));
+    ids.push_back(p.id);
+    u.vectors[p.id] = std::move(p.vectors);  // an id given twice: the last wins
+  }
+  vector::WriteOptions wo;
+  wo.wait = wait;
+  uint64_t op = 0;
+  STRATA_RETURN_IF_ERROR(c.UpdatePoints(ids, u, wo, nullptr, &op));
+  return UpdateResult(op, wait);
+}
+
 Result<json> Delete(Collection& c, const json& b, bool wait) {
   vector::WriteOptions wo;
   wo.wait = wait;
@@ -227,12 +260,10 @@ Result<json> Scroll(Collection& c, const json& b) {
     if (!id) return id.error();
     sr.offset = *id;
   }
-  if (Field(b, "order_by") != nullptr) {
-    return Status::InvalidArgument("order_by is not supported; scroll returns points in id order");
-  }
   PayloadSelector ps;
   VectorSelector vs;
   STRATA_RETURN_IF_ERROR(SelectorsFromBody(b, /*payload_default=*/true, &ps, &vs));
+  if (Field(b, "order_by") != nullptr) return ScrollOrdered(c, b, sr.filter, sr.limit, ps, vs);
   sr.with_payload = ps.enabled;
   sr.with_vectors = vs.enabled;
   auto page = c.Scroll(sr);

@@ -1,7 +1,6 @@
-// Search and query: /points/search, /points/query and their /batch forms. A
-// search body carries a vector; a query body a vector, {nearest: ...}, a
-// point id (search with that point's vector, the point excluded) or nothing
-// (points in id order, as a scroll).
+// Search: /points/search and its batch and groups forms; the query forms
+// share the batch and groups plumbing and run through query.cc.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -76,6 +75,8 @@ Status ParseSearchParams(const json& b, vector::SearchRequest* r) {
   return Status::Ok();
 }
 
+}  // namespace
+
 // Common search parameters: filter, limit, offset, selectors, params.
 Status ParseSearchCommon(const json& b, vector::SearchRequest* r, PayloadSelector* ps,
                          VectorSelector* vs, bool payload_default) {
@@ -106,6 +107,8 @@ Status ParseSearchCommon(const json& b, vector::SearchRequest* r, PayloadSelecto
   return Status::Ok();
 }
 
+namespace {
+
 // A search body ("vector" is an array or {name, vector}).
 Status ParseSearch(const json& b, vector::SearchRequest* r, PayloadSelector* ps,
                    VectorSelector* vs) {
@@ -131,110 +134,150 @@ Status ParseSearch(const json& b, vector::SearchRequest* r, PayloadSelector* ps,
   return ParseSearchCommon(b, r, ps, vs, /*payload_default=*/false);
 }
 
-// /points/query: query is a vector, {nearest: vector|id}, or a point id.
-Status ParseQuery(Collection& c, const json& b, vector::SearchRequest* r, PayloadSelector* ps,
-                  VectorSelector* vs, bool* scroll_like) {
-  if (!b.is_object()) return Status::InvalidArgument("the query body must be a JSON object");
-  if (const json* pf = Field(b, "prefetch"); pf != nullptr && !(pf->is_array() && pf->empty())) {
-    return Status::InvalidArgument("prefetch (hybrid queries) is not supported");
-  }
-  if (const json* u = Field(b, "using")) {
-    if (!u->is_string()) return Status::InvalidArgument("using must be a vector name");
-    r->vector_name = u->get<std::string>();
-  }
-  STRATA_RETURN_IF_ERROR(ParseSearchCommon(b, r, ps, vs, /*payload_default=*/false));
-  const json* q = Field(b, "query");
-  if (q == nullptr) {
-    *scroll_like = true;
-    return Status::Ok();
-  }
-  if (q->is_object()) {
-    if (const json* n = Field(*q, "nearest")) {
-      q = n;
-    } else {
-      return Status::InvalidArgument(
-          fmt::format("query kind {} is not supported (use a vector, a point id or nearest)",
-                      q->begin() == q->end() ? "{}" : q->begin().key()));
+}  // namespace
+
+namespace {
+
+// The scored points of each body, and the selectors its answer uses.
+struct BatchRun {
+  std::vector<std::vector<vector::ScoredPoint>> results;
+  std::vector<PayloadSelector> pss;
+  std::vector<VectorSelector> vss;
+};
+
+Result<BatchRun> RunBatch(Collection& c, const std::vector<const json*>& bodies, bool query_shape) {
+  std::vector<vector::SearchRequest> reqs(bodies.size());
+  BatchRun run;
+  run.pss.resize(bodies.size());
+  run.vss.resize(bodies.size());
+  run.results.resize(bodies.size());
+  if (query_shape) {
+    // Plain nearest-vector queries share one index batch; the rest run one
+    // by one through the query planner.
+    std::vector<vector::SearchRequest> plain;
+    std::vector<size_t> where;
+    for (size_t i = 0; i < bodies.size(); ++i) {
+      vector::SearchRequest r;
+      STRATA_ASSIGN_OR_RETURN(bool is_plain,
+                              PlainNearest(c, *bodies[i], &r, &run.pss[i], &run.vss[i]));
+      if (is_plain) {
+        plain.push_back(std::move(r));
+        where.push_back(i);
+        continue;
+      }
+      STRATA_ASSIGN_OR_RETURN(QueryRun q, RunQuery(c, *bodies[i]));
+      run.results[i] = std::move(q.points);
+      run.pss[i] = std::move(q.ps);
+      run.vss[i] = std::move(q.vs);
     }
+    if (!plain.empty()) {
+      STRATA_ASSIGN_OR_RETURN(auto res, c.SearchBatch(plain));
+      for (size_t j = 0; j < plain.size(); ++j) run.results[where[j]] = std::move(res[j]);
+    }
+    return run;
   }
-  if (q->is_array()) {
-    if (!q->empty() && q->front().is_array())
-      return Status::InvalidArgument("multivector queries are not supported");
-    STRATA_ASSIGN_OR_RETURN(r->vector, FloatsFromJson(*q, "query"));
-    return Status::Ok();
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    STRATA_RETURN_IF_ERROR(ParseSearch(*bodies[i], &reqs[i], &run.pss[i], &run.vss[i]));
   }
-  if (q->is_object()) return Status::InvalidArgument("sparse query vectors are not supported");
-  // A point id: search with that point's vector, excluding the point.
-  STRATA_ASSIGN_OR_RETURN(PointId id, IdFromJson(*q));
-  std::vector<PointId> ids = {id};
-  STRATA_ASSIGN_OR_RETURN(auto recs, c.Get(ids, false, true));
-  if (recs.empty())
-    return Status::NotFound(fmt::format("No point with id {} found", id.ToString()));
-  const auto& schema = c.schema();
-  std::string want = r->vector_name;
-  if (want.empty() && schema.vectors.size() == 1) want = schema.vectors[0].name;
-  for (const auto& nv : recs[0].vectors) {
-    if (nv.name == want) r->vector = nv.values;
+  auto res = c.SearchBatch(reqs);
+  if (!res) return res.error();
+  run.results = std::move(*res);
+  return run;
+}
+
+// A group id: a keyword or integer value of the group_by key.
+std::vector<json> GroupKeys(const std::string& payload, const std::string& path) {
+  json at = json::parse(payload.empty() ? "{}" : payload, nullptr, false);
+  for (auto part : Split(path, '.')) {
+    if (!at.is_object() || !at.contains(std::string(part))) return {};
+    json next = at[std::string(part)];
+    at = std::move(next);
   }
-  if (r->vector.empty()) {
-    return Status::InvalidArgument(
-        fmt::format("point {} has no vector \"{}\"", id.ToString(), want));
+  std::vector<json> out;
+  auto take = [&](const json& v) {
+    if (v.is_string() || v.is_number_integer()) out.push_back(v);
+  };
+  if (at.is_array()) {
+    for (const auto& v : at) take(v);
+  } else {
+    take(at);
   }
-  r->exclude.push_back(id);
-  return Status::Ok();
+  return out;
 }
 
 }  // namespace
 
 Result<json> SearchBatch(Collection& c, const std::vector<const json*>& bodies, bool query_shape) {
-  std::vector<vector::SearchRequest> reqs(bodies.size());
-  std::vector<PayloadSelector> pss(bodies.size());
-  std::vector<VectorSelector> vss(bodies.size());
-  std::vector<char> scroll_like(bodies.size(), 0);
+  STRATA_ASSIGN_OR_RETURN(BatchRun run, RunBatch(c, bodies, query_shape));
+  json out = json::array();
   for (size_t i = 0; i < bodies.size(); ++i) {
-    bool no_vector = false;
-    Status st = query_shape ? ParseQuery(c, *bodies[i], &reqs[i], &pss[i], &vss[i], &no_vector)
-                            : ParseSearch(*bodies[i], &reqs[i], &pss[i], &vss[i]);
-    if (!st.ok()) return st;
-    scroll_like[i] = no_vector;
+    json rows = json::array();
+    for (const auto& p : run.results[i]) rows.push_back(ScoredJson(p, c, run.pss[i], run.vss[i]));
+    out.push_back(query_shape ? json{{"points", std::move(rows)}} : std::move(rows));
   }
-  std::vector<vector::SearchRequest> real;
-  std::vector<size_t> where;
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    if (!scroll_like[i]) {
-      real.push_back(reqs[i]);
-      where.push_back(i);
+  return out;
+}
+
+// search/groups and query/groups: the best `group_size` points of each of the
+// best `limit` groups (by their best point), read from a search that widens
+// until the groups are full or the collection is exhausted.
+Result<json> SearchGroups(Collection& c, const json& b, bool query_shape) {
+  const json* gb = Field(b, "group_by");
+  if (gb == nullptr || !gb->is_string() || gb->get<std::string>().empty())
+    return Status::InvalidArgument("groups need \"group_by\": a payload key");
+  if (Field(b, "with_lookup") != nullptr)
+    return Status::InvalidArgument("with_lookup is not supported");
+  auto positive = [&](const char* k, size_t dflt) -> Result<size_t> {
+    const json* v = Field(b, k);
+    if (v == nullptr) return dflt;
+    if (!v->is_number_unsigned() || v->get<uint64_t>() == 0 || v->get<uint64_t>() > 10000)
+      return Status::InvalidArgument(fmt::format("{} must be an integer in 1..10000", k));
+    return v->get<size_t>();
+  };
+  STRATA_ASSIGN_OR_RETURN(size_t group_size, positive("group_size", 3));
+  STRATA_ASSIGN_OR_RETURN(size_t limit, positive("limit", 10));
+  if (Field(b, "offset") != nullptr) return Status::InvalidArgument("groups take no offset");
+  PayloadSelector ps;
+  VectorSelector vs;
+  STRATA_RETURN_IF_ERROR(SelectorsFromBody(b, /*payload_default=*/false, &ps, &vs));
+  json inner = b;
+  for (const char* k : {"group_by", "group_size", "limit", "with_lookup"}) inner.erase(k);
+  inner["with_payload"] = true;
+  const std::string key = gb->get<std::string>();
+  const size_t total = c.Info().points;
+  size_t fetch = std::max<size_t>(16, limit * group_size * 2);
+  std::vector<std::pair<json, std::vector<vector::ScoredPoint>>> groups;
+  while (true) {
+    inner["limit"] = std::min<size_t>(std::max<size_t>(fetch, 1), 100000);
+    STRATA_ASSIGN_OR_RETURN(BatchRun run, RunBatch(c, {&inner}, query_shape));
+    groups.clear();
+    bool full = true;
+    for (const auto& p : run.results[0]) {
+      for (const auto& k : GroupKeys(p.record.payload, key)) {
+        auto it =
+            std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == k; });
+        if (it == groups.end()) {
+          if (groups.size() >= limit) continue;
+          groups.emplace_back(k, std::vector<vector::ScoredPoint>{});
+          it = groups.end() - 1;
+        }
+        if (it->second.size() < group_size) it->second.push_back(p);
+      }
     }
-  }
-  std::vector<json> rows(reqs.size(), json::array());
-  if (!real.empty()) {
-    auto res = c.SearchBatch(real);
-    if (!res) return res.error();
-    for (size_t j = 0; j < real.size(); ++j) {
-      const size_t i = where[j];
-      for (const auto& p : (*res)[j]) rows[i].push_back(ScoredJson(p, c, pss[i], vss[i]));
-    }
-  }
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    if (!scroll_like[i]) continue;
-    // A query without a vector lists points in id order (as Qdrant's).
-    vector::ScrollRequest sr;
-    sr.filter = reqs[i].filter;
-    sr.limit = reqs[i].offset + reqs[i].limit;
-    sr.with_payload = reqs[i].with_payload;
-    sr.with_vectors = reqs[i].with_vectors;
-    auto page = c.Scroll(sr);
-    if (!page) return page.error();
-    for (size_t k = reqs[i].offset; k < page->points.size(); ++k) {
-      vector::ScoredPoint sp;
-      sp.record = page->points[k];
-      sp.score = 0;
-      rows[i].push_back(ScoredJson(sp, c, pss[i], vss[i]));
-    }
+    for (const auto& g : groups) full &= g.second.size() >= group_size;
+    full &= groups.size() >= limit;
+    if (full || run.results[0].size() < inner["limit"].get<size_t>() || fetch >= total ||
+        fetch >= 100000)
+      break;
+    fetch *= 4;
   }
   json out = json::array();
-  for (auto& r : rows) out.push_back(query_shape ? json{{"points", std::move(r)}} : std::move(r));
-  return out;
+  for (const auto& [k, pts] : groups) {
+    json hits = json::array();
+    for (const auto& p : pts) hits.push_back(ScoredJson(p, c, ps, vs));
+    out.push_back({{"id", k}, {"hits", hits}});
+  }
+  return json{{"groups", out}};
 }
 
 }  // namespace strata::qdrant

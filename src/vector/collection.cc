@@ -499,6 +499,59 @@ Status Collection::DropPayloadIndex(const std::string& key) {
   return Status::Ok();
 }
 
+Status Collection::Reconfigure(const CollectionOptions& options,
+                               std::span<const VectorFieldSchema> vectors) {
+  Impl& im = *impl_;
+  std::vector<uint64_t> rebuild;
+  {
+    std::unique_lock<std::shared_mutex> l(im.mu_);
+    if (im.closed) return Status::Unavailable(fmt::format("collection \"{}\" is closed", im.name));
+    if (vectors.size() != im.schema.vectors.size())
+      return Status::InvalidArgument(
+          "the vector fields of a collection cannot be added or removed");
+    bool changed = false;
+    for (size_t f = 0; f < vectors.size(); ++f) {
+      const IndexParams& a = im.schema.vectors[f].index;
+      const IndexParams& b = vectors[f].index;
+      if (vectors[f].name != im.schema.vectors[f].name || a.dim != b.dim || a.metric != b.metric ||
+          a.type != b.type) {
+        return Status::InvalidArgument(
+            fmt::format("vector \"{}\": its name, size, distance and index type cannot change",
+                        im.schema.vectors[f].name));
+      }
+      changed |= a.hnsw_m != b.hnsw_m || a.hnsw_ef_construction != b.hnsw_ef_construction ||
+                 a.hnsw_sq8 != b.hnsw_sq8;
+    }
+    const CollectionSchema old_schema = im.schema;
+    const CollectionOptions old_opts = im.opts;
+    for (size_t f = 0; f < vectors.size(); ++f) {
+      IndexParams& a = im.schema.vectors[f].index;
+      a.hnsw_m = vectors[f].index.hnsw_m;
+      a.hnsw_ef_construction = vectors[f].index.hnsw_ef_construction;
+      a.hnsw_sq8 = vectors[f].index.hnsw_sq8;
+    }
+    CollectionOptions o = options;
+    o.sync = im.opts.sync;
+    o.background = im.opts.background;
+    im.opts = o;
+    if (Status st = im.WriteConfig(); !st.ok()) {
+      im.schema = old_schema;
+      im.opts = old_opts;
+      return st;
+    }
+    if (changed) {
+      for (const auto& seg : im.sealed) {
+        if (seg->persisted) rebuild.push_back(seg->id);
+      }
+    }
+  }
+  for (uint64_t id : rebuild)
+    im.Enqueue(Impl::Task{Impl::TaskKind::kBuildIndex, id, /*force=*/true});
+  Status st = im.RunInline();
+  if (!st.ok()) kLog.Warn("collection {}: {}", im.name, st.ToString());
+  return Status::Ok();
+}
+
 CollectionInfo Collection::Info() const {
   const Impl& im = *impl_;
   CollectionInfo info;

@@ -324,7 +324,7 @@ struct Collection::Impl {
   // live rows, with indexes built; then swaps it in and writes the manifest.
   Status Rewrite(const std::vector<uint64_t>& source_ids, bool is_compaction);
   // Builds the real index of a persisted segment that runs on a FLAT stand-in.
-  Status BuildIndexOf(uint64_t seg_id);
+  Status BuildIndexOf(uint64_t seg_id, bool rebuild = false);
   // Compaction and merging policy.
   Status Maintain(bool force);
 

@@ -64,8 +64,13 @@ Status Collection::Impl::BuildFieldIndex(Segment* seg, size_t f, const std::vect
   sf.index.reset();
   sf.built = false;
   if (rows.empty()) return Status::Ok();
-  IndexParams p = schema.vectors[f].index;
-  p.num_threads = opts.index_threads;
+  IndexParams p;
+  {
+    // Reconfigure may change the parameters while this thread builds.
+    std::shared_lock<std::shared_mutex> l(mu_);
+    p = schema.vectors[f].index;
+    p.num_threads = opts.index_threads;
+  }
   const std::string idx_path = IdxPath(dir, seg->id, f);
   Status st;
   if (p.type != IndexType::kFlat) {
@@ -265,7 +270,7 @@ Status Collection::Impl::Rewrite(const std::vector<uint64_t>& source_ids, bool i
 }
 
 // Builds the real index of a persisted segment that runs on a FLAT stand-in.
-Status Collection::Impl::BuildIndexOf(uint64_t seg_id) {
+Status Collection::Impl::BuildIndexOf(uint64_t seg_id, bool rebuild) {
   Segment* seg = nullptr;
   {
     std::shared_lock<std::shared_mutex> l(mu_);
@@ -275,7 +280,7 @@ Status Collection::Impl::BuildIndexOf(uint64_t seg_id) {
     if (seg == nullptr || !seg->persisted) return Status::Ok();
   }
   for (size_t f = 0; f < schema.vectors.size(); ++f) {
-    if (!seg->fields[f].index || seg->fields[f].built) continue;
+    if (!seg->fields[f].index || (seg->fields[f].built && !rebuild)) continue;
     std::vector<float> data;
     std::vector<uint64_t> rows;
     STRATA_RETURN_IF_ERROR(seg->file->VerifyField(f));
@@ -369,7 +374,7 @@ Status Collection::Impl::RunTask(const Task& t) {
       return st;
     }
     case TaskKind::kBuildIndex:
-      return BuildIndexOf(t.segment);
+      return BuildIndexOf(t.segment, t.force);
     case TaskKind::kMaintain: {
       {
         std::lock_guard<std::mutex> l(bg_mu_);

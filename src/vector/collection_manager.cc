@@ -81,7 +81,81 @@ Result<std::unique_ptr<CollectionManager>> CollectionManager::Open(
     m->collections_[name] = std::shared_ptr<Collection>(std::move(*c));
   }
   if (ec) return Status::IOError(fmt::format("cannot list {}: {}", root, ec.message()));
+  STRATA_RETURN_IF_ERROR(m->LoadAliases());
   return m;
+}
+
+Status CollectionManager::LoadAliases() {
+  std::ifstream in(root_ + "/.aliases.json");
+  if (!in) return Status::Ok();
+  json j = json::parse(in, nullptr, false);
+  if (!j.is_object())
+    return Status::Corruption(fmt::format("{}/.aliases.json is not a JSON object", root_));
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (!it.value().is_string()) continue;
+    // An alias of a collection that did not open (or is gone) is dropped.
+    if (collections_.count(it.value().get<std::string>()))
+      aliases_[it.key()] = it.value().get<std::string>();
+  }
+  return Status::Ok();
+}
+
+Status CollectionManager::SaveAliases() const {
+  json j = json::object();
+  for (const auto& [a, c] : aliases_) j[a] = c;
+  return WriteFileAtomic(root_ + "/.aliases.json", j.dump(2));
+}
+
+Result<std::shared_ptr<Collection>> CollectionManager::Resolve(
+    const std::string& name_or_alias) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = collections_.find(name_or_alias);
+  if (it == collections_.end()) {
+    auto a = aliases_.find(name_or_alias);
+    if (a != aliases_.end()) it = collections_.find(a->second);
+  }
+  if (it == collections_.end())
+    return Status::NotFound(fmt::format("collection \"{}\" does not exist", name_or_alias));
+  return it->second;
+}
+
+Status CollectionManager::UpdateAliases(std::span<const AliasAction> actions) {
+  std::lock_guard<std::mutex> l(mu_);
+  std::map<std::string, std::string> next = aliases_;
+  using K = AliasAction::Kind;
+  for (const auto& a : actions) {
+    const std::string& target = a.kind == K::kRename ? a.new_alias : a.alias;
+    if (a.kind != K::kDelete) {
+      STRATA_RETURN_IF_ERROR(ValidateName(target).WithContext("alias"));
+      if (collections_.count(target))
+        return Status::AlreadyExists(fmt::format(
+            "Collection with name `{}` already exists; an alias cannot take it", target));
+    }
+    if (a.kind == K::kCreate) {
+      if (!collections_.count(a.collection))
+        return Status::NotFound(fmt::format("Collection `{}` doesn't exist!", a.collection));
+      next[a.alias] = a.collection;
+      continue;
+    }
+    auto it = next.find(a.alias);
+    if (it == next.end()) return Status::NotFound(fmt::format("Alias `{}` not found", a.alias));
+    if (a.kind == K::kRename) {
+      std::string coll = it->second;
+      next.erase(it);
+      next[a.new_alias] = coll;
+    } else {
+      next.erase(it);
+    }
+  }
+  std::swap(aliases_, next);
+  Status st = SaveAliases();
+  if (!st.ok()) std::swap(aliases_, next);
+  return st;
+}
+
+std::map<std::string, std::string> CollectionManager::Aliases() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return aliases_;
 }
 
 CollectionManager::~CollectionManager() {
@@ -96,6 +170,8 @@ Result<std::shared_ptr<Collection>> CollectionManager::Create(
   std::lock_guard<std::mutex> l(mu_);
   if (collections_.count(name))
     return Status::AlreadyExists(fmt::format("collection \"{}\" already exists", name));
+  if (aliases_.count(name))
+    return Status::AlreadyExists(fmt::format("\"{}\" is already an alias of a collection", name));
   const std::string dir = root_ + "/" + name;
   std::error_code ec;
   if (fs::exists(dir, ec)) fs::remove_all(dir, ec);  // debris of a failed create
@@ -131,6 +207,10 @@ Status CollectionManager::Drop(const std::string& name) {
       return Status::NotFound(fmt::format("collection \"{}\" does not exist", name));
     c = it->second;
     collections_.erase(it);
+    if (std::erase_if(aliases_, [&](const auto& a) { return a.second == name; }) > 0) {
+      Status st = SaveAliases();
+      if (!st.ok()) kLog.Warn("aliases of {}: {}", name, st.ToString());
+    }
   }
   c->Close();
   const std::string dir = root_ + "/" + name;
@@ -190,6 +270,8 @@ Result<std::shared_ptr<Collection>> CollectionManager::RestoreSnapshot(
   std::lock_guard<std::mutex> l(mu_);
   if (collections_.count(name))
     return Status::AlreadyExists(fmt::format("collection \"{}\" already exists", name));
+  if (aliases_.count(name))
+    return Status::AlreadyExists(fmt::format("\"{}\" is already an alias of a collection", name));
   std::error_code ec;
   if (!fs::exists(snapshot_dir + "/config.json", ec)) {
     return Status::NotFound(fmt::format("{} is not a collection snapshot", snapshot_dir));

@@ -3,6 +3,7 @@
 // under the collection's write lock, logged as an ordinary upsert record, so
 // replay, payload indexes, sealing and snapshots need nothing new; the price
 // is that the edited points' vectors are logged again.
+#include <algorithm>
 #include <set>
 #include <shared_mutex>
 
@@ -99,6 +100,24 @@ Result<Edit> ParseEdit(const PointUpdate& u, const CollectionSchema& schema) {
       e.vector_names.insert(name);
     }
   }
+  if (u.kind == K::kUpdateVectors) {
+    if (u.vectors.empty())
+      return Status::InvalidArgument("update_vectors needs at least one point");
+    for (const auto& [id, vecs] : u.vectors) {
+      if (vecs.empty())
+        return Status::InvalidArgument(
+            fmt::format("point {}: update_vectors needs at least one vector", id.ToString()));
+      for (const auto& v : vecs) {
+        bool known = false;
+        for (const auto& f : schema.vectors) known |= f.name == v.name;
+        if (!known)
+          return Status::InvalidArgument(fmt::format(
+              "point {}: the collection has no vector named \"{}\"", id.ToString(), v.name));
+      }
+    }
+  } else if (!u.vectors.empty()) {
+    return Status::InvalidArgument("new vectors apply to update_vectors only");
+  }
   return e;
 }
 
@@ -136,6 +155,20 @@ void ApplyEdit(const Edit& e, Record* r) {
       std::erase_if(r->vectors,
                     [&](const NamedVector& v) { return e.vector_names.count(v.name) > 0; });
       break;
+    case K::kUpdateVectors: {
+      auto it = e.u->vectors.find(r->id);
+      if (it == e.u->vectors.end()) break;
+      for (const auto& nv : it->second) {
+        auto old = std::find_if(r->vectors.begin(), r->vectors.end(),
+                                [&](const NamedVector& v) { return v.name == nv.name; });
+        if (old != r->vectors.end()) {
+          old->values = nv.values;
+        } else {
+          r->vectors.push_back(nv);
+        }
+      }
+      break;
+    }
   }
 }
 
@@ -198,6 +231,8 @@ Status Collection::UpdatePoints(std::span<const PointId> ids, const PointUpdate&
 Status Collection::UpdatePointsByFilter(const Filter& filter, const PointUpdate& update,
                                         const WriteOptions& wo, size_t* updated,
                                         uint64_t* operation_id) {
+  if (update.kind == PointUpdate::Kind::kUpdateVectors)
+    return Status::InvalidArgument("update_vectors selects points by id, not by filter");
   Impl& im = *impl_;
   return im.UpdateSelected(
       [&](std::vector<std::pair<const Segment*, uint32_t>>* rows) {

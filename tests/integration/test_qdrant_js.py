@@ -118,7 +118,7 @@ def main():
             expect_error(srv, "POST", "/collections/docs/points/search", 400, "limit",
                          body={"vector": [0.0] * 32, "limit": -1})
             expect_error(srv, "POST", "/collections/docs/points/query", 400, "prefetch",
-                         body={"prefetch": [{"query": [0.0] * 32}], "query": {"fusion": "rrf"}})
+                         body={"query": {"fusion": "rrf"}})  # fusion with nothing to fuse
             expect_error(srv, "GET", "/collections/docs/points/123456789", 404, "123456789")
             expect_error(srv, "POST", "/collections/nope/points/count", 404, "nope", body={})
             expect_error(srv, "GET", "/no/such/route", 404, "route")

@@ -59,6 +59,7 @@ struct PointUpdate {
     kDeletePayloadKeys,  // remove the key paths in `keys` ("a", "meta.lang")
     kClearPayload,       // remove the whole payload
     kDeleteVectors,      // remove the vectors named in `keys`
+    kUpdateVectors,      // put each point's `vectors` entries, by name; other vectors stay
   };
   Kind kind = Kind::kSetPayload;
   std::string payload;            // a JSON object (kSetPayload, kOverwritePayload)
@@ -66,6 +67,9 @@ struct PointUpdate {
   // kSetPayload: the object path to merge under ("meta.tags"); objects on the
   // way are created, a non-object there is replaced. "" = the top level.
   std::string key;
+  // kUpdateVectors: the new vectors of each point (by ids only; every id given
+  // must be selected). A name present replaces that vector only.
+  std::map<PointId, std::vector<NamedVector>> vectors;
 };
 
 struct SearchRequest {
@@ -179,6 +183,15 @@ class Collection {
   Status CreatePayloadIndex(const std::string& key, PayloadType type);
   Status DropPayloadIndex(const std::string& key);
 
+  // Changes the tuning of a live collection, persisted in config.json:
+  // `options` replaces the stored options (except `sync` and `background`,
+  // which stay the process's), and `vectors` the index parameters of each
+  // field. A field keeps its name, dim, metric and index type; of its index
+  // only hnsw_m, hnsw_ef_construction and hnsw_sq8 may change, and sealed
+  // segments whose field changed get their index rebuilt in the background
+  // (searched with the old index until the new one is swapped in).
+  Status Reconfigure(const CollectionOptions& options, std::span<const VectorFieldSchema> vectors);
+
   // Rewrites every sealed segment that has deleted rows (and merges small
   // ones), then seals and indexes the growing segment when `seal_growing`;
   // returns when done.
@@ -203,7 +216,17 @@ class Collection {
   std::unique_ptr<Impl> impl_;
 };
 
-// Collections under one root directory, one subdirectory each.
+// One change of CollectionManager::UpdateAliases.
+struct AliasAction {
+  enum class Kind : uint8_t { kCreate, kDelete, kRename };
+  Kind kind = Kind::kCreate;
+  std::string alias;       // kCreate, kDelete: the alias; kRename: the old name
+  std::string collection;  // kCreate: the collection it names
+  std::string new_alias;   // kRename: the new name
+};
+
+// Collections under one root directory, one subdirectory each, and aliases
+// (other names of a collection, kept in root/.aliases.json).
 class CollectionManager {
  public:
   // Opens every collection found under root (created if missing). A
@@ -221,6 +244,9 @@ class CollectionManager {
                                              const std::optional<CollectionOptions>& options = {});
   // kNotFound: `collection "x" does not exist`.
   Result<std::shared_ptr<Collection>> Get(const std::string& name) const;
+  // As Get, also for an alias of the collection.
+  Result<std::shared_ptr<Collection>> Resolve(const std::string& name_or_alias) const;
+  // Drops the collection and the aliases that name it.
   Status Drop(const std::string& name);
   std::vector<std::string> List() const;  // sorted
   bool Exists(const std::string& name) const;
@@ -236,6 +262,14 @@ class CollectionManager {
   Result<std::shared_ptr<Collection>> RestoreSnapshot(const std::string& snapshot_dir,
                                                       const std::string& name);
 
+  // Applies the actions in order, all or none, and persists the result.
+  // kCreate: the collection must exist and the alias must not be a
+  // collection's name (an existing alias is pointed at the new collection);
+  // kDelete and kRename: kNotFound when the alias does not exist.
+  Status UpdateAliases(std::span<const AliasAction> actions);
+  // alias -> collection, sorted by alias.
+  std::map<std::string, std::string> Aliases() const;
+
   static Status ValidateName(const std::string& name);
 
  private:
@@ -245,6 +279,10 @@ class CollectionManager {
   CollectionOptions defaults_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Collection>> collections_;  // guarded by mu_
+  std::map<std::string, std::string> aliases_;                      // guarded by mu_
+
+  Status LoadAliases();        // at Open
+  Status SaveAliases() const;  // mu_ held
 };
 
 }  // namespace strata::vector

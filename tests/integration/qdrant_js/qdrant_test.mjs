@@ -7,11 +7,15 @@
 // Environment: QDRANT_URL (http://127.0.0.1:PORT), QDRANT_API_KEY (optional),
 // PHASE ("main" or "verify": after a restart, check what survived).
 import { QdrantClient } from '@qdrant/js-client-rest';
+import { runMore } from './api_more.mjs';
+import { legacyApi } from './legacy_rest.mjs';
 
 const url = process.env.QDRANT_URL;
 const apiKey = process.env.QDRANT_API_KEY || undefined;
 const phase = process.env.PHASE || 'main';
 const client = new QdrantClient({ url, apiKey, checkCompatibility: true });
+// search and searchBatch: routes the 1.19 client no longer wraps.
+const rest = legacyApi(url, apiKey);
 
 const DIM = 32;
 const N = 10000;
@@ -139,7 +143,7 @@ async function main() {
 
   // --- search without a filter
   const q = vectors.get(42);
-  const hits = await client.search(name, { vector: q, limit: 10, with_payload: true });
+  const hits = await rest.search(name, { vector: q, limit: 10, with_payload: true });
   check('search returns 10 hits', hits.length === 10, JSON.stringify(hits).slice(0, 300));
   check('the query point is its own nearest neighbour', hits[0].id === 42 && Math.abs(hits[0].score - 1) < 1e-3,
     JSON.stringify(hits[0]));
@@ -148,7 +152,7 @@ async function main() {
   let sumRecall = 0;
   for (let t = 0; t < 20; t++) {
     const qv = makeVector(100000 + t);
-    const got = await client.search(name, { vector: qv, limit: 10, with_payload: false, params: { hnsw_ef: 128 } });
+    const got = await rest.search(name, { vector: qv, limit: 10, with_payload: false, params: { hnsw_ef: 128 } });
     sumRecall += recall(got.map((h) => h.id), exactTop(qv, 10, () => true));
   }
   check('unfiltered recall@10 >= 0.9', sumRecall / 20 >= 0.9, `recall ${sumRecall / 20}`);
@@ -158,7 +162,7 @@ async function main() {
     let r = 0, bad = 0;
     for (let t = 0; t < 10; t++) {
       const qv = makeVector(200000 + t);
-      const got = await client.search(name, {
+      const got = await rest.search(name, {
         vector: qv, limit: 10, with_payload: true,
         filter: { must: [{ key: 'source', match: { value: src } }] },
       });
@@ -168,13 +172,13 @@ async function main() {
     check(`filtered search (${label}) returns only matches`, bad === 0, `${bad} bad`);
     check(`filtered search (${label}) recall@10 >= 0.9`, r / 10 >= 0.9, `recall ${r / 10}`);
   }
-  const milvus = await client.search(name, {
+  const milvus = await rest.search(name, {
     vector: q, limit: 20, with_payload: true, filter: 'source == "wiki" and year >= 2010 and n < 5000',
   });
   check('Milvus-style string filter', milvus.length === 20 &&
     milvus.every((h) => h.payload.source === 'wiki' && h.payload.year >= 2010 && h.payload.n < 5000),
   JSON.stringify(milvus.slice(0, 2)));
-  const complex = await client.search(name, {
+  const complex = await rest.search(name, {
     vector: q, limit: 50, with_payload: true,
     filter: {
       must: [{ key: 'year', range: { gte: 2005, lt: 2010 } }],
@@ -185,15 +189,15 @@ async function main() {
   check('must/should/must_not', complex.length > 0 && complex.every((h) =>
     h.payload.year >= 2005 && h.payload.year < 2010 && h.payload.source !== 'web' &&
     (h.payload.tags.includes('t3') || h.payload.tags.includes('t5'))), JSON.stringify(complex.slice(0, 2)));
-  const hasId = await client.search(name, { vector: q, limit: 10, filter: { must: [{ has_id: [7, 8, 9] }] } });
+  const hasId = await rest.search(name, { vector: q, limit: 10, filter: { must: [{ has_id: [7, 8, 9] }] } });
   check('has_id filter', hasId.length === 3 && hasId.every((h) => [7, 8, 9].includes(h.id)), JSON.stringify(hasId));
-  const thr = await client.search(name, { vector: q, limit: 100, score_threshold: 0.99 });
+  const thr = await rest.search(name, { vector: q, limit: 100, score_threshold: 0.99 });
   check('score_threshold', thr.length >= 1 && thr.every((h) => h.score >= 0.99), JSON.stringify(thr.slice(0, 3)));
-  const off = await client.search(name, { vector: q, limit: 5, offset: 5 });
+  const off = await rest.search(name, { vector: q, limit: 5, offset: 5 });
   check('offset', off.length === 5 && off[0].id === hits[5].id, JSON.stringify(off.map((h) => h.id)));
 
   // --- batch search
-  const batch = await client.searchBatch(name, {
+  const batch = await rest.searchBatch(name, {
     searches: [
       { vector: q, limit: 3 },
       { vector: q, limit: 3, filter: { must: [{ key: 'source', match: { value: 'arxiv' } }] }, with_payload: true },
@@ -257,7 +261,7 @@ async function main() {
   check('count after deletes', c3.count === N + 1 - 3 - 100, JSON.stringify(c3));
   const gone = await client.retrieve(name, { ids: [1, 2, 3, 100] });
   check('deleted points are gone', gone.length === 0, JSON.stringify(gone));
-  const noArxiv = await client.search(name, { vector: vectors.get(100), limit: 10, with_payload: true });
+  const noArxiv = await rest.search(name, { vector: vectors.get(100), limit: 10, with_payload: true });
   check('deleted points are not found by search', noArxiv.every((h) => h.payload.source !== 'arxiv'),
     JSON.stringify(noArxiv.slice(0, 2)));
 
@@ -266,12 +270,12 @@ async function main() {
     client.upsert(name, { points: [{ id: 50001, vector: [1, 2, 3] }] }), 400, 'dimension');
   await expectError('NaN (null in JSON) on upsert is 400', () =>
     client.upsert(name, { points: [{ id: 50002, vector: Array(DIM).fill(NaN) }] }), 400, 'number');
-  await expectError('wrong dimension on search is 400', () => client.search(name, { vector: [1, 2] }), 400, 'dimension');
-  await expectError('unknown collection is 404', () => client.search('nope', { vector: q }), 404, 'nope');
+  await expectError('wrong dimension on search is 400', () => rest.search(name, { vector: [1, 2] }), 400, 'dimension');
+  await expectError('unknown collection is 404', () => rest.search('nope', { vector: q }), 404, 'nope');
   await expectError('malformed JSON filter is 400', () =>
-    client.search(name, { vector: q, filter: { must: [{ key: 'source' }] } }), 400, 'filter');
+    rest.search(name, { vector: q, filter: { must: [{ key: 'source' }] } }), 400, 'filter');
   await expectError('malformed string filter is 400', () =>
-    client.search(name, { vector: q, filter: 'source == ' }), 400, 'filter expression');
+    rest.search(name, { vector: q, filter: 'source == ' }), 400, 'filter expression');
   await expectError('bad point id is 400', () =>
     client.upsert(name, { points: [{ id: 'not-a-uuid', vector: q }] }), 400, 'UUID');
   await expectError('payload that is not an object is 400', () =>
@@ -295,11 +299,13 @@ async function main() {
   const pts = [];
   for (let i = 0; i < 200; i++) pts.push({ id: i, vector: [i, i % 7, i % 3, 1] });
   await client.upsert('scratch', { points: pts });
-  const e = await client.search('scratch', { vector: [10, 3, 1, 1], limit: 1 });
+  const e = await rest.search('scratch', { vector: [10, 3, 1, 1], limit: 1 });
   check('Euclid score is the distance', e[0].id === 10 && Math.abs(e[0].score) < 1e-4, JSON.stringify(e));
   check('deleteCollection', (await client.deleteCollection('scratch')) === true);
   const ex2 = await client.collectionExists('scratch');
   check('collectionExists after delete is false', ex2.exists === false, JSON.stringify(ex2));
+
+  await runMore(client, rest, check, expectError);
 }
 
 async function verify() {
@@ -307,7 +313,7 @@ async function verify() {
   const name = 'docs';
   const c = await client.count(name);
   check('after restart: count', c.count === N + 1 - 3 - 100 + 1, JSON.stringify(c));
-  const hits = await client.search(name, { vector: vectors.get(42), limit: 1, with_payload: true });
+  const hits = await rest.search(name, { vector: vectors.get(42), limit: 1, with_payload: true });
   check('after restart: search', hits.length === 1 && hits[0].id === 42 && hits[0].payload.source === payloadOf(42).source,
     JSON.stringify(hits));
   const f = await client.count(name, { filter: 'source == "news"' });
