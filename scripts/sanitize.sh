@@ -35,6 +35,10 @@ if [ ! -f "$dir/build.ninja" ]; then
     -DSTRATA_BUILD_BENCH=OFF -DSTRATA_BUILD_PYTHON=OFF >/dev/null
 fi
 
+# Tests that start a real server (objstore's S3 client tests, ...) find the
+# strata binary beside themselves or in STRATA_BINARY: the Release one from
+# scripts/build.sh when there is one (the client side is what runs sanitized).
+if [ -z "${STRATA_BINARY:-}" ] && [ -x build/strata ]; then export STRATA_BINARY="$PWD/build/strata"; fi
 supp="$PWD/tests/sanitize"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$supp/lsan.supp}"
