@@ -32,10 +32,10 @@ if [ "${STRATA_SKIP_SANITIZE:-0}" = 1 ]; then
   echo "sanitize stage: skipped (STRATA_SKIP_SANITIZE=1)"
 else
   # Within CI's budget (timings in docs/testing.md): ASan+UBSan on the
-  # binaries of the parsers and storage engines, TSan on core (HTTP server,
+  # core binary (HTTP parsing, file layer, codecs), TSan on core (HTTP server,
   # MD5 batcher, thread pool). The full runs are scripts/test.sh --sanitize.
   start=$(date +%s)
-  scripts/sanitize.sh address,undefined ${STRATA_CI_ASAN:-core vector}
+  scripts/sanitize.sh address,undefined ${STRATA_CI_ASAN:-core}
   scripts/sanitize.sh thread ${STRATA_CI_TSAN:-core}
   echo "sanitize stage: $(( $(date +%s) - start ))s"
 fi
