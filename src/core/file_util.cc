@@ -1,11 +1,12 @@
-#include <strata/core/file_util.h>
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <string>
+
+#include <strata/core/fault_injection.h>
+#include <strata/core/file_util.h>
 
 namespace strata {
 namespace {
@@ -15,6 +16,33 @@ std::string Op(std::string_view op, std::string_view what) {
   s += ' ';
   s += what;
   return s;
+}
+
+Status WriteAllUnfaulted(int fd, const char* p, size_t n, std::string_view what) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno, Op("write", what));
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return Status::Ok();
+}
+
+Status PwriteAllUnfaulted(int fd, const char* p, size_t n, uint64_t offset, std::string_view what) {
+  while (n > 0) {
+    const ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(offset));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno, Op("write", what));
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+    offset += static_cast<uint64_t>(w);
+  }
+  return Status::Ok();
 }
 
 // Closes fd, keeping the first errno seen.
@@ -33,31 +61,23 @@ void UniqueFd::Reset(int fd) {
 
 Status WriteAll(int fd, const void* data, size_t n, std::string_view what) {
   const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, Op("write", what));
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
+  size_t first = 0;
+  if (const int err = fault::internal::OnWrite(what, n, &first); err != 0) {
+    // An injected fault (tests): write the part a full disk would take, then fail.
+    STRATA_RETURN_IF_ERROR(WriteAllUnfaulted(fd, p, first, what));
+    return Status::FromErrno(err, Op("write", what));
   }
-  return Status::Ok();
+  return WriteAllUnfaulted(fd, p, n, what);
 }
 
 Status PwriteAll(int fd, const void* data, size_t n, uint64_t offset, std::string_view what) {
   const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(offset));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, Op("write", what));
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-    offset += static_cast<uint64_t>(w);
+  size_t first = 0;
+  if (const int err = fault::internal::OnWrite(what, n, &first); err != 0) {
+    STRATA_RETURN_IF_ERROR(PwriteAllUnfaulted(fd, p, first, offset, what));
+    return Status::FromErrno(err, Op("write", what));
   }
-  return Status::Ok();
+  return PwriteAllUnfaulted(fd, p, n, offset, what);
 }
 
 Result<size_t> PreadUpTo(int fd, void* buf, size_t n, uint64_t offset, std::string_view what) {

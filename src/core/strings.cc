@@ -112,7 +112,15 @@ std::optional<int64_t> ToUnixNanos(int64_t y, unsigned mo, unsigned d, unsigned 
     return std::nullopt;
   }
   const int64_t days = DaysFromCivil(y, mo, d);
-  return ((days * 86400) + h * 3600 + mi * 60 + s) * kNanosPerSec + nanos;
+  // Years 1..9999 are valid dates but int64 nanoseconds only span 1677..2262:
+  // dates outside that range are refused rather than wrapped (UBSan caught it).
+  const int64_t secs = days * 86400 + h * 3600 + mi * 60 + s;
+  int64_t out;
+  if (__builtin_mul_overflow(secs, kNanosPerSec, &out) ||
+      __builtin_add_overflow(out, nanos, &out)) {
+    return std::nullopt;
+  }
+  return out;
 }
 
 constexpr const char* kWeekdays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
@@ -641,7 +649,9 @@ std::optional<int64_t> ParseIso8601(std::string_view s) {
   if (!c.AtEnd()) return std::nullopt;
   auto t = ToUnixNanos(y, mo, d, h, mi, sec, nanos);
   if (!t) return std::nullopt;
-  return *t - offset_secs * kNanosPerSec;
+  int64_t out;  // the zone offset can push an in-range local time out of range
+  if (__builtin_sub_overflow(*t, offset_secs * kNanosPerSec, &out)) return std::nullopt;
+  return out;
 }
 
 }  // namespace strata

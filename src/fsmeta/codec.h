@@ -116,7 +116,9 @@ inline std::string EncodeDent(uint32_t mode, Ino ino) {
   return v;
 }
 inline bool DecodeDent(std::string_view v, uint32_t* type_mode, Ino* ino) {
-  if (v.size() != 9) return false;
+  // The type byte holds the 4-bit S_IFMT nibble EncodeDent writes; anything
+  // larger is damage, not a type (a fuzzer found it re-encoding differently).
+  if (v.size() != 9 || static_cast<unsigned char>(v[0]) > 0xf) return false;
   *type_mode = static_cast<uint32_t>(static_cast<unsigned char>(v[0])) << 12;
   *ino = DecodeBigEndian64(v.data() + 1);
   return true;

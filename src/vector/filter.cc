@@ -14,6 +14,13 @@ namespace strata::vector {
 
 using json = nlohmann::json;
 
+namespace {
+// json::dump throws type_error 316 on a string that is not valid UTF-8; filter
+// strings can hold any bytes (a Milvus expression literal, a payload value),
+// and printing one must not throw across the API: bad bytes become U+FFFD.
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+}  // namespace
+
 // ---------------------------------------------------------------------------
 // PointId
 
@@ -157,7 +164,7 @@ std::string ValueToString(const FilterValue& v) {
     case FilterValue::Type::kDouble:
       return fmt::format("{}", v.d);
     case FilterValue::Type::kString:
-      return json(v.s).dump();
+      return Dump(json(v.s));
   }
   return "?";
 }
@@ -217,9 +224,9 @@ std::string Condition::ToString() const {
       return fmt::format("{} range{}{{{}}}", key, datetime ? "(datetime)" : "",
                          BoundsToString(*this));
     case Kind::kLike:
-      return fmt::format("{} like {}", key, json(pattern).dump());
+      return fmt::format("{} like {}", key, Dump(json(pattern)));
     case Kind::kText:
-      return fmt::format("{} text {}", key, json(pattern).dump());
+      return fmt::format("{} text {}", key, Dump(json(pattern)));
     case Kind::kIsNull:
       return fmt::format("{} is null", key);
     case Kind::kIsEmpty:
@@ -317,17 +324,17 @@ Result<FilterValue> ScalarFromJson(const json& v, std::string_view where) {
   if (v.is_boolean()) return FilterValue::Bool(v.get<bool>());
   if (v.is_number_integer()) {
     if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)) {
-      return Bad(fmt::format("{}: integer {} is out of range", where, v.dump()));
+      return Bad(fmt::format("{}: integer {} is out of range", where, Dump(v)));
     }
     return FilterValue::Int(v.get<int64_t>());
   }
   if (v.is_number_float()) return FilterValue::Double(v.get<double>());
   if (v.is_string()) return FilterValue::String(v.get<std::string>());
-  return Bad(fmt::format("{}: expected a string, integer or bool, got {}", where, v.dump()));
+  return Bad(fmt::format("{}: expected a string, integer or bool, got {}", where, Dump(v)));
 }
 
 Result<std::vector<FilterValue>> ScalarList(const json& v, std::string_view where) {
-  if (!v.is_array()) return Bad(fmt::format("{}: expected an array, got {}", where, v.dump()));
+  if (!v.is_array()) return Bad(fmt::format("{}: expected an array, got {}", where, Dump(v)));
   std::vector<FilterValue> out;
   for (const auto& e : v) {
     STRATA_ASSIGN_OR_RETURN(FilterValue x, ScalarFromJson(e, where));
@@ -341,12 +348,12 @@ Result<PointId> IdFromJson(const json& v) {
     return PointId::Number(v.get<uint64_t>());
   }
   if (v.is_string()) return PointId::Parse(v.get<std::string>());
-  return Bad(fmt::format("has_id: {} is not an unsigned integer or a UUID", v.dump()));
+  return Bad(fmt::format("has_id: {} is not an unsigned integer or a UUID", Dump(v)));
 }
 
 // A bound given as a number or, for datetime ranges, an RFC 3339 string.
 Status RangeBounds(const json& r, Condition* c, std::string_view what) {
-  if (!r.is_object()) return Bad(fmt::format("{} must be an object, got {}", what, r.dump()));
+  if (!r.is_object()) return Bad(fmt::format("{} must be an object, got {}", what, Dump(r)));
   for (auto it = r.begin(); it != r.end(); ++it) {
     const std::string& k = it.key();
     std::optional<double>* slot = k == "gt"    ? &c->gt
@@ -368,7 +375,7 @@ Status RangeBounds(const json& r, Condition* c, std::string_view what) {
       *slot = *t;
       c->datetime = true;
     } else {
-      return Bad(fmt::format("{}.{}: expected a number, got {}", what, k, v.dump()));
+      return Bad(fmt::format("{}.{}: expected a number, got {}", what, k, Dump(v)));
     }
   }
   return Status::Ok();
@@ -378,7 +385,7 @@ Result<Condition> FilterFromJson(const json& j, int depth);
 
 Result<Condition> ConditionFromJson(const json& j, int depth) {
   if (depth > 64) return Bad("nested too deeply (more than 64 levels)");
-  if (!j.is_object()) return Bad(fmt::format("a condition must be an object, got {}", j.dump()));
+  if (!j.is_object()) return Bad(fmt::format("a condition must be an object, got {}", Dump(j)));
   if (j.contains("must") || j.contains("should") || j.contains("must_not") ||
       j.contains("min_should")) {
     return FilterFromJson(j, depth + 1);
@@ -424,7 +431,7 @@ Result<Condition> ConditionFromJson(const json& j, int depth) {
     return Bad(
         fmt::format("unknown condition {} (expected key/match/range, has_id, is_empty, is_null, "
                     "nested, or must/should/must_not)",
-                    j.dump().substr(0, 200)));
+                    Dump(j).substr(0, 200)));
   }
   STRATA_ASSIGN_OR_RETURN(std::string key, key_of(j, "a field condition"));
   std::vector<Condition> parts;
@@ -520,7 +527,7 @@ Result<Condition> FilterFromJson(const json& j, int depth) {
   if (depth > 64) return Bad("nested too deeply (more than 64 levels)");
   if (j.is_null()) return Condition::True();
   if (!j.is_object())
-    return Bad(fmt::format("a filter must be an object, got {}", j.dump().substr(0, 200)));
+    return Bad(fmt::format("a filter must be an object, got {}", Dump(j).substr(0, 200)));
   std::vector<Condition> all;
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
@@ -813,7 +820,7 @@ class ExprParser {
       case Token::kEnd:
         return "end of expression";
       case Token::kString:
-        return json(t.text).dump();
+        return Dump(json(t.text));
       case Token::kLParen:
         return "(";
       case Token::kRParen:

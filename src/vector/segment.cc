@@ -116,10 +116,13 @@ Result<std::shared_ptr<SegmentFile>> SegmentFile::Open(const std::string& path) 
   ::close(fd);
   if (m == MAP_FAILED) return Status::FromErrno(err, "mmap " + path);
   f->data_ = static_cast<const char*>(m);
-  auto corrupt = [&](std::string why) {
-    return Status::Corruption(fmt::format("segment file {} is damaged: {}", path, why));
+  // Every error names the file and the byte offset of the bad field.
+  auto corrupt = [&](uint64_t off, std::string why) {
+    return Status::Corruption(
+        fmt::format("segment file {} is damaged at offset {}: {}", path, off, why));
   };
-  if (std::memcmp(f->data_, kMagic, 8) != 0) return corrupt("bad magic");
+  auto at = [&](const Reader& rd) { return uint64_t(rd.p - f->data_); };
+  if (std::memcmp(f->data_, kMagic, 8) != 0) return corrupt(0, "bad magic");
   Reader h{f->data_ + 8, f->data_ + kHeaderSize};
   uint32_t version = h.U32();
   uint32_t nfields = h.U32();
@@ -127,15 +130,21 @@ Result<std::shared_ptr<SegmentFile>> SegmentFile::Open(const std::string& path) 
   uint64_t meta_off = h.U64();
   uint64_t meta_len = h.U64();
   uint32_t meta_crc = h.U32();
-  if (version != kVersion) return corrupt(fmt::format("unknown version {}", version));
+  if (version != kVersion) return corrupt(8, fmt::format("unknown version {}", version));
   if (meta_off > f->size_ || meta_len > f->size_ - meta_off)
-    return corrupt("meta section out of bounds");
+    return corrupt(24, "meta section out of bounds");
   if (Crc32c(0, f->data_ + meta_off, meta_len) != meta_crc)
-    return corrupt("meta checksum mismatch");
-  if (f->rows_ > (uint64_t(1) << 32)) return corrupt("too many rows");
+    return corrupt(meta_off, "meta checksum mismatch");
+  // The row count is in the header, outside the meta CRC; each row takes at
+  // least kMinRowMeta bytes of meta (id, version, payload length), so a count
+  // the meta cannot hold is corruption, not a reason to allocate gigabytes.
+  constexpr uint64_t kMinRowMeta = 1 + 8 + 8 + 8 + 4;
+  if (f->rows_ > (uint64_t(1) << 32) || f->rows_ > meta_len / kMinRowMeta)
+    return corrupt(16, fmt::format("row count {} does not fit the meta section", f->rows_));
   Reader r{f->data_ + meta_off, f->data_ + meta_off + meta_len};
   const uint64_t words = (f->rows_ + 63) / 64;
   for (uint32_t i = 0; i < nfields; ++i) {
+    const uint64_t field_at = at(r);
     Field fl;
     uint32_t nlen = r.U32();
     fl.name = r.Str(nlen);
@@ -143,11 +152,12 @@ Result<std::shared_ptr<SegmentFile>> SegmentFile::Open(const std::string& path) 
     uint64_t bitmap_off = r.U64();
     uint64_t vec_off = r.U64();
     fl.crc = r.U32();
-    if (!r.ok) return corrupt("field table truncated");
-    uint64_t vec_bytes = f->rows_ * uint64_t(fl.dim) * 4;
-    if (bitmap_off > f->size_ || words * 8 > f->size_ - bitmap_off || vec_off > f->size_ ||
+    if (!r.ok) return corrupt(field_at, "field table truncated");
+    uint64_t vec_bytes = 0;
+    if (__builtin_mul_overflow(f->rows_, uint64_t(fl.dim) * 4, &vec_bytes) ||
+        bitmap_off > f->size_ || words * 8 > f->size_ - bitmap_off || vec_off > f->size_ ||
         vec_bytes > f->size_ - vec_off || vec_off != bitmap_off + words * 8) {
-      return corrupt(fmt::format("field {} out of bounds", i));
+      return corrupt(field_at, fmt::format("field {} out of bounds", i));
     }
     fl.present = reinterpret_cast<const uint64_t*>(f->data_ + bitmap_off);
     fl.vectors = reinterpret_cast<const float*>(f->data_ + vec_off);
@@ -155,6 +165,9 @@ Result<std::shared_ptr<SegmentFile>> SegmentFile::Open(const std::string& path) 
     fl.bytes_len = words * 8 + vec_bytes;
     f->fields_.push_back(std::move(fl));
   }
+  const uint64_t rows_at = at(r);
+  if (f->rows_ * kMinRowMeta > uint64_t(r.end - r.p))
+    return corrupt(rows_at, fmt::format("row table of {} rows truncated", f->rows_));
   f->ids.resize(f->rows_);
   for (auto& id : f->ids) {
     id.is_uuid = r.U8() != 0;
@@ -165,10 +178,11 @@ Result<std::shared_ptr<SegmentFile>> SegmentFile::Open(const std::string& path) 
   for (auto& v : f->versions) v = r.U64();
   std::vector<uint32_t> lens(f->rows_);
   for (auto& l : lens) l = r.U32();
-  if (!r.ok) return corrupt("row table truncated");
+  if (!r.ok) return corrupt(rows_at, "row table truncated");
+  const uint64_t payloads_at = at(r);
   f->payloads.resize(f->rows_);
   for (uint64_t i = 0; i < f->rows_; ++i) f->payloads[i] = r.Str(lens[i]);
-  if (!r.ok) return corrupt("payloads truncated");
+  if (!r.ok) return corrupt(payloads_at, "payloads truncated");
   // Vectors are read through the mapping on demand.
   ::madvise(const_cast<char*>(f->data_), f->size_, MADV_RANDOM);
   return f;

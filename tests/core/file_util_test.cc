@@ -1,5 +1,3 @@
-#include <strata/core/file_util.h>
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,6 +5,9 @@
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include <strata/core/fault_injection.h>
+#include <strata/core/file_util.h>
 
 #include "testutil/testutil.h"
 
@@ -72,6 +73,34 @@ TEST(FileUtilTest, FsyncParentDirOfBareAndNestedNames) {
   EXPECT_OK(FsyncParentDir(dir.Join("x")));
   EXPECT_OK(FsyncParentDir("relative-name"));
   EXPECT_OK(FsyncParentDir("/etc"));
+}
+
+// The fault-injection seam: a short write puts exactly the bytes asked for on
+// disk, then fails with the errno; skip, the path filter and times hold.
+TEST(FileUtilTest, InjectedWriteFaults) {
+  TempDir dir;
+  const std::string path = dir.Join("f");
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  const uint64_t before = fault::FaultsInjected();
+  fault::InjectWriteFault(
+      {.path_contains = "/f", .skip = 1, .err = ENOSPC, .written_first = 3, .times = 1});
+  ASSERT_OK(WriteAll(fd, "one", 3, "elsewhere"));  // the filter does not match
+  ASSERT_OK(WriteAll(fd, "two", 3, path));         // skipped
+  Status st = WriteAll(fd, "three", 5, path);
+  EXPECT_EQ(StatusCode::kResourceExhausted, st.code()) << st.ToString();
+  EXPECT_NE(std::string::npos, st.ToString().find(path)) << st.ToString();
+  EXPECT_EQ(before + 1, fault::FaultsInjected());
+  ASSERT_OK(WriteAll(fd, "four", 4, path));  // times = 1: disarmed
+  EXPECT_EQ("onetwothrfour", ReadFileOrEmpty(path));
+  fault::InjectWriteFault({.err = EIO});
+  st = PwriteAll(fd, "x", 1, 0, path);
+  EXPECT_EQ(StatusCode::kIOError, st.code()) << st.ToString();
+  EXPECT_EQ(StatusCode::kIOError, WriteAll(fd, "y", 1, path).code());
+  fault::ClearFaults();
+  ASSERT_OK(PwriteAll(fd, "x", 1, 0, path));
+  EXPECT_EQ("xnetwothrfour", ReadFileOrEmpty(path));
+  ::close(fd);
 }
 
 }  // namespace

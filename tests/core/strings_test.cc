@@ -1,10 +1,11 @@
-#include <strata/core/strings.h>
+#include <limits>
+#include <random>
 
 #include <gtest/gtest.h>
 
-#include "testutil/testutil.h"
+#include <strata/core/strings.h>
 
-#include <random>
+#include "testutil/testutil.h"
 
 namespace strata {
 namespace {
@@ -184,6 +185,23 @@ TEST(StringsTest, ParseDates) {
   EXPECT_FALSE(ParseIso8601("1994-11-15 08:12:31Z"));
   EXPECT_FALSE(ParseIso8601("1994-11-15T08:12:31.Z"));
   EXPECT_FALSE(ParseIso8601("1994-11-15T08:12:31Zjunk"));
+}
+
+// Valid calendar dates whose Unix nanoseconds do not fit int64 (outside
+// 1677-09-21..2262-04-11) are refused, not wrapped (a fuzzer found the overflow).
+TEST(StringsTest, DatesOutsideInt64NanosAreRefused) {
+  const int64_t last_sec = (std::numeric_limits<int64_t>::max() / kSec) * kSec;
+  EXPECT_EQ(*ParseIso8601("2262-04-11T23:47:16Z"), last_sec);
+  EXPECT_FALSE(ParseIso8601("2262-04-11T23:47:17Z"));
+  EXPECT_FALSE(ParseIso8601("9999-12-31T23:59:59.999999999Z"));
+  EXPECT_FALSE(ParseIso8601("0001-01-01T00:00:00Z"));
+  EXPECT_FALSE(ParseIso8601("1677-09-21T00:12:43Z"));
+  EXPECT_TRUE(ParseIso8601("1677-09-21T00:12:44Z"));
+  // In range as a local time, out of range once the zone offset is applied.
+  EXPECT_FALSE(ParseIso8601("2262-04-11T23:47:16-00:01"));
+  EXPECT_FALSE(ParseAmzDate("99991231T235959Z"));
+  EXPECT_FALSE(ParseHttpDate("Fri, 31 Dec 9999 23:59:59 GMT"));
+  EXPECT_FALSE(ParseHttpDate("Mon Jan  1 00:00:00 0001"));
 }
 
 TEST(StringsTest, DateRoundTrips) {

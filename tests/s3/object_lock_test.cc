@@ -117,6 +117,14 @@ TEST(RetentionTest, DocumentsParse) {
   EXPECT_FALSE(ParseRetentionXml("<Retention><Mode>GOVERNANCE</Mode><RetainUntilDate>soon"
                                  "</RetainUntilDate></Retention>")
                    .ok());
+  // Written documents parse back to the same retention, "none" included.
+  for (const Retention& in :
+       {Retention{}, Retention{LockMode::kCompliance, *ParseIso8601("2262-04-11T23:47:16Z")}}) {
+    auto back = ParseRetentionXml(RetentionXml(in));
+    ASSERT_TRUE(back.ok()) << RetentionXml(in);
+    EXPECT_EQ(back->mode, in.mode);
+    if (in.mode != LockMode::kNone) EXPECT_EQ(back->until_ns, in.until_ns);
+  }
   auto hold = ParseLegalHoldXml("<LegalHold><Status>ON</Status></LegalHold>");
   ASSERT_TRUE(hold.ok());
   EXPECT_TRUE(*hold);

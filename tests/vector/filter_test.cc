@@ -160,6 +160,26 @@ TEST(FilterParseTest, MilvusErrors) {
   EXPECT_FALSE(ParseFilterExpression(deep).ok());
 }
 
+// Strings in filters may hold any bytes; printing them (ToString, error
+// messages naming a token) must not throw across the API, though the JSON
+// library throws on invalid UTF-8 (fuzzer findings).
+TEST(FilterParseTest, NonUtf8StringsPrintWithoutThrowing) {
+  const std::string bad_bytes = "London\xfe\xff";
+  std::string printed;
+  ASSERT_OK_AND_ASSIGN(Filter f, ParseFilterExpression("city == \"" + bad_bytes + "\""));
+  EXPECT_NO_THROW(printed = f.ToString());
+  EXPECT_NE(std::string::npos, printed.find("city==")) << printed;
+  EXPECT_NE(std::string::npos, printed.find("London")) << printed;
+  ASSERT_OK_AND_ASSIGN(Filter like, ParseFilterExpression("city like \"" + bad_bytes + "%\""));
+  EXPECT_NO_THROW(printed = like.ToString());
+  // A parse error describing a non-UTF-8 string token.
+  Result<Filter> r = Filter{};
+  EXPECT_NO_THROW(r = ParseFilterExpression("a == 1 \"" + bad_bytes + "\""));
+  EXPECT_FALSE(r.ok());
+  EXPECT_NO_THROW(r = ParseFilterExpression("(a == 1 \"\xc3\""));
+  EXPECT_FALSE(r.ok());
+}
+
 TEST(FilterParseTest, BothFormsAgree) {
   EXPECT_EQ(
       Q(R"({"must":[{"key":"source","match":{"value":"arxiv"}},{"key":"timestamp","range":{"gt":100}}]})"),

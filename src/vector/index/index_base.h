@@ -182,13 +182,15 @@ class Reader {
     uint64_t n;
     if (!Get(&n) || n > max_elems || n > (data_.size() - pos_) / sizeof(T)) return false;
     v->resize(n);
-    std::memcpy(v->data(), data_.data() + pos_, n * sizeof(T));
+    // An empty vector's data() may be null, and memcpy(nullptr, _, 0) is
+    // undefined behaviour (UBSan reported it loading an index with no deletions).
+    if (n > 0) std::memcpy(v->data(), data_.data() + pos_, n * sizeof(T));
     pos_ += n * sizeof(T);
     return true;
   }
   bool GetRaw(void* p, size_t n) {
     if (data_.size() - pos_ < n) return false;
-    std::memcpy(p, data_.data() + pos_, n);
+    if (n > 0) std::memcpy(p, data_.data() + pos_, n);
     pos_ += n;
     return true;
   }
