@@ -222,6 +222,10 @@ class CollectionManager {
   // kNotFound: `collection "x" does not exist`.
   Result<std::shared_ptr<Collection>> Get(const std::string& name) const;
   Status Drop(const std::string& name);
+  // Renames a collection (its directory and stored name); the returned
+  // collection replaces the old one, which is closed (kUnavailable after).
+  // kNotFound for `from`, kAlreadyExists for `to`.
+  Result<std::shared_ptr<Collection>> Rename(const std::string& from, const std::string& to);
   std::vector<std::string> List() const;  // sorted
   bool Exists(const std::string& name) const;
   const std::string& root() const { return root_; }
