@@ -71,8 +71,9 @@ Status MilvusServiceImpl::DoSearch(const pbm::SearchRequest& req, pbm::SearchRes
   if (!req.dsl().empty()) {
     STRATA_ASSIGN_OR_RETURN(filter, ParseMilvusExpr(req.dsl()));
   }
+  // Milvus returns the primary key among the fields too; the SDKs read it there.
   STRATA_ASSIGN_OR_RETURN(OutputFields out,
-                          ResolveOutputFields(m, req.output_fields(), /*with_primary=*/false));
+                          ResolveOutputFields(m, req.output_fields(), /*with_primary=*/true));
   std::vector<vector::SearchRequest> reqs(queries.size());
   for (size_t i = 0; i < queries.size(); ++i) {
     auto& r = reqs[i];

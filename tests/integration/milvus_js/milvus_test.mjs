@@ -1,0 +1,310 @@
+// Drives Strata's Milvus-compatible gRPC API with the official Node SDK
+// (@zilliz/milvus2-sdk-node): schema, HNSW index, 10,000 rows inserted in
+// batches of 256 with 4 requests in flight, filtered search checked against a
+// brute-force scan in JS, query with count(*), upsert, delete by expression,
+// rename, drop, and the error cases (nothing stored by a rejected request).
+// MILVUS_ADDRESS=127.0.0.1:PORT node milvus_test.mjs; prints PASS/FAIL lines,
+// exits 1 on any failure.
+import { MilvusClient, DataType, ErrorCode } from '@zilliz/milvus2-sdk-node';
+
+const address = process.env.MILVUS_ADDRESS;
+const DIM = 1024;
+const N = 10000;
+const BATCH = 256;
+const CONCURRENCY = 4;
+const SOURCES = ['arxiv', 'wiki', 'web', 'news'];
+let failures = 0;
+
+function check(cond, what) {
+  if (!cond) throw new Error(what);
+}
+async function step(name, fn) {
+  try {
+    await fn();
+    console.log(`PASS ${name}`);
+  } catch (e) {
+    failures++;
+    console.log(`FAIL ${name}: ${e && e.stack ? e.stack : JSON.stringify(e)}`);
+  }
+}
+const ok = (res, what) =>
+  check(res && (res.error_code === ErrorCode.SUCCESS || res.error_code === 'Success') &&
+        (res.code === undefined || res.code === 0),
+        `${what}: ${JSON.stringify(res)}`);
+const statusOf = res => (res && res.status ? res.status : res);
+function expectError(res, fragment, what) {
+  const st = statusOf(res);
+  check(st && st.error_code !== 'Success' && st.code !== 0, `${what}: expected an error, got ${JSON.stringify(st)}`);
+  check(String(st.reason).toLowerCase().includes(fragment.toLowerCase()),
+        `${what}: reason ${JSON.stringify(st.reason)} does not mention ${JSON.stringify(fragment)}`);
+}
+
+// Deterministic vectors: xorshift32.
+let seed = 12345;
+function rand() {
+  seed ^= seed << 13; seed >>>= 0;
+  seed ^= seed >>> 17;
+  seed ^= seed << 5; seed >>>= 0;
+  return seed / 4294967296;
+}
+function randomVector() {
+  const v = new Array(DIM);
+  for (let i = 0; i < DIM; i++) v[i] = rand() * 2 - 1;
+  return v;
+}
+function cosine(a, b) {
+  let d = 0, na = 0, nb = 0;
+  for (let i = 0; i < a.length; i++) { d += a[i] * b[i]; na += a[i] * a[i]; nb += b[i] * b[i]; }
+  return d / Math.sqrt(na * nb);
+}
+
+const client = new MilvusClient({ address, timeout: 60000 });
+const C = 'docs';
+const rows = [];  // rows[i] = {embedding, text, source, timestamp}
+const ids = [];   // ids[i] = the primary key Strata assigned to rows[i] (string)
+const countOf = async (expr) => {
+  const res = await client.query({ collection_name: C, filter: expr || '', output_fields: ['count(*)'] });
+  ok(res.status, 'count query');
+  return Number(res.data[0]['count(*)']);
+};
+
+await step('connect, version, health', async () => {
+  await client.connectPromise;
+  const v = await client.getVersion();
+  ok(v.status, 'getVersion');
+  check(/^v?2\./.test(v.version), `version ${v.version}`);
+  const h = await client.checkHealth();
+  check(h.isHealthy === true, `health ${JSON.stringify(h)}`);
+});
+
+await step('create collection with schema and HNSW index (loaded)', async () => {
+  if ((await client.hasCollection({ collection_name: C })).value) await client.dropCollection({ collection_name: C });
+  const res = await client.createCollection({
+    collection_name: C,
+    fields: [
+      { name: 'id', data_type: DataType.Int64, is_primary_key: true, autoID: true },
+      { name: 'embedding', data_type: DataType.FloatVector, dim: DIM },
+      { name: 'text', data_type: DataType.VarChar, max_length: 8192 },
+      { name: 'source', data_type: DataType.VarChar, max_length: 256 },
+      { name: 'timestamp', data_type: DataType.Int64 },
+    ],
+    index_params: [{ field_name: 'embedding', index_type: 'HNSW', metric_type: 'COSINE',
+                     params: { M: 16, efConstruction: 256 } }],
+  });
+  ok(res, 'createCollection');
+  const has = await client.hasCollection({ collection_name: C });
+  check(has.value === true, `hasCollection ${JSON.stringify(has)}`);
+  const d = await client.describeCollection({ collection_name: C });
+  ok(d.status, 'describeCollection');
+  const byName = Object.fromEntries(d.schema.fields.map(f => [f.name, f]));
+  check(byName.id.is_primary_key && byName.id.autoID, `id field ${JSON.stringify(byName.id)}`);
+  check(byName.id.data_type === 'Int64', `id type ${byName.id.data_type}`);
+  check(byName.embedding.data_type === 'FloatVector' && Number(byName.embedding.dim) === DIM,
+        `embedding ${JSON.stringify(byName.embedding)}`);
+  check(Number(byName.text.max_length) === 8192, `text ${JSON.stringify(byName.text)}`);
+  const show = await client.showCollections();
+  check(show.data.some(c => c.name === C), `showCollections ${JSON.stringify(show.data)}`);
+  const idx = await client.describeIndex({ collection_name: C, field_name: 'embedding' });
+  ok(idx.status, 'describeIndex');
+  const params = Object.fromEntries(idx.index_descriptions[0].params.map(p => [p.key, p.value]));
+  check(params.index_type === 'HNSW' && params.metric_type === 'COSINE', JSON.stringify(params));
+  check(JSON.parse(params.params).M === '16', `index params ${params.params}`);
+  const ls = await client.getLoadState({ collection_name: C });
+  check(ls.state === 'LoadStateLoaded', `load state ${JSON.stringify(ls)}`);
+});
+
+await step(`insert ${N} rows in batches of ${BATCH}, ${CONCURRENCY} in flight`, async () => {
+  for (let i = 0; i < N; i++) {
+    rows.push({ embedding: randomVector(), text: `document ${i} ` + 'x'.repeat(i % 200),
+                source: SOURCES[i % SOURCES.length], timestamp: i });
+  }
+  const batches = [];
+  for (let s = 0; s < N; s += BATCH) batches.push(s);
+  let next = 0;
+  let inserted = 0;
+  async function worker() {
+    while (next < batches.length) {
+      const s = batches[next++];
+      const data = rows.slice(s, s + BATCH);
+      const res = await client.insert({ collection_name: C, data });
+      ok(res.status, `insert at ${s}`);
+      const got = res.IDs.int_id.data.map(String);
+      check(got.length === data.length, `insert at ${s}: ${got.length} ids`);
+      got.forEach((id, k) => { ids[s + k] = id; });
+      inserted += Number(res.insert_cnt);
+    }
+  }
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  check(inserted === N, `insert_cnt total ${inserted}`);
+  check(new Set(ids).size === N, 'auto ids are unique');
+  const fl = await client.flushSync({ collection_names: [C] });
+  ok(fl.status, 'flush');
+  const stats = await client.getCollectionStatistics({ collection_name: C });
+  check(Number(stats.data.row_count) === N, `statistics ${JSON.stringify(stats)}`);
+});
+
+await step('query count(*)', async () => {
+  check(await countOf('') === N, 'count(*) of all rows');
+  check(await countOf('source == "arxiv"') === N / 4, 'count(*) of arxiv rows');
+});
+
+await step('filtered search (source == "arxiv", ef 128) matches brute force', async () => {
+  const target = 4 * 37;  // an arxiv row
+  const q = rows[target].embedding.map(x => x + (rand() - 0.5) * 0.05);
+  const res = await client.search({
+    collection_name: C, data: q, limit: 10, filter: 'source == "arxiv"',
+    output_fields: ['text', 'source', 'timestamp'], params: { ef: 128 },
+  });
+  ok(res.status, 'search');
+  check(res.results.length === 10, `${res.results.length} results`);
+  for (const r of res.results) {
+    check(r.source === 'arxiv', `result ${JSON.stringify(r).slice(0, 200)} is not arxiv`);
+    const i = Number(r.timestamp);
+    check(ids[i] === String(r.id), `result id ${r.id} vs inserted ${ids[i]}`);
+    check(r.text === rows[i].text, 'text output field');
+  }
+  const brute = [];
+  rows.forEach((r, i) => { if (r.source === 'arxiv') brute.push([cosine(q, r.embedding), i]); });
+  brute.sort((a, b) => b[0] - a[0]);
+  check(String(res.results[0].id) === ids[brute[0][1]],
+        `nearest ${res.results[0].id}, brute force ${ids[brute[0][1]]}`);
+  check(Math.abs(res.results[0].score - brute[0][0]) < 1e-3,
+        `score ${res.results[0].score} vs cosine ${brute[0][0]}`);
+  const top = new Set(brute.slice(0, 10).map(b => ids[b[1]]));
+  const hit = res.results.filter(r => top.has(String(r.id))).length;
+  check(hit >= 9, `recall@10 ${hit}/10`);
+  for (let k = 1; k < res.results.length; k++) {
+    check(res.results[k - 1].score >= res.results[k].score, 'scores descending');
+  }
+});
+
+await step('search with two query vectors, offset', async () => {
+  const res = await client.search({
+    collection_name: C, data: [rows[1].embedding, rows[2].embedding], limit: 3, offset: 1,
+    output_fields: ['source'],
+  });
+  ok(res.status, 'search nq=2');
+  check(res.results.length === 2 && res.results[0].length === 3, JSON.stringify(res.results).slice(0, 300));
+  // offset 1 skips each query's own row (similarity 1).
+  check(String(res.results[0][0].id) !== ids[1] && String(res.results[1][0].id) !== ids[2], 'offset');
+});
+
+await step('query with expression, output fields, limit and offset', async () => {
+  const res = await client.query({
+    collection_name: C, filter: 'timestamp >= 100 and timestamp < 200 and source in ["wiki", "web"]',
+    output_fields: ['timestamp', 'source'], limit: 10, offset: 5,
+  });
+  ok(res.status, 'query');
+  check(res.data.length === 10, `${res.data.length} rows`);
+  for (const r of res.data) {
+    const t = Number(r.timestamp);
+    check(t >= 100 && t < 200 && (r.source === 'wiki' || r.source === 'web'), JSON.stringify(r));
+    check(ids[t] === String(r.id), 'primary key returned');
+  }
+  const byId = await client.query({ collection_name: C, filter: `id in [${ids[7]}, ${ids[8]}]`,
+                                    output_fields: ['text', 'embedding'] });
+  ok(byId.status, 'query by ids');
+  check(byId.data.length === 2, `by ids: ${byId.data.length}`);
+  const r7 = byId.data.find(r => String(r.id) === ids[7]);
+  // A COSINE collection keeps its vectors normalised (docs/vector.md): the
+  // vector comes back with the inserted direction.
+  check(r7 && r7.text === rows[7].text && r7.embedding.length === DIM &&
+        cosine(r7.embedding, rows[7].embedding) > 0.99999, 'row 7 with its vector');
+});
+
+await step('upsert replaces a row', async () => {
+  const row = Object.assign({}, rows[9], { id: ids[9], text: 'replaced' });
+  const res = await client.upsert({ collection_name: C, data: [row] });
+  ok(res.status, 'upsert');
+  const q = await client.query({ collection_name: C, filter: `id == ${ids[9]}`, output_fields: ['text'] });
+  check(q.data.length === 1 && q.data[0].text === 'replaced', JSON.stringify(q.data));
+  check(await countOf('') === N, 'upsert did not add a row');
+});
+
+await step('errors: unknown collection', async () => {
+  // The SDK reads the schema of DescribeCollection before the status, so a
+  // search on an unknown collection rejects inside the SDK (as against Milvus).
+  const s = await client.search({ collection_name: 'nope', data: rows[0].embedding, limit: 3 })
+    .then(r => r, e => ({ status: { error_code: 'thrown', code: -1, reason: 'thrown: ' + String(e.message || e) } }));
+  expectError(s, '', 'search on an unknown collection');
+  const ins = await client.insert({ collection_name: 'nope', data: [rows[0]] })
+    .then(r => r, e => ({ status: { error_code: 'thrown', code: -1, reason: String(e.message || e) } }));
+  expectError(ins, '', 'insert into an unknown collection');
+  const del = await client.deleteEntities({ collection_name: 'nope', expr: 'timestamp > 1' })
+    .then(r => r, e => ({ status: { error_code: 'thrown', code: -1, reason: String(e.message || e) } }));
+  expectError(del, '', 'delete in an unknown collection');
+  const st = await client.getCollectionStatistics({ collection_name: 'nope' });
+  expectError(st, 'collection not found[collection=nope]', 'statistics of an unknown collection');
+  const ld = await client.loadCollection({ collection_name: 'nope' })
+    .then(r => r, e => ({ status: { error_code: 'thrown', code: -1, reason: String(e.message || e) } }));
+  expectError(ld, 'collection not found[collection=nope]', 'load an unknown collection');
+  const q = await client.query({ collection_name: 'nope', filter: 'timestamp > 1', output_fields: ['count(*)'] })
+    .catch(e => ({ status: { error_code: 'thrown', code: -1, reason: String(e.message || e) } }));
+  expectError(q, 'not found', 'query on an unknown collection');
+  const d = await client.describeCollection({ collection_name: 'nope' });
+  expectError(d, 'collection not found', 'describe an unknown collection');
+});
+
+await step('errors: wrong dimension, VARCHAR over max_length, malformed expression; nothing stored', async () => {
+  const short = Object.assign({}, rows[0], { embedding: rows[0].embedding.slice(0, 1000) });
+  const r1 = await client.insert({ collection_name: C, data: [rows[0], short] })
+    .catch(e => ({ status: { error_code: 'thrown', code: -1, reason: String(e.message || e) } }));
+  expectError(r1, 'dim', 'wrong dimension');
+  const long = Object.assign({}, rows[1], { text: 'y'.repeat(9000) });
+  const r2 = await client.insert({ collection_name: C, data: [rows[1], long, rows[2]] });
+  expectError(r2, 'max length', 'VARCHAR over max_length');
+  check(await countOf('') === N, 'rejected inserts stored nothing');
+  const r3 = await client.query({ collection_name: C, filter: 'source ==== "arxiv"', output_fields: ['source'], limit: 3 });
+  expectError(r3, 'cannot parse expression', 'malformed expression in query');
+  const r4 = await client.delete({ collection_name: C, filter: 'timestamp >> 3' });
+  expectError(r4, 'cannot parse expression', 'malformed expression in delete');
+  const r5 = await client.search({ collection_name: C, data: rows[0].embedding, limit: 3, filter: 'source == ' })
+    .catch(e => ({ status: { error_code: 'thrown', code: -1, reason: String(e.message || e) } }));
+  expectError(r5, 'cannot parse expression', 'malformed expression in search');
+  check(await countOf('') === N, 'rejected deletes removed nothing');
+});
+
+await step('delete by expression', async () => {
+  const res = await client.delete({ collection_name: C, filter: 'source == "web"' });
+  ok(res.status, 'delete');
+  check(Number(res.delete_cnt) === N / 4, `delete_cnt ${res.delete_cnt}`);
+  check(await countOf('source == "web"') === 0, 'no web rows left');
+  check(await countOf('') === N - N / 4, 'count after delete');
+  const s = await client.search({ collection_name: C, data: rows[2].embedding, limit: 5, output_fields: ['source'] });
+  ok(s.status, 'search after delete');
+  check(s.results.every(r => r.source !== 'web'), 'deleted rows are not found');
+  const byIds = await client.deleteEntities({ collection_name: C, filter: `id in [${ids[0]}, ${ids[1]}]` });
+  ok(byIds.status, 'delete by ids');
+  check(await countOf('') === N - N / 4 - 2, 'count after delete by ids');
+});
+
+await step('unsupported requests answer an error', async () => {
+  const p = await client.createPartition({ collection_name: C, partition_name: 'p1' })
+    .catch(e => ({ error_code: 'thrown', code: -1, reason: String(e.message || e) }));
+  check(p.error_code !== 'Success', `createPartition: ${JSON.stringify(p)}`);
+  const bad = await client.createCollection({
+    collection_name: 'sparse', fields: [
+      { name: 'id', data_type: DataType.Int64, is_primary_key: true },
+      { name: 'v', data_type: DataType.SparseFloatVector }],
+  }).catch(e => e);
+  expectError(bad, 'not supported', 'a SparseFloatVector field');
+  check(!(await client.hasCollection({ collection_name: 'sparse' })).value, 'nothing created');
+});
+
+await step('release, rename, drop', async () => {
+  ok(await client.releaseCollection({ collection_name: C }), 'release');
+  const s = await client.search({ collection_name: C, data: rows[0].embedding, limit: 1 })
+    .catch(e => ({ status: { error_code: 'thrown', code: -1, reason: String(e.message || e) } }));
+  expectError(s, 'not loaded', 'search on a released collection');
+  ok(await client.renameCollection({ collection_name: C, new_collection_name: 'docs2' }), 'rename');
+  check(!(await client.hasCollection({ collection_name: C })).value, 'old name gone');
+  ok(await client.loadCollectionSync({ collection_name: 'docs2' }), 'load renamed');
+  const res = await client.query({ collection_name: 'docs2', filter: '', output_fields: ['count(*)'] });
+  check(Number(res.data[0]['count(*)']) === N - N / 4 - 2, 'renamed collection keeps its rows');
+  ok(await client.dropCollection({ collection_name: 'docs2' }), 'drop');
+  check(!(await client.hasCollection({ collection_name: 'docs2' })).value, 'dropped');
+});
+
+await client.closeConnection();
+console.log(failures === 0 ? 'ALL PASSED' : `${failures} FAILED`);
+process.exit(failures === 0 ? 0 : 1);
