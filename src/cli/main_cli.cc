@@ -142,8 +142,9 @@ int Main(int argc, char** argv) {
   server::ServerOptions sopts;
   std::string log_level = "info";
   bool no_fsync = false;
-  auto* srv = app.add_subcommand(
-      "server", "Run every Strata service in one process (S3 on :9000, admin on :9001, vector on :6333, Milvus on :19530, features on :6566)");
+  auto* srv = app.add_subcommand("server",
+                                 "Run every Strata service in one process (S3 on :9000, admin on "
+                                 ":9001, vector on :6333, Milvus on :19530, features on :6566)");
   int features_port = 6566;
   int milvus_port = 19530;
   std::string milvus_host = "127.0.0.1";
@@ -239,8 +240,9 @@ int Main(int argc, char** argv) {
       return 2;
     }
     sopts.enable_milvus = milvus_port != 0;
-    sopts.milvus_address = (milvus_host.find(':') != std::string::npos ? "[" + milvus_host + "]" : milvus_host) +
-                           ":" + std::to_string(milvus_port);
+    sopts.milvus_address =
+        (milvus_host.find(':') != std::string::npos ? "[" + milvus_host + "]" : milvus_host) + ":" +
+        std::to_string(milvus_port);
     sopts.milvus_bind_required = srv->count("--milvus-port") > 0 || srv->count("--milvus-host") > 0;
     sopts.enable_features = features_port != 0;
     sopts.features_address = (features_host.find(':') != std::string::npos ? "[" + features_host + "]" : features_host) +

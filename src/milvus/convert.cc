@@ -33,29 +33,45 @@ Result<int64_t> ParseInt(const std::string& what, const std::string& v) {
 // Rows of one scalar column, checked against the field's type.
 size_t ScalarRows(const ScalarField& s) {
   switch (s.data_case()) {
-    case ScalarField::kBoolData: return s.bool_data().data_size();
-    case ScalarField::kIntData: return s.int_data().data_size();
-    case ScalarField::kLongData: return s.long_data().data_size();
-    case ScalarField::kFloatData: return s.float_data().data_size();
-    case ScalarField::kDoubleData: return s.double_data().data_size();
-    case ScalarField::kStringData: return s.string_data().data_size();
-    case ScalarField::kJsonData: return s.json_data().data_size();
-    default: return 0;
+    case ScalarField::kBoolData:
+      return s.bool_data().data_size();
+    case ScalarField::kIntData:
+      return s.int_data().data_size();
+    case ScalarField::kLongData:
+      return s.long_data().data_size();
+    case ScalarField::kFloatData:
+      return s.float_data().data_size();
+    case ScalarField::kDoubleData:
+      return s.double_data().data_size();
+    case ScalarField::kStringData:
+      return s.string_data().data_size();
+    case ScalarField::kJsonData:
+      return s.json_data().data_size();
+    default:
+      return 0;
   }
 }
 
 ScalarField::DataCase ExpectedCase(DataType t) {
   switch (t) {
-    case DataType::kBool: return ScalarField::kBoolData;
+    case DataType::kBool:
+      return ScalarField::kBoolData;
     case DataType::kInt8:
     case DataType::kInt16:
-    case DataType::kInt32: return ScalarField::kIntData;
-    case DataType::kInt64: return ScalarField::kLongData;
-    case DataType::kFloat: return ScalarField::kFloatData;
-    case DataType::kDouble: return ScalarField::kDoubleData;
-    case DataType::kVarChar: return ScalarField::kStringData;
-    case DataType::kJson: return ScalarField::kJsonData;
-    default: return ScalarField::DATA_NOT_SET;
+    case DataType::kInt32:
+      return ScalarField::kIntData;
+    case DataType::kInt64:
+      return ScalarField::kLongData;
+    case DataType::kFloat:
+      return ScalarField::kFloatData;
+    case DataType::kDouble:
+      return ScalarField::kDoubleData;
+    case DataType::kVarChar:
+      return ScalarField::kStringData;
+    case DataType::kJson:
+      return ScalarField::kJsonData;
+    default:
+      return ScalarField::DATA_NOT_SET;
   }
 }
 
@@ -74,12 +90,14 @@ Status CheckIntRange(const FieldMeta& f, int64_t v, size_t row) {
 // One value of a scalar column as JSON (the row's payload value).
 Result<json> ScalarValue(const FieldMeta& f, const ScalarField& s, size_t i) {
   switch (s.data_case()) {
-    case ScalarField::kBoolData: return json(s.bool_data().data(i));
+    case ScalarField::kBoolData:
+      return json(s.bool_data().data(i));
     case ScalarField::kIntData: {
       STRATA_RETURN_IF_ERROR(CheckIntRange(f, s.int_data().data(i), i));
       return json(s.int_data().data(i));
     }
-    case ScalarField::kLongData: return json(s.long_data().data(i));
+    case ScalarField::kLongData:
+      return json(s.long_data().data(i));
     case ScalarField::kFloatData: {
       const float v = s.float_data().data(i);
       if (!std::isfinite(v))
@@ -95,9 +113,9 @@ Result<json> ScalarValue(const FieldMeta& f, const ScalarField& s, size_t i) {
     case ScalarField::kStringData: {
       const std::string& v = s.string_data().data(i);
       if (v.size() > f.max_length) {
-        return Status::InvalidArgument(fmt::format(
-            "the length ({}) of {}th VarChar {} exceeds max length ({})", v.size(), i, f.name,
-            f.max_length));
+        return Status::InvalidArgument(
+            fmt::format("the length ({}) of {}th VarChar {} exceeds max length ({})", v.size(), i,
+                        f.name, f.max_length));
       }
       return json(v);
     }
@@ -117,9 +135,9 @@ Result<json> ScalarValue(const FieldMeta& f, const ScalarField& s, size_t i) {
 Status AddScalarColumn(const FieldMeta& f, const FieldData& fd, uint32_t n,
                        std::vector<json>* rows) {
   if (fd.field_case() != FieldData::kScalars || fd.scalars().data_case() != ExpectedCase(f.type)) {
-    return Status::InvalidArgument(fmt::format(
-        "field {}: expected {} data, the request carries another type", f.name,
-        DataTypeName(f.type)));
+    return Status::InvalidArgument(
+        fmt::format("field {}: expected {} data, the request carries another type", f.name,
+                    DataTypeName(f.type)));
   }
   const ScalarField& s = fd.scalars();
   const bool has_valid = fd.valid_data_size() > 0;
@@ -161,8 +179,8 @@ Status AddVectorColumn(const FieldMeta& f, const FieldData& fd, uint32_t n,
                        std::vector<vector::Point>* points) {
   if (fd.field_case() != FieldData::kVectors ||
       fd.vectors().data_case() != pb::schema::VectorField::kFloatVector) {
-    return Status::InvalidArgument(
-        fmt::format("field {}: expected FloatVector data, the request carries another type", f.name));
+    return Status::InvalidArgument(fmt::format(
+        "field {}: expected FloatVector data, the request carries another type", f.name));
   }
   const auto& v = fd.vectors();
   if (v.dim() != 0 && v.dim() != f.dim) {
@@ -170,10 +188,16 @@ Status AddVectorColumn(const FieldMeta& f, const FieldData& fd, uint32_t n,
         "the dim ({}) of field data({}) is not equal to schema dim ({})", v.dim(), f.name, f.dim));
   }
   const auto& data = v.float_vector().data();
-  if (static_cast<size_t>(data.size()) != static_cast<size_t>(n) * f.dim) {
+  const size_t have = static_cast<size_t>(data.size());
+  if (have != static_cast<size_t>(n) * f.dim && have % f.dim == 0 && v.dim() == f.dim) {
     return Status::InvalidArgument(fmt::format(
-        "the dim ({}) of field data({}) is not equal to schema dim ({})",
-        n ? data.size() / n : 0, f.name, f.dim));
+        "the num_rows ({}) of field data does not match the passed num_rows ({}) for field {}",
+        have / f.dim, n, f.name));
+  }
+  if (have != static_cast<size_t>(n) * f.dim) {
+    return Status::InvalidArgument(
+        fmt::format("the dim ({}) of field data({}) is not equal to schema dim ({})",
+                    n ? data.size() / n : 0, f.name, f.dim));
   }
   for (uint32_t r = 0; r < n; ++r) {
     vector::NamedVector nv;
@@ -203,8 +227,8 @@ Status AddDynamicColumn(const CollectionMeta& m, const FieldData& fd, uint32_t n
     }
     for (auto& [k, v] : obj.items()) {
       if (m.Field(k) != nullptr) {
-        return Status::InvalidArgument(fmt::format(
-            "dynamic key \"{}\" of row {} is also a schema field", k, r));
+        return Status::InvalidArgument(
+            fmt::format("dynamic key \"{}\" of row {} is also a schema field", k, r));
       }
       (*rows)[r][k] = std::move(v);
     }
@@ -330,8 +354,8 @@ Result<Rows> RowsFromFieldData(const CollectionMeta& m, const FieldDataList& fie
   std::set<std::string> seen;
   for (const auto& fd : fields) {
     if (!seen.insert(fd.field_name()).second) {
-      return Status::InvalidArgument(fmt::format("duplicated field name {} in the request",
-                                                 fd.field_name()));
+      return Status::InvalidArgument(
+          fmt::format("duplicated field name {} in the request", fd.field_name()));
     }
     if (fd.is_dynamic() || fd.field_name() == "$meta") {
       STRATA_RETURN_IF_ERROR(AddDynamicColumn(m, fd, num_rows, &payload));
@@ -345,7 +369,8 @@ Result<Rows> RowsFromFieldData(const CollectionMeta& m, const FieldDataList& fie
     if (f->primary && f->auto_id && insert) {
       return Status::InvalidArgument(fmt::format(
           "the primary key {} is auto_id: do not pass it, or create the collection with "
-          "auto_id=false", f->name));
+          "auto_id=false",
+          f->name));
     }
     if (f->type == DataType::kFloatVector) {
       STRATA_RETURN_IF_ERROR(AddVectorColumn(*f, fd, num_rows, &out.points));
@@ -432,8 +457,8 @@ Status RecordsToFieldData(const CollectionMeta& m, const OutputFields& out,
           if (x.name == f->name) nv = &x;
         }
         if (nv == nullptr || nv->values.size() != f->dim) {
-          return Status::Internal(fmt::format("point {} has no vector {}", r->id.ToString(),
-                                              f->name));
+          return Status::Internal(
+              fmt::format("point {} has no vector {}", r->id.ToString(), f->name));
         }
         data->Add(nv->values.begin(), nv->values.end());
       }
@@ -483,9 +508,8 @@ Status RecordsToFieldData(const CollectionMeta& m, const OutputFields& out,
       json d = json::object();
       for (const auto& [k, v] : p.items()) {
         if (m.Field(k) != nullptr) continue;
-        if (out.all_dynamic ||
-            std::find(out.dynamic_keys.begin(), out.dynamic_keys.end(), k) !=
-                out.dynamic_keys.end()) {
+        if (out.all_dynamic || std::find(out.dynamic_keys.begin(), out.dynamic_keys.end(), k) !=
+                                   out.dynamic_keys.end()) {
           d[k] = v;
         }
       }
@@ -543,7 +567,8 @@ Result<SearchParams> ParseSearchParams(const KvList& kv) {
   auto set_param = [&p](const std::string& k, const json& v) -> Status {
     auto as_uint = [&](uint32_t* out) -> Status {
       if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > (1 << 20))
-        return Status::InvalidArgument(fmt::format("search param {} must be a positive integer", k));
+        return Status::InvalidArgument(
+            fmt::format("search param {} must be a positive integer", k));
       *out = v.get<uint32_t>();
       return Status::Ok();
     };
@@ -564,7 +589,8 @@ Result<SearchParams> ParseSearchParams(const KvList& kv) {
     } else if (k == "topk" || k == "limit") {
       STRATA_ASSIGN_OR_RETURN(int64_t n, ParseInt(k, v));
       if (n <= 0 || static_cast<size_t>(n) > kMaxTopK)
-        return Status::InvalidArgument(fmt::format("topk [{}] is invalid, it should be in range [1, {}]", n, kMaxTopK));
+        return Status::InvalidArgument(
+            fmt::format("topk [{}] is invalid, it should be in range [1, {}]", n, kMaxTopK));
       p.topk = static_cast<size_t>(n);
     } else if (k == "offset") {
       STRATA_ASSIGN_OR_RETURN(int64_t n, ParseInt(k, v));
@@ -578,7 +604,8 @@ Result<SearchParams> ParseSearchParams(const KvList& kv) {
       p.round_decimal = static_cast<int>(n);
     } else if (k == "ignore_growing") {
       if (v != "false" && v != "False" && v != "0")
-        return Status::NotSupported("ignore_growing is not supported: Strata searches every segment");
+        return Status::NotSupported(
+            "ignore_growing is not supported: Strata searches every segment");
     } else if (k == "params") {
       json j = json::parse(v, nullptr, false);
       if (j.is_discarded() || !j.is_object())

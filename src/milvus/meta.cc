@@ -78,8 +78,8 @@ Status ValidateField(FieldMeta& f) {
       break;
     case DataType::kFloatVector:
       if (f.dim == 0 || f.dim > kMaxDim) {
-        return Status::InvalidArgument(fmt::format(
-            "dim of the vector field({}) should be in range 1 ~ {}", f.name, kMaxDim));
+        return Status::InvalidArgument(
+            fmt::format("dim of the vector field({}) should be in range 1 ~ {}", f.name, kMaxDim));
       }
       if (f.nullable) {
         return Status::NotSupported(
@@ -102,9 +102,9 @@ Status ValidateField(FieldMeta& f) {
         fmt::format("auto_id can only be set on the primary key, not on \"{}\"", f.name));
   }
   if (f.auto_id && f.type != DataType::kInt64) {
-    return Status::NotSupported(fmt::format(
-        "auto_id on a {} primary key (\"{}\") is not supported: use Int64", DataTypeName(f.type),
-        f.name));
+    return Status::NotSupported(
+        fmt::format("auto_id on a {} primary key (\"{}\") is not supported: use Int64",
+                    DataTypeName(f.type), f.name));
   }
   if (f.primary && f.nullable) {
     return Status::InvalidArgument(fmt::format("primary field({}) cannot be nullable", f.name));
@@ -116,24 +116,42 @@ Status ValidateField(FieldMeta& f) {
 
 std::string DataTypeName(DataType t) {
   switch (t) {
-    case DataType::kNone: return "None";
-    case DataType::kBool: return "Bool";
-    case DataType::kInt8: return "Int8";
-    case DataType::kInt16: return "Int16";
-    case DataType::kInt32: return "Int32";
-    case DataType::kInt64: return "Int64";
-    case DataType::kFloat: return "Float";
-    case DataType::kDouble: return "Double";
-    case DataType::kString: return "String";
-    case DataType::kVarChar: return "VarChar";
-    case DataType::kArray: return "Array";
-    case DataType::kJson: return "JSON";
-    case DataType::kBinaryVector: return "BinaryVector";
-    case DataType::kFloatVector: return "FloatVector";
-    case DataType::kFloat16Vector: return "Float16Vector";
-    case DataType::kBFloat16Vector: return "BFloat16Vector";
-    case DataType::kSparseFloatVector: return "SparseFloatVector";
-    case DataType::kInt8Vector: return "Int8Vector";
+    case DataType::kNone:
+      return "None";
+    case DataType::kBool:
+      return "Bool";
+    case DataType::kInt8:
+      return "Int8";
+    case DataType::kInt16:
+      return "Int16";
+    case DataType::kInt32:
+      return "Int32";
+    case DataType::kInt64:
+      return "Int64";
+    case DataType::kFloat:
+      return "Float";
+    case DataType::kDouble:
+      return "Double";
+    case DataType::kString:
+      return "String";
+    case DataType::kVarChar:
+      return "VarChar";
+    case DataType::kArray:
+      return "Array";
+    case DataType::kJson:
+      return "JSON";
+    case DataType::kBinaryVector:
+      return "BinaryVector";
+    case DataType::kFloatVector:
+      return "FloatVector";
+    case DataType::kFloat16Vector:
+      return "Float16Vector";
+    case DataType::kBFloat16Vector:
+      return "BFloat16Vector";
+    case DataType::kSparseFloatVector:
+      return "SparseFloatVector";
+    case DataType::kInt8Vector:
+      return "Int8Vector";
   }
   return fmt::format("DataType({})", static_cast<int32_t>(t));
 }
@@ -191,9 +209,9 @@ Status ValidateMeta(CollectionMeta* m) {
     vectors += f.type == DataType::kFloatVector ? 1 : 0;
   }
   if (primaries != 1) {
-    return Status::InvalidArgument(
-        primaries == 0 ? "schema does not contain primary key field"
-                       : "there are more than one primary key in the schema");
+    return Status::InvalidArgument(primaries == 0
+                                       ? "schema does not contain primary key field"
+                                       : "there are more than one primary key in the schema");
   }
   if (vectors == 0) return Status::InvalidArgument("schema does not contain vector field");
   return Status::Ok();
@@ -212,16 +230,26 @@ std::string MetaToJson(const CollectionMeta& m) {
   j["properties"] = KvToJson(m.properties);
   json fs = json::array();
   for (const auto& f : m.fields) {
-    fs.push_back({{"id", f.id}, {"name", f.name}, {"description", f.description},
-                  {"type", static_cast<int32_t>(f.type)}, {"primary", f.primary},
-                  {"auto_id", f.auto_id}, {"nullable", f.nullable}, {"dim", f.dim},
-                  {"max_length", f.max_length}, {"type_params", KvToJson(f.type_params)}});
+    fs.push_back({{"id", f.id},
+                  {"name", f.name},
+                  {"description", f.description},
+                  {"type", static_cast<int32_t>(f.type)},
+                  {"primary", f.primary},
+                  {"auto_id", f.auto_id},
+                  {"nullable", f.nullable},
+                  {"dim", f.dim},
+                  {"max_length", f.max_length},
+                  {"type_params", KvToJson(f.type_params)}});
   }
   j["fields"] = fs;
   json is = json::array();
   for (const auto& i : m.indexes) {
-    is.push_back({{"field", i.field}, {"name", i.name}, {"index_type", i.index_type},
-                  {"metric", i.metric}, {"params", KvToJson(i.params)}, {"id", i.id}});
+    is.push_back({{"field", i.field},
+                  {"name", i.name},
+                  {"index_type", i.index_type},
+                  {"metric", i.metric},
+                  {"params", KvToJson(i.params)},
+                  {"id", i.id}});
   }
   j["indexes"] = is;
   return j.dump(2);
@@ -320,9 +348,8 @@ Result<vector::IndexParams> ToIndexParams(const IndexMeta& idx, uint32_t dim) {
     } else if (k == "m") {
       STRATA_ASSIGN_OR_RETURN(p.pq_m, ParseUint("m", v, 1, dim));
       if (dim % p.pq_m != 0) {
-        return Status::InvalidArgument(
-            fmt::format("dimension must be able to be divided by `m`, dimension: {}, m: {}", dim,
-                        p.pq_m));
+        return Status::InvalidArgument(fmt::format(
+            "dimension must be able to be divided by `m`, dimension: {}, m: {}", dim, p.pq_m));
       }
     } else if (k == "nbits") {
       STRATA_ASSIGN_OR_RETURN(p.pq_nbits, ParseUint("nbits", v, 8, 8));

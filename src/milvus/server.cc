@@ -1,10 +1,9 @@
 // Hosts MilvusServiceImpl on a gRPC server (server.h).
-#include <strata/milvus/server.h>
-
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 
 #include <strata/core/log.h>
+#include <strata/milvus/server.h>
 
 #include "milvus/service.h"
 

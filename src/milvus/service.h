@@ -104,9 +104,8 @@ class MilvusServiceImpl final : public pbm::MilvusService::Service {
   Result<Target> OpenLocked(const std::string& name);  // mu_ held
   Status SaveLocked(const std::string& name, const vector::Collection& c,
                     CollectionMeta meta);  // mu_ held
-  Status WriteRows(const std::string& db, const std::string& name,
-                   const FieldDataList& fields, uint32_t num_rows, bool insert,
-                   pbm::MutationResult* resp);
+  Status WriteRows(const std::string& db, const std::string& name, const FieldDataList& fields,
+                   uint32_t num_rows, bool insert, pbm::MutationResult* resp);
   Status DoCreateIndex(const pbm::CreateIndexRequest& req);
   Status DoSearch(const pbm::SearchRequest& req, pbm::SearchResults* resp);
   Status DoQuery(const pbm::QueryRequest& req, pbm::QueryResults* resp);

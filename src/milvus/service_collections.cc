@@ -133,12 +133,13 @@ grpc::Status MilvusServiceImpl::CreateCollection(ServerContext*,
     STRATA_RETURN_IF_ERROR(CheckDb(req->db_name()));
     pbs::CollectionSchema s;
     if (!s.ParseFromString(req->schema())) {
-      return Status::InvalidArgument("schema is not a serialized milvus.proto.schema.CollectionSchema");
+      return Status::InvalidArgument(
+          "schema is not a serialized milvus.proto.schema.CollectionSchema");
     }
     if (!s.name().empty() && s.name() != req->collection_name()) {
-      return Status::InvalidArgument(fmt::format(
-          "collection name ({}) does not match the schema's name ({})", req->collection_name(),
-          s.name()));
+      return Status::InvalidArgument(
+          fmt::format("collection name ({}) does not match the schema's name ({})",
+                      req->collection_name(), s.name()));
     }
     if (req->num_partitions() > 0) {
       return Status::NotSupported("num_partitions (partition keys) is not supported");
@@ -245,7 +246,8 @@ grpc::Status MilvusServiceImpl::RenameCollection(ServerContext*,
     std::lock_guard<std::mutex> l(mu_);
     STRATA_ASSIGN_OR_RETURN(auto t, OpenLocked(req->oldname()));
     if (mgr_->Exists(req->newname())) {
-      return Status::AlreadyExists(fmt::format("duplicated new collection name {}", req->newname()));
+      return Status::AlreadyExists(
+          fmt::format("duplicated new collection name {}", req->newname()));
     }
     t.coll.reset();
     STRATA_ASSIGN_OR_RETURN(auto c, mgr_->Rename(req->oldname(), req->newname()));
@@ -320,10 +322,10 @@ grpc::Status MilvusServiceImpl::GetLoadingProgress(ServerContext*,
     return Reply(Status::NotSupported("partitions"), resp->mutable_status());
   }
   if (!t->meta->loaded) {
-    return Reply(MilvusError(kCodeCollectionNotLoaded,
-                             fmt::format("collection not loaded[collection={}]",
-                                         req->collection_name())),
-                 resp->mutable_status());
+    return Reply(
+        MilvusError(kCodeCollectionNotLoaded,
+                    fmt::format("collection not loaded[collection={}]", req->collection_name())),
+        resp->mutable_status());
   }
   resp->set_progress(100);
   resp->set_refresh_progress(100);

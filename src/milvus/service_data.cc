@@ -11,8 +11,8 @@ namespace strata::milvus {
 // Strata collections have one partition, Milvus's default one.
 Status CheckPartition(const std::string& p) {
   if (p.empty() || p == "_default") return Status::Ok();
-  return Status::NotSupported(fmt::format(
-      "partition {}: Strata collections have only the \"_default\" partition", p));
+  return Status::NotSupported(
+      fmt::format("partition {}: Strata collections have only the \"_default\" partition", p));
 }
 
 Result<vector::Filter> ParseMilvusExpr(const std::string& expr) {
@@ -28,8 +28,8 @@ Status MilvusServiceImpl::WriteRows(const std::string& db, const std::string& na
                                     const FieldDataList& fields, uint32_t num_rows, bool insert,
                                     pbm::MutationResult* resp) {
   STRATA_ASSIGN_OR_RETURN(auto t, Open(db, name));
-  STRATA_ASSIGN_OR_RETURN(Rows rows, RowsFromFieldData(*t.meta, fields, num_rows, insert,
-                                                       [this] { return NewId(); }));
+  STRATA_ASSIGN_OR_RETURN(
+      Rows rows, RowsFromFieldData(*t.meta, fields, num_rows, insert, [this] { return NewId(); }));
   STRATA_RETURN_IF_ERROR(t.coll->Upsert(rows.points));
   *resp->mutable_ids() = std::move(rows.ids);
   for (uint32_t i = 0; i < num_rows; ++i) resp->add_succ_index(i);
@@ -81,7 +81,8 @@ grpc::Status MilvusServiceImpl::Delete(ServerContext*, const pbm::DeleteRequest*
     STRATA_RETURN_IF_ERROR(CheckPartition(req->partition_name()));
     STRATA_ASSIGN_OR_RETURN(auto t, Open(req->db_name(), req->collection_name()));
     if (req->expr().empty()) {
-      return Status::InvalidArgument("delete plan can't be empty or always true: give an expression");
+      return Status::InvalidArgument(
+          "delete plan can't be empty or always true: give an expression");
     }
     STRATA_ASSIGN_OR_RETURN(auto filter, ParseMilvusExpr(req->expr()));
     size_t deleted = 0;

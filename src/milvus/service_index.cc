@@ -66,13 +66,15 @@ Status MilvusServiceImpl::DoCreateIndex(const pbm::CreateIndexRequest& req) {
   pbm::CreateIndexRequest r = req;
   if (r.field_name().empty()) {
     auto vf = t.meta->VectorFields();
-    if (vf.size() != 1) return Status::InvalidArgument("field_name is required: the collection has several vector fields");
+    if (vf.size() != 1)
+      return Status::InvalidArgument(
+          "field_name is required: the collection has several vector fields");
     r.set_field_name(vf[0]->name);
   }
   const FieldMeta* f = t.meta->Field(r.field_name());
   if (f == nullptr) {
-    return Status::InvalidArgument(fmt::format("cannot create index on non-exist field: {}",
-                                               r.field_name()));
+    return Status::InvalidArgument(
+        fmt::format("cannot create index on non-exist field: {}", r.field_name()));
   }
   if (f->type != DataType::kFloatVector) {
     return Status::NotSupported(fmt::format(
@@ -82,9 +84,10 @@ Status MilvusServiceImpl::DoCreateIndex(const pbm::CreateIndexRequest& req) {
   STRATA_ASSIGN_OR_RETURN(vector::IndexParams params, ToIndexParams(idx, f->dim));
   if (const IndexMeta* have = t.meta->IndexOf(f->name)) {
     if (SameMeta(*have, idx)) return Status::Ok();
-    return Status::InvalidArgument(fmt::format(
-        "at most one distinct index is allowed per field: field {} has index {} ({}); drop it first",
-        f->name, have->name, have->index_type));
+    return Status::InvalidArgument(
+        fmt::format("at most one distinct index is allowed per field: field {} has index {} ({}); "
+                    "drop it first",
+                    f->name, have->name, have->index_type));
   }
   CollectionMeta m = *t.meta;
   idx.id = NewId();
@@ -189,9 +192,9 @@ grpc::Status MilvusServiceImpl::DropIndex(ServerContext*, const pbm::DropIndexRe
     std::lock_guard<std::mutex> l(mu_);
     STRATA_ASSIGN_OR_RETURN(auto t, OpenLocked(req->collection_name()));
     if (t.meta->loaded) {
-      return Status::PreconditionFailed(fmt::format(
-          "index cannot be dropped, collection is loaded, please release it first: {}",
-          req->collection_name()));
+      return Status::PreconditionFailed(
+          fmt::format("index cannot be dropped, collection is loaded, please release it first: {}",
+                      req->collection_name()));
     }
     CollectionMeta m = *t.meta;
     size_t before = m.indexes.size();

@@ -42,14 +42,15 @@ Status MilvusServiceImpl::DoSearch(const pbm::SearchRequest& req, pbm::SearchRes
   if (sp.anns_field.empty()) {
     auto vf = m.VectorFields();
     if (vf.size() != 1) {
-      return Status::InvalidArgument("anns_field is required: the collection has several vector fields");
+      return Status::InvalidArgument(
+          "anns_field is required: the collection has several vector fields");
     }
     field = vf[0];
   } else {
     field = m.Field(sp.anns_field);
     if (field == nullptr || field->type != DataType::kFloatVector) {
-      return Status::InvalidArgument(
-          fmt::format("failed to get field schema by name: fieldName({}) not found", sp.anns_field));
+      return Status::InvalidArgument(fmt::format(
+          "failed to get field schema by name: fieldName({}) not found", sp.anns_field));
     }
   }
   const IndexMeta* idx = m.IndexOf(field->name);
@@ -57,15 +58,14 @@ Status MilvusServiceImpl::DoSearch(const pbm::SearchRequest& req, pbm::SearchRes
     return MilvusError(kCodeIndexNotFound, fmt::format("index not found[field={}]", field->name));
   }
   if (!sp.metric.empty() && sp.metric != idx->metric) {
-    return Status::InvalidArgument(fmt::format(
-        "metric type not match: invalid parameter[expected={}][actual={}]", idx->metric,
-        sp.metric));
+    return Status::InvalidArgument(
+        fmt::format("metric type not match: invalid parameter[expected={}][actual={}]", idx->metric,
+                    sp.metric));
   }
   STRATA_ASSIGN_OR_RETURN(auto queries, QueryVectors(req.placeholder_group(), field->dim));
   if (req.nq() != 0 && static_cast<size_t>(req.nq()) != queries.size()) {
-    return Status::InvalidArgument(
-        fmt::format("nq ({}) does not match the number of query vectors ({})", req.nq(),
-                    queries.size()));
+    return Status::InvalidArgument(fmt::format(
+        "nq ({}) does not match the number of query vectors ({})", req.nq(), queries.size()));
   }
   std::optional<vector::Filter> filter;
   if (!req.dsl().empty()) {
