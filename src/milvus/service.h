@@ -92,8 +92,18 @@ class MilvusServiceImpl final : public pbm::MilvusService::Service {
   grpc::Status Search(ServerContext*, const pbm::SearchRequest*, pbm::SearchResults*) override;
   grpc::Status Query(ServerContext*, const pbm::QueryRequest*, pbm::QueryResults*) override;
 
+  // service_alias.cc
+  grpc::Status CreateAlias(ServerContext*, const pbm::CreateAliasRequest*, pbc::Status*) override;
+  grpc::Status DropAlias(ServerContext*, const pbm::DropAliasRequest*, pbc::Status*) override;
+  grpc::Status AlterAlias(ServerContext*, const pbm::AlterAliasRequest*, pbc::Status*) override;
+  grpc::Status DescribeAlias(ServerContext*, const pbm::DescribeAliasRequest*,
+                             pbm::DescribeAliasResponse*) override;
+  grpc::Status ListAliases(ServerContext*, const pbm::ListAliasesRequest*,
+                           pbm::ListAliasesResponse*) override;
+
  private:
   struct Target {
+    std::string name;  // the collection's own name (an alias resolved)
     std::shared_ptr<vector::Collection> coll;
     std::shared_ptr<const CollectionMeta> meta;
   };
@@ -110,10 +120,18 @@ class MilvusServiceImpl final : public pbm::MilvusService::Service {
   Status DoSearch(const pbm::SearchRequest& req, pbm::SearchResults* resp);
   Status DoQuery(const pbm::QueryRequest& req, pbm::QueryResults* resp);
   int64_t NewId();
+  // Aliases: alias -> collection, in ROOT/.milvus-aliases.json (a name no
+  // collection can have). Loaded on first use; mu_ held.
+  Status LoadAliasesLocked();
+  Status SaveAliasesLocked();
+  std::string ResolveLocked(const std::string& name);  // the collection an alias names, or name
+  std::vector<std::string> AliasesOfLocked(const std::string& collection) const;
 
   vector::CollectionManager* mgr_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<const CollectionMeta>> metas_;  // guarded by mu_
+  std::map<std::string, std::string> aliases_;                          // guarded by mu_
+  bool aliases_loaded_ = false;                                         // guarded by mu_
   std::atomic<int64_t> last_id_{0};  // auto_id keys: ms << 18 + sequence, monotonic
 };
 

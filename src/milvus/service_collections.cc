@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <strata/core/file_util.h>
 #include <strata/core/log.h>
@@ -52,10 +53,12 @@ int64_t MilvusServiceImpl::NewId() {
   return next;
 }
 
-Result<MilvusServiceImpl::Target> MilvusServiceImpl::OpenLocked(const std::string& name) {
+Result<MilvusServiceImpl::Target> MilvusServiceImpl::OpenLocked(const std::string& alias_or_name) {
+  const std::string name = ResolveLocked(alias_or_name);
   auto c = mgr_->Get(name);
-  if (!c) return CollectionNotFound(name);
+  if (!c) return CollectionNotFound(alias_or_name);
   Target t;
+  t.name = name;
   t.coll = *c;
   auto it = metas_.find(name);
   if (it != metas_.end()) {
@@ -156,6 +159,10 @@ grpc::Status MilvusServiceImpl::CreateCollection(ServerContext*,
       return Status::AlreadyExists(
           fmt::format("collection {} already exists", req->collection_name()));
     }
+    if (ResolveLocked(req->collection_name()) != req->collection_name()) {
+      return Status::InvalidArgument(fmt::format(
+          "collection name [{}] conflicts with an existing alias", req->collection_name()));
+    }
     STRATA_ASSIGN_OR_RETURN(auto c, mgr_->Create(req->collection_name(), vs));
     Status st = SaveLocked(req->collection_name(), *c, std::move(m));
     if (!st.ok()) (void)mgr_->Drop(req->collection_name());
@@ -170,13 +177,17 @@ grpc::Status MilvusServiceImpl::DescribeCollection(ServerContext*,
   auto t = Open(req->db_name(), req->collection_name());
   if (!t) return Reply(t.error(), resp->mutable_status());
   const CollectionMeta& m = *t->meta;
-  MetaToProto(m, req->collection_name(), resp->mutable_schema());
+  MetaToProto(m, t->name, resp->mutable_schema());
   resp->set_collectionid(m.id);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& a : AliasesOfLocked(t->name)) resp->add_aliases(a);
+  }
   resp->set_created_timestamp(m.created_ts);
   resp->set_created_utc_timestamp(m.created_ts >> 18);
   resp->set_shards_num(m.shards);
   resp->set_consistency_level(static_cast<pbc::ConsistencyLevel>(m.consistency_level));
-  resp->set_collection_name(req->collection_name());
+  resp->set_collection_name(t->name);
   resp->set_db_name("default");
   resp->set_num_partitions(1);
   for (const auto& [k, v] : m.properties) {
@@ -190,7 +201,10 @@ grpc::Status MilvusServiceImpl::DescribeCollection(ServerContext*,
 grpc::Status MilvusServiceImpl::HasCollection(ServerContext*, const pbm::HasCollectionRequest* req,
                                               pbm::BoolResponse* resp) {
   Status st = CheckDb(req->db_name());
-  if (st.ok()) resp->set_value(mgr_->Exists(req->collection_name()));
+  if (st.ok()) {
+    std::lock_guard<std::mutex> l(mu_);
+    resp->set_value(mgr_->Exists(ResolveLocked(req->collection_name())));
+  }
   return Reply(st, resp->mutable_status());
 }
 
@@ -228,7 +242,15 @@ grpc::Status MilvusServiceImpl::DropCollection(ServerContext*,
   if (st.ok()) {
     std::lock_guard<std::mutex> l(mu_);
     // Milvus answers success for a collection that does not exist.
-    if (mgr_->Exists(req->collection_name())) {
+    if (ResolveLocked(req->collection_name()) != req->collection_name()) {
+      st = Status::InvalidArgument(
+          fmt::format("cannot drop the collection via alias = {}", req->collection_name()));
+    } else if (!AliasesOfLocked(req->collection_name()).empty()) {
+      st = Status::PreconditionFailed(fmt::format(
+          "unable to drop the collection [{}] because it has associated aliases [{}], please "
+          "remove all aliases before dropping the collection",
+          req->collection_name(), fmt::join(AliasesOfLocked(req->collection_name()), ", ")));
+    } else if (mgr_->Exists(req->collection_name())) {
       auto t = OpenLocked(req->collection_name());
       st = t ? mgr_->Drop(req->collection_name()) : t.error();
       if (st.ok()) metas_.erase(req->collection_name());
@@ -245,6 +267,14 @@ grpc::Status MilvusServiceImpl::RenameCollection(ServerContext*,
     STRATA_RETURN_IF_ERROR(CheckDb(req->newdbname()));
     std::lock_guard<std::mutex> l(mu_);
     STRATA_ASSIGN_OR_RETURN(auto t, OpenLocked(req->oldname()));
+    if (t.name != req->oldname()) {
+      return Status::InvalidArgument(
+          fmt::format("unsupported use an alias to rename collection, alias:{}", req->oldname()));
+    }
+    if (ResolveLocked(req->newname()) != req->newname()) {
+      return Status::InvalidArgument(
+          fmt::format("new collection name {} is an alias", req->newname()));
+    }
     if (mgr_->Exists(req->newname())) {
       return Status::AlreadyExists(
           fmt::format("duplicated new collection name {}", req->newname()));
@@ -253,7 +283,11 @@ grpc::Status MilvusServiceImpl::RenameCollection(ServerContext*,
     STRATA_ASSIGN_OR_RETURN(auto c, mgr_->Rename(req->oldname(), req->newname()));
     metas_.erase(req->oldname());
     metas_[req->newname()] = t.meta;
-    return Status::Ok();
+    bool moved = false;
+    for (auto& [a, c] : aliases_) {
+      if (c == req->oldname()) c = req->newname(), moved = true;
+    }
+    return moved ? SaveAliasesLocked() : Status::Ok();
   };
   return Reply(run(), resp);
 }
@@ -282,7 +316,7 @@ grpc::Status MilvusServiceImpl::LoadCollection(ServerContext*,
     if (t.meta->loaded) return Status::Ok();
     CollectionMeta m = *t.meta;
     m.loaded = true;
-    return SaveLocked(req->collection_name(), *t.coll, std::move(m));
+    return SaveLocked(t.name, *t.coll, std::move(m));
   };
   return Reply(run(), resp);
 }
@@ -297,7 +331,7 @@ grpc::Status MilvusServiceImpl::ReleaseCollection(ServerContext*,
     if (!t.meta->loaded) return Status::Ok();
     CollectionMeta m = *t.meta;
     m.loaded = false;
-    return SaveLocked(req->collection_name(), *t.coll, std::move(m));
+    return SaveLocked(t.name, *t.coll, std::move(m));
   };
   return Reply(run(), resp);
 }

@@ -97,7 +97,7 @@ Status MilvusServiceImpl::DoCreateIndex(const pbm::CreateIndexRequest& req) {
   for (const auto& v : vs) {
     if (v.name == f->name) same = SameIndex(v.index, params);
   }
-  if (same) return SaveLocked(req.collection_name(), *t.coll, std::move(m));
+  if (same) return SaveLocked(t.name, *t.coll, std::move(m));
   if (t.coll->Info().points > 0) {
     return Status::NotSupported(fmt::format(
         "building a {} index over the {} points already in collection {} is not supported yet: "
@@ -106,9 +106,9 @@ Status MilvusServiceImpl::DoCreateIndex(const pbm::CreateIndexRequest& req) {
   }
   STRATA_ASSIGN_OR_RETURN(auto schema, ToVectorSchema(m));
   t.coll.reset();
-  STRATA_RETURN_IF_ERROR(mgr_->Drop(req.collection_name()));
-  STRATA_ASSIGN_OR_RETURN(auto c, mgr_->Create(req.collection_name(), schema));
-  return SaveLocked(req.collection_name(), *c, std::move(m));
+  STRATA_RETURN_IF_ERROR(mgr_->Drop(t.name));
+  STRATA_ASSIGN_OR_RETURN(auto c, mgr_->Create(t.name, schema));
+  return SaveLocked(t.name, *c, std::move(m));
 }
 
 grpc::Status MilvusServiceImpl::CreateIndex(ServerContext*, const pbm::CreateIndexRequest* req,
@@ -206,7 +206,7 @@ grpc::Status MilvusServiceImpl::DropIndex(ServerContext*, const pbm::DropIndexRe
       return MilvusError(kCodeIndexNotFound,
                          fmt::format("index not found[collection={}]", req->collection_name()));
     }
-    return SaveLocked(req->collection_name(), *t.coll, std::move(m));
+    return SaveLocked(t.name, *t.coll, std::move(m));
   };
   return Reply(run(), resp);
 }

@@ -274,5 +274,47 @@ TEST_F(MilvusServiceTest, CosineScoresAreSimilaritiesAndRenameKeepsData) {
   EXPECT_EQ(Count("d", "pk == 8"), 1);
 }
 
+TEST_F(MilvusServiceTest, AliasesNameCollectionsAndPersist) {
+  ASSERT_EQ(Create("c").code(), 0);
+  ASSERT_EQ(Index("c", "L2").code(), 0);
+  ASSERT_EQ(Load("c").code(), 0);
+  ASSERT_EQ(Insert("c", {1}, {{1, 1}}, {"a"}).status().code(), 0);
+  pbm::CreateAliasRequest ca;
+  ca.set_collection_name("c");
+  ca.set_alias("live");
+  pbc::Status st;
+  (void)svc_->CreateAlias(nullptr, &ca, &st);
+  ASSERT_EQ(st.code(), 0) << st.reason();
+  (void)svc_->CreateAlias(nullptr, &ca, &st);
+  EXPECT_NE(st.code(), 0);  // exists
+  ca.set_alias("c");
+  (void)svc_->CreateAlias(nullptr, &ca, &st);
+  EXPECT_NE(st.code(), 0);  // a collection's name
+  EXPECT_EQ(Count("live", ""), 1);
+  EXPECT_NE(Create("live").code(), 0);  // aliases and collections share names
+
+  pbm::DropCollectionRequest drop;
+  drop.set_collection_name("c");
+  (void)svc_->DropCollection(nullptr, &drop, &st);
+  EXPECT_NE(st.code(), 0);  // it has an alias
+  EXPECT_NE(st.reason().find("live"), std::string::npos);
+
+  // A restart reads the aliases back.
+  svc_ = std::make_unique<MilvusServiceImpl>(mgr_.get());
+  EXPECT_EQ(Count("live", "pk == 1"), 1);
+  pbm::DropAliasRequest da;
+  da.set_alias("live");
+  (void)svc_->DropAlias(nullptr, &da, &st);
+  ASSERT_EQ(st.code(), 0);
+  pbm::QueryRequest q;
+  q.set_collection_name("live");
+  q.set_expr("pk > 0");
+  pbm::QueryResults qr;
+  (void)svc_->Query(nullptr, &q, &qr);
+  EXPECT_EQ(qr.status().code(), kCodeCollectionNotFound);
+  (void)svc_->DropCollection(nullptr, &drop, &st);
+  EXPECT_EQ(st.code(), 0) << st.reason();
+}
+
 }  // namespace
 }  // namespace strata::milvus

@@ -106,8 +106,9 @@ if (PHASE !== 'main') {
 const C = 'docs';
 const rows = [];  // rows[i] = {embedding, text, source, timestamp}
 const ids = [];   // ids[i] = the primary key Strata assigned to rows[i] (string)
-const countOf = async (expr) => {
-  const res = await client.query({ collection_name: C, filter: expr || '', output_fields: ['count(*)'] });
+const countOf = async (expr) => countOfIn(C, expr);
+const countOfIn = async (name, expr) => {
+  const res = await client.query({ collection_name: name, filter: expr || '', output_fields: ['count(*)'] });
   ok(res.status, 'count query');
   return Number(res.data[0]['count(*)']);
 };
@@ -333,6 +334,30 @@ await step('unsupported requests answer an error', async () => {
   }).catch(e => e);
   expectError(bad, 'not supported', 'a SparseFloatVector field');
   check(!(await client.hasCollection({ collection_name: 'sparse' })).value, 'nothing created');
+});
+
+await step('aliases: create, use, describe, list, alter, drop', async () => {
+  ok(await client.createAlias({ collection_name: C, alias: 'current' }), 'createAlias');
+  const dup = await client.createAlias({ collection_name: C, alias: C });
+  expectError(dup, 'conflict', 'an alias named like a collection');
+  check(await countOfIn('current', '') === N - N / 4 - 2, 'count through the alias');
+  const s = await client.search({ collection_name: 'current', data: rows[3].embedding, limit: 1, output_fields: ['timestamp'] });
+  ok(s.status, 'search through the alias');
+  check(String(s.results[0].id) === ids[3], `search via alias: ${JSON.stringify(s.results[0]).slice(0, 200)}`);
+  const d = await client.describeAlias({ collection_name: C, alias: 'current' });
+  ok(d.status, 'describeAlias');
+  check(d.collection === C, `describeAlias ${JSON.stringify(d)}`);
+  const l = await client.listAliases({ collection_name: C });
+  check(l.aliases.length === 1 && l.aliases[0] === 'current', `listAliases ${JSON.stringify(l)}`);
+  const dc = await client.describeCollection({ collection_name: C });
+  check(dc.aliases.includes('current'), `describeCollection aliases ${JSON.stringify(dc.aliases)}`);
+  const drop = await client.dropCollection({ collection_name: C });
+  expectError(drop, 'alias', 'dropping a collection that has an alias');
+  const bad = await client.alterAlias({ collection_name: 'nope', alias: 'current' });
+  expectError(bad, 'collection not found', 'alter an alias to an unknown collection');
+  ok(await client.dropAlias({ collection_name: C, alias: 'current' }), 'dropAlias');
+  const gone = await client.describeAlias({ collection_name: C, alias: 'current' });
+  expectError(gone, 'alias not found', 'a dropped alias');
 });
 
 await step('release, rename, drop', async () => {
