@@ -362,9 +362,18 @@ Result<vector::CollectionSchema> ToVectorSchema(const CollectionMeta& m) {
   vector::CollectionSchema s;
   for (const auto& f : m.fields) {
     if (f.type == DataType::kFloatVector) {
-      IndexMeta def;
       const IndexMeta* idx = m.IndexOf(f.name);
-      STRATA_ASSIGN_OR_RETURN(auto p, ToIndexParams(idx ? *idx : def, f.dim));
+      vector::IndexParams p;
+      if (idx != nullptr) {
+        STRATA_ASSIGN_OR_RETURN(p, ToIndexParams(*idx, f.dim));
+      } else {
+        // Before CreateIndex: exact segments, and L2 so that vectors are kept
+        // as given (a COSINE index would store them normalised), whatever
+        // metric the index created later asks for.
+        p.type = vector::IndexType::kFlat;
+        p.metric = vector::Metric::kL2;
+        p.dim = f.dim;
+      }
       s.vectors.push_back(vector::VectorFieldSchema{f.name, p});
       continue;
     }

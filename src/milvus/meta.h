@@ -107,8 +107,9 @@ Status ValidateMeta(CollectionMeta* meta);
 std::string MetaToJson(const CollectionMeta& m);
 Result<CollectionMeta> MetaFromJson(std::string_view text);
 
-// The engine schema: one vector per FLOAT_VECTOR field (with its index, or the
-// default HNSW/COSINE before CreateIndex), typed payload fields for scalars.
+// The engine schema: one vector per FLOAT_VECTOR field (with its index, or
+// FLAT/L2, which keeps vectors as given, before CreateIndex), typed payload
+// fields for scalars.
 Result<vector::CollectionSchema> ToVectorSchema(const CollectionMeta& m);
 
 // The engine index for a Milvus index type and its parameters (upper-case

@@ -117,6 +117,8 @@ class MilvusServiceImpl final : public pbm::MilvusService::Service {
   Status WriteRows(const std::string& db, const std::string& name, const FieldDataList& fields,
                    uint32_t num_rows, bool insert, pbm::MutationResult* resp);
   Status DoCreateIndex(const pbm::CreateIndexRequest& req);
+  Result<std::shared_ptr<vector::Collection>> Reindex(Target& t,
+                                                      const vector::CollectionSchema& schema);
   Status DoSearch(const pbm::SearchRequest& req, pbm::SearchResults* resp);
   Status DoQuery(const pbm::QueryRequest& req, pbm::QueryResults* resp);
   int64_t NewId();

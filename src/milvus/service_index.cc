@@ -1,8 +1,7 @@
 // MilvusService: vector indexes (service.h). An index is part of the engine
 // collection's schema, so CreateIndex either confirms the index the engine
-// collection already has, or (while it holds no points) re-creates the empty
-// engine collection with the requested one. Rebuilding the index of a
-// collection that holds data is not supported yet and says so.
+// collection already has, re-creates an empty engine collection with the
+// requested one, or copies the rows into a new engine collection with it.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -60,6 +59,45 @@ Result<IndexMeta> IndexFromRequest(const pbm::CreateIndexRequest& req) {
 
 }  // namespace
 
+// The rows are copied into a new engine collection built with `schema`, which
+// then replaces the old one (drop, rename). A failure before the drop leaves
+// the old collection as it was; the copy's name ("<name>.reindex-<n>") marks
+// debris of a crash in between. mu_ held.
+Result<std::shared_ptr<vector::Collection>> MilvusServiceImpl::Reindex(
+    Target& t, const vector::CollectionSchema& schema) {
+  const std::string tmp = fmt::format("{}.reindex-{}", t.name, NewId());
+  STRATA_ASSIGN_OR_RETURN(auto fresh, mgr_->Create(tmp, schema));
+  auto copy = [&]() -> Status {
+    vector::ScrollRequest sr;
+    sr.limit = 1024;
+    sr.with_payload = true;
+    sr.with_vectors = true;
+    while (true) {
+      STRATA_ASSIGN_OR_RETURN(auto page, t.coll->Scroll(sr));
+      std::vector<vector::Point> pts;
+      pts.reserve(page.points.size());
+      for (auto& r : page.points) {
+        pts.push_back(vector::Point{r.id, std::move(r.vectors), std::move(r.payload)});
+      }
+      if (!pts.empty()) STRATA_RETURN_IF_ERROR(fresh->Upsert(pts));
+      if (!page.next_offset) break;
+      sr.offset = page.next_offset;
+    }
+    // Like rows inserted after CreateIndex, the copies are sealed into indexed
+    // segments by the engine's own policy (CollectionOptions::segment_rows).
+    return Status::Ok();
+  };
+  if (Status st = copy(); !st.ok()) {
+    fresh.reset();
+    (void)mgr_->Drop(tmp);
+    return st;
+  }
+  fresh.reset();
+  t.coll.reset();
+  STRATA_RETURN_IF_ERROR(mgr_->Drop(t.name));
+  return mgr_->Rename(tmp, t.name);
+}
+
 Status MilvusServiceImpl::DoCreateIndex(const pbm::CreateIndexRequest& req) {
   std::lock_guard<std::mutex> l(mu_);
   STRATA_ASSIGN_OR_RETURN(auto t, OpenLocked(req.collection_name()));
@@ -99,10 +137,19 @@ Status MilvusServiceImpl::DoCreateIndex(const pbm::CreateIndexRequest& req) {
   }
   if (same) return SaveLocked(t.name, *t.coll, std::move(m));
   if (t.coll->Info().points > 0) {
-    return Status::NotSupported(fmt::format(
-        "building a {} index over the {} points already in collection {} is not supported yet: "
-        "create the index before inserting",
-        idx.index_type, t.coll->Info().points, req.collection_name()));
+    vector::Metric old_metric = vector::Metric::kL2;
+    for (const auto& v : vs) {
+      if (v.name == f->name) old_metric = v.index.metric;
+    }
+    if (old_metric == vector::Metric::kCosine && params.metric != vector::Metric::kCosine) {
+      return Status::NotSupported(fmt::format(
+          "field {} was indexed with COSINE, which stores its vectors normalised: a {} index "
+          "over its {} rows would not see the vectors as inserted; re-insert them instead",
+          f->name, idx.metric, t.coll->Info().points));
+    }
+    STRATA_ASSIGN_OR_RETURN(auto schema, ToVectorSchema(m));
+    STRATA_ASSIGN_OR_RETURN(auto c, Reindex(t, schema));
+    return SaveLocked(t.name, *c, std::move(m));
   }
   STRATA_ASSIGN_OR_RETURN(auto schema, ToVectorSchema(m));
   t.coll.reset();

@@ -316,5 +316,20 @@ TEST_F(MilvusServiceTest, AliasesNameCollectionsAndPersist) {
   EXPECT_EQ(st.code(), 0) << st.reason();
 }
 
+TEST_F(MilvusServiceTest, CreateIndexAfterInsertKeepsRowsAndVectors) {
+  ASSERT_EQ(Create("c").code(), 0);
+  // Rows before any index: stored as given (not normalised).
+  ASSERT_EQ(Insert("c", {1, 2, 3}, {{3, 4}, {1, 0}, {0, 2}}, {"a", "b", "c"}).status().code(), 0);
+  ASSERT_EQ(Index("c", "L2").code(), 0) << Index("c", "L2").reason();
+  ASSERT_EQ(Load("c").code(), 0);
+  EXPECT_EQ(Count("c", ""), 3);
+  auto res = Search("c", {3, 4}, 3);
+  ASSERT_EQ(res.status().code(), 0) << res.status().reason();
+  EXPECT_EQ(res.results().ids().int_id().data(0), 1);
+  EXPECT_NEAR(res.results().scores(0), 0.f, 1e-5);
+  EXPECT_NEAR(res.results().scores(1), 13.f, 1e-3);  // (3,4) to (0,2): 9 + 4
+  EXPECT_NEAR(res.results().scores(2), 20.f, 1e-3);  // (3,4) to (1,0): 4 + 16
+}
+
 }  // namespace
 }  // namespace strata::milvus

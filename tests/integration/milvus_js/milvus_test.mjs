@@ -336,6 +336,32 @@ await step('unsupported requests answer an error', async () => {
   check(!(await client.hasCollection({ collection_name: 'sparse' })).value, 'nothing created');
 });
 
+await step('index created after insert (IVF_FLAT, IP) serves the rows as inserted', async () => {
+  const L = 'late_index';
+  ok(await client.createCollection({
+    collection_name: L,
+    fields: [{ name: 'id', data_type: DataType.Int64, is_primary_key: true },
+             { name: 'v', data_type: DataType.FloatVector, dim: 16 }],
+  }), 'create without index');
+  const data = Array.from({ length: 300 }, (_, i) => ({ id: i, v: Array.from({ length: 16 }, () => rand() * 2 - 1) }));
+  ok((await client.insert({ collection_name: L, data })).status, 'insert before index');
+  const notLoaded = await client.loadCollection({ collection_name: L })
+    .then(r => r, e => ({ error_code: 'thrown', code: -1, reason: String(e.message || e) }));
+  expectError(notLoaded, 'index', 'load without an index');
+  ok(await client.createIndex({ collection_name: L, field_name: 'v', index_type: 'IVF_FLAT', metric_type: 'IP',
+                                params: { nlist: 8 } }), 'createIndex after insert');
+  ok(await client.loadCollectionSync({ collection_name: L }), 'load');
+  const q = Array.from({ length: 16 }, () => rand() * 2 - 1);
+  const res = await client.search({ collection_name: L, data: q, limit: 1, params: { nprobe: 8 } });
+  ok(res.status, 'search');
+  const dot = (a, b) => a.reduce((s, x, k) => s + x * b[k], 0);
+  let best = 0;
+  data.forEach((r, i) => { if (dot(q, r.v) > dot(q, data[best].v)) best = i; });
+  check(Number(res.results[0].id) === best, `nearest ${res.results[0].id}, brute force ${best}`);
+  check(Math.abs(res.results[0].score - dot(q, data[best].v)) < 1e-3, 'IP score is the inner product of the vectors as inserted');
+  ok(await client.dropCollection({ collection_name: L }), 'drop');
+});
+
 await step('aliases: create, use, describe, list, alter, drop', async () => {
   ok(await client.createAlias({ collection_name: C, alias: 'current' }), 'createAlias');
   const dup = await client.createAlias({ collection_name: C, alias: C });
