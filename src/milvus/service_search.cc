@@ -151,7 +151,9 @@ Status MilvusServiceImpl::DoQuery(const pbm::QueryRequest& req, pbm::QueryResult
   }
   STRATA_ASSIGN_OR_RETURN(OutputFields out,
                           ResolveOutputFields(m, req.output_fields(), /*with_primary=*/true));
-  const size_t want = qp.limit != 0 ? qp.offset + qp.limit : kMaxQueryWindow;
+  // Without a limit every match is returned, up to Milvus's result window;
+  // more than that is an error rather than a silently cut answer.
+  const size_t want = qp.limit != 0 ? qp.offset + qp.limit : kMaxQueryWindow + 1;
   std::vector<vector::Record> rows;
   vector::ScrollRequest sr;
   sr.filter = filter;
@@ -163,6 +165,12 @@ Status MilvusServiceImpl::DoQuery(const pbm::QueryRequest& req, pbm::QueryResult
     for (auto& r : page.points) rows.push_back(std::move(r));
     if (!page.next_offset) break;
     sr.offset = page.next_offset;
+  }
+  if (qp.limit == 0 && rows.size() > kMaxQueryWindow) {
+    return Status::InvalidArgument(fmt::format(
+        "more than {} rows match the expression: give a limit (and offset) or a narrower "
+        "expression",
+        kMaxQueryWindow));
   }
   std::vector<const vector::Record*> records;
   for (size_t i = qp.offset; i < rows.size(); ++i) records.push_back(&rows[i]);

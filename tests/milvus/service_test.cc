@@ -331,5 +331,30 @@ TEST_F(MilvusServiceTest, CreateIndexAfterInsertKeepsRowsAndVectors) {
   EXPECT_NEAR(res.results().scores(2), 20.f, 1e-3);  // (3,4) to (1,0): 4 + 16
 }
 
+TEST_F(MilvusServiceTest, QueryWithoutLimitRefusesMoreThanTheWindow) {
+  ASSERT_EQ(Create("c").code(), 0);
+  ASSERT_EQ(Index("c", "L2").code(), 0);
+  ASSERT_EQ(Load("c").code(), 0);
+  const int n = 16385;  // one more than Milvus's result window
+  std::vector<int64_t> pks(n);
+  std::vector<std::vector<float>> vecs(n, {1, 2});
+  std::vector<std::string> tags(n, "t");
+  for (int i = 0; i < n; ++i) pks[i] = i;
+  ASSERT_EQ(Insert("c", pks, vecs, tags).status().code(), 0);
+  pbm::QueryRequest q;
+  q.set_collection_name("c");
+  q.set_expr("pk >= 0");
+  q.add_output_fields("pk");
+  pbm::QueryResults all;
+  (void)svc_->Query(nullptr, &q, &all);
+  EXPECT_EQ(all.status().code(), kCodeParameterInvalid);
+  EXPECT_EQ(all.fields_data_size(), 0);
+  q.set_expr("pk >= 1");  // exactly the window
+  pbm::QueryResults window;
+  (void)svc_->Query(nullptr, &q, &window);
+  ASSERT_EQ(window.status().code(), 0) << window.status().reason();
+  EXPECT_EQ(window.fields_data(0).scalars().long_data().data_size(), n - 1);
+}
+
 }  // namespace
 }  // namespace strata::milvus
