@@ -230,6 +230,10 @@ Status AddDynamicColumn(const CollectionMeta& m, const FieldData& fd, uint32_t n
         return Status::InvalidArgument(
             fmt::format("dynamic key \"{}\" of row {} is also a schema field", k, r));
       }
+      if (k == kPartitionKey) {
+        return Status::InvalidArgument(
+            fmt::format("dynamic key \"{}\" of row {} is reserved by Strata", k, r));
+      }
       (*rows)[r][k] = std::move(v);
     }
   }
@@ -507,7 +511,7 @@ Status RecordsToFieldData(const CollectionMeta& m, const OutputFields& out,
     for (const json& p : payloads) {
       json d = json::object();
       for (const auto& [k, v] : p.items()) {
-        if (m.Field(k) != nullptr) continue;
+        if (m.Field(k) != nullptr || k == kPartitionKey) continue;
         if (out.all_dynamic || std::find(out.dynamic_keys.begin(), out.dynamic_keys.end(), k) !=
                                    out.dynamic_keys.end()) {
           d[k] = v;

@@ -12,6 +12,8 @@ namespace strata::milvus {
 
 inline constexpr int32_t kCodeCollectionNotFound = 100;
 inline constexpr int32_t kCodeCollectionNotLoaded = 101;
+inline constexpr int32_t kCodePartitionNotFound = 200;
+inline constexpr int32_t kCodePartitionNotLoaded = 201;
 inline constexpr int32_t kCodeIndexNotFound = 700;
 inline constexpr int32_t kCodeParameterInvalid = 1100;
 inline constexpr int32_t kCodeUndefined = 65535;

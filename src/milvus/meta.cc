@@ -217,6 +217,42 @@ Status ValidateMeta(CollectionMeta* m) {
   return Status::Ok();
 }
 
+const PartitionMeta* CollectionMeta::Partition(std::string_view name) const {
+  for (const auto& p : partitions) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+PartitionMeta* CollectionMeta::MutablePartition(std::string_view name) {
+  for (auto& p : partitions) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+void CollectionMeta::SetLoaded(bool on) {
+  for (auto& p : partitions) p.loaded = on;
+  loaded = on;
+}
+
+void CollectionMeta::SyncLoaded() {
+  loaded = false;
+  for (const auto& p : partitions) loaded |= p.loaded;
+}
+
+namespace {
+void EnsureDefaultPartition(CollectionMeta* m) {
+  if (m->Partition(kDefaultPartition) != nullptr) return;
+  PartitionMeta p;
+  p.name = std::string(kDefaultPartition);
+  p.id = m->id + 1;
+  p.created_ts = m->created_ts;
+  p.loaded = m->loaded;
+  m->partitions.insert(m->partitions.begin(), std::move(p));
+}
+}  // namespace
+
 std::string MetaToJson(const CollectionMeta& m) {
   json j;
   j["format"] = 1;
@@ -252,6 +288,12 @@ std::string MetaToJson(const CollectionMeta& m) {
                   {"id", i.id}});
   }
   j["indexes"] = is;
+  json ps = json::array();
+  for (const auto& p : m.partitions) {
+    ps.push_back(
+        {{"name", p.name}, {"id", p.id}, {"created_ts", p.created_ts}, {"loaded", p.loaded}});
+  }
+  j["partitions"] = ps;
   return j.dump(2);
 }
 
@@ -294,6 +336,18 @@ Result<CollectionMeta> MetaFromJson(std::string_view text) {
       m.indexes.push_back(std::move(x));
     }
   }
+  if (j.contains("partitions") && j["partitions"].is_array()) {
+    for (const auto& p : j["partitions"]) {
+      PartitionMeta x;
+      x.name = p.value("name", "");
+      x.id = p.value("id", int64_t{0});
+      x.created_ts = p.value("created_ts", uint64_t{0});
+      x.loaded = p.value("loaded", false);
+      m.partitions.push_back(std::move(x));
+    }
+  }
+  EnsureDefaultPartition(&m);
+  m.SyncLoaded();
   return m;
 }
 

@@ -79,6 +79,20 @@ struct IndexMeta {
   int64_t id = 0;
 };
 
+// A partition: rows carry its name in the hidden payload key kPartitionKey,
+// and search, query and delete restrict to it with a filter conjunction.
+struct PartitionMeta {
+  std::string name;
+  int64_t id = 0;
+  uint64_t created_ts = 0;
+  bool loaded = false;
+};
+
+inline constexpr std::string_view kDefaultPartition = "_default";
+// A payload key no Milvus field name can spell ('$' is not allowed in names;
+// dynamic keys starting with '$' are refused on insert).
+inline constexpr std::string_view kPartitionKey = "$partition";
+
 struct CollectionMeta {
   int64_t id = 0;
   std::string description;
@@ -88,13 +102,19 @@ struct CollectionMeta {
   uint64_t created_ts = 0;        // Milvus hybrid timestamp (ms << 18)
   std::vector<FieldMeta> fields;
   std::vector<IndexMeta> indexes;
-  bool loaded = false;
+  bool loaded = false;  // some partition is loaded (kept equal to any(partitions.loaded))
   KeyValues properties;
+  std::vector<PartitionMeta> partitions;  // "_default" first, always present
 
   const FieldMeta* Primary() const;
   const FieldMeta* Field(std::string_view name) const;
   const IndexMeta* IndexOf(std::string_view field) const;
   std::vector<const FieldMeta*> VectorFields() const;
+  const PartitionMeta* Partition(std::string_view name) const;
+  PartitionMeta* MutablePartition(std::string_view name);
+  // Sets every partition's load state (LoadCollection / ReleaseCollection).
+  void SetLoaded(bool on);
+  void SyncLoaded();  // loaded = any partition loaded
 };
 
 // Checks a schema the frontend can serve: exactly one INT64 or VARCHAR

@@ -37,7 +37,18 @@ grpc::Status Reply(const Status& st, pbc::Status* out);
 // A Milvus boolean expression as an engine filter; a malformed one is
 // kInvalidArgument with Milvus's "cannot parse expression" wording.
 Result<vector::Filter> ParseMilvusExpr(const std::string& expr);
-Status CheckPartition(const std::string& partition);
+// The partition a write or delete names ("" is "_default"); an unknown one
+// is Milvus's partition-not-found error.
+Result<std::string> WritePartition(const CollectionMeta& m, const std::string& name);
+// The filter restricting a search or query to `names` (each must exist and
+// be loaded) or, with none named, to the loaded partitions; nullopt when
+// that is every partition.
+Result<std::optional<vector::Filter>> ReadPartitionsFilter(
+    const CollectionMeta& m, const google::protobuf::RepeatedPtrField<std::string>& names);
+vector::Filter PartitionMatch(const std::string& name);
+// a AND b, either absent.
+std::optional<vector::Filter> AndFilters(std::optional<vector::Filter> a,
+                                         std::optional<vector::Filter> b);
 
 class MilvusServiceImpl final : public pbm::MilvusService::Service {
  public:
@@ -101,6 +112,22 @@ class MilvusServiceImpl final : public pbm::MilvusService::Service {
   grpc::Status ListAliases(ServerContext*, const pbm::ListAliasesRequest*,
                            pbm::ListAliasesResponse*) override;
 
+  // service_partition.cc
+  grpc::Status CreatePartition(ServerContext*, const pbm::CreatePartitionRequest*,
+                               pbc::Status*) override;
+  grpc::Status DropPartition(ServerContext*, const pbm::DropPartitionRequest*,
+                             pbc::Status*) override;
+  grpc::Status HasPartition(ServerContext*, const pbm::HasPartitionRequest*,
+                            pbm::BoolResponse*) override;
+  grpc::Status ShowPartitions(ServerContext*, const pbm::ShowPartitionsRequest*,
+                              pbm::ShowPartitionsResponse*) override;
+  grpc::Status LoadPartitions(ServerContext*, const pbm::LoadPartitionsRequest*,
+                              pbc::Status*) override;
+  grpc::Status ReleasePartitions(ServerContext*, const pbm::ReleasePartitionsRequest*,
+                                 pbc::Status*) override;
+  grpc::Status GetPartitionStatistics(ServerContext*, const pbm::GetPartitionStatisticsRequest*,
+                                      pbm::GetPartitionStatisticsResponse*) override;
+
  private:
   struct Target {
     std::string name;  // the collection's own name (an alias resolved)
@@ -114,8 +141,9 @@ class MilvusServiceImpl final : public pbm::MilvusService::Service {
   Result<Target> OpenLocked(const std::string& name);  // mu_ held
   Status SaveLocked(const std::string& name, const vector::Collection& c,
                     CollectionMeta meta);  // mu_ held
-  Status WriteRows(const std::string& db, const std::string& name, const FieldDataList& fields,
-                   uint32_t num_rows, bool insert, pbm::MutationResult* resp);
+  Status WriteRows(const std::string& db, const std::string& name, const std::string& partition,
+                   const FieldDataList& fields, uint32_t num_rows, bool insert,
+                   pbm::MutationResult* resp);
   Status DoCreateIndex(const pbm::CreateIndexRequest& req);
   Result<std::shared_ptr<vector::Collection>> Reindex(Target& t,
                                                       const vector::CollectionSchema& schema);

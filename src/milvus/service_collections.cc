@@ -150,6 +150,7 @@ grpc::Status MilvusServiceImpl::CreateCollection(ServerContext*,
     STRATA_ASSIGN_OR_RETURN(CollectionMeta m, MetaFromProto(s));
     m.id = NewId();
     m.created_ts = HybridNow();
+    m.partitions.push_back({std::string(kDefaultPartition), NewId(), m.created_ts, false});
     m.shards = req->shards_num() > 0 ? req->shards_num() : 1;
     m.consistency_level = req->consistency_level();
     for (const auto& p : req->properties()) m.properties.emplace_back(p.key(), p.value());
@@ -189,7 +190,7 @@ grpc::Status MilvusServiceImpl::DescribeCollection(ServerContext*,
   resp->set_consistency_level(static_cast<pbc::ConsistencyLevel>(m.consistency_level));
   resp->set_collection_name(t->name);
   resp->set_db_name("default");
-  resp->set_num_partitions(1);
+  resp->set_num_partitions(static_cast<int64_t>(m.partitions.size()));
   for (const auto& [k, v] : m.properties) {
     auto* p = resp->add_properties();
     p->set_key(k);
@@ -313,9 +314,11 @@ grpc::Status MilvusServiceImpl::LoadCollection(ServerContext*,
                                        f->name, req->collection_name()));
       }
     }
-    if (t.meta->loaded) return Status::Ok();
+    bool all = true;
+    for (const auto& p : t.meta->partitions) all &= p.loaded;
+    if (all) return Status::Ok();
     CollectionMeta m = *t.meta;
-    m.loaded = true;
+    m.SetLoaded(true);
     return SaveLocked(t.name, *t.coll, std::move(m));
   };
   return Reply(run(), resp);
@@ -330,7 +333,7 @@ grpc::Status MilvusServiceImpl::ReleaseCollection(ServerContext*,
     STRATA_ASSIGN_OR_RETURN(auto t, OpenLocked(req->collection_name()));
     if (!t.meta->loaded) return Status::Ok();
     CollectionMeta m = *t.meta;
-    m.loaded = false;
+    m.SetLoaded(false);
     return SaveLocked(t.name, *t.coll, std::move(m));
   };
   return Reply(run(), resp);
@@ -340,10 +343,17 @@ grpc::Status MilvusServiceImpl::GetLoadState(ServerContext*, const pbm::GetLoadS
                                              pbm::GetLoadStateResponse* resp) {
   auto t = Open(req->db_name(), req->collection_name());
   if (!t) return Reply(t.error(), resp->mutable_status());
-  if (req->partition_names_size() > 0) {
-    return Reply(Status::NotSupported("partitions"), resp->mutable_status());
+  bool loaded = t->meta->loaded;
+  for (const auto& name : req->partition_names()) {
+    const PartitionMeta* p = t->meta->Partition(name);
+    if (p == nullptr) {
+      return Reply(MilvusError(kCodePartitionNotFound,
+                               fmt::format("partition not found[partition={}]", name)),
+                   resp->mutable_status());
+    }
+    loaded &= p->loaded;
   }
-  resp->set_state(t->meta->loaded ? pbc::LoadStateLoaded : pbc::LoadStateNotLoad);
+  resp->set_state(loaded ? pbc::LoadStateLoaded : pbc::LoadStateNotLoad);
   return Reply(Status::Ok(), resp->mutable_status());
 }
 
@@ -352,8 +362,18 @@ grpc::Status MilvusServiceImpl::GetLoadingProgress(ServerContext*,
                                                    pbm::GetLoadingProgressResponse* resp) {
   auto t = Open(req->db_name(), req->collection_name());
   if (!t) return Reply(t.error(), resp->mutable_status());
-  if (req->partition_names_size() > 0) {
-    return Reply(Status::NotSupported("partitions"), resp->mutable_status());
+  for (const auto& name : req->partition_names()) {
+    const PartitionMeta* p = t->meta->Partition(name);
+    if (p == nullptr) {
+      return Reply(MilvusError(kCodePartitionNotFound,
+                               fmt::format("partition not found[partition={}]", name)),
+                   resp->mutable_status());
+    }
+    if (!p->loaded) {
+      return Reply(MilvusError(kCodePartitionNotLoaded,
+                               fmt::format("partition not loaded[partition={}]", name)),
+                   resp->mutable_status());
+    }
   }
   if (!t->meta->loaded) {
     return Reply(

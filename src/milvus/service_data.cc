@@ -1,5 +1,6 @@
 // MilvusService: writes, flush and statistics (service.h).
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <strata/vector/filter.h>
 
@@ -7,13 +8,6 @@
 #include "milvus/service.h"
 
 namespace strata::milvus {
-
-// Strata collections have one partition, Milvus's default one.
-Status CheckPartition(const std::string& p) {
-  if (p.empty() || p == "_default") return Status::Ok();
-  return Status::NotSupported(
-      fmt::format("partition {}: Strata collections have only the \"_default\" partition", p));
-}
 
 Result<vector::Filter> ParseMilvusExpr(const std::string& expr) {
   auto f = vector::ParseFilterExpression(expr);
@@ -25,11 +19,21 @@ Result<vector::Filter> ParseMilvusExpr(const std::string& expr) {
 }
 
 Status MilvusServiceImpl::WriteRows(const std::string& db, const std::string& name,
-                                    const FieldDataList& fields, uint32_t num_rows, bool insert,
-                                    pbm::MutationResult* resp) {
+                                    const std::string& partition, const FieldDataList& fields,
+                                    uint32_t num_rows, bool insert, pbm::MutationResult* resp) {
   STRATA_ASSIGN_OR_RETURN(auto t, Open(db, name));
+  STRATA_ASSIGN_OR_RETURN(std::string part, WritePartition(*t.meta, partition));
   STRATA_ASSIGN_OR_RETURN(
       Rows rows, RowsFromFieldData(*t.meta, fields, num_rows, insert, [this] { return NewId(); }));
+  // The row's partition is a hidden payload key (meta.h); an upsert of a key
+  // into another partition moves the row there, as Milvus's delete + insert.
+  for (auto& p : rows.points) {
+    nlohmann::json j = p.payload.empty() ? nlohmann::json::object()
+                                         : nlohmann::json::parse(p.payload, nullptr, false);
+    if (!j.is_object()) return Status::Internal("row payload is not a JSON object");
+    j[std::string(kPartitionKey)] = part;
+    p.payload = j.dump();
+  }
   STRATA_RETURN_IF_ERROR(t.coll->Upsert(rows.points));
   *resp->mutable_ids() = std::move(rows.ids);
   for (uint32_t i = 0; i < num_rows; ++i) resp->add_succ_index(i);
@@ -44,11 +48,8 @@ Status MilvusServiceImpl::WriteRows(const std::string& db, const std::string& na
 
 grpc::Status MilvusServiceImpl::Insert(ServerContext*, const pbm::InsertRequest* req,
                                        pbm::MutationResult* resp) {
-  Status st = CheckPartition(req->partition_name());
-  if (st.ok()) {
-    st = WriteRows(req->db_name(), req->collection_name(), req->fields_data(), req->num_rows(),
-                   /*insert=*/true, resp);
-  }
+  Status st = WriteRows(req->db_name(), req->collection_name(), req->partition_name(),
+                        req->fields_data(), req->num_rows(), /*insert=*/true, resp);
   if (!st.ok()) {
     resp->clear_ids();
     resp->clear_succ_index();
@@ -59,13 +60,13 @@ grpc::Status MilvusServiceImpl::Insert(ServerContext*, const pbm::InsertRequest*
 
 grpc::Status MilvusServiceImpl::Upsert(ServerContext*, const pbm::UpsertRequest* req,
                                        pbm::MutationResult* resp) {
-  Status st = CheckPartition(req->partition_name());
-  if (st.ok() && req->partial_update()) {
+  Status st = Status::Ok();
+  if (req->partial_update()) {
     st = Status::NotSupported("partial_update: an upsert must carry every field");
   }
   if (st.ok()) {
-    st = WriteRows(req->db_name(), req->collection_name(), req->fields_data(), req->num_rows(),
-                   /*insert=*/false, resp);
+    st = WriteRows(req->db_name(), req->collection_name(), req->partition_name(),
+                   req->fields_data(), req->num_rows(), /*insert=*/false, resp);
   }
   if (!st.ok()) {
     resp->clear_ids();
@@ -78,13 +79,17 @@ grpc::Status MilvusServiceImpl::Upsert(ServerContext*, const pbm::UpsertRequest*
 grpc::Status MilvusServiceImpl::Delete(ServerContext*, const pbm::DeleteRequest* req,
                                        pbm::MutationResult* resp) {
   auto run = [&]() -> Status {
-    STRATA_RETURN_IF_ERROR(CheckPartition(req->partition_name()));
     STRATA_ASSIGN_OR_RETURN(auto t, Open(req->db_name(), req->collection_name()));
     if (req->expr().empty()) {
       return Status::InvalidArgument(
           "delete plan can't be empty or always true: give an expression");
     }
-    STRATA_ASSIGN_OR_RETURN(auto filter, ParseMilvusExpr(req->expr()));
+    STRATA_ASSIGN_OR_RETURN(vector::Filter filter, ParseMilvusExpr(req->expr()));
+    // Without a partition name Milvus deletes in every partition.
+    if (!req->partition_name().empty()) {
+      STRATA_ASSIGN_OR_RETURN(std::string part, WritePartition(*t.meta, req->partition_name()));
+      filter = *AndFilters(std::move(filter), PartitionMatch(part));
+    }
     size_t deleted = 0;
     STRATA_RETURN_IF_ERROR(t.coll->DeleteByFilter(filter, {}, &deleted));
     resp->set_delete_cnt(static_cast<int64_t>(deleted));

@@ -20,17 +20,12 @@ float Round(float v, int decimals) {
   return static_cast<float>(std::round(v * p) / p);
 }
 
-Status CheckPartitions(const google::protobuf::RepeatedPtrField<std::string>& ps) {
-  for (const auto& p : ps) STRATA_RETURN_IF_ERROR(CheckPartition(p));
-  return Status::Ok();
-}
-
 }  // namespace
 
 Status MilvusServiceImpl::DoSearch(const pbm::SearchRequest& req, pbm::SearchResults* resp) {
   STRATA_ASSIGN_OR_RETURN(auto t, OpenLoaded(req.db_name(), req.collection_name()));
   const CollectionMeta& m = *t.meta;
-  STRATA_RETURN_IF_ERROR(CheckPartitions(req.partition_names()));
+  STRATA_ASSIGN_OR_RETURN(auto pfilter, ReadPartitionsFilter(m, req.partition_names()));
   if (req.search_input_case() == pbm::SearchRequest::kIds) {
     return Status::NotSupported("search by primary keys: pass query vectors");
   }
@@ -71,6 +66,7 @@ Status MilvusServiceImpl::DoSearch(const pbm::SearchRequest& req, pbm::SearchRes
   if (!req.dsl().empty()) {
     STRATA_ASSIGN_OR_RETURN(filter, ParseMilvusExpr(req.dsl()));
   }
+  filter = AndFilters(std::move(filter), std::move(pfilter));
   // Milvus returns the primary key among the fields too; the SDKs read it there.
   STRATA_ASSIGN_OR_RETURN(OutputFields out,
                           ResolveOutputFields(m, req.output_fields(), /*with_primary=*/true));
@@ -121,12 +117,16 @@ grpc::Status MilvusServiceImpl::Search(ServerContext*, const pbm::SearchRequest*
 Status MilvusServiceImpl::DoQuery(const pbm::QueryRequest& req, pbm::QueryResults* resp) {
   STRATA_ASSIGN_OR_RETURN(auto t, OpenLoaded(req.db_name(), req.collection_name()));
   const CollectionMeta& m = *t.meta;
-  STRATA_RETURN_IF_ERROR(CheckPartitions(req.partition_names()));
+  STRATA_ASSIGN_OR_RETURN(auto pfilter, ReadPartitionsFilter(m, req.partition_names()));
   STRATA_ASSIGN_OR_RETURN(QueryParams qp, ParseQueryParams(req.query_params()));
   std::optional<vector::Filter> filter;
   if (!req.expr().empty()) {
     STRATA_ASSIGN_OR_RETURN(filter, ParseMilvusExpr(req.expr()));
   }
+  // Milvus's "empty expression needs a limit" rule is about the user's
+  // expression, so it is checked before the partition restriction joins it.
+  const bool user_filter = filter.has_value();
+  filter = AndFilters(std::move(filter), std::move(pfilter));
   resp->set_collection_name(req.collection_name());
   resp->set_primary_field_name(m.Primary()->name);
   bool count = false;
@@ -146,7 +146,7 @@ Status MilvusServiceImpl::DoQuery(const pbm::QueryRequest& req, pbm::QueryResult
     resp->add_output_fields("count(*)");
     return Status::Ok();
   }
-  if (!filter && qp.limit == 0) {
+  if (!user_filter && qp.limit == 0) {
     return Status::InvalidArgument("empty expression should be used with limit");
   }
   STRATA_ASSIGN_OR_RETURN(OutputFields out,
