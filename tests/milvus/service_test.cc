@@ -85,9 +85,11 @@ class MilvusServiceTest : public ::testing::Test {
 
   pbm::MutationResult Insert(const std::string& name, const std::vector<int64_t>& pks,
                              const std::vector<std::vector<float>>& vecs,
-                             const std::vector<std::string>& tags) {
+                             const std::vector<std::string>& tags,
+                             const std::string& partition = "") {
     pbm::InsertRequest req;
     req.set_collection_name(name);
+    req.set_partition_name(partition);
     req.set_num_rows(static_cast<uint32_t>(pks.size()));
     auto* pk = req.add_fields_data();
     pk->set_field_name("pk");
@@ -106,20 +108,22 @@ class MilvusServiceTest : public ::testing::Test {
     return resp;
   }
 
-  int64_t Count(const std::string& name, const std::string& expr) {
+  int64_t Count(const std::string& name, const std::string& expr,
+                const std::vector<std::string>& partitions = {}) {
     pbm::QueryRequest req;
     req.set_collection_name(name);
+    for (const auto& p : partitions) req.add_partition_names(p);
     req.set_expr(expr);
     req.add_output_fields("count(*)");
     pbm::QueryResults resp;
     (void)svc_->Query(nullptr, &req, &resp);
-    EXPECT_EQ(resp.status().code(), 0) << resp.status().reason();
-    if (resp.fields_data_size() != 1) return -1;
+    if (resp.status().code() != 0 || resp.fields_data_size() != 1) return -1;  // an error
     return resp.fields_data(0).scalars().long_data().data(0);
   }
 
   pbm::SearchResults Search(const std::string& name, std::vector<float> q, int topk,
-                            const std::string& expr = "") {
+                            const std::string& expr = "",
+                            const std::vector<std::string>& partitions = {}) {
     pbc::PlaceholderGroup g;
     auto* ph = g.add_placeholders();
     ph->set_tag("$0");
@@ -131,6 +135,7 @@ class MilvusServiceTest : public ::testing::Test {
     req.set_dsl_type(pbc::BoolExprV1);
     req.set_dsl(expr);
     req.set_nq(1);
+    for (const auto& p : partitions) req.add_partition_names(p);
     req.add_output_fields("tag");
     auto* p = req.add_search_params();
     p->set_key("topk");
@@ -354,6 +359,156 @@ TEST_F(MilvusServiceTest, QueryWithoutLimitRefusesMoreThanTheWindow) {
   (void)svc_->Query(nullptr, &q, &window);
   ASSERT_EQ(window.status().code(), 0) << window.status().reason();
   EXPECT_EQ(window.fields_data(0).scalars().long_data().data_size(), n - 1);
+}
+
+}  // namespace
+}  // namespace strata::milvus
+
+namespace strata::milvus {
+namespace {
+
+class MilvusPartitionTest : public MilvusServiceTest {
+ protected:
+  pbc::Status CreatePartition(const std::string& c, const std::string& p) {
+    pbm::CreatePartitionRequest req;
+    req.set_collection_name(c);
+    req.set_partition_name(p);
+    pbc::Status st;
+    (void)svc_->CreatePartition(nullptr, &req, &st);
+    return st;
+  }
+  pbc::Status DropPartition(const std::string& c, const std::string& p) {
+    pbm::DropPartitionRequest req;
+    req.set_collection_name(c);
+    req.set_partition_name(p);
+    pbc::Status st;
+    (void)svc_->DropPartition(nullptr, &req, &st);
+    return st;
+  }
+  pbc::Status ReleasePartition(const std::string& c, const std::string& p) {
+    pbm::ReleasePartitionsRequest req;
+    req.set_collection_name(c);
+    req.add_partition_names(p);
+    pbc::Status st;
+    (void)svc_->ReleasePartitions(nullptr, &req, &st);
+    return st;
+  }
+  pbc::Status LoadPartition(const std::string& c, const std::string& p) {
+    pbm::LoadPartitionsRequest req;
+    req.set_collection_name(c);
+    req.add_partition_names(p);
+    pbc::Status st;
+    (void)svc_->LoadPartitions(nullptr, &req, &st);
+    return st;
+  }
+  bool HasPartition(const std::string& c, const std::string& p) {
+    pbm::HasPartitionRequest req;
+    req.set_collection_name(c);
+    req.set_partition_name(p);
+    pbm::BoolResponse resp;
+    (void)svc_->HasPartition(nullptr, &req, &resp);
+    EXPECT_EQ(resp.status().code(), 0);
+    return resp.value();
+  }
+  std::string RowCount(const std::string& c, const std::string& p) {
+    pbm::GetPartitionStatisticsRequest req;
+    req.set_collection_name(c);
+    req.set_partition_name(p);
+    pbm::GetPartitionStatisticsResponse resp;
+    (void)svc_->GetPartitionStatistics(nullptr, &req, &resp);
+    if (resp.status().code() != 0 || resp.stats_size() != 1) return "error";
+    return resp.stats(0).value();
+  }
+};
+
+TEST_F(MilvusPartitionTest, RowsStayInTheirPartition) {
+  ASSERT_EQ(Create("c").code(), 0);
+  ASSERT_EQ(Index("c", "L2").code(), 0);
+  EXPECT_TRUE(HasPartition("c", "_default"));
+  EXPECT_FALSE(HasPartition("c", "p1"));
+  ASSERT_EQ(CreatePartition("c", "p1").code(), 0);
+  EXPECT_EQ(CreatePartition("c", "p1").code(), 0);  // already there: Milvus answers success
+  EXPECT_NE(CreatePartition("c", "1bad").code(), 0);
+  EXPECT_NE(CreatePartition("c", "bad-name").code(), 0);
+  EXPECT_TRUE(HasPartition("c", "p1"));
+
+  pbm::ShowPartitionsRequest show;
+  show.set_collection_name("c");
+  pbm::ShowPartitionsResponse shown;
+  (void)svc_->ShowPartitions(nullptr, &show, &shown);
+  ASSERT_EQ(shown.status().code(), 0);
+  ASSERT_EQ(shown.partition_names_size(), 2);
+  EXPECT_EQ(shown.partition_names(0), "_default");
+  EXPECT_EQ(shown.partition_names(1), "p1");
+  EXPECT_NE(shown.partitionids(0), shown.partitionids(1));
+
+  ASSERT_EQ(Insert("c", {1, 2}, {{0, 0}, {1, 0}}, {"a", "a"}).status().code(), 0);
+  ASSERT_EQ(Insert("c", {3, 4, 5}, {{0, 1}, {5, 5}, {0, 0}}, {"a", "b", "b"}, "p1").status().code(),
+            0);
+  EXPECT_EQ(Insert("c", {6}, {{0, 0}}, {"a"}, "nope").status().code(), kCodePartitionNotFound);
+  EXPECT_EQ(RowCount("c", "_default"), "2");
+  EXPECT_EQ(RowCount("c", "p1"), "3");
+  EXPECT_EQ(RowCount("c", "nope"), "error");
+
+  ASSERT_EQ(Load("c").code(), 0);
+  EXPECT_EQ(Count("c", ""), 5);
+  EXPECT_EQ(Count("c", "", {"p1"}), 3);
+  EXPECT_EQ(Count("c", "", {"_default"}), 2);
+  EXPECT_EQ(Count("c", "tag == \"a\"", {"p1"}), 1);
+  auto res = Search("c", {0, 0}, 10, "", {"p1"});
+  ASSERT_EQ(res.status().code(), 0) << res.status().reason();
+  ASSERT_EQ(res.results().topks(0), 3);
+  for (int i = 0; i < 3; ++i) EXPECT_GE(res.results().ids().int_id().data(i), 3);
+  EXPECT_EQ(Search("c", {0, 0}, 10, "", {"nope"}).status().code(), kCodePartitionNotFound);
+
+  // A delete naming a partition leaves the other partitions' rows alone.
+  pbm::DeleteRequest del;
+  del.set_collection_name("c");
+  del.set_partition_name("p1");
+  del.set_expr("tag == \"a\"");
+  pbm::MutationResult dr;
+  (void)svc_->Delete(nullptr, &del, &dr);
+  ASSERT_EQ(dr.status().code(), 0) << dr.status().reason();
+  EXPECT_EQ(dr.delete_cnt(), 1);
+  EXPECT_EQ(Count("c", "tag == \"a\""), 2);
+
+  // Dropping: never "_default", never while loaded; then its rows are gone.
+  EXPECT_NE(DropPartition("c", "_default").code(), 0);
+  EXPECT_NE(DropPartition("c", "p1").code(), 0);
+  ASSERT_EQ(ReleasePartition("c", "p1").code(), 0);
+  EXPECT_EQ(Count("c", ""), 2);  // only the loaded partition is searched
+  EXPECT_EQ(Count("c", "", {"p1"}), -1);  // not loaded: an error
+  ASSERT_EQ(DropPartition("c", "p1").code(), 0);
+  EXPECT_FALSE(HasPartition("c", "p1"));
+  EXPECT_EQ(Count("c", ""), 2);
+  pbm::GetCollectionStatisticsRequest cs;
+  cs.set_collection_name("c");
+  pbm::GetCollectionStatisticsResponse csr;
+  (void)svc_->GetCollectionStatistics(nullptr, &cs, &csr);
+  ASSERT_EQ(csr.stats_size(), 1);
+  EXPECT_EQ(csr.stats(0).value(), "2");
+}
+
+TEST_F(MilvusPartitionTest, PartitionsAndLoadStatePersist) {
+  ASSERT_EQ(Create("c").code(), 0);
+  ASSERT_EQ(Index("c", "L2").code(), 0);
+  ASSERT_EQ(CreatePartition("c", "p1").code(), 0);
+  ASSERT_EQ(Insert("c", {1}, {{0, 0}}, {"a"}, "p1").status().code(), 0);
+  ASSERT_EQ(LoadPartition("c", "p1").code(), 0);
+  // A fresh service reads milvus.json again.
+  svc_ = std::make_unique<MilvusServiceImpl>(mgr_.get());
+  EXPECT_TRUE(HasPartition("c", "p1"));
+  pbm::GetLoadStateRequest ls;
+  ls.set_collection_name("c");
+  ls.add_partition_names("p1");
+  pbm::GetLoadStateResponse lr;
+  (void)svc_->GetLoadState(nullptr, &ls, &lr);
+  EXPECT_EQ(lr.state(), pbc::LoadStateLoaded);
+  ls.set_partition_names(0, "_default");
+  (void)svc_->GetLoadState(nullptr, &ls, &lr);
+  EXPECT_EQ(lr.state(), pbc::LoadStateNotLoad);
+  EXPECT_EQ(Count("c", ""), 1);  // the loaded partition only
+  EXPECT_EQ(Count("c", "", {"_default"}), -1);
 }
 
 }  // namespace
