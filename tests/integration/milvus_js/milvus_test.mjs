@@ -2,7 +2,7 @@
 // (@zilliz/milvus2-sdk-node): schema, HNSW index, 10,000 rows inserted in
 // batches of 256 with 4 requests in flight, filtered search checked against a
 // brute-force scan in JS, query with count(*), upsert, delete by expression,
-// rename, drop, and the error cases (nothing stored by a rejected request).
+// partitions, rename, drop, and the error cases (nothing stored by a rejected request).
 // MILVUS_ADDRESS=127.0.0.1:PORT [PHASE=main|persist-write|persist-verify]
 // node milvus_test.mjs; prints PASS/FAIL lines, exits 1 on any failure. The
 // persist phases write a small collection, and (after a kill -9 and restart of
@@ -324,9 +324,14 @@ await step('delete by expression', async () => {
 });
 
 await step('unsupported requests answer an error', async () => {
-  const p = await client.createPartition({ collection_name: C, partition_name: 'p1' })
-    .catch(e => ({ error_code: 'thrown', code: -1, reason: String(e.message || e) }));
-  check(p.error_code !== 'Success', `createPartition: ${JSON.stringify(p)}`);
+  const pk = await client.createCollection({
+    collection_name: 'pkey', fields: [
+      { name: 'id', data_type: DataType.Int64, is_primary_key: true },
+      { name: 'k', data_type: DataType.Int64, is_partition_key: true },
+      { name: 'v', data_type: DataType.FloatVector, dim: 4 }],
+  }).catch(e => e);
+  expectError(pk, 'partition key', 'a partition-key field');
+  check(!(await client.hasCollection({ collection_name: 'pkey' })).value, 'no partition-key collection created');
   const bad = await client.createCollection({
     collection_name: 'sparse', fields: [
       { name: 'id', data_type: DataType.Int64, is_primary_key: true },
@@ -360,6 +365,55 @@ await step('index created after insert (IVF_FLAT, IP) serves the rows as inserte
   check(Number(res.results[0].id) === best, `nearest ${res.results[0].id}, brute force ${best}`);
   check(Math.abs(res.results[0].score - dot(q, data[best].v)) < 1e-3, 'IP score is the inner product of the vectors as inserted');
   ok(await client.dropCollection({ collection_name: L }), 'drop');
+});
+
+await step('partitions: create, insert into, search/query by partition, stats, release, drop', async () => {
+  const P = 'parts';
+  ok(await client.createCollection({
+    collection_name: P,
+    fields: [{ name: 'id', data_type: DataType.Int64, is_primary_key: true },
+             { name: 'v', data_type: DataType.FloatVector, dim: 4 }],
+    index_params: [{ field_name: 'v', index_type: 'HNSW', metric_type: 'L2', params: { M: 8, efConstruction: 64 } }],
+  }), 'create');
+  ok(await client.createPartition({ collection_name: P, partition_name: 'p1' }), 'createPartition');
+  check((await client.hasPartition({ collection_name: P, partition_name: 'p1' })).value, 'hasPartition p1');
+  check(!(await client.hasPartition({ collection_name: P, partition_name: 'p2' })).value, 'no p2');
+  const shown = await client.showPartitions({ collection_name: P });
+  ok(shown.status, 'showPartitions');
+  check(JSON.stringify([...shown.partition_names].sort()) === '["_default","p1"]', `showPartitions ${JSON.stringify(shown.partition_names)}`);
+  const vec = i => [i, i % 7, 1, 0];
+  const base = Array.from({ length: 40 }, (_, i) => ({ id: i, v: vec(i) }));
+  const inP1 = Array.from({ length: 25 }, (_, i) => ({ id: 100 + i, v: vec(i) }));
+  ok((await client.insert({ collection_name: P, data: base })).status, 'insert into _default');
+  ok((await client.insert({ collection_name: P, partition_name: 'p1', data: inP1 })).status, 'insert into p1');
+  const bad = await client.insert({ collection_name: P, partition_name: 'p2', data: [{ id: 999, v: vec(1) }] });
+  expectError(bad.status, 'partition not found', 'insert into an unknown partition');
+  const st = await client.getPartitionStatistics({ collection_name: P, partition_name: 'p1' });
+  ok(st.status, 'getPartitionStatistics');
+  check(Number(st.data.row_count) === 25, `p1 row_count ${JSON.stringify(st)}`);
+  ok(await client.loadCollectionSync({ collection_name: P }), 'load');
+  const res = await client.search({ collection_name: P, data: vec(3), limit: 10, partition_names: ['p1'] });
+  ok(res.status, 'search in p1');
+  check(res.results.length === 10 && res.results.every(r => Number(r.id) >= 100), `search p1 ids ${res.results.map(r => r.id)}`);
+  check(Number(res.results[0].id) === 103, `nearest in p1 is 103, got ${res.results[0].id}`);
+  const all = await client.search({ collection_name: P, data: vec(3), limit: 2 });
+  check(all.results.some(r => Number(r.id) === 3), 'without partition_names both partitions are searched');
+  const count = async parts => Number((await client.query({ collection_name: P, filter: '', output_fields: ['count(*)'], partition_names: parts })).data[0]['count(*)']);
+  check(await count(['p1']) === 25, 'count in p1');
+  check(await count(['_default']) === 40, 'count in _default');
+  check(await count(['_default', 'p1']) === 65, 'count in both');
+  const q = await client.query({ collection_name: P, filter: 'id < 110', output_fields: ['id'], partition_names: ['p1'] });
+  check(q.data.length === 10 && q.data.every(r => Number(r.id) >= 100), `query p1 ${JSON.stringify(q.data).slice(0, 200)}`);
+  const loaded = await client.dropPartition({ collection_name: P, partition_name: 'p1' });
+  expectError(loaded, 'loaded', 'dropping a loaded partition');
+  expectError(await client.dropPartition({ collection_name: P, partition_name: '_default' }), 'default', 'dropping _default');
+  ok(await client.releasePartitions({ collection_name: P, partition_names: ['p1'] }), 'releasePartitions');
+  ok(await client.dropPartition({ collection_name: P, partition_name: 'p1' }), 'dropPartition');
+  check(!(await client.hasPartition({ collection_name: P, partition_name: 'p1' })).value, 'p1 gone');
+  check(await count([]) === 40, 'the dropped partition took its rows');
+  const cs = await client.getCollectionStatistics({ collection_name: P });
+  check(Number(cs.data.row_count) === 40, `collection row_count after the drop ${JSON.stringify(cs.data)}`);
+  ok(await client.dropCollection({ collection_name: P }), 'drop');
 });
 
 await step('aliases: create, use, describe, list, alter, drop', async () => {
