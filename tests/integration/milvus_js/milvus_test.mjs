@@ -77,6 +77,10 @@ if (PHASE !== 'main') {
       const data = [];
       for (let i = 0; i < 100; i++) data.push({ pk: `key-${i}`, v: Array.from({ length: 8 }, (_, k) => i + k), n: i, color: i % 2 ? 'red' : 'blue' });
       ok((await client.insert({ collection_name: K, data })).status, 'insert');
+      // A partition created in a loaded collection is loaded with it.
+      ok(await client.createPartition({ collection_name: K, partition_name: 'late' }), 'createPartition');
+      const late = Array.from({ length: 10 }, (_, i) => ({ pk: `late-${i}`, v: Array.from({ length: 8 }, (_, k) => 500 + i + k), n: 1000 + i }));
+      ok((await client.insert({ collection_name: K, partition_name: 'late', data: late })).status, 'insert into late');
     });
   } else {
     await step('persist: verify after kill -9 and restart', async () => {
@@ -97,6 +101,12 @@ if (PHASE !== 'main') {
       // L2 is reported as the squared distance: 8 * 0.1^2.
       check(s.results[0].pk === 'key-42' && Math.abs(s.results[0].score - 0.08) < 1e-4 &&
             s.results[0].color === 'blue', JSON.stringify(s.results));
+      check((await client.hasPartition({ collection_name: K, partition_name: 'late' })).value, 'partition survives');
+      const inLate = await client.query({ collection_name: K, filter: '', output_fields: ['count(*)'], partition_names: ['late'] });
+      ok(inLate.status, 'count in late');
+      check(Number(inLate.data[0]['count(*)']) === 10, `rows in late ${JSON.stringify(inLate.data)}`);
+      const inDefault = await client.query({ collection_name: K, filter: '', output_fields: ['count(*)'], partition_names: ['_default'] });
+      check(Number(inDefault.data[0]['count(*)']) === 100, `rows in _default ${JSON.stringify(inDefault.data)}`);
       ok(await client.dropCollection({ collection_name: K }), 'drop');
     });
   }
