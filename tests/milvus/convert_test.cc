@@ -144,6 +144,20 @@ TEST(MilvusSchemaTest, MetaJsonRoundTripAndIds) {
   EXPECT_EQ(back.Field("text")->max_length, 16u);
   ASSERT_NE(back.IndexOf("embedding"), nullptr);
   EXPECT_EQ(back.IndexOf("embedding")->params, m.indexes[0].params);
+  // Older files have no partitions: "_default" is there after reading.
+  ASSERT_NE(back.Partition("_default"), nullptr);
+  EXPECT_TRUE(back.Partition("_default")->loaded);
+  back.partitions.push_back({"p1", 9, 123, false});
+  ASSERT_OK_AND_ASSIGN(CollectionMeta again, MetaFromJson(MetaToJson(back)));
+  ASSERT_EQ(again.partitions.size(), 2u);
+  EXPECT_EQ(again.partitions[1].name, "p1");
+  EXPECT_EQ(again.partitions[1].id, 9);
+  EXPECT_EQ(again.partitions[1].created_ts, 123u);
+  EXPECT_FALSE(again.partitions[1].loaded);
+  again.SetLoaded(false);
+  again.partitions[1].loaded = true;
+  again.SyncLoaded();
+  EXPECT_TRUE(again.loaded);  // loaded while any partition is
   EXPECT_EQ(IntOfId(IdOfInt(-5)), -5);
   EXPECT_NE(IdOfString("a"), IdOfString("b"));
   EXPECT_EQ(IdOfString("key-1"), IdOfString("key-1"));
@@ -261,8 +275,35 @@ TEST(MilvusConvertTest, OutputFieldsAndColumns) {
   EXPECT_EQ(cols[2].scalars().json_data().data(0), R"({"color":"red"})");
   EXPECT_EQ(cols[2].scalars().json_data().data(1), "{}");
 
+  // The hidden partition key never shows among the dynamic keys.
+  google::protobuf::RepeatedPtrField<std::string> star;
+  *star.Add() = "$meta";  // every dynamic key
+  ASSERT_OK_AND_ASSIGN(OutputFields all, ResolveOutputFields(m, star, true));
+  r1.payload = R"({"id":5,"source":"arxiv","color":"red","$partition":"p1"})";
+  FieldDataList cols2;
+  ASSERT_OK(RecordsToFieldData(m, all, {&r1}, &cols2));
+  bool saw_meta = false;
+  for (const auto& c : cols2) {
+    if (!c.is_dynamic()) continue;
+    saw_meta = true;
+    EXPECT_EQ(c.scalars().json_data().data(0), R"({"color":"red"})");
+  }
+  EXPECT_TRUE(saw_meta);
+
   m.enable_dynamic = false;
   EXPECT_FALSE(ResolveOutputFields(m, req, true));  // "color" is no field
+}
+
+TEST(MilvusConvertTest, RefusesTheReservedPartitionKeyAsADynamicKey) {
+  ASSERT_OK_AND_ASSIGN(CollectionMeta m, MetaFromProto(DocsSchema()));
+  Columns c = MakeColumns(1);
+  auto* dyn = c.fields.Add();
+  dyn->set_field_name("$meta");
+  dyn->set_is_dynamic(true);
+  dyn->mutable_scalars()->mutable_json_data()->add_data(R"({"$partition":"p9"})");
+  auto r = RowsFromFieldData(m, c.fields, 1, true, [] { return int64_t{1}; });
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("reserved"), std::string::npos) << r.error().message();
 }
 
 TEST(MilvusConvertTest, QueryVectorsAndSearchParams) {
