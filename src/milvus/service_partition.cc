@@ -160,7 +160,10 @@ grpc::Status MilvusServiceImpl::ShowPartitions(ServerContext*,
   if (!t) return Reply(t.error(), resp->mutable_status());
   std::vector<const PartitionMeta*> ps;
   if (req->partition_names_size() == 0) {
-    for (const auto& p : t->meta->partitions) ps.push_back(&p);
+    for (const auto& p : t->meta->partitions) {
+      if (req->type() == pbm::InMemory && !p.loaded) continue;  // only the loaded ones
+      ps.push_back(&p);
+    }
   } else {
     for (const auto& n : req->partition_names()) {
       const PartitionMeta* p = t->meta->Partition(n);
@@ -189,6 +192,11 @@ grpc::Status MilvusServiceImpl::LoadPartitions(ServerContext*,
     if (req->load_fields_size() > 0 || req->skip_load_dynamic_field()) {
       return Status::NotSupported("load_fields: Strata loads every field");
     }
+    if (req->resource_groups_size() > 0) {
+      return Status::NotSupported("resource_groups: Strata has one resource group");
+    }
+    // `refresh` (pick up new segments of a loaded partition) needs nothing:
+    // every acknowledged write is already searchable.
     if (req->partition_names_size() == 0) {
       return Status::InvalidArgument("partition names should not be empty");
     }

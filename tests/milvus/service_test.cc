@@ -509,6 +509,13 @@ TEST_F(MilvusPartitionTest, PartitionsAndLoadStatePersist) {
   EXPECT_EQ(lr.state(), pbc::LoadStateNotLoad);
   EXPECT_EQ(Count("c", ""), 1);  // the loaded partition only
   EXPECT_EQ(Count("c", "", {"_default"}), -1);
+  pbm::ShowPartitionsRequest show;
+  show.set_collection_name("c");
+  show.set_type(pbm::InMemory);
+  pbm::ShowPartitionsResponse shown;
+  (void)svc_->ShowPartitions(nullptr, &show, &shown);
+  ASSERT_EQ(shown.partition_names_size(), 1);  // InMemory lists the loaded ones
+  EXPECT_EQ(shown.partition_names(0), "p1");
 }
 
 }  // namespace
