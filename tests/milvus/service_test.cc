@@ -455,6 +455,37 @@ TEST_F(MilvusPartitionTest, RowsStayInTheirPartition) {
   EXPECT_EQ(Count("c", "", {"p1"}), 3);
   EXPECT_EQ(Count("c", "", {"_default"}), 2);
   EXPECT_EQ(Count("c", "tag == \"a\"", {"p1"}), 1);
+  // An upsert into another partition moves the row: primary keys are unique
+  // across the collection.
+  {
+    pbm::UpsertRequest up;
+    up.set_collection_name("c");
+    up.set_partition_name("p1");
+    up.set_num_rows(1);
+    auto* pk = up.add_fields_data();
+    pk->set_field_name("pk");
+    pk->mutable_scalars()->mutable_long_data()->add_data(2);
+    auto* v = up.add_fields_data();
+    v->set_field_name("v");
+    v->mutable_vectors()->set_dim(2);
+    v->mutable_vectors()->mutable_float_vector()->add_data(1);
+    v->mutable_vectors()->mutable_float_vector()->add_data(0);
+    auto* t = up.add_fields_data();
+    t->set_field_name("tag");
+    t->mutable_scalars()->mutable_string_data()->add_data("m");
+    pbm::MutationResult ur;
+    (void)svc_->Upsert(nullptr, &up, &ur);
+    ASSERT_EQ(ur.status().code(), 0) << ur.status().reason();
+    EXPECT_EQ(Count("c", "", {"p1"}), 4);
+    EXPECT_EQ(Count("c", "", {"_default"}), 1);
+    EXPECT_EQ(Count("c", "tag == \"m\"", {"p1"}), 1);
+    // Put it back so the counts below hold.
+    up.set_partition_name("");
+    t->mutable_scalars()->mutable_string_data()->set_data(0, "a");
+    (void)svc_->Upsert(nullptr, &up, &ur);
+    ASSERT_EQ(ur.status().code(), 0) << ur.status().reason();
+    EXPECT_EQ(Count("c", "", {"_default"}), 2);
+  }
   auto res = Search("c", {0, 0}, 10, "", {"p1"});
   ASSERT_EQ(res.status().code(), 0) << res.status().reason();
   ASSERT_EQ(res.results().topks(0), 3);
