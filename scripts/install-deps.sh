@@ -11,6 +11,7 @@ build_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libfuzzer-14-dev  # scripts/fuzz.sh: libFuzzer targets (CI runs their regression inputs)
   libfuse3-dev libsqlite3-dev libhiredis-dev libpq-dev pybind11-dev python3-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # the Milvus gRPC API (src/milvus)
 )
 test_pkgs=(
   awscli python3 python3-boto3 python3-requests s3cmd rclone curl procps openssl redis-server

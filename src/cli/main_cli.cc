@@ -109,6 +109,9 @@ int RunServer(server::ServerOptions opts, const std::string& log_level) {
     fmt::print("  Vector API: {} (Qdrant-compatible){}\n", srv.vector_endpoint(),
                opts.vector_api_key.empty() ? "" : ", api-key required");
   }
+  if (srv.milvus_port() != 0) {
+    fmt::print("  Milvus API: {} (gRPC, Milvus-compatible)\n", opts.milvus_address);
+  }
   if (opts.enable_features && srv.features_port() != 0) {
     fmt::print("  Features:   {} (Feast-compatible; repository {}){}\n", srv.features_endpoint(), srv.features_repo(),
                opts.features_api_key.empty() ? "" : ", API key required");
@@ -139,9 +142,12 @@ int Main(int argc, char** argv) {
   server::ServerOptions sopts;
   std::string log_level = "info";
   bool no_fsync = false;
-  auto* srv = app.add_subcommand(
-      "server", "Run every Strata service in one process (S3 on :9000, admin on :9001, vector on :6333, features on :6566)");
+  auto* srv = app.add_subcommand("server",
+                                 "Run every Strata service in one process (S3 on :9000, admin on "
+                                 ":9001, vector on :6333, Milvus on :19530, features on :6566)");
   int features_port = 6566;
+  int milvus_port = 19530;
+  std::string milvus_host = "127.0.0.1";
   std::string features_host = "127.0.0.1";
   srv->add_option("--data", sopts.data_dir, "Data directory (objects, metadata, credentials)")
       ->capture_default_str();
@@ -160,6 +166,10 @@ int Main(int argc, char** argv) {
   srv->add_flag("--no-vector{false}", sopts.enable_vector, "Do not serve the vector API");
   srv->add_option("--vector-api-key", sopts.vector_api_key,
                   "Require this key in the api-key header of vector API requests (also STRATA_VECTOR_API_KEY)");
+  srv->add_option("--milvus-port", milvus_port,
+                  "Milvus-compatible gRPC API port (over the vector collections); 0 disables it")
+      ->capture_default_str();
+  srv->add_option("--milvus-host", milvus_host, "Milvus API listen address")->capture_default_str();
   srv->add_option("--features-repo", sopts.features_repo,
                   "Feature repository served on the feature port (default: DATA/features, created empty)");
   srv->add_option("--features-port", features_port, "Feature server (Feast HTTP API) port; 0 disables it")
@@ -225,6 +235,15 @@ int Main(int argc, char** argv) {
       fmt::print(stderr, "strata server: --features-port must be 0..65535\n");
       return 2;
     }
+    if (milvus_port < 0 || milvus_port > 65535) {
+      fmt::print(stderr, "strata server: --milvus-port must be 0..65535\n");
+      return 2;
+    }
+    sopts.enable_milvus = milvus_port != 0;
+    sopts.milvus_address =
+        (milvus_host.find(':') != std::string::npos ? "[" + milvus_host + "]" : milvus_host) + ":" +
+        std::to_string(milvus_port);
+    sopts.milvus_bind_required = srv->count("--milvus-port") > 0 || srv->count("--milvus-host") > 0;
     sopts.enable_features = features_port != 0;
     sopts.features_address = (features_host.find(':') != std::string::npos ? "[" + features_host + "]" : features_host) +
                              ":" + std::to_string(features_port);

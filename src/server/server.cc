@@ -15,6 +15,7 @@
 #include <strata/features/online.h>
 #include <strata/features/online_service.h>
 #include <strata/features/repo.h>
+#include <strata/milvus/server.h>
 #include <strata/qdrant/handler.h>
 #include <strata/s3/kms.h>
 #include <strata/s3/lifecycle.h>
@@ -124,6 +125,7 @@ struct StrataServer::Impl {
   std::unique_ptr<vector::CollectionManager> collections;
   std::unique_ptr<qdrant::Handler> qdrant_handler;
   std::unique_ptr<http::Server> vector_http;
+  std::unique_ptr<milvus::Server> milvus;
   std::unique_ptr<features::OnlineService> online;
   std::unique_ptr<feast::Handler> feast_handler;
   std::unique_ptr<http::Server> features_http;
@@ -395,6 +397,17 @@ Status StrataServer::Start() {
       im.vector_http.reset();
     }
   }
+  if (im.opts.enable_vector && im.opts.enable_milvus) {
+    milvus::ServerOptions mo;
+    mo.address = im.opts.milvus_address;
+    im.milvus = std::make_unique<milvus::Server>(im.collections.get(), mo);
+    if (Status ms = im.milvus->Start(); !ms.ok()) {
+      if (im.opts.milvus_bind_required) return ms;
+      kLog.Warn("Milvus API not started on {}: {} (pass --milvus-port to choose another)",
+                im.opts.milvus_address, ms.ToString());
+      im.milvus.reset();
+    }
+  }
   if (im.opts.enable_features) STRATA_RETURN_IF_ERROR(im.StartFeatures());
   if (im.opts.enable_admin) {
     Status st;
@@ -421,6 +434,8 @@ void StrataServer::Stop() {
   if (impl_->admin_http) impl_->admin_http->Stop();
   impl_->console.reset();
   if (impl_->vector_http) impl_->vector_http->Stop();
+  if (impl_->milvus) impl_->milvus->Stop();
+  impl_->milvus.reset();
   impl_->s3_http.reset();
   impl_->admin_http.reset();
   impl_->vector_http.reset();
@@ -437,6 +452,7 @@ void StrataServer::Stop() {
 int StrataServer::s3_port() const { return impl_->s3_http ? impl_->s3_http->port() : 0; }
 int StrataServer::admin_port() const { return impl_->admin_http ? impl_->admin_http->port() : 0; }
 int StrataServer::vector_port() const { return impl_->vector_http ? impl_->vector_http->port() : 0; }
+int StrataServer::milvus_port() const { return impl_->milvus ? impl_->milvus->port() : 0; }
 int StrataServer::features_port() const {
   return impl_->features_http ? impl_->features_http->port() : 0;
 }

@@ -302,3 +302,46 @@ Result<std::shared_ptr<Collection>> CollectionManager::RestoreSnapshot(
 }
 
 }  // namespace strata::vector
+
+namespace strata::vector {
+
+// The collection is closed, its directory renamed and reopened under the new
+// name; holders of the old shared_ptr get kUnavailable from then on. The
+// manager's lock is held throughout, so no Create/Get sees a half-done rename.
+Result<std::shared_ptr<Collection>> CollectionManager::Rename(const std::string& from,
+                                                              const std::string& to) {
+  STRATA_RETURN_IF_ERROR(ValidateName(to));
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = collections_.find(from);
+  if (it == collections_.end())
+    return Status::NotFound(fmt::format("collection \"{}\" does not exist", from));
+  if (collections_.count(to))
+    return Status::AlreadyExists(fmt::format("collection \"{}\" already exists", to));
+  std::shared_ptr<Collection> old = it->second;
+  const std::string src = root_ + "/" + from;
+  const std::string dst = root_ + "/" + to;
+  std::error_code ec;
+  if (fs::exists(dst, ec)) fs::remove_all(dst, ec);  // debris of a failed create
+  old->Close();
+  collections_.erase(it);
+  fs::rename(src, dst, ec);
+  const std::string opened = ec ? src : dst;
+  if (!ec) {
+    std::ifstream in(dst + "/config.json");
+    json cfg = json::parse(in, nullptr, false);
+    if (cfg.is_object()) {
+      cfg["name"] = to;
+      Status st = WriteFileAtomic(dst + "/config.json", cfg.dump(2));
+      if (!st.ok()) kLog.Warn("rename {} -> {}: {}", from, to, st.ToString());
+    }
+    (void)FsyncDir(root_);
+  }
+  auto c = Collection::Open(opened);
+  if (!c) return c.error().WithContext(fmt::format("reopening collection \"{}\"", to));
+  std::shared_ptr<Collection> sp(std::move(*c));
+  collections_[ec ? from : to] = sp;
+  if (ec) return Status::IOError(fmt::format("cannot rename {}: {}", src, ec.message()));
+  return sp;
+}
+
+}  // namespace strata::vector

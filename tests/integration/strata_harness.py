@@ -106,7 +106,8 @@ class StrataServer:
     """One `strata server` process on a (possibly reused) data directory."""
 
     def __init__(self, binary, data_dir=None, extra_args=(), root_user=ROOT_USER,
-                 root_password=ROOT_PASSWORD, log_level="warn", vector=False, features=False):
+                 root_password=ROOT_PASSWORD, log_level="warn", vector=False, features=False,
+                 milvus=False):
         self.binary = os.path.abspath(binary)
         self._own_dir = data_dir is None
         self.base_dir = tempfile.mkdtemp(prefix="strata-it-")
@@ -125,6 +126,10 @@ class StrataServer:
         # otherwise it is switched off (--features-port 0).
         self.features = features
         self.features_port = None
+        # milvus=True: also serve the Milvus gRPC API on a free port; otherwise
+        # it is switched off (--milvus-port 0), so tests never race for 19530.
+        self.milvus = milvus
+        self.milvus_port = None
         self.log_path = None
         self.starts = 0
 
@@ -142,6 +147,11 @@ class StrataServer:
                 vector_args += ["--features-port", str(self.features_port)]
             else:
                 vector_args += ["--features-port", "0"]
+            if self.milvus:
+                self.milvus_port = free_port()
+                vector_args += ["--milvus-port", str(self.milvus_port)]
+            else:
+                vector_args += ["--milvus-port", "0"]
             self.starts += 1
             self.log_path = os.path.join(self.base_dir, f"server-{self.starts}.log")
             log = open(self.log_path, "wb")

@@ -651,5 +651,33 @@ TEST(CollectionManagerTest, CreateListDropReopen) {
   EXPECT_FALSE(std::filesystem::exists(tmp.Join("beta")));
 }
 
+TEST(CollectionManagerTest, RenameMovesDataAndName) {
+  testing::TempDir tmp;
+  {
+    ASSERT_OK_AND_ASSIGN(auto m, CollectionManager::Open(tmp.path(), Inline()));
+    ASSERT_OK_AND_ASSIGN(auto a, m->Create("alpha", Schema(2)));
+    ASSERT_OK(m->Create("beta", Schema(2)).status());
+    ASSERT_OK(a->Upsert(std::vector<Point>{P(1, {1, 2}), P(2, {3, 4})}));
+    EXPECT_STATUS_CODE(m->Rename("alpha", "beta"), StatusCode::kAlreadyExists);
+    EXPECT_STATUS_CODE(m->Rename("nope", "gamma"), StatusCode::kNotFound);
+    EXPECT_STATUS_CODE(m->Rename("alpha", "../evil"), StatusCode::kInvalidArgument);
+    ASSERT_OK_AND_ASSIGN(auto g, m->Rename("alpha", "gamma"));
+    EXPECT_EQ("gamma", g->name());
+    EXPECT_EQ((std::vector<std::string>{"beta", "gamma"}), m->List());
+    ASSERT_OK_AND_ASSIGN(size_t n, g->Count(std::nullopt));
+    EXPECT_EQ(2u, n);
+    // The old handle was closed: it refuses writes rather than writing to a moved directory.
+    EXPECT_STATUS_CODE(a->Upsert(std::vector<Point>{P(3, {1, 2})}), StatusCode::kUnavailable);
+    ASSERT_OK(g->Upsert(std::vector<Point>{P(3, {5, 6})}));
+  }
+  ASSERT_OK_AND_ASSIGN(auto m, CollectionManager::Open(tmp.path(), Inline()));
+  EXPECT_EQ((std::vector<std::string>{"beta", "gamma"}), m->List());
+  ASSERT_OK_AND_ASSIGN(auto g, m->Get("gamma"));
+  EXPECT_EQ("gamma", g->name());
+  ASSERT_OK_AND_ASSIGN(size_t n, g->Count(std::nullopt));
+  EXPECT_EQ(3u, n);
+  EXPECT_FALSE(std::filesystem::exists(tmp.Join("alpha")));
+}
+
 }  // namespace
 }  // namespace strata::vector

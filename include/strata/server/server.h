@@ -1,7 +1,8 @@
 // StrataServer: the process behind `strata server`. Opens the local engine in
 // the data directory and hosts the frontends (S3 on 9000, admin on 9001 with
 // /metrics and /health, the Qdrant-compatible vector API on 6333 over
-// DATA/vector, the Feast-compatible feature server on 6566 over a feature
+// DATA/vector, the Milvus-compatible gRPC API on 19530 over the same
+// collections, the Feast-compatible feature server on 6566 over a feature
 // repository, by default DATA/features, created empty), each on its own HTTP
 // server and switchable.
 //
@@ -36,6 +37,10 @@ struct ServerOptions {
   // false: when vector_address cannot be bound (another server holds the
   // default port) the vector API is skipped with a warning, not fatal.
   bool vector_bind_required = false;
+  // The Milvus-compatible gRPC API over the same collections (needs enable_vector).
+  bool enable_milvus = true;
+  std::string milvus_address = "127.0.0.1:19530";
+  bool milvus_bind_required = false;  // as vector_bind_required, for milvus_address
   bool enable_features = true;
   std::string features_address = "127.0.0.1:6566";
   std::string features_repo;       // "" = DATA/features (created with a default feature_store.yaml)
@@ -88,6 +93,7 @@ class StrataServer {
   int admin_port() const;
   int vector_port() const;
   int features_port() const;
+  int milvus_port() const;  // 0 when the Milvus API is not served
   const Credentials& credentials() const;
   // "http://127.0.0.1:9000"
   std::string s3_endpoint() const;

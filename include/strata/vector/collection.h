@@ -248,6 +248,10 @@ class CollectionManager {
   Result<std::shared_ptr<Collection>> Resolve(const std::string& name_or_alias) const;
   // Drops the collection and the aliases that name it.
   Status Drop(const std::string& name);
+  // Renames a collection (its directory and stored name); the returned
+  // collection replaces the old one, which is closed (kUnavailable after).
+  // kNotFound for `from`, kAlreadyExists for `to`.
+  Result<std::shared_ptr<Collection>> Rename(const std::string& from, const std::string& to);
   std::vector<std::string> List() const;  // sorted
   bool Exists(const std::string& name) const;
   const std::string& root() const { return root_; }

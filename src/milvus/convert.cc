@@ -1,0 +1,659 @@
+// Milvus protocol messages <-> engine values (convert.h).
+#include "milvus/convert.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace strata::milvus {
+
+using json = nlohmann::json;
+using pb::schema::FieldData;
+using pb::schema::ScalarField;
+
+namespace {
+
+constexpr size_t kMaxTopK = 16384;  // Milvus's limit on topk and limit + offset
+
+std::string ParamValue(const pb::common::KeyValuePair& kv) { return kv.value(); }
+
+Result<int64_t> ParseInt(const std::string& what, const std::string& v) {
+  int64_t x = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || p != v.data() + v.size())
+    return Status::InvalidArgument(fmt::format("{} must be an integer, got \"{}\"", what, v));
+  return x;
+}
+
+// Rows of one scalar column, checked against the field's type.
+size_t ScalarRows(const ScalarField& s) {
+  switch (s.data_case()) {
+    case ScalarField::kBoolData:
+      return s.bool_data().data_size();
+    case ScalarField::kIntData:
+      return s.int_data().data_size();
+    case ScalarField::kLongData:
+      return s.long_data().data_size();
+    case ScalarField::kFloatData:
+      return s.float_data().data_size();
+    case ScalarField::kDoubleData:
+      return s.double_data().data_size();
+    case ScalarField::kStringData:
+      return s.string_data().data_size();
+    case ScalarField::kJsonData:
+      return s.json_data().data_size();
+    default:
+      return 0;
+  }
+}
+
+ScalarField::DataCase ExpectedCase(DataType t) {
+  switch (t) {
+    case DataType::kBool:
+      return ScalarField::kBoolData;
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kInt32:
+      return ScalarField::kIntData;
+    case DataType::kInt64:
+      return ScalarField::kLongData;
+    case DataType::kFloat:
+      return ScalarField::kFloatData;
+    case DataType::kDouble:
+      return ScalarField::kDoubleData;
+    case DataType::kVarChar:
+      return ScalarField::kStringData;
+    case DataType::kJson:
+      return ScalarField::kJsonData;
+    default:
+      return ScalarField::DATA_NOT_SET;
+  }
+}
+
+Status CheckIntRange(const FieldMeta& f, int64_t v, size_t row) {
+  int64_t lo = INT64_MIN, hi = INT64_MAX;
+  if (f.type == DataType::kInt8) lo = -128, hi = 127;
+  if (f.type == DataType::kInt16) lo = -32768, hi = 32767;
+  if (f.type == DataType::kInt32) lo = INT32_MIN, hi = INT32_MAX;
+  if (v < lo || v > hi) {
+    return Status::InvalidArgument(fmt::format("value {} of field {} (row {}) is out of {} range",
+                                               v, f.name, row, DataTypeName(f.type)));
+  }
+  return Status::Ok();
+}
+
+// One value of a scalar column as JSON (the row's payload value).
+Result<json> ScalarValue(const FieldMeta& f, const ScalarField& s, size_t i) {
+  switch (s.data_case()) {
+    case ScalarField::kBoolData:
+      return json(s.bool_data().data(i));
+    case ScalarField::kIntData: {
+      STRATA_RETURN_IF_ERROR(CheckIntRange(f, s.int_data().data(i), i));
+      return json(s.int_data().data(i));
+    }
+    case ScalarField::kLongData:
+      return json(s.long_data().data(i));
+    case ScalarField::kFloatData: {
+      const float v = s.float_data().data(i);
+      if (!std::isfinite(v))
+        return Status::InvalidArgument(fmt::format("field {} (row {}) is NaN or Inf", f.name, i));
+      return json(v);
+    }
+    case ScalarField::kDoubleData: {
+      const double v = s.double_data().data(i);
+      if (!std::isfinite(v))
+        return Status::InvalidArgument(fmt::format("field {} (row {}) is NaN or Inf", f.name, i));
+      return json(v);
+    }
+    case ScalarField::kStringData: {
+      const std::string& v = s.string_data().data(i);
+      if (v.size() > f.max_length) {
+        return Status::InvalidArgument(
+            fmt::format("the length ({}) of {}th VarChar {} exceeds max length ({})", v.size(), i,
+                        f.name, f.max_length));
+      }
+      return json(v);
+    }
+    case ScalarField::kJsonData: {
+      json v = json::parse(s.json_data().data(i), nullptr, false);
+      if (v.is_discarded()) {
+        return Status::InvalidArgument(
+            fmt::format("field {} (row {}) is not valid JSON", f.name, i));
+      }
+      return v;
+    }
+    default:
+      return Status::InvalidArgument(fmt::format("field {} has no data", f.name));
+  }
+}
+
+Status AddScalarColumn(const FieldMeta& f, const FieldData& fd, uint32_t n,
+                       std::vector<json>* rows) {
+  if (fd.field_case() != FieldData::kScalars || fd.scalars().data_case() != ExpectedCase(f.type)) {
+    return Status::InvalidArgument(
+        fmt::format("field {}: expected {} data, the request carries another type", f.name,
+                    DataTypeName(f.type)));
+  }
+  const ScalarField& s = fd.scalars();
+  const bool has_valid = fd.valid_data_size() > 0;
+  if (has_valid && !f.nullable) {
+    return Status::InvalidArgument(
+        fmt::format("field {} is not nullable but the request has null rows", f.name));
+  }
+  if (has_valid && static_cast<uint32_t>(fd.valid_data_size()) != n) {
+    return Status::InvalidArgument(
+        fmt::format("field {}: {} validity flags for {} rows", f.name, fd.valid_data_size(), n));
+  }
+  // With validity flags the SDKs send either one value per row or only the
+  // valid ones; both are accepted.
+  size_t valid = 0;
+  if (has_valid) {
+    for (int i = 0; i < fd.valid_data_size(); ++i) valid += fd.valid_data(i) ? 1 : 0;
+  }
+  const size_t have = ScalarRows(s);
+  const bool compact = has_valid && have == valid && have != n;
+  if (!compact && have != n) {
+    return Status::InvalidArgument(fmt::format(
+        "the num_rows ({}) of field data does not match the passed num_rows ({}) for field {}",
+        have, n, f.name));
+  }
+  size_t src = 0;
+  for (uint32_t r = 0; r < n; ++r) {
+    if (has_valid && !fd.valid_data(r)) {
+      (*rows)[r][f.name] = nullptr;
+      if (!compact) ++src;
+      continue;
+    }
+    STRATA_ASSIGN_OR_RETURN((*rows)[r][f.name], ScalarValue(f, s, src));
+    ++src;
+  }
+  return Status::Ok();
+}
+
+Status AddVectorColumn(const FieldMeta& f, const FieldData& fd, uint32_t n,
+                       std::vector<vector::Point>* points) {
+  if (fd.field_case() != FieldData::kVectors ||
+      fd.vectors().data_case() != pb::schema::VectorField::kFloatVector) {
+    return Status::InvalidArgument(fmt::format(
+        "field {}: expected FloatVector data, the request carries another type", f.name));
+  }
+  const auto& v = fd.vectors();
+  if (v.dim() != 0 && v.dim() != f.dim) {
+    return Status::InvalidArgument(fmt::format(
+        "the dim ({}) of field data({}) is not equal to schema dim ({})", v.dim(), f.name, f.dim));
+  }
+  const auto& data = v.float_vector().data();
+  const size_t have = static_cast<size_t>(data.size());
+  if (have != static_cast<size_t>(n) * f.dim && have % f.dim == 0 && v.dim() == f.dim) {
+    return Status::InvalidArgument(fmt::format(
+        "the num_rows ({}) of field data does not match the passed num_rows ({}) for field {}",
+        have / f.dim, n, f.name));
+  }
+  if (have != static_cast<size_t>(n) * f.dim) {
+    return Status::InvalidArgument(
+        fmt::format("the dim ({}) of field data({}) is not equal to schema dim ({})",
+                    n ? data.size() / n : 0, f.name, f.dim));
+  }
+  for (uint32_t r = 0; r < n; ++r) {
+    vector::NamedVector nv;
+    nv.name = f.name;
+    nv.values.assign(data.begin() + size_t(r) * f.dim, data.begin() + size_t(r + 1) * f.dim);
+    (*points)[r].vectors.push_back(std::move(nv));
+  }
+  return Status::Ok();
+}
+
+Status AddDynamicColumn(const CollectionMeta& m, const FieldData& fd, uint32_t n,
+                        std::vector<json>* rows) {
+  if (!m.enable_dynamic) {
+    return Status::InvalidArgument(
+        "the collection has no dynamic field: enable_dynamic_field is false, so only schema "
+        "fields are accepted");
+  }
+  if (fd.field_case() != FieldData::kScalars || !fd.scalars().has_json_data() ||
+      static_cast<uint32_t>(fd.scalars().json_data().data_size()) != n) {
+    return Status::InvalidArgument("the dynamic field ($meta) must carry one JSON object per row");
+  }
+  for (uint32_t r = 0; r < n; ++r) {
+    json obj = json::parse(fd.scalars().json_data().data(r), nullptr, false);
+    if (obj.is_discarded() || !obj.is_object()) {
+      return Status::InvalidArgument(
+          fmt::format("the dynamic field ($meta) of row {} is not a JSON object", r));
+    }
+    for (auto& [k, v] : obj.items()) {
+      if (m.Field(k) != nullptr) {
+        return Status::InvalidArgument(
+            fmt::format("dynamic key \"{}\" of row {} is also a schema field", k, r));
+      }
+      if (k == kPartitionKey) {
+        return Status::InvalidArgument(
+            fmt::format("dynamic key \"{}\" of row {} is reserved by Strata", k, r));
+      }
+      (*rows)[r][k] = std::move(v);
+    }
+  }
+  return Status::Ok();
+}
+
+json PayloadOf(const vector::Record& r) {
+  json p = json::parse(r.payload.empty() ? std::string_view("{}") : std::string_view(r.payload),
+                       nullptr, false);
+  return p.is_object() ? p : json::object();
+}
+
+}  // namespace
+
+std::optional<std::string> FindKv(const KvList& kv, const std::string& key) {
+  for (const auto& p : kv) {
+    if (p.key() == key) return ParamValue(p);
+  }
+  return std::nullopt;
+}
+
+Result<CollectionMeta> MetaFromProto(const pb::schema::CollectionSchema& s) {
+  CollectionMeta m;
+  m.description = s.description();
+  m.enable_dynamic = s.enable_dynamic_field();
+  if (s.functions_size() > 0) {
+    return Status::NotSupported("schema functions (BM25, text embedding) are not supported");
+  }
+  for (const auto& p : s.properties()) m.properties.emplace_back(p.key(), p.value());
+  for (const auto& f : s.fields()) {
+    if (f.is_dynamic()) continue;  // the SDKs may list $meta; enable_dynamic_field is what counts
+    FieldMeta x;
+    x.id = f.fieldid();
+    x.name = f.name();
+    x.description = f.description();
+    x.type = static_cast<DataType>(f.data_type());
+    x.primary = f.is_primary_key();
+    x.auto_id = f.autoid() || (f.is_primary_key() && s.autoid());
+    x.nullable = f.nullable();
+    if (f.is_partition_key()) {
+      return Status::NotSupported(
+          fmt::format("partition key (field {}) is not supported by Strata yet", f.name()));
+    }
+    if (f.is_clustering_key()) {
+      return Status::NotSupported(
+          fmt::format("clustering key (field {}) is not supported by Strata", f.name()));
+    }
+    if (f.has_default_value()) {
+      return Status::NotSupported(
+          fmt::format("default values (field {}) are not supported by Strata yet", f.name()));
+    }
+    for (const auto& kv : f.type_params()) {
+      x.type_params.emplace_back(kv.key(), kv.value());
+      if (kv.key() == "dim") {
+        STRATA_ASSIGN_OR_RETURN(int64_t d, ParseInt("dim", kv.value()));
+        x.dim = static_cast<uint32_t>(std::clamp<int64_t>(d, 0, UINT32_MAX));
+      } else if (kv.key() == "max_length") {
+        STRATA_ASSIGN_OR_RETURN(int64_t l, ParseInt("max_length", kv.value()));
+        x.max_length = static_cast<uint32_t>(std::clamp<int64_t>(l, 0, UINT32_MAX));
+      } else if (kv.key() != "mmap.enabled") {
+        return Status::InvalidArgument(
+            fmt::format("type param \"{}\" of field {} is not supported", kv.key(), f.name()));
+      }
+    }
+    if (f.index_params_size() > 0) {
+      return Status::InvalidArgument(fmt::format(
+          "field {}: index params in the schema are not supported; use CreateIndex", f.name()));
+    }
+    m.fields.push_back(std::move(x));
+  }
+  STRATA_RETURN_IF_ERROR(ValidateMeta(&m));
+  return m;
+}
+
+void MetaToProto(const CollectionMeta& m, const std::string& name,
+                 pb::schema::CollectionSchema* s) {
+  s->set_name(name);
+  s->set_description(m.description);
+  s->set_enable_dynamic_field(m.enable_dynamic);
+  const FieldMeta* pk = m.Primary();
+  s->set_autoid(pk != nullptr && pk->auto_id);
+  for (const auto& [k, v] : m.properties) {
+    auto* p = s->add_properties();
+    p->set_key(k);
+    p->set_value(v);
+  }
+  for (const auto& f : m.fields) {
+    auto* x = s->add_fields();
+    x->set_fieldid(f.id);
+    x->set_name(f.name);
+    x->set_description(f.description);
+    x->set_data_type(static_cast<pb::schema::DataType>(f.type));
+    x->set_is_primary_key(f.primary);
+    x->set_autoid(f.auto_id);
+    x->set_nullable(f.nullable);
+    for (const auto& [k, v] : f.type_params) {
+      auto* p = x->add_type_params();
+      p->set_key(k);
+      p->set_value(v);
+    }
+  }
+  if (m.enable_dynamic) {
+    auto* x = s->add_fields();
+    int64_t id = 100;
+    for (const auto& f : m.fields) id = std::max(id, f.id + 1);
+    x->set_fieldid(id);
+    x->set_name("$meta");
+    x->set_description("dynamic schema");
+    x->set_data_type(pb::schema::JSON);
+    x->set_is_dynamic(true);
+  }
+}
+
+Result<Rows> RowsFromFieldData(const CollectionMeta& m, const FieldDataList& fields,
+                               uint32_t num_rows, bool insert,
+                               const std::function<int64_t()>& new_id) {
+  const FieldMeta* pk = m.Primary();
+  if (num_rows == 0) return Status::InvalidArgument("num_rows should be greater than 0");
+  Rows out;
+  out.points.resize(num_rows);
+  std::vector<json> payload(num_rows, json::object());
+  std::set<std::string> seen;
+  for (const auto& fd : fields) {
+    if (!seen.insert(fd.field_name()).second) {
+      return Status::InvalidArgument(
+          fmt::format("duplicated field name {} in the request", fd.field_name()));
+    }
+    if (fd.is_dynamic() || fd.field_name() == "$meta") {
+      STRATA_RETURN_IF_ERROR(AddDynamicColumn(m, fd, num_rows, &payload));
+      continue;
+    }
+    const FieldMeta* f = m.Field(fd.field_name());
+    if (f == nullptr) {
+      return Status::InvalidArgument(
+          fmt::format("field {} does not exist in the collection's schema", fd.field_name()));
+    }
+    if (f->primary && f->auto_id && insert) {
+      return Status::InvalidArgument(fmt::format(
+          "the primary key {} is auto_id: do not pass it, or create the collection with "
+          "auto_id=false",
+          f->name));
+    }
+    if (f->type == DataType::kFloatVector) {
+      STRATA_RETURN_IF_ERROR(AddVectorColumn(*f, fd, num_rows, &out.points));
+    } else {
+      STRATA_RETURN_IF_ERROR(AddScalarColumn(*f, fd, num_rows, &payload));
+    }
+  }
+  for (const auto& f : m.fields) {
+    if (seen.count(f.name) || f.nullable) continue;
+    if (f.primary && f.auto_id && insert) continue;
+    return Status::InvalidArgument(fmt::format(
+        "field {} is missing: the request must carry every field of the schema", f.name));
+  }
+  const bool int_pk = pk->type == DataType::kInt64;
+  for (uint32_t r = 0; r < num_rows; ++r) {
+    json& p = payload[r];
+    if (pk->auto_id && insert) p[pk->name] = new_id();
+    const json& key = p[pk->name];
+    if (int_pk) {
+      const int64_t v = key.get<int64_t>();
+      out.points[r].id = IdOfInt(v);
+      out.ids.mutable_int_id()->add_data(v);
+    } else {
+      const std::string& v = key.get_ref<const std::string&>();
+      out.points[r].id = IdOfString(v);
+      out.ids.mutable_str_id()->add_data(v);
+    }
+    out.points[r].payload = p.dump();
+  }
+  return out;
+}
+
+Result<OutputFields> ResolveOutputFields(const CollectionMeta& m,
+                                         const google::protobuf::RepeatedPtrField<std::string>& req,
+                                         bool with_primary) {
+  OutputFields out;
+  std::set<std::string> added;
+  auto add = [&](const FieldMeta* f) {
+    if (!added.insert(f->name).second) return;
+    out.fields.push_back(f);
+    out.names.push_back(f->name);
+    if (f->type == DataType::kFloatVector) out.with_vectors = true;
+  };
+  if (with_primary) add(m.Primary());
+  for (const std::string& name : req) {
+    if (name == "*") {
+      for (const auto& f : m.fields) add(&f);
+      if (m.enable_dynamic) out.all_dynamic = true;
+    } else if (name == "$meta" && m.enable_dynamic) {
+      out.all_dynamic = true;
+    } else if (const FieldMeta* f = m.Field(name)) {
+      add(f);
+    } else if (name == "count(*)") {
+      return Status::InvalidArgument("count(*) is only valid alone, in a query");
+    } else if (m.enable_dynamic) {
+      if (added.insert(name).second) {
+        out.dynamic_keys.push_back(name);
+        out.names.push_back(name);
+      }
+    } else {
+      return Status::InvalidArgument(fmt::format("field {} not exist", name));
+    }
+  }
+  return out;
+}
+
+Status RecordsToFieldData(const CollectionMeta& m, const OutputFields& out,
+                          const std::vector<const vector::Record*>& records, FieldDataList* cols) {
+  std::vector<json> payloads;
+  payloads.reserve(records.size());
+  for (const auto* r : records) payloads.push_back(PayloadOf(*r));
+  for (const FieldMeta* f : out.fields) {
+    FieldData* fd = cols->Add();
+    fd->set_field_name(f->name);
+    fd->set_field_id(f->id);
+    fd->set_type(static_cast<pb::schema::DataType>(f->type));
+    if (f->type == DataType::kFloatVector) {
+      auto* v = fd->mutable_vectors();
+      v->set_dim(f->dim);
+      auto* data = v->mutable_float_vector()->mutable_data();
+      for (const auto* r : records) {
+        const vector::NamedVector* nv = nullptr;
+        for (const auto& x : r->vectors) {
+          if (x.name == f->name) nv = &x;
+        }
+        if (nv == nullptr || nv->values.size() != f->dim) {
+          return Status::Internal(
+              fmt::format("point {} has no vector {}", r->id.ToString(), f->name));
+        }
+        data->Add(nv->values.begin(), nv->values.end());
+      }
+      continue;
+    }
+    ScalarField* s = fd->mutable_scalars();
+    for (size_t i = 0; i < records.size(); ++i) {
+      const json* v = payloads[i].contains(f->name) ? &payloads[i][f->name] : nullptr;
+      const bool valid = v != nullptr && !v->is_null();
+      if (f->nullable) fd->add_valid_data(valid);
+      switch (f->type) {
+        case DataType::kBool:
+          s->mutable_bool_data()->add_data(valid && v->is_boolean() && v->get<bool>());
+          break;
+        case DataType::kInt8:
+        case DataType::kInt16:
+        case DataType::kInt32:
+          s->mutable_int_data()->add_data(valid && v->is_number() ? v->get<int32_t>() : 0);
+          break;
+        case DataType::kInt64:
+          s->mutable_long_data()->add_data(valid && v->is_number() ? v->get<int64_t>() : 0);
+          break;
+        case DataType::kFloat:
+          s->mutable_float_data()->add_data(valid && v->is_number() ? v->get<float>() : 0.f);
+          break;
+        case DataType::kDouble:
+          s->mutable_double_data()->add_data(valid && v->is_number() ? v->get<double>() : 0.0);
+          break;
+        case DataType::kVarChar:
+          s->mutable_string_data()->add_data(valid && v->is_string() ? v->get<std::string>() : "");
+          break;
+        case DataType::kJson:
+          s->mutable_json_data()->add_data(valid ? v->dump() : "null");
+          break;
+        default:
+          return Status::Internal(fmt::format("field {} has an unsupported type", f->name));
+      }
+    }
+  }
+  if (out.all_dynamic || !out.dynamic_keys.empty()) {
+    FieldData* fd = cols->Add();
+    fd->set_field_name("$meta");
+    fd->set_type(pb::schema::JSON);
+    fd->set_is_dynamic(true);
+    auto* data = fd->mutable_scalars()->mutable_json_data();
+    for (const json& p : payloads) {
+      json d = json::object();
+      for (const auto& [k, v] : p.items()) {
+        if (m.Field(k) != nullptr || k == kPartitionKey) continue;
+        if (out.all_dynamic || std::find(out.dynamic_keys.begin(), out.dynamic_keys.end(), k) !=
+                                   out.dynamic_keys.end()) {
+          d[k] = v;
+        }
+      }
+      data->add_data(d.dump());
+    }
+  }
+  return Status::Ok();
+}
+
+void RecordIds(const CollectionMeta& m, const std::vector<const vector::Record*>& records,
+               pb::schema::IDs* ids) {
+  const FieldMeta* pk = m.Primary();
+  if (pk->type == DataType::kInt64) {
+    auto* d = ids->mutable_int_id();
+    for (const auto* r : records) d->add_data(IntOfId(r->id));
+    return;
+  }
+  auto* d = ids->mutable_str_id();
+  for (const auto* r : records) {
+    json p = PayloadOf(*r);
+    d->add_data(p.contains(pk->name) && p[pk->name].is_string() ? p[pk->name].get<std::string>()
+                                                                : "");
+  }
+}
+
+Result<std::vector<std::vector<float>>> QueryVectors(const std::string& placeholder_group,
+                                                     uint32_t dim) {
+  pb::common::PlaceholderGroup g;
+  if (!g.ParseFromString(placeholder_group) || g.placeholders_size() != 1) {
+    return Status::InvalidArgument("placeholder_group is not a PlaceholderGroup with one entry");
+  }
+  const auto& ph = g.placeholders(0);
+  if (ph.type() != pb::common::FloatVector) {
+    return Status::NotSupported(fmt::format(
+        "search by {} is not supported: Strata searches FloatVector fields with float vectors",
+        pb::common::PlaceholderType_Name(ph.type())));
+  }
+  std::vector<std::vector<float>> out;
+  for (const std::string& b : ph.values()) {
+    if (b.size() != size_t(dim) * sizeof(float)) {
+      return Status::InvalidArgument(fmt::format(
+          "the dimension of the query vector ({}) does not match the field's dimension ({})",
+          b.size() / sizeof(float), dim));
+    }
+    std::vector<float> v(dim);
+    std::memcpy(v.data(), b.data(), b.size());
+    out.push_back(std::move(v));
+  }
+  if (out.empty()) return Status::InvalidArgument("no query vector given");
+  return out;
+}
+
+Result<SearchParams> ParseSearchParams(const KvList& kv) {
+  SearchParams p;
+  auto set_param = [&p](const std::string& k, const json& v) -> Status {
+    auto as_uint = [&](uint32_t* out) -> Status {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > (1 << 20))
+        return Status::InvalidArgument(
+            fmt::format("search param {} must be a positive integer", k));
+      *out = v.get<uint32_t>();
+      return Status::Ok();
+    };
+    if (k == "ef") return as_uint(&p.ef);
+    if (k == "nprobe") return as_uint(&p.nprobe);
+    if (k == "search_list") return as_uint(&p.search_list);
+    if (k == "level" || k == "radius" || k == "range_filter" || k == "group_by_field") {
+      return Status::NotSupported(fmt::format("search param {} is not supported by Strata", k));
+    }
+    return Status::InvalidArgument(fmt::format(
+        "search param \"{}\" is not supported (supported: ef, nprobe, search_list)", k));
+  };
+  for (const auto& e : kv) {
+    const std::string& k = e.key();
+    const std::string& v = e.value();
+    if (k == "anns_field") {
+      p.anns_field = v;
+    } else if (k == "topk" || k == "limit") {
+      STRATA_ASSIGN_OR_RETURN(int64_t n, ParseInt(k, v));
+      if (n <= 0 || static_cast<size_t>(n) > kMaxTopK)
+        return Status::InvalidArgument(
+            fmt::format("topk [{}] is invalid, it should be in range [1, {}]", n, kMaxTopK));
+      p.topk = static_cast<size_t>(n);
+    } else if (k == "offset") {
+      STRATA_ASSIGN_OR_RETURN(int64_t n, ParseInt(k, v));
+      if (n < 0) return Status::InvalidArgument("offset must not be negative");
+      p.offset = static_cast<size_t>(n);
+    } else if (k == "metric_type") {
+      p.metric = v;
+    } else if (k == "round_decimal") {
+      STRATA_ASSIGN_OR_RETURN(int64_t n, ParseInt(k, v));
+      if (n < -1 || n > 6) return Status::InvalidArgument("round_decimal must be in [-1, 6]");
+      p.round_decimal = static_cast<int>(n);
+    } else if (k == "ignore_growing") {
+      if (v != "false" && v != "False" && v != "0")
+        return Status::NotSupported(
+            "ignore_growing is not supported: Strata searches every segment");
+    } else if (k == "params") {
+      json j = json::parse(v, nullptr, false);
+      if (j.is_discarded() || !j.is_object())
+        return Status::InvalidArgument("search param \"params\" must be a JSON object");
+      for (const auto& [pk, pv] : j.items()) STRATA_RETURN_IF_ERROR(set_param(pk, pv));
+    } else if (k == "hints" && v.empty()) {
+      continue;
+    } else {
+      json j = json::parse(v, nullptr, false);
+      STRATA_RETURN_IF_ERROR(set_param(k, j.is_discarded() ? json(v) : j));
+    }
+  }
+  if (p.offset + p.topk > kMaxTopK) {
+    return Status::InvalidArgument(
+        fmt::format("topk + offset should be in range [1, {}]", kMaxTopK));
+  }
+  return p;
+}
+
+Result<QueryParams> ParseQueryParams(const KvList& kv) {
+  QueryParams q;
+  for (const auto& e : kv) {
+    if (e.key() == "limit") {
+      STRATA_ASSIGN_OR_RETURN(int64_t n, ParseInt("limit", e.value()));
+      if (n < 0) return Status::InvalidArgument("limit must not be negative");
+      q.limit = static_cast<size_t>(n);
+    } else if (e.key() == "offset") {
+      STRATA_ASSIGN_OR_RETURN(int64_t n, ParseInt("offset", e.value()));
+      if (n < 0) return Status::InvalidArgument("offset must not be negative");
+      q.offset = static_cast<size_t>(n);
+    } else if (e.key() == "reduce_stop_for_best" || e.key() == "ignore_growing" ||
+               e.key() == "iterator" || e.key() == "collection_id") {
+      // Hints about how Milvus's query nodes merge results: nothing to do here.
+      continue;
+    } else {
+      return Status::InvalidArgument(
+          fmt::format("query param \"{}\" is not supported (supported: limit, offset)", e.key()));
+    }
+  }
+  if (q.limit + q.offset > kMaxTopK) {
+    return Status::InvalidArgument(fmt::format(
+        "invalid max query result window, (offset+limit) should be in range [1, {}]", kMaxTopK));
+  }
+  return q;
+}
+
+}  // namespace strata::milvus
