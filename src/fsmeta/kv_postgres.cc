@@ -302,9 +302,9 @@ class Conn {
   }
 
   PGconn* pg_ = nullptr;
-  const char* begin_ = nullptr;       // BEGIN not sent yet
-  bool in_txn_ = false;               // BEGIN sent, no COMMIT/ROLLBACK yet
-  std::vector<const char*> pending_;  // sent, results not read yet
+  const char* begin_ = nullptr;                     // BEGIN not sent yet
+  bool in_txn_ = false;                             // BEGIN sent, no COMMIT/ROLLBACK yet
+  std::vector<const char*> pending_;                // sent, results not read yet
   std::vector<std::vector<const char*>> deferred_;  // read-only COMMITs, each with its sync
 };
 

@@ -507,7 +507,7 @@ TEST_F(MilvusPartitionTest, RowsStayInTheirPartition) {
   EXPECT_NE(DropPartition("c", "_default").code(), 0);
   EXPECT_NE(DropPartition("c", "p1").code(), 0);
   ASSERT_EQ(ReleasePartition("c", "p1").code(), 0);
-  EXPECT_EQ(Count("c", ""), 2);  // only the loaded partition is searched
+  EXPECT_EQ(Count("c", ""), 2);           // only the loaded partition is searched
   EXPECT_EQ(Count("c", "", {"p1"}), -1);  // not loaded: an error
   ASSERT_EQ(DropPartition("c", "p1").code(), 0);
   EXPECT_FALSE(HasPartition("c", "p1"));
