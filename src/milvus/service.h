@@ -34,6 +34,25 @@ using grpc::ServerContext;
 // Sets *out from st (logged at debug level when an error) and answers gRPC OK.
 grpc::Status Reply(const Status& st, pbc::Status* out);
 
+// What a load request asks that one Strata node cannot give (more replicas,
+// a subset of fields, resource groups) is refused rather than ignored.
+// `refresh` needs nothing: every acknowledged write is already searchable.
+template <class LoadRequest>
+Status CheckLoadOptions(const LoadRequest& req) {
+  if (req.replica_number() > 1) {
+    return Status::NotSupported("replica_number > 1: Strata serves one replica");
+  }
+  if (req.load_fields_size() > 0 || req.skip_load_dynamic_field()) {
+    return Status::NotSupported("load_fields: Strata loads every field");
+  }
+  if (req.resource_groups_size() > 0) {
+    return Status::NotSupported("resource_groups: Strata has one resource group");
+  }
+  return Status::Ok();
+}
+// Milvus loads only a collection whose every vector field has an index.
+Status RequireVectorIndexes(const CollectionMeta& m, const std::string& collection);
+
 // A Milvus boolean expression as an engine filter; a malformed one is
 // kInvalidArgument with Milvus's "cannot parse expression" wording.
 Result<vector::Filter> ParseMilvusExpr(const std::string& expr);

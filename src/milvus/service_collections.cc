@@ -293,27 +293,30 @@ grpc::Status MilvusServiceImpl::RenameCollection(ServerContext*,
   return Reply(run(), resp);
 }
 
+Status RequireVectorIndexes(const CollectionMeta& m, const std::string& collection) {
+  for (const FieldMeta* f : m.VectorFields()) {
+    if (m.IndexOf(f->name) == nullptr) {
+      return MilvusError(kCodeIndexNotFound,
+                         fmt::format("there is no vector index on field: [{}], please create "
+                                     "index firstly: collection={}",
+                                     f->name, collection));
+    }
+  }
+  return Status::Ok();
+}
+
 grpc::Status MilvusServiceImpl::LoadCollection(ServerContext*,
                                                const pbm::LoadCollectionRequest* req,
                                                pbc::Status* resp) {
   auto run = [&]() -> Status {
     STRATA_RETURN_IF_ERROR(CheckDb(req->db_name()));
-    if (req->replica_number() > 1) {
-      return Status::NotSupported("replica_number > 1: Strata serves one replica");
-    }
-    if (req->load_fields_size() > 0) {
-      return Status::NotSupported("load_fields: Strata loads every field");
+    STRATA_RETURN_IF_ERROR(CheckLoadOptions(*req));
+    if (!req->load_params().empty()) {
+      return Status::NotSupported("load_params: Strata has no load-time parameters");
     }
     std::lock_guard<std::mutex> l(mu_);
     STRATA_ASSIGN_OR_RETURN(auto t, OpenLocked(req->collection_name()));
-    for (const FieldMeta* f : t.meta->VectorFields()) {
-      if (t.meta->IndexOf(f->name) == nullptr) {
-        return MilvusError(kCodeIndexNotFound,
-                           fmt::format("there is no vector index on field: [{}], please create "
-                                       "index firstly: collection={}",
-                                       f->name, req->collection_name()));
-      }
-    }
+    STRATA_RETURN_IF_ERROR(RequireVectorIndexes(*t.meta, req->collection_name()));
     bool all = true;
     for (const auto& p : t.meta->partitions) all &= p.loaded;
     if (all) return Status::Ok();

@@ -186,30 +186,13 @@ grpc::Status MilvusServiceImpl::LoadPartitions(ServerContext*,
                                                pbc::Status* resp) {
   auto run = [&]() -> Status {
     STRATA_RETURN_IF_ERROR(CheckDb(req->db_name()));
-    if (req->replica_number() > 1) {
-      return Status::NotSupported("replica_number > 1: Strata serves one replica");
-    }
-    if (req->load_fields_size() > 0 || req->skip_load_dynamic_field()) {
-      return Status::NotSupported("load_fields: Strata loads every field");
-    }
-    if (req->resource_groups_size() > 0) {
-      return Status::NotSupported("resource_groups: Strata has one resource group");
-    }
-    // `refresh` (pick up new segments of a loaded partition) needs nothing:
-    // every acknowledged write is already searchable.
+    STRATA_RETURN_IF_ERROR(CheckLoadOptions(*req));
     if (req->partition_names_size() == 0) {
       return Status::InvalidArgument("partition names should not be empty");
     }
     std::lock_guard<std::mutex> l(mu_);
     STRATA_ASSIGN_OR_RETURN(auto t, OpenLocked(req->collection_name()));
-    for (const FieldMeta* f : t.meta->VectorFields()) {
-      if (t.meta->IndexOf(f->name) == nullptr) {
-        return MilvusError(kCodeIndexNotFound,
-                           fmt::format("there is no vector index on field: [{}], please create "
-                                       "index firstly: collection={}",
-                                       f->name, req->collection_name()));
-      }
-    }
+    STRATA_RETURN_IF_ERROR(RequireVectorIndexes(*t.meta, req->collection_name()));
     CollectionMeta m = *t.meta;
     for (const auto& n : req->partition_names()) {
       PartitionMeta* p = m.MutablePartition(n);

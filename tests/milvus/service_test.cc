@@ -212,6 +212,30 @@ TEST_F(MilvusServiceTest, LifecycleAndL2Distances) {
   EXPECT_FALSE(hr.value());
 }
 
+TEST_F(MilvusServiceTest, LoadOptionsOneNodeCannotKeepAreRefused) {
+  ASSERT_EQ(Create("c").code(), 0);
+  ASSERT_EQ(Index("c", "L2").code(), 0);
+  auto load = [&](auto set) {
+    pbm::LoadCollectionRequest req;
+    req.set_collection_name("c");
+    set(req);
+    pbc::Status st;
+    (void)svc_->LoadCollection(nullptr, &req, &st);
+    return st;
+  };
+  using Req = pbm::LoadCollectionRequest;
+  EXPECT_NE(load([](Req& r) { r.set_replica_number(2); }).code(), 0);
+  EXPECT_NE(load([](Req& r) { r.add_resource_groups("rg1"); }).code(), 0);
+  EXPECT_NE(load([](Req& r) { r.set_skip_load_dynamic_field(true); }).code(), 0);
+  EXPECT_NE(load([](Req& r) { (*r.mutable_load_params())["mmap"] = "true"; }).code(), 0);
+  pbm::GetLoadStateRequest gs;
+  gs.set_collection_name("c");
+  pbm::GetLoadStateResponse state;
+  (void)svc_->GetLoadState(nullptr, &gs, &state);
+  EXPECT_EQ(state.state(), pbc::LoadState::LoadStateNotLoad);  // nothing was loaded
+  EXPECT_EQ(load([](Req&) {}).code(), 0);
+}
+
 TEST_F(MilvusServiceTest, ErrorsCarryMilvusCodesAndStoreNothing) {
   pbm::DescribeCollectionRequest d;
   d.set_collection_name("nope");
