@@ -936,8 +936,7 @@ void RegisterFsCommands(CLI::App& app, int* exit_code) {
   fsc->require_subcommand(1);
   fsc->footer(
       "\nMetadata URLs: sqlite3:///path/to/meta.db (one machine), redis://HOST:PORT/DB or "
-      "postgres://USER:PASSWORD@HOST:PORT/DB (many mounts).\n"
-      "Example:\n"
+      "postgres://USER:PASSWORD@HOST:PORT/DB (many mounts).\nExample:\n"
       "  strata fs format sqlite3:///var/lib/strata/vol1.db vol1 --storage "
       "'file:///var/lib/strata/data?bucket=fs'\n"
       "  strata fs mount sqlite3:///var/lib/strata/vol1.db /mnt/vol1 --background --cache-dir "
@@ -946,9 +945,7 @@ void RegisterFsCommands(CLI::App& app, int* exit_code) {
 
   auto fa = std::make_shared<FormatArgs>();
   auto* f = fsc->add_subcommand("format", "Create a volume: its metadata in META_URL, its data in --storage");
-  f->add_option(
-       "meta", fa->meta,
-       "Metadata URL (sqlite3://PATH, redis://HOST:PORT/DB or postgres://USER:PASS@HOST:PORT/DB)")
+  f->add_option("meta", fa->meta, "Metadata URL: sqlite3://PATH, redis://... or postgres://...")
       ->required();
   f->add_option("name", fa->name, "Volume name (also the key prefix of its objects)")->required();
   f->add_option("--storage", fa->storage, "Object store URL for the data (s3://..., file://..., mem://...)")->required();
