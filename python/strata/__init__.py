@@ -1,5 +1,5 @@
 """Strata's data path for Python: object stores, the tiered cache, the shard
-warmer, checkpoints, and a PyTorch IterableDataset over shards.
+warmer, checkpoints, and PyTorch datasets over shards (strata/data.py).
 
 The I/O runs in C++ (the `_strata` extension) with the GIL released, so Python
 threads and DataLoader workers overlap their reads. See docs/datapath.md.
@@ -41,7 +41,8 @@ __all__ = [
     "CheckpointInfo", "CheckpointFile", "LoadedCheckpoint", "ShardDataset",
     "shard_order", "split_shards", "epoch_order", "parse_size", "Error",
     "NotFoundError", "InvalidArgumentError", "AlreadyExistsError",
-    "PreconditionFailedError", "set_log_level",
+    "PreconditionFailedError", "set_log_level", "IndexedShardDataset", "ShardLoader",
+    "TarIndex", "tar_samples", "group_samples", "split_key", "buffer_shuffle", "ShardedCheckpoint",
 ]
 
 
@@ -294,153 +295,16 @@ def split_shards(order, rank=0, world_size=1, worker=0, num_workers=1):
     return list(order)[rank::world_size][worker::num_workers]
 
 
-def _define_shard_dataset():
-    # Defined on first use (module __getattr__) so that `import strata` does
-    # not import torch.
-    try:
-        from torch.utils.data import IterableDataset as base
-    except ImportError:  # the dataset still works as a plain iterable
-        base = object
-
-    class ShardDataset(base):
-        """A torch.utils.data.IterableDataset over object-store shards.
-
-        Every epoch the shards are shuffled by (seed, epoch) (call set_epoch(e)
-        before each epoch, as with DistributedSampler), split across ranks
-        (torch.distributed when initialised, or rank/world_size) and then across
-        DataLoader workers (get_worker_info()). Each rank-worker reads its shards
-        in order through a Warmer that keeps `lookahead` shards ahead warm in a
-        cache (RAM, plus a disk tier with cache_dir); lookahead=0 reads directly.
-
-        decode(key, data) turns one shard's bytes into an iterable of samples,
-        which are yielded one by one; without decode each shard is yielded as
-        (key, data).
-
-        store: a URL (each DataLoader worker opens its own store, which is what
-        fork-safety needs) or an ObjectStore (used as is in the main process;
-        workers reopen its URL). With drop_last=True every rank gets the same
-        number of shards (the tail of an uneven split is dropped), which keeps
-        DDP ranks in step."""
-
-        def __init__(self, store, shards, shuffle=True, seed=0, lookahead=3, decode=None,
-                     rank=None, world_size=None, cache_dir=None, cache_size="10G",
-                     ram_size="1G", concurrency=2, drop_last=False):
-            super().__init__()
-            if isinstance(shards, str):
-                raise TypeError("shards must be a list of keys, not a string")
-            self.shards = list(shards)
-            self.shuffle = shuffle
-            self.seed = seed
-            self.lookahead = lookahead
-            self.decode = decode
-            self.rank = rank
-            self.world_size = world_size
-            self.cache_dir = cache_dir
-            self.cache_size = cache_size
-            self.ram_size = ram_size
-            self.concurrency = concurrency
-            self.drop_last = drop_last
-            self.epoch = 0
-            if isinstance(store, str):
-                self._url, self._store = store, None
-            else:
-                self._url, self._store = store.url, store
-            self._pid = os.getpid()
-
-        def __getstate__(self):
-            # Workers started with "spawn" get the dataset pickled: they reopen the URL.
-            state = dict(self.__dict__)
-            state["_store"] = None
-            return state
-
-        def set_epoch(self, epoch):
-            self.epoch = int(epoch)
-
-        def _rank_world(self):
-            if self.rank is not None or self.world_size is not None:
-                return int(self.rank or 0), int(self.world_size or 1)
-            try:
-                import torch.distributed as dist
-                if dist.is_available() and dist.is_initialized():
-                    return dist.get_rank(), dist.get_world_size()
-            except ImportError:
-                pass
-            return 0, 1
-
-        @staticmethod
-        def _worker():
-            try:
-                from torch.utils.data import get_worker_info
-                info = get_worker_info()
-            except ImportError:
-                info = None
-            return (info.id, info.num_workers) if info is not None else (0, 1)
-
-        def shards_for(self, epoch=None, rank=None, world_size=None, worker=None, num_workers=None):
-            """The shards (rank, worker) reads in `epoch`, in order (the current
-            process's rank/worker and the current epoch when not given)."""
-            r, w = self._rank_world()
-            wid, nw = self._worker()
-            rank = r if rank is None else rank
-            world_size = w if world_size is None else world_size
-            worker = wid if worker is None else worker
-            num_workers = nw if num_workers is None else num_workers
-            order = shard_order(self.shards, self.epoch if epoch is None else epoch, self.seed,
-                                self.shuffle)
-            if self.drop_last and world_size > 1:
-                order = order[:len(order) - len(order) % world_size]
-            return split_shards(order, rank, world_size, worker, num_workers)
-
-        def _open_store(self):
-            if self._store is not None and os.getpid() == self._pid:
-                return self._store
-            return ObjectStore(self._url)
-
-        def _samples(self, key, data):
-            if self.decode is None:
-                yield key, data
-            else:
-                yield from self.decode(key, data)
-
-        def __iter__(self):
-            mine = self.shards_for()
-            if not mine:
-                return
-            store = self._open_store()
-            if self.lookahead <= 0:
-                for key in mine:
-                    yield from self._samples(key, store.get(key))
-                return
-            cache = store
-            if not isinstance(store, CachedObjectStore):
-                cache_dir = None
-                if self.cache_dir is not None:  # one disk tier per process (it is flock'ed)
-                    wid, _ = self._worker()
-                    r, _ = self._rank_world()
-                    cache_dir = os.path.join(os.fspath(self.cache_dir), f"rank{r}-worker{wid}")
-                cache = CachedObjectStore(store, cache_dir=cache_dir, cache_size=self.cache_size,
-                                          ram_size=self.ram_size, policy="priority")
-            warmer = Warmer(cache, mine, lookahead=self.lookahead, concurrency=self.concurrency)
-            try:
-                for shard in warmer:
-                    key, data = shard.key, shard.data
-                    del shard  # unpinned once the next shard is taken
-                    yield from self._samples(key, data)
-            finally:
-                warmer.close()
-
-    ShardDataset.__module__ = __name__
-    ShardDataset.__qualname__ = "ShardDataset"
-    return ShardDataset
-
-
-_shard_dataset = None
+_DATA_NAMES = ("ShardDataset", "IndexedShardDataset", "ShardLoader", "TarIndex", "tar_samples",
+               "group_samples", "split_key", "buffer_shuffle")
 
 
 def __getattr__(name):
-    global _shard_dataset
-    if name == "ShardDataset":
-        if _shard_dataset is None:
-            _shard_dataset = _define_shard_dataset()
-        return _shard_dataset
+    # The data path (strata/data.py) imports torch: loaded on first use only.
+    if name in _DATA_NAMES:
+        from . import data
+        return getattr(data, name)
+    if name == "ShardedCheckpoint":
+        from .sharded_checkpoint import ShardedCheckpoint
+        return ShardedCheckpoint
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

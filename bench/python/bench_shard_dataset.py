@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""ShardDataset samples/s over a local `strata server` (S3 API) against the
+same WebDataset tar shards read from local disk with Python's tarfile.
+
+    ninja -C build _strata strata
+    PYTHONPATH=build/python /usr/bin/python3 bench/python/bench_shard_dataset.py \
+        --shards 32 --samples 1000 --sample-kib 16 --workers 2
+
+Both sides do the same per-sample work (tar parse, group by key); the local
+side is the floor the object-store path is measured against. Prints one
+table; the ratio is ShardDataset / local disk.
+"""
+import argparse
+import io
+import os
+import shutil
+import sys
+import tarfile
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+if not os.environ.get("PYTHONPATH"):
+    sys.path.insert(0, os.path.join(ROOT, "build", "python"))
+
+import strata  # noqa: E402
+
+
+def make_shard(i, samples, sample_bytes):
+    buf = io.BytesIO()
+    payload = os.urandom(sample_bytes)
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for j in range(samples):
+            for ext, data in (("bin", payload), ("cls", str(j % 10).encode())):
+                ti = tarfile.TarInfo(f"{i:05d}{j:06d}.{ext}")
+                ti.size = len(data)
+                tf.addfile(ti, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def count(loader):
+    n = 0
+    for batch in loader:
+        n += len(batch)
+    return n
+
+
+def ident(batch):
+    return batch
+
+
+def local_disk(paths, workers):
+    """The baseline: a plain IterableDataset over local tar files, same split."""
+    from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+    class LocalTars(IterableDataset):
+        def __iter__(self):
+            info = get_worker_info()
+            w, k = (info.id, info.num_workers) if info else (0, 1)
+            for p in paths[w::k]:
+                with open(p, "rb") as f:
+                    yield from strata.tar_samples(f, p)
+
+    return DataLoader(LocalTars(), batch_size=64, num_workers=workers, collate_fn=ident)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shards", type=int, default=32)
+    ap.add_argument("--samples", type=int, default=1000, help="samples per shard")
+    ap.add_argument("--sample-kib", type=int, default=16)
+    ap.add_argument("--workers", type=int, default=2, help="DataLoader workers")
+    ap.add_argument("--lookahead", type=int, default=3)
+    ap.add_argument("--epochs", type=int, default=2, help="timed passes (the best is kept)")
+    ap.add_argument("--strata-bin", default=os.path.join(ROOT, "build", "strata"))
+    args = ap.parse_args()
+    from torch.utils.data import DataLoader
+    import strata_harness as h
+
+    tmp = tempfile.mkdtemp(prefix="strata-bench-shards-")
+    srv = h.StrataServer(args.strata_bin)
+    srv.start()
+    try:
+        srv.client().create_bucket(Bucket="bench")
+        url = (f"s3://bench?endpoint={srv.endpoint}&region=us-east-1"
+               f"&access_key={srv.access_key}&secret_key={srv.secret_key}")
+        store = strata.ObjectStore(url)
+        paths = []
+        for i in range(args.shards):
+            blob = make_shard(i, args.samples, args.sample_kib << 10)
+            store.put(f"train/shard-{i:05d}.tar", blob)
+            paths.append(os.path.join(tmp, f"shard-{i:05d}.tar"))
+            with open(paths[-1], "wb") as f:
+                f.write(blob)
+        total = args.shards * args.samples
+        rows = []
+        for name, make in (
+            ("local disk (tarfile)", lambda: local_disk(paths, args.workers)),
+            ("ShardDataset over S3", lambda: DataLoader(
+                strata.ShardDataset.from_prefix(url, "train/", shuffle=False,
+                                                lookahead=args.lookahead, ram_size="512M"),
+                batch_size=64, num_workers=args.workers, collate_fn=ident)),
+        ):
+            best = None
+            for _ in range(args.epochs):
+                t0 = time.perf_counter()
+                n = count(make())
+                dt = time.perf_counter() - t0
+                assert n == total, (name, n, total)
+                best = dt if best is None else min(best, dt)
+            rows.append((name, total / best, total * (args.sample_kib << 10) / best / 1e6))
+        print(f"{args.shards} shards x {args.samples} samples x {args.sample_kib} KiB, "
+              f"{args.workers} workers, best of {args.epochs}")
+        print(f"{'reader':<24}{'samples/s':>12}{'MB/s':>10}")
+        for name, sps, mbs in rows:
+            print(f"{name:<24}{sps:>12.0f}{mbs:>10.1f}")
+        print(f"ratio ShardDataset / local disk: {rows[1][1] / rows[0][1]:.2f}")
+    finally:
+        srv.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
