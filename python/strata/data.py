@@ -165,30 +165,26 @@ class TarIndex:
 
     def __init__(self, store, shards, index_dir=None, concurrency=8):
         self.shards = list(shards)
-        self.samples = [None] * len(self.shards)
-        url = store.url
-        todo = []
-        for i, key in enumerate(self.shards):
-            etag = store.head(key).etag
-            memo_key = (_store_id(url), key, etag)
+        url = _store_id(store.url)
+
+        def one(key):
+            memo_key = (url, key, store.head(key).etag)
             with _index_lock:
                 hit = _index_memo.get(memo_key)
             if hit is None and index_dir is not None:
                 hit = self._load_file(index_dir, memo_key)
-            if hit is not None:
-                self.samples[i] = hit
-            else:
-                todo.append(i)
-        if todo:
-            with concurrent.futures.ThreadPoolExecutor(max(1, min(concurrency, len(todo)))) as ex:
-                for i, (etag, samples) in zip(todo, ex.map(
-                        lambda i: _read_tar_index(store, self.shards[i]), todo)):
-                    self.samples[i] = samples
-                    memo_key = (_store_id(url), self.shards[i], etag)
-                    with _index_lock:
-                        _index_memo[memo_key] = samples
-                    if index_dir is not None:
-                        self._save_file(index_dir, memo_key, samples)
+            if hit is None:
+                etag, hit = _read_tar_index(store, key)
+                memo_key = (url, key, etag)
+                if index_dir is not None:
+                    self._save_file(index_dir, memo_key, hit)
+            with _index_lock:
+                _index_memo[memo_key] = hit
+            return hit
+
+        workers = max(1, min(concurrency, len(self.shards)))
+        with concurrent.futures.ThreadPoolExecutor(workers) as ex:
+            self.samples = list(ex.map(one, self.shards))
         self.counts = [len(s) for s in self.samples]
         self.base = [0]
         for c in self.counts:

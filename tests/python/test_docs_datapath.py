@@ -14,7 +14,8 @@ DOC = os.path.join(ROOT, "docs", "python.md")
 
 def section_code(path, heading):
     """The ```python blocks between `heading` and the next level-2 heading."""
-    text = open(path, encoding="utf-8").read()
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
     start = text.index(f"\n{heading}\n")
     end = text.find("\n## ", start + 1)
     body = text[start:end if end >= 0 else len(text)]
