@@ -480,8 +480,13 @@ class ShardDataset(_StoreHolder, _IterBase):
     def _plan(self, world_size):
         if not self._history or self._history_epoch != self.epoch:
             return _Plan(self._epoch_order(world_size), None, 0)
-        return _replay(self._history, self.index(), self._epoch_order, self.shuffle_buffer,
-                       self.seed, self.epoch)
+        # Replaying is O(samples): done once per loaded state, not per state_dict().
+        memo = getattr(self, "_plan_memo", None)
+        if memo is None or memo[0] is not self._history:
+            plan = _replay(self._history, self.index(), self._epoch_order, self.shuffle_buffer,
+                           self.seed, self.epoch)
+            self._plan_memo = memo = (self._history, plan)
+        return memo[1]
 
     def shards_for(self, epoch=None, rank=None, world_size=None, worker=None, num_workers=None):
         """The shards (rank, worker) reads in `epoch` (generation 0: no resume
