@@ -87,6 +87,20 @@ class Resume(unittest.TestCase):
         done.load_state_dict(state3)
         self.assertEqual(done.remaining(), 0)
 
+    def test_loader_drop_last_leaves_the_dropped_for_later(self):
+        """DataLoader(drop_last=True) drops each worker's short last batch: those
+        samples were not seen, so a resume yields exactly them."""
+        ds = dataset(0, 1)
+        loader = strata.ShardLoader(ds, batch_size=8, num_workers=2, drop_last=True,
+                                    collate_fn=collate)
+        seen = [x for batch in loader for x in batch]
+        self.assertLess(len(seen), len(ALL))
+        again = dataset(0, 1)
+        again.load_state_dict(loader.state_dict())
+        rest = [ident(s) for s in again]
+        self.assertEqual(len(rest), len(ALL) - len(seen))
+        self.check_exact([seen], [rest])
+
     def test_in_process_iteration_counts_itself(self):
         seen = []
         states = []
