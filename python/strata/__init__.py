@@ -439,6 +439,9 @@ _shard_dataset = None
 
 def __getattr__(name):
     global _shard_dataset
+    if name in ("vector", "gpu"):  # strata.vector / strata.gpu without importing them first
+        import importlib
+        return importlib.import_module(f".{name}", __name__)
     if name == "ShardDataset":
         if _shard_dataset is None:
             _shard_dataset = _define_shard_dataset()
