@@ -80,7 +80,8 @@ std::vector<vector::PointId> IdsArg(const py::buffer& b) {
       bi.format != "Q") {
     throw py::type_error("ids must be uint64 (got format '" + bi.format + "')");
   }
-  if (bi.ndim != 1 || !CContiguous(bi)) throw py::value_error("ids must be 1-D and contiguous");
+  if (bi.itemsize != 8 || bi.ndim != 1 || !CContiguous(bi))
+    throw py::value_error("ids must be a 1-D contiguous uint64 array");
   const auto* p = static_cast<const uint64_t*>(bi.ptr);
   std::vector<vector::PointId> out(static_cast<size_t>(bi.shape[0]));
   for (size_t i = 0; i < out.size(); ++i) out[i] = vector::PointId::Number(p[i]);
@@ -223,8 +224,10 @@ py::tuple Search(PyCollection& self, const py::buffer& q_b, const SearchArgs& a)
   Matrix q = MatrixArg(q_b, "queries");
   if (a.k == 0) throw py::value_error("k must be at least 1");
   std::optional<vector::Filter> filter = FilterArg(a.filter);
-  py::array_t<int64_t> ids({q.rows, a.k});
-  py::array_t<float> scores({q.rows, a.k});
+  const std::vector<py::ssize_t> shape{static_cast<py::ssize_t>(q.rows),
+                                       static_cast<py::ssize_t>(a.k)};
+  py::array_t<int64_t> ids(shape);
+  py::array_t<float> scores(shape);
   int64_t* id_out = ids.mutable_data();
   float* score_out = scores.mutable_data();
   Status st;

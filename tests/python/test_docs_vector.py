@@ -20,7 +20,8 @@ def section_blocks(text, title):
 class DocsVectorTest(unittest.TestCase):
     def test_examples_run(self):
         import strata_harness as h
-        blocks = section_blocks(open(DOC, encoding="utf-8").read(), "Vector database")
+        with open(DOC, encoding="utf-8") as f:
+            blocks = section_blocks(f.read(), "Vector database")
         self.assertGreaterEqual(len(blocks), 4)
         srv = h.StrataServer(strata_bin(), vector=True, milvus=True)
         srv.start()

@@ -174,6 +174,25 @@ class EmbeddedTest(FlowMixin, unittest.TestCase):
         self.assertEqual(res[0][0]["id"], 4)
 
 
+class EmbeddedThenServedTest(unittest.TestCase):
+    def test_server_serves_an_embedded_directory(self):
+        import strata_harness as h
+        data = os.path.join(tmpdir(self), "data")
+        vecs = np.random.default_rng(5).standard_normal((20, DIM)).astype(np.float32)
+        c = MilvusClient(os.path.join(data, "vector"))  # the server's DATA/vector
+        c.create_collection("handover", dimension=DIM, metric_type="L2")
+        c.insert("handover", [{"id": i, "vector": vecs[i], "tag": f"t{i}"} for i in range(20)])
+        c.close()
+        srv = h.StrataServer(strata_bin(), data_dir=data, vector=True, milvus=True)
+        srv.start()
+        self.addCleanup(srv.cleanup)
+        r = MilvusClient(uri=f"http://127.0.0.1:{srv.milvus_port}")
+        self.addCleanup(r.close)
+        self.assertEqual(r.list_collections(), ["handover"])
+        hits = r.search("handover", [vecs[11]], limit=1, output_fields=["tag"])
+        self.assertEqual((hits[0][0]["id"], hits[0][0]["entity"]), (11, {"tag": "t11"}))
+
+
 class RemoteTest(FlowMixin, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
