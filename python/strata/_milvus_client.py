@@ -105,7 +105,7 @@ def _no_extra(method, kwargs):
 
 _FIELD_KW = {"dim", "max_length", "description", "auto_id", "nullable", "default_value",
              "is_partition_key", "is_clustering_key", "element_type", "max_capacity",
-             "mmap_enabled", "is_dynamic"}
+             "mmap_enabled"}
 
 
 class FieldSchema:

@@ -174,6 +174,33 @@ class EmbeddedTest(FlowMixin, unittest.TestCase):
         self.assertEqual(res[0][0]["id"], 4)
 
 
+class EmbeddedCallTest(unittest.TestCase):
+    """milvus::Embedded's contract: an RPC the service lacks is refused as
+    gRPC's UNIMPLEMENTED would be, bytes that are not the request message
+    are an invalid argument, and the outcome of a real RPC is in its
+    common.Status."""
+
+    def test_call_contract(self):
+        import strata
+        from strata import _strata
+        from strata._milvus_pb import milvus_pb2
+        db = _strata._MilvusEmbedded(os.path.join(tmpdir(self), "db"))
+        self.addCleanup(db.close)
+        self.assertIn("Search", _strata._MilvusEmbedded.methods())
+        with self.assertRaisesRegex(strata.Error, "CreateDatabase is not implemented"):
+            db.call("CreateDatabase", b"")
+        with self.assertRaisesRegex(strata.InvalidArgumentError, "HasCollectionRequest"):
+            db.call("HasCollection", b"\xff\xff\xff")
+        req = milvus_pb2.DescribeCollectionRequest(collection_name="nope")
+        resp = milvus_pb2.DescribeCollectionResponse.FromString(
+            db.call("DescribeCollection", req.SerializeToString()))
+        self.assertEqual(resp.status.code, 100)
+        self.assertIn("nope", resp.status.reason)
+        db.close()
+        with self.assertRaisesRegex(strata.Error, "closed"):
+            db.call("ShowCollections", b"")
+
+
 class EmbeddedThenServedTest(unittest.TestCase):
     def test_server_serves_an_embedded_directory(self):
         import strata_harness as h
