@@ -128,6 +128,26 @@ class IngestTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             insert_batches(col, "name", data, embed=emb)
 
+    def test_embedding_overlaps(self):
+        col = Collection(os.path.join(tmpdir(self), "o"), dim=DIM, metric="l2", index="flat")
+        self.addCleanup(col.close)
+        active, peak = [0], [0]
+
+        def slow(batch):
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+            time.sleep(0.1)  # an embedding model releasing the GIL
+            active[0] -= 1
+            return embed(batch)
+
+        t0 = time.perf_counter()
+        insert_batches(col, None, [f"t{i}" for i in range(80)], embed=slow, batch_size=10,
+                       concurrency=4, progress=False)
+        wall = time.perf_counter() - t0
+        self.assertEqual(len(col), 80)
+        self.assertGreater(peak[0], 1)  # batches were embedded at the same time
+        self.assertLess(wall, 8 * 0.1 * 0.75, "8 batches of 0.1 s ran one after another")
+
     def test_rows_with_ids_and_bad_embed(self):
         c = MilvusClient(os.path.join(tmpdir(self), "db"))
         self.addCleanup(c.close)
