@@ -14,16 +14,6 @@
 // Lifetimes: a wrapping store (cache, fault injection), a reader, a writer, a
 // warmer or a checkpoint manager holds a reference to the store it uses, so
 // Python may drop the store object first.
-#include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
-#include <strata/core/strings.h>
-#include <strata/cache/cached_object_store.h>
-#include <strata/cache/checkpoint.h>
-#include <strata/cache/warmer.h>
-#include <strata/core/log.h>
-#include <strata/objstore/fault_injection.h>
-#include <strata/objstore/object_store.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +25,19 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <strata/cache/cached_object_store.h>
+#include <strata/cache/checkpoint.h>
+#include <strata/cache/warmer.h>
+#include <strata/core/log.h>
+#include <strata/core/strings.h>
+#include <strata/objstore/fault_injection.h>
+#include <strata/objstore/object_store.h>
+
+#include "py_register.h"
 
 namespace py = pybind11;
 
@@ -645,6 +648,9 @@ PyObject* NewException(py::module_& m, const char* name, py::tuple bases, const 
 }
 
 }  // namespace
+
+void RaiseStatus(const Status& st) { Raise(st); }
+
 }  // namespace strata::python
 
 PYBIND11_MODULE(_strata, m) {
@@ -667,6 +673,7 @@ PYBIND11_MODULE(_strata, m) {
                           "The thing to create exists already (e.g. a checkpoint step).");
   g_precondition = NewException(m, "PreconditionFailedError", py::make_tuple(py::handle(g_error)),
                                 "The object changed (If-Match failed).");
+  RegisterVector(m);
 
   py::class_<ObjectInfo>(m, "ObjectInfo",
                          "One object: key, size, etag, mtime_ns, content_type, metadata")

@@ -300,6 +300,9 @@ _DATA_NAMES = ("ShardDataset", "IndexedShardDataset", "ShardLoader", "TarIndex",
 
 
 def __getattr__(name):
+    if name in ("vector", "gpu"):  # strata.vector / strata.gpu without importing them first
+        import importlib
+        return importlib.import_module(f".{name}", __name__)
     # The data path (strata/data.py) imports torch: loaded on first use only.
     if name in _DATA_NAMES:
         from . import data

@@ -1,0 +1,243 @@
+"""strata.vector.MilvusClient: pymilvus's MilvusClient flow, embedded (a
+directory, in-process) and remote (a real `strata server`'s Milvus port).
+The expectations are pymilvus's documented return shapes and Milvus's
+semantics (squared L2 distances, pk in [...] expressions, partitions,
+load state), checked against brute force numpy where there are numbers."""
+import os
+import unittest
+
+import numpy as np
+
+from _util import strata_bin, tmpdir
+
+from strata.vector import (DataType, LoadState, MilvusClient, MilvusException,
+                           NotSupportedError, ParamError)
+
+DIM = 8
+
+
+class FlowMixin:
+    def client(self):
+        raise NotImplementedError
+
+    def setUp(self):
+        self.c = self.client()
+        self.addCleanup(self.c.close)
+        rng = np.random.default_rng(3)
+        self.vecs = rng.standard_normal((200, DIM)).astype(np.float32)
+
+    def test_quick_create_insert_search_query(self):
+        c = self.c
+        c.create_collection("quick", dimension=DIM, metric_type="L2")
+        self.assertTrue(c.has_collection("quick"))
+        self.assertIn("quick", c.list_collections())
+        self.assertEqual(c.get_load_state("quick"), {"state": LoadState.Loaded})
+        d = c.describe_collection("quick")
+        self.assertEqual(d["collection_name"], "quick")
+        self.assertTrue(d["enable_dynamic_field"])
+        by_name = {f["name"]: f for f in d["fields"]}
+        self.assertEqual(by_name["id"]["type"], DataType.INT64)
+        self.assertTrue(by_name["id"]["is_primary"])
+        self.assertEqual(by_name["vector"]["type"], DataType.FLOAT_VECTOR)
+        self.assertEqual(by_name["vector"]["params"]["dim"], DIM)
+
+        rows = [{"id": i, "vector": self.vecs[i], "color": ["red", "blue"][i % 2], "n": i}
+                for i in range(200)]
+        r = c.insert("quick", rows)
+        self.assertEqual(r["insert_count"], 200)
+        self.assertEqual(r["ids"], list(range(200)))
+
+        q = self.vecs[:3] + 0.01
+        res = c.search("quick", data=q, limit=5, output_fields=["color"])
+        self.assertEqual(len(res), 3)
+        d2 = ((q[:, None, :] - self.vecs[None]) ** 2).sum(-1)
+        want = np.argsort(d2, axis=1)[:, :5]
+        for qi, hits in enumerate(res):
+            self.assertEqual([h["id"] for h in hits], want[qi].tolist())
+            for h in hits:
+                self.assertEqual(set(h), {"id", "distance", "entity"})
+                self.assertEqual(h["entity"], {"color": ["red", "blue"][h["id"] % 2]})
+                self.assertAlmostEqual(h["distance"], float(d2[qi, h["id"]]), places=3)
+
+        res = c.search("quick", data=[self.vecs[10].tolist()], limit=3, filter='color == "red"',
+                       search_params={"metric_type": "L2", "params": {"ef": 64}})
+        self.assertEqual(res[0][0]["id"], 10)
+        self.assertTrue(all(h["id"] % 2 == 0 for h in res[0]))
+        self.assertEqual(res[0][0]["entity"], {})
+
+        got = c.query("quick", filter="n >= 195", output_fields=["n", "color"])
+        self.assertEqual(sorted(g["id"] for g in got), [195, 196, 197, 198, 199])
+        self.assertEqual({g["id"]: g["n"] for g in got}[197], 197)
+        self.assertEqual(c.query("quick", filter="", output_fields=["count(*)"]),
+                         [{"count(*)": 200}])
+        got = c.get("quick", ids=[3, 4, 9999], output_fields=["vector"])
+        self.assertEqual(sorted(g["id"] for g in got), [3, 4])
+        v3 = next(g for g in got if g["id"] == 3)["vector"]
+        np.testing.assert_allclose(v3, self.vecs[3], rtol=1e-6)
+        self.assertEqual(len(c.query("quick", filter="n < 100", limit=7)), 7)
+
+    def test_schema_index_upsert_delete_partitions(self):
+        c = self.c
+        schema = c.create_schema(auto_id=False, enable_dynamic_field=False)
+        schema.add_field("pk", DataType.VARCHAR, is_primary=True, max_length=32)
+        schema.add_field("emb", DataType.FLOAT_VECTOR, dim=DIM)
+        schema.add_field("year", DataType.INT64)
+        schema.add_field("score", DataType.FLOAT, nullable=True)
+        ip = c.prepare_index_params()
+        ip.add_index(field_name="emb", index_type="HNSW", metric_type="IP",
+                     params={"M": 8, "efConstruction": 64})
+        c.create_collection("docs", schema=schema, index_params=ip)
+        self.assertEqual(c.list_indexes("docs"), ["emb"])
+        idx = c.describe_index("docs", "emb")
+        self.assertEqual((idx["index_type"], idx["metric_type"]), ("HNSW", "IP"))
+
+        rows = [{"pk": f"d{i}", "emb": self.vecs[i], "year": 2000 + i % 20,
+                 "score": None if i % 5 == 0 else float(i)} for i in range(100)]
+        self.assertEqual(c.insert("docs", rows)["insert_count"], 100)
+        got = c.get("docs", ids=["d5", "d6"], output_fields=["score", "year"])
+        self.assertEqual({g["pk"]: g["score"] for g in got}, {"d5": None, "d6": 6.0})
+
+        # upsert replaces by primary key: still 100 rows, new values
+        r = c.upsert("docs", [{"pk": "d1", "emb": self.vecs[1], "year": 1999, "score": 1.5}])
+        self.assertEqual(r["upsert_count"], 1)
+        self.assertEqual(c.query("docs", filter="", output_fields=["count(*)"])[0]["count(*)"],
+                         100)
+        self.assertEqual(c.get("docs", "d1", output_fields=["year"])[0]["year"], 1999)
+
+        # IP distances are inner products, larger first
+        res = c.search("docs", [self.vecs[7]], limit=4, output_fields=["year"])
+        ips = self.vecs[:100] @ self.vecs[7]
+        self.assertEqual(res[0][0]["id"], f"d{int(np.argmax(ips))}")
+        self.assertAlmostEqual(res[0][0]["distance"], float(ips.max()), places=3)
+
+        self.assertEqual(c.delete("docs", ids=["d2", "d3", "nope"])["delete_count"], 2)
+        self.assertEqual(c.delete("docs", filter="year >= 2018")["delete_count"], 10)
+        self.assertEqual(c.get_collection_stats("docs")["row_count"], 88)
+
+        # partitions
+        c.create_partition("docs", "p2024")
+        self.assertTrue(c.has_partition("docs", "p2024"))
+        self.assertFalse(c.has_partition("docs", "other"))
+        self.assertEqual(sorted(c.list_partitions("docs")), ["_default", "p2024"])
+        c.insert("docs", [{"pk": "x1", "emb": self.vecs[150], "year": 2024, "score": 1.0}],
+                 partition_name="p2024")
+        c.load_partitions("docs", ["p2024"])
+        res = c.search("docs", [self.vecs[150]], limit=3, partition_names=["p2024"])
+        self.assertEqual([h["id"] for h in res[0]], ["x1"])
+        self.assertEqual(len(c.query("docs", filter='pk == "x1"', partition_names=["_default"])),
+                         0)
+        c.release_partitions("docs", ["p2024"])
+        c.drop_partition("docs", "p2024")
+        self.assertEqual(c.list_partitions("docs"), ["_default"])
+
+        c.drop_collection("docs")
+        self.assertFalse(c.has_collection("docs"))
+
+    def test_errors_are_raised_not_ignored(self):
+        c = self.c
+        with self.assertRaises(MilvusException) as e:
+            c.describe_collection("missing")
+        self.assertEqual(e.exception.code, 100)
+        c.create_collection("e", dimension=DIM)
+        with self.assertRaises(NotSupportedError):
+            c.search("e", [self.vecs[0]], limit=3, group_by_field="x")
+        with self.assertRaises(NotSupportedError):
+            c.insert("e", [{"id": 1, "vector": self.vecs[0]}], bogus=True)
+        with self.assertRaises(MilvusException) as e:  # the server refuses unknown params
+            c.search("e", [self.vecs[0]], limit=3, search_params={"params": {"radius": 0.5}})
+        self.assertIn("radius", e.exception.message)
+        with self.assertRaises(ParamError):
+            c.delete("e")
+        with self.assertRaises(ParamError):
+            c.insert("e", [{"id": 1}])
+        with self.assertRaises(MilvusException) as e:
+            c.search("e", [np.zeros(DIM + 1)], limit=3)
+        self.assertIn("dimension", e.exception.message)
+        with self.assertRaises(NotSupportedError):
+            MilvusClient(self.uri, token="root:Milvus")
+
+
+class EmbeddedTest(FlowMixin, unittest.TestCase):
+    def client(self):
+        self.uri = os.path.join(tmpdir(self), "vectors.db")
+        return MilvusClient(self.uri)
+
+    def test_reopen_persists(self):
+        self.c.create_collection("keep", dimension=DIM, metric_type="L2")
+        self.c.insert("keep", [{"id": i, "vector": self.vecs[i]} for i in range(10)])
+        self.c.close()
+        c2 = MilvusClient(self.uri)
+        self.addCleanup(c2.close)
+        self.assertEqual(c2.list_collections(), ["keep"])
+        self.assertEqual(c2.get_collection_stats("keep")["row_count"], 10)
+        res = c2.search("keep", [self.vecs[4]], limit=1)
+        self.assertEqual(res[0][0]["id"], 4)
+
+
+class EmbeddedCallTest(unittest.TestCase):
+    """milvus::Embedded's contract: an RPC the service lacks is refused as
+    gRPC's UNIMPLEMENTED would be, bytes that are not the request message
+    are an invalid argument, and the outcome of a real RPC is in its
+    common.Status."""
+
+    def test_call_contract(self):
+        import strata
+        from strata import _strata
+        from strata._milvus_pb import milvus_pb2
+        db = _strata._MilvusEmbedded(os.path.join(tmpdir(self), "db"))
+        self.addCleanup(db.close)
+        self.assertIn("Search", _strata._MilvusEmbedded.methods())
+        with self.assertRaisesRegex(strata.Error, "CreateDatabase is not implemented"):
+            db.call("CreateDatabase", b"")
+        with self.assertRaisesRegex(strata.InvalidArgumentError, "HasCollectionRequest"):
+            db.call("HasCollection", b"\xff\xff\xff")
+        req = milvus_pb2.DescribeCollectionRequest(collection_name="nope")
+        resp = milvus_pb2.DescribeCollectionResponse.FromString(
+            db.call("DescribeCollection", req.SerializeToString()))
+        self.assertEqual(resp.status.code, 100)
+        self.assertIn("nope", resp.status.reason)
+        db.close()
+        with self.assertRaisesRegex(strata.Error, "closed"):
+            db.call("ShowCollections", b"")
+
+
+class EmbeddedThenServedTest(unittest.TestCase):
+    def test_server_serves_an_embedded_directory(self):
+        import strata_harness as h
+        data = os.path.join(tmpdir(self), "data")
+        vecs = np.random.default_rng(5).standard_normal((20, DIM)).astype(np.float32)
+        c = MilvusClient(os.path.join(data, "vector"))  # the server's DATA/vector
+        c.create_collection("handover", dimension=DIM, metric_type="L2")
+        c.insert("handover", [{"id": i, "vector": vecs[i], "tag": f"t{i}"} for i in range(20)])
+        c.close()
+        srv = h.StrataServer(strata_bin(), data_dir=data, vector=True, milvus=True)
+        srv.start()
+        self.addCleanup(srv.cleanup)
+        r = MilvusClient(uri=f"http://127.0.0.1:{srv.milvus_port}")
+        self.addCleanup(r.close)
+        self.assertEqual(r.list_collections(), ["handover"])
+        hits = r.search("handover", [vecs[11]], limit=1, output_fields=["tag"])
+        self.assertEqual((hits[0][0]["id"], hits[0][0]["entity"]), (11, {"tag": "t11"}))
+
+
+class RemoteTest(FlowMixin, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        import strata_harness as h
+        cls.srv = h.StrataServer(strata_bin(), vector=True, milvus=True)
+        cls.srv.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.cleanup()
+
+    def client(self):
+        self.uri = f"http://127.0.0.1:{self.srv.milvus_port}"
+        c = MilvusClient(uri=self.uri)
+        for name in c.list_collections():  # tests share the server
+            c.drop_collection(name)
+        return c
+
+
+if __name__ == "__main__":
+    unittest.main()
