@@ -125,11 +125,15 @@ void Console::Impl::VectorFilter(http::Request& req, http::ResponseWriter& w) {
   if (type != "qdrant" && type != "milvus")
     return SendError(w, 400, "BadRequest", "type must be \"qdrant\" or \"milvus\"");
   auto f = type == "qdrant" ? vector::ParseQdrantFilter(text) : vector::ParseFilterExpression(text);
-  if (!f.ok())
+  if (!f.ok()) {
+    // The parsers prefix their messages with "filter: " or "filter expression: ".
+    std::string_view m = f.error().message();
+    for (std::string_view p : {"filter expression: ", "filter: "})
+      if (StartsWith(m, p)) m.remove_prefix(p.size());
     return SendError(
         w, 400, "InvalidFilter",
-        fmt::format("{} filter: {}", type == "qdrant" ? "Qdrant JSON" : "Milvus expression",
-                    f.error().message()));
+        fmt::format("{}: {}", type == "qdrant" ? "Qdrant JSON filter" : "Milvus expression", m));
+  }
   SendJson(w, 200, nlohmann::json{{"type", type}, {"parsed", f->ToString()}}.dump());
 }
 

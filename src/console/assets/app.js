@@ -901,8 +901,9 @@ async function viewReports(view) {
 // A bar per feature (PSI), dashed lines at the 0.1 and 0.25 thresholds.
 function psiChartSvg(feats) {
   const W = 640, H = 200, L = 44, R = 8, T = 10, B = 34;
-  const max = Math.max(0.3, ...feats.map(f => f.psi)) * 1.1;
-  const y = v => T + (H - T - B) * (1 - Math.min(v, max) / max);
+  // A square-root scale: a PSI of 8 and the 0.1 / 0.25 thresholds stay readable together.
+  const max = Math.sqrt(Math.max(0.3, ...feats.map(f => f.psi)) * 1.1);
+  const y = v => T + (H - T - B) * (1 - Math.min(Math.sqrt(Math.max(v, 0)), max) / max);
   const bw = (W - L - R) / Math.max(1, feats.length);
   let g = '';
   for (const [v, label] of [[0.1, '0.1'], [0.25, '0.25']])
@@ -919,6 +920,7 @@ function psiChartSvg(feats) {
         f.psi.toFixed(3)}</text><text x="${(x + w / 2).toFixed(1)}" y="${
         H - 18}" text-anchor="middle">${esc(f.feature)}</text>`;
   });
+  g += `<text x="${L}" y="${T + 2}" text-anchor="start">PSI (square-root scale)</text>`;
   return `<svg class="chart skew" id="skew-chart" viewBox="0 0 ${W} ${
       H}" role="img" aria-label="PSI per feature">${g}<line class="axis" x1="${L}" x2="${
       W - R}" y1="${y(0)}" y2="${y(0)}"/></svg>`;
@@ -941,7 +943,7 @@ function binsSvg(f) {
         y(b.current).toFixed(1)}" width="${(bw * 0.4).toFixed(1)}" height="${
         (y(0) - y(b.current)).toFixed(1)}"><title>${esc(b.bin)}: current ${
         (b.current * 100).toFixed(1)}%</title></rect>
-      <text x="${(x + bw / 2).toFixed(1)}" y="${H - 16}" text-anchor="middle">${
+      <text class="bin-label" x="${(x + bw / 2).toFixed(1)}" y="${H - 16}" text-anchor="middle">${
         esc(b.bin.length > 14 ? b.bin.slice(0, 13) + '…' : b.bin)}</text>`;
   });
   return `<svg class="chart bins" viewBox="0 0 ${W} ${H}" role="img" aria-label="${
