@@ -227,6 +227,15 @@ def test_feature_reports(args, srv):
     j = r.json()
     assert j["source_rows"] == 24 and j["last_materialized_end_us"] is None, j
     assert j["source_newest_event_us"] == (1704067200 + 86400 + 11 * 3600) * 10**6, j
+    # Materialize through the feature server up to day 2, 06:30: the newest
+    # value in the online store is day 2's 06:00 row.
+    r = requests.post(srv.features_endpoint + "/materialize", timeout=60,
+                      json={"start_ts": "2024-01-01T00:00:00", "end_ts": "2024-01-02T06:30:00"})
+    assert r.status_code == 200, r.text
+    j = c.call("GET", "features/freshness?view=driver_hourly_stats").json()
+    day2 = (1704067200 + 86400) * 10**6
+    assert j["last_materialized_end_us"] == day2 + 6 * 3600 * 10**6 + 1800 * 10**6, j
+    assert j["newest_online_event_us"] == day2 + 6 * 3600 * 10**6, j
     win = {"view": "driver_hourly_stats", "reference": {"start": "2024-01-01", "end": "2024-01-02"},
            "current": {"start": "2024-01-02", "end": "2024-01-03"}}
     r = c.call("POST", "features/skew", json=win)

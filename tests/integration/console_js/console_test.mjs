@@ -205,6 +205,13 @@ try {
     await page.waitForFunction(() => { const e = document.querySelector('#source-rows'); return e && e.textContent === '24'; }, { timeout: 10000 });
     const fresh = await page.$eval('#view-freshness', el => el.textContent);
     assert(/Newest event in the source\s*2024-01-02T11:00:00Z/.test(fresh), 'freshness: ' + fresh.slice(0, 300));
+    assert(/Newest value materialized\s*2024-01-02T06:00:00Z.*OUTSIDE_MAX_AGE/.test(fresh), 'newest online value: ' + fresh.slice(0, 300));
+    assert(/Materialized up to\s*2024-01-02T06:30:00Z/.test(fresh), 'materialized up to: ' + fresh.slice(0, 300));
+    // An online lookup: the value is there, but older than the 1d TTL.
+    await page.click('#lookup');
+    await page.waitForSelector('#lookup-result table', { timeout: 10000 });
+    const looked = await page.$eval('#lookup-result', el => el.textContent);
+    assert(/OUTSIDE_MAX_AGE/.test(looked), 'lookup: ' + looked.slice(0, 300));
     // Defaults split the source's time range in two: day 1 against day 2.
     const refStart = await page.$eval('#skew-ref-start', el => el.value);
     assert(refStart.startsWith('2024-01-01T00:00'), 'default reference start: ' + refStart);
