@@ -108,7 +108,8 @@ async function showVolume() {
   const el = $('#fs-volume');
   el.innerHTML = '';
   const v = await api('POST', 'fs/volume', {url});
-  localStorage.setItem('fs:last', url);
+  // Remembered for the next visit, unless it carries a password (user:pass@host).
+  if (!url.includes('@')) localStorage.setItem('fs:last', url);
   const f = v.volume;
   const now = v.now_ns / 1e9;
   let html = `<table id="fs-format"><tbody>
