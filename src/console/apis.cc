@@ -212,6 +212,8 @@ void Console::Impl::Features(http::Request& req, http::ResponseWriter& w, std::s
     if (!opts.features_api_key.empty()) f.headers.emplace_back("x-api-key", opts.features_api_key);
     return Dispatch(req, f, opts.features, w);
   }
+  if (rest == "/freshness") return FeatureFreshness(req, w);
+  if (rest == "/skew") return FeatureSkew(req, w);
   if (!rest.empty()) return SendError(w, 404, "NotFound", "no such features API");
   if (req.method != "GET")
     return SendError(w, 405, "MethodNotAllowed", "the registry is read with GET");

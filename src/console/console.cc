@@ -197,6 +197,8 @@ void Console::Impl::Api(http::Request& req, http::ResponseWriter& w) {
   if (p == "s3" || StartsWith(p, "s3/")) return S3(req, w, user, p.substr(2));
   if (StartsWith(p, "vector/")) return Vector(req, w, user, p.substr(6));
   if (p == "features" || StartsWith(p, "features/")) return Features(req, w, p.substr(8));
+  if (p == "vector-filter") return VectorFilter(req, w);
+  if (p == "fs/volume") return FsVolume(req, w, user);
   if (p == "metrics") {
     if (req.method != "GET")
       return SendError(w, 405, "MethodNotAllowed", "metrics are read with GET");

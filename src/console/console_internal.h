@@ -56,6 +56,14 @@ struct Console::Impl {
   void Vector(http::Request& req, http::ResponseWriter& w, const ConsoleUser& u,
               std::string_view rest);
   void Features(http::Request& req, http::ResponseWriter& w, std::string_view rest);
+
+  // features_api.cc: reports over a view's offline source.
+  void FeatureFreshness(http::Request& req, http::ResponseWriter& w);
+  void FeatureSkew(http::Request& req, http::ResponseWriter& w);
+
+  // datapath_api.cc
+  void FsVolume(http::Request& req, http::ResponseWriter& w, const ConsoleUser& u);
+  void VectorFilter(http::Request& req, http::ResponseWriter& w);
 };
 
 // {"error": code, "message": message} with this status.

@@ -1,16 +1,27 @@
+#include <unistd.h>
+
 #include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <strata/console/console.h>
+#include <strata/features/repo.h>
+#include <strata/fsmeta/meta_engine.h>
 
 #include "console/metrics_history.h"
+#include "testutil/testutil.h"
 
 namespace strata::console {
 namespace {
+
+using strata::testing::ReadFileOrEmpty;
+using strata::testing::TempDir;
+using strata::testing::WriteFile;
 
 TEST(MetricsHistoryTest, QuantileInterpolatesInsideTheBucket) {
   // Prometheus' histogram_quantile: 100 observations, 50 in (0, 0.1], 50 in
@@ -64,12 +75,16 @@ TEST(MetricsHistoryTest, KeepsOnlyTheWindow) {
 
 class ConsoleTest : public ::testing::Test {
  protected:
-  ConsoleTest() {
+  ConsoleTest() { Make(""); }
+
+  void Make(const std::string& features_repo) {
     ConsoleOptions o;
     o.find_user = [](std::string_view ak) -> std::optional<ConsoleUser> {
       if (ak == "AKROOT") return ConsoleUser{"root", "AKROOT", "root-secret-123", true};
+      if (ak == "AKVIEW") return ConsoleUser{"viewer", "AKVIEW", "view-secret-456", false};
       return std::nullopt;
     };
+    o.features_repo = features_repo;
     o.s3_endpoint = "http://127.0.0.1:9000";
     o.s3 = [this](http::Request& r, http::ResponseWriter& w) {
       ++s3_calls;
@@ -94,12 +109,23 @@ class ConsoleTest : public ::testing::Test {
   }
 
   // Signs in; returns (cookie header value, csrf token).
-  std::pair<std::string, std::string> SignIn() {
+  std::pair<std::string, std::string> SignIn(bool admin = true) {
     auto r = Call("POST", "/console/api/login", {{"Content-Type", "application/json"}},
-                  R"({"access_key":"AKROOT","secret_key":"root-secret-123"})");
+                  admin ? R"({"access_key":"AKROOT","secret_key":"root-secret-123"})"
+                        : R"({"access_key":"AKVIEW","secret_key":"view-secret-456"})");
     EXPECT_EQ(r.status, 200) << r.body;
     std::string cookie(r.Header("Set-Cookie").value_or(""));
     return {cookie.substr(0, cookie.find(';')), nlohmann::json::parse(r.body)["csrf"]};
+  }
+
+  // A JSON call of a signed-in session (with its CSRF token).
+  http::RecordedResponse Json(const std::pair<std::string, std::string>& who,
+                              std::string_view method, std::string_view target,
+                              std::string_view body = {}) {
+    return Call(
+        method, target,
+        {{"Cookie", who.first}, {"X-CSRF-Token", who.second}, {"Content-Type", "application/json"}},
+        body);
   }
 
   std::unique_ptr<Console> console;
@@ -174,6 +200,233 @@ TEST_F(ConsoleTest, SwitchedOffServicesAnswerNotImplemented) {
   auto out = Call("POST", "/console/api/logout", {{"Cookie", cookie}, {"X-CSRF-Token", csrf}});
   EXPECT_EQ(out.status, 200);
   EXPECT_EQ(Call("GET", "/console/api/session", {{"Cookie", cookie}}).status, 401);
+}
+
+TEST_F(ConsoleTest, FilterCheckUsesTheEngineParsers) {
+  EXPECT_EQ(Call("POST", "/console/api/vector-filter", {{"Content-Type", "application/json"}},
+                 R"({"type":"milvus","filter":"a == 1"})")
+                .status,
+            401);
+  auto who = SignIn(false);  // reading: any signed-in user
+  auto no_csrf = Call("POST", "/console/api/vector-filter", {{"Cookie", who.first}},
+                      R"({"type":"milvus","filter":"a == 1"})");
+  EXPECT_EQ(no_csrf.status, 403);
+  auto ok = Json(who, "POST", "/console/api/vector-filter",
+                 R"({"type":"milvus","filter":"color == \"red\" and price < 10"})");
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  const std::string parsed = nlohmann::json::parse(ok.body)["parsed"];
+  EXPECT_NE(parsed.find("color"), std::string::npos) << parsed;
+  EXPECT_NE(parsed.find("price"), std::string::npos) << parsed;
+  auto q = Json(
+      who, "POST", "/console/api/vector-filter",
+      R"({"type":"qdrant","filter":"{\"must\":[{\"key\":\"color\",\"match\":{\"value\":\"red\"}}]}"})");
+  EXPECT_EQ(q.status, 200) << q.body;
+  // The same condition in both forms parses to the same tree.
+  auto m = Json(who, "POST", "/console/api/vector-filter",
+                R"({"type":"milvus","filter":"color == \"red\""})");
+  EXPECT_EQ(nlohmann::json::parse(q.body)["parsed"], nlohmann::json::parse(m.body)["parsed"]);
+  for (const char* bad :
+       {R"({"type":"milvus","filter":"color == "})",
+        R"({"type":"milvus","filter":"color ~ \"red\""})", R"({"type":"milvus","filter":"(a > 1"})",
+        R"({"type":"qdrant","filter":"{\"must\": ["})"}) {
+    auto r = Json(who, "POST", "/console/api/vector-filter", bad);
+    EXPECT_EQ(r.status, 400) << bad;
+    auto j = nlohmann::json::parse(r.body);
+    EXPECT_EQ(j["error"], "InvalidFilter") << r.body;
+    const std::string msg = j["message"];
+    EXPECT_TRUE(msg.rfind("Milvus expression: ", 0) == 0 ||
+                msg.rfind("Qdrant JSON filter: ", 0) == 0)
+        << msg;
+    EXPECT_GT(msg.size(), 24u) << msg;  // the parser's reason follows
+  }
+  EXPECT_EQ(
+      Json(who, "POST", "/console/api/vector-filter", R"({"type":"sql","filter":"a"})").status,
+      400);
+  EXPECT_EQ(Call("GET", "/console/api/vector-filter", {{"Cookie", who.first}}).status, 405);
+}
+
+// 2024-01-01 00:00:00 UTC in microseconds.
+constexpr int64_t kDay1Us = 1704067200LL * 1000000;
+constexpr int64_t kHourUs = 3600LL * 1000000;
+
+class FeatureReportsTest : public ConsoleTest {
+ protected:
+  FeatureReportsTest() {
+    const std::string repo = dir.Join("repo");
+    EXPECT_TRUE(features::InitFeatureRepo(repo).ok());
+    EXPECT_TRUE(WriteFile(repo + "/defs.yaml",
+                          "entities:\n  - {name: driver, join_keys: [driver_id]}\n"
+                          "feature_views:\n  - name: stats\n    entities: [driver]\n    ttl: 1d\n"
+                          "    schema:\n      - {name: conv_rate, dtype: Float64}\n"
+                          "      - {name: trips, dtype: Int64}\n"
+                          "    source: {path: data/stats.csv, timestamp_field: ts}\n"));
+    // Day 1 and day 2: ten rows each; trips has the same values on both days,
+    // conv_rate moves wholly above day 1's range. Day 3: two outliers that a
+    // window ending at day 3 must not see.
+    std::string csv = "driver_id,ts,conv_rate,trips\n";
+    for (int h = 0; h < 10; ++h)
+      csv += fmt::format("{},2024-01-01 {:02}:00:00,{},{}\n", 1000 + h, h, 0.1 + h * 0.01, h % 5);
+    for (int h = 0; h < 10; ++h)
+      csv += fmt::format("{},2024-01-02 {:02}:00:00,{},{}\n", 1000 + h, h, 0.6 + h * 0.01, h % 5);
+    csv += "1000,2024-01-03 00:00:00,5.0,100\n1001,2024-01-03 00:00:00,6.0,200\n";
+    std::filesystem::create_directories(repo + "/data");
+    EXPECT_TRUE(WriteFile(repo + "/data/stats.csv", csv));
+    auto r = features::LoadFeatureRepo(repo);
+    EXPECT_TRUE(r.ok()) << r.error().ToString();
+    EXPECT_TRUE(features::ApplyRepo(*r).ok());
+    // As `strata features materialize` records it: day 1 up to day 2, 12:00.
+    auto reg = features::LoadRegistry(r->config.registry_path);
+    EXPECT_TRUE(reg.ok());
+    reg->FindView("stats")->materialization_intervals.push_back({kDay1Us, kDay1Us + 36 * kHourUs});
+    EXPECT_TRUE(features::SaveRegistry(r->config.registry_path, *reg).ok());
+    Make(repo);
+  }
+  TempDir dir{"strata-console-features"};
+};
+
+TEST_F(FeatureReportsTest, FreshnessFromTheRegistryAndTheSource) {
+  auto who = SignIn(false);
+  EXPECT_EQ(Call("GET", "/console/api/features/freshness?view=stats").status, 401);
+  auto r = Call("GET", "/console/api/features/freshness?view=stats", {{"Cookie", who.first}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto j = nlohmann::json::parse(r.body);
+  EXPECT_EQ(j["last_materialized_end_us"], kDay1Us + 36 * kHourUs);
+  // The newest row inside the materialized interval: day 2, 09:00.
+  EXPECT_EQ(j["newest_online_event_us"], kDay1Us + 33 * kHourUs);
+  EXPECT_EQ(j["source_newest_event_us"], kDay1Us + 48 * kHourUs);
+  EXPECT_EQ(j["source_oldest_event_us"], kDay1Us);
+  EXPECT_EQ(j["source_rows"], 22);
+  EXPECT_EQ(j["ttl_seconds"], 86400);
+  EXPECT_EQ(
+      Call("GET", "/console/api/features/freshness?view=nope", {{"Cookie", who.first}}).status,
+      404);
+  EXPECT_EQ(Call("GET", "/console/api/features/freshness", {{"Cookie", who.first}}).status, 400);
+}
+
+TEST_F(FeatureReportsTest, SkewBetweenTwoWindowsOfTheSource) {
+  auto who = SignIn(false);
+  const std::string body =
+      R"({"view":"stats","reference":{"start":"2024-01-01T00:00:00Z","end":"2024-01-02"},)"
+      R"("current":{"start":"2024-01-02","end":"2024-01-03T00:00:00Z"}})";
+  EXPECT_EQ(Call("POST", "/console/api/features/skew", {{"Cookie", who.first}}, body).status, 403);
+  auto r = Json(who, "POST", "/console/api/features/skew", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto j = nlohmann::json::parse(r.body);
+  EXPECT_EQ(j["reference_rows"], 10);
+  EXPECT_EQ(j["current_rows"], 10);  // day 3's outliers are outside [start, end)
+  ASSERT_EQ(j["features"].size(), 2u);
+  const auto& conv = j["features"][0];
+  const auto& trips = j["features"][1];
+  EXPECT_EQ(conv["feature"], "conv_rate");
+  EXPECT_EQ(conv["kind"], "numeric");
+  EXPECT_EQ(conv["verdict"], "significant");
+  EXPECT_GT(conv["psi"].get<double>(), 1.0);
+  // Every current value lies above the reference's top edge: the last bin.
+  EXPECT_NEAR(conv["bins"].back()["current"].get<double>(), 1.0, 1e-3);
+  EXPECT_EQ(trips["feature"], "trips");
+  EXPECT_NEAR(trips["psi"].get<double>(), 0.0, 1e-12);  // the same values on both days
+  EXPECT_EQ(trips["verdict"], "stable");
+  // Only the features asked for.
+  auto one = Json(who, "POST", "/console/api/features/skew",
+                  body.substr(0, body.size() - 1) + R"(,"features":["trips"]})");
+  ASSERT_EQ(one.status, 200) << one.body;
+  EXPECT_EQ(nlohmann::json::parse(one.body)["features"].size(), 1u);
+}
+
+TEST_F(FeatureReportsTest, SkewRefusesBadWindowsWithAReason) {
+  auto who = SignIn(false);
+  auto call = [&](const std::string& b) {
+    return Json(who, "POST", "/console/api/features/skew", b);
+  };
+  auto empty = call(R"({"view":"stats","reference":{"start":"2023-01-01","end":"2023-02-01"},)"
+                    R"("current":{"start":"2024-01-02","end":"2024-01-03"}})");
+  EXPECT_EQ(empty.status, 400);
+  auto m = nlohmann::json::parse(empty.body)["message"].get<std::string>();
+  EXPECT_NE(m.find("reference window"), std::string::npos) << m;
+  EXPECT_NE(m.find("2024-01-01 00:00:00"), std::string::npos) << m;  // where the events are
+  EXPECT_EQ(call(R"({"view":"stats","reference":{"start":"2024-01-02","end":"2024-01-01"},)"
+                 R"("current":{"start":"2024-01-02","end":"2024-01-03"}})")
+                .status,
+            400);
+  EXPECT_EQ(call(R"({"view":"stats","reference":{"start":"yesterday","end":"2024-01-01"},)"
+                 R"("current":{"start":"2024-01-02","end":"2024-01-03"}})")
+                .status,
+            400);
+  EXPECT_EQ(call(R"({"view":"stats","reference":{"start":"2024-01-01","end":"2024-01-02"},)"
+                 R"("current":{"start":"2024-01-02","end":"2024-01-03"},"features":["nope"]})")
+                .status,
+            400);
+  // A parameter this API does not take is refused, not ignored.
+  EXPECT_EQ(call(R"({"view":"stats","reference":{"start":"2024-01-01","end":"2024-01-02"},)"
+                 R"("current":{"start":"2024-01-02","end":"2024-01-03"},"bins":20})")
+                .status,
+            400);
+  EXPECT_EQ(call(R"({"view":"nope","reference":{"start":"2024-01-01","end":"2024-01-02"},)"
+                 R"("current":{"start":"2024-01-02","end":"2024-01-03"}})")
+                .status,
+            404);
+  EXPECT_EQ(Call("GET", "/console/api/features/skew", {{"Cookie", who.first}}).status, 405);
+}
+
+TEST_F(ConsoleTest, FeatureReportsWithoutARepositoryAreNotImplemented) {
+  auto who = SignIn();
+  EXPECT_EQ(Call("GET", "/console/api/features/freshness?view=x", {{"Cookie", who.first}}).status,
+            501);
+}
+
+TEST_F(ConsoleTest, FsVolumeListsSessionsForAdminsAndWritesNothing) {
+  TempDir dir("strata-console-fs");
+  const std::string url = "sqlite3://" + dir.Join("meta.db");
+  auto meta = fsmeta::OpenMeta(url);
+  ASSERT_TRUE(meta.ok()) << meta.error().ToString();
+  fsmeta::Format f;
+  f.name = "vol1";
+  f.storage = "file:///tmp/strata-console-fs-objects";
+  ASSERT_TRUE((*meta)->Init(f, false).ok());
+  fsmeta::SessionInfo si;
+  si.host = "trainer-7";
+  si.mount_point = "/mnt/data";
+  si.version = "test";
+  si.pid = 4242;
+  ASSERT_TRUE((*meta)->NewSession(si).ok());
+  const std::string body = nlohmann::json{{"url", url}}.dump();
+
+  auto viewer = SignIn(false);
+  auto denied = Json(viewer, "POST", "/console/api/fs/volume", body);
+  EXPECT_EQ(denied.status, 403) << denied.body;
+  auto admin = SignIn(true);
+  EXPECT_EQ(Call("POST", "/console/api/fs/volume", {{"Cookie", admin.first}}, body).status, 403);
+  auto r = Json(admin, "POST", "/console/api/fs/volume", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto j = nlohmann::json::parse(r.body);
+  EXPECT_EQ(j["volume"]["name"], "vol1");
+  EXPECT_EQ(j["volume"]["storage"], f.storage);
+  ASSERT_EQ(j["sessions"].size(), 1u);
+  EXPECT_EQ(j["sessions"][0]["host"], "trainer-7");
+  EXPECT_EQ(j["sessions"][0]["pid"], 4242);
+  EXPECT_EQ(j["sessions"][0]["mount_point"], "/mnt/data");
+  EXPECT_EQ(j["sessions"][0]["stale"], false);
+  EXPECT_LT(j["sessions"][0]["heartbeat_age_s"].get<double>(), 60);
+  // Reading registered no session of its own.
+  auto again = (*meta)->ListSessions();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->size(), 1u);
+
+  // A missing file is not created; a file that is not SQLite is not touched.
+  const std::string missing = dir.Join("missing.db");
+  auto r404 = Json(admin, "POST", "/console/api/fs/volume",
+                   nlohmann::json{{"url", "sqlite3://" + missing}}.dump());
+  EXPECT_EQ(r404.status, 404) << r404.body;
+  EXPECT_FALSE(std::filesystem::exists(missing));
+  ASSERT_TRUE(WriteFile(dir.Join("notes.txt"), "not a database, long enough to read"));
+  auto r400 = Json(admin, "POST", "/console/api/fs/volume",
+                   nlohmann::json{{"url", "sqlite3://" + dir.Join("notes.txt")}}.dump());
+  EXPECT_EQ(r400.status, 400) << r400.body;
+  EXPECT_EQ(ReadFileOrEmpty(dir.Join("notes.txt")), "not a database, long enough to read");
+  auto scheme = Json(admin, "POST", "/console/api/fs/volume", R"({"url":"ftp://x/y"})");
+  EXPECT_EQ(scheme.status, 400);
+  EXPECT_NE(scheme.body.find("sqlite3://"), std::string::npos) << scheme.body;
+  EXPECT_EQ(Json(admin, "POST", "/console/api/fs/volume", R"({"path":"x"})").status, 400);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ Usage: /usr/bin/python3 test_console.py --strata build/strata
 import hashlib
 import json
 import os
+import socket
 import sys
 
 import requests
@@ -83,7 +84,9 @@ def test_security(srv):
     for method, path in [("GET", "session"), ("GET", "s3/"), ("PUT", "s3/nosession"), ("GET", "metrics"),
                          ("GET", "vector/collections"), ("PUT", "vector/collections/x"),
                          ("GET", "features"), ("POST", "features/online"), ("POST", "presign"),
-                         ("POST", "logout"), ("GET", "nonexistent")]:
+                         ("POST", "logout"), ("GET", "nonexistent"), ("POST", "vector-filter"),
+                         ("GET", "features/freshness?view=driver_hourly_stats"), ("POST", "features/skew"),
+                         ("POST", "fs/volume")]:
         r = requests.request(method, base + path, timeout=10, cookies={"strata_console": "0" * 64})
         assert r.status_code == 401, (method, path, r.status_code, r.text)
         assert r.json()["error"] == "Unauthorized", r.text
@@ -172,6 +175,13 @@ def test_security(srv):
         assert r.status_code == 403, (method, path, r.status_code, r.text)
     r = root.call("GET", "vector/collections/sec")
     assert r.json()["result"]["points_count"] == 1, r.text
+    # Reading an FS volume opens a metadata engine from the server's host: admin only.
+    r = ro.call("POST", "fs/volume", json={"url": "sqlite3://" + os.path.join(srv.base_dir, "none.db")})
+    assert r.status_code == 403 and r.json()["error"] == "AccessDenied", r.text
+    assert not os.path.exists(os.path.join(srv.base_dir, "none.db"))
+    # The filter check reads only: any user; a malformed expression says why.
+    r = ro.call("POST", "vector-filter", json={"type": "milvus", "filter": "color == "})
+    assert r.status_code == 400 and r.json()["error"] == "InvalidFilter", r.text
     # Signing out ends the session.
     assert ro.call("POST", "logout").status_code == 200
     assert ro.call("GET", "session").status_code == 401
@@ -190,22 +200,122 @@ def write_tmp(srv, name, text):
     return p
 
 
-def test_browser(args, srv):
+# Two days of driver stats: conv_rate moves up on day 2, trips keeps its values.
+def driver_stats_csv():
+    rows = ["driver_id,event_timestamp,conv_rate,trips"]
+    for day, base in ((1, 0.1), (2, 0.6)):
+        for h in range(12):
+            rows.append(f"{1001 + h},2024-01-0{day} {h:02}:00:00,{base + h * 0.02:.2f},{h % 4}")
+    return "\n".join(rows) + "\n"
+
+
+def apply_features(args, srv):
     repo = os.path.join(srv.data_dir, "features")
     os.makedirs(os.path.join(repo, "data"), exist_ok=True)
     with open(os.path.join(repo, "defs.yaml"), "w") as f:
         f.write(DEFS)
     with open(os.path.join(repo, "data", "driver_stats.csv"), "w") as f:
-        f.write("driver_id,event_timestamp,conv_rate,trips\n1001,2024-01-01 00:00:00,0.5,3\n")
+        f.write(driver_stats_csv())
     H.run_tool([args.strata, "features", "apply", "--repo", repo], H.clean_env(), timeout=60)
+
+
+def test_feature_reports(args, srv):
+    apply_features(args, srv)
+    c = Console(srv, srv.access_key, srv.secret_key)
+    r = c.call("GET", "features/freshness?view=driver_hourly_stats")
+    assert r.status_code == 200, r.text
+    j = r.json()
+    assert j["source_rows"] == 24 and j["last_materialized_end_us"] is None, j
+    assert j["source_newest_event_us"] == (1704067200 + 86400 + 11 * 3600) * 10**6, j
+    # Materialize through the feature server up to day 2, 06:30: the newest
+    # value in the online store is day 2's 06:00 row.
+    r = requests.post(srv.features_endpoint + "/materialize", timeout=60,
+                      json={"start_ts": "2024-01-01T00:00:00", "end_ts": "2024-01-02T06:30:00"})
+    assert r.status_code == 200, r.text
+    j = c.call("GET", "features/freshness?view=driver_hourly_stats").json()
+    day2 = (1704067200 + 86400) * 10**6
+    assert j["last_materialized_end_us"] == day2 + 6 * 3600 * 10**6 + 1800 * 10**6, j
+    assert j["newest_online_event_us"] == day2 + 6 * 3600 * 10**6, j
+    win = {"view": "driver_hourly_stats", "reference": {"start": "2024-01-01", "end": "2024-01-02"},
+           "current": {"start": "2024-01-02", "end": "2024-01-03"}}
+    r = c.call("POST", "features/skew", json=win)
+    assert r.status_code == 200, r.text
+    by = {f["feature"]: f for f in r.json()["features"]}
+    assert by["conv_rate"]["verdict"] == "significant" and by["trips"]["psi"] < 1e-9, by
+    assert by["conv_rate"]["reference_rows"] == 12 and by["conv_rate"]["current_rows"] == 12, by
+    win["current"] = {"start": "2025-01-01", "end": "2025-01-02"}
+    r = c.call("POST", "features/skew", json=win)
+    assert r.status_code == 400 and "holds no rows" in r.json()["message"], r.text
+
+
+CKPT_BUCKET = "ckpt-bucket"
+
+
+def s3_env(srv, home):
+    return H.clean_env({"AWS_ACCESS_KEY_ID": srv.access_key, "AWS_SECRET_ACCESS_KEY": srv.secret_key,
+                        "AWS_REGION": H.REGION, "HOME": home})
+
+
+def test_datapath(args, srv, ctx):
+    """Checkpoints of two runs (one step whose upload never finished) and an FS
+    volume mounted once, read through the console's APIs."""
+    s3 = srv.client()
+    s3.create_bucket(Bucket=CKPT_BUCKET)
+    work = os.path.join(srv.base_dir, "ckpt")
+    env = s3_env(srv, srv.base_dir)
+    for run, step in (("run-42/", 100), ("run-42/", 200), ("run-43/", 5)):
+        src = os.path.join(work, f"src-{step}")
+        os.makedirs(src, exist_ok=True)
+        H.write_random_file(os.path.join(src, "model.pt"), 300_000 + step, seed=step)
+        H.write_random_file(os.path.join(src, "optim.bin"), 70_000, seed=step + 1)
+        H.run_tool([args.strata, "ckpt", "save", "--dir", os.path.join(work, "local-" + run.strip("/")),
+                    "--store", f"s3://{CKPT_BUCKET}?endpoint={srv.endpoint}", "--prefix", run,
+                    "--step", str(step), os.path.join(src, "model.pt"), os.path.join(src, "optim.bin")],
+                   env, timeout=120)
+    # A step cut off before its manifest: files, no MANIFEST.json.
+    s3.put_object(Bucket=CKPT_BUCKET, Key="run-42/step-000000000300/model.pt", Body=b"x" * 1000)
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=CKPT_BUCKET)["Contents"]]
+    assert "run-42/step-000000000200/MANIFEST.json" in keys, keys
+    ctx["ckpt_bucket"] = CKPT_BUCKET
+
+    # An FS volume, mounted (one session with this host and the daemon's pid).
+    import fs_mount
+    meta = os.path.join(srv.base_dir, "fsmeta.db")
+    fs = fs_mount.StrataFS(args.strata, srv, srv.base_dir, "sqlite3://" + meta, name="consolevol")
+    ctx["fs"] = fs
+    fs.create_bucket()
+    fs.format()
+    c = Console(srv, srv.access_key, srv.secret_key)
+    r = c.call("POST", "fs/volume", json={"url": fs.meta_url})
+    assert r.status_code == 200 and r.json()["sessions"] == [], r.text
+    assert r.json()["volume"]["name"] == "consolevol", r.text
+    ctx["fs_url"] = fs.meta_url
+    if not os.path.exists("/dev/fuse"):
+        print("note: /dev/fuse missing: the volume is shown without a mount session")
+        return
+    mp = os.path.join(srv.base_dir, "mnt")
+    fs.mount(mp)
+    pids = fs_mount.pids_serving(mp)
+    r = c.call("POST", "fs/volume", json={"url": fs.meta_url})
+    assert r.status_code == 200, r.text
+    sessions = r.json()["sessions"]
+    assert len(sessions) == 1 and sessions[0]["pid"] in pids, (sessions, pids)
+    assert sessions[0]["mount_point"] == mp and sessions[0]["host"] == socket.gethostname(), sessions
+    assert sessions[0]["stale"] is False, sessions
+    ctx["fs_pid"] = sessions[0]["pid"]
+
+
+def test_browser(args, srv, ctx):
     upload = os.path.join(srv.base_dir, "upload-20m.bin")
     H.write_random_file(upload, 20 << 20, seed=20)
     os.makedirs(SHOTS, exist_ok=True)
     env = H.clean_env({"CONSOLE_URL": srv.admin_endpoint + "/", "ACCESS_KEY": srv.access_key,
                        "SECRET_KEY": srv.secret_key, "UPLOAD_FILE": upload,
                        "UPLOAD_SHA256": H.sha256_file(upload), "SHOTS": SHOTS,
+                       "CKPT_BUCKET": ctx.get("ckpt_bucket", ""), "FS_URL": ctx.get("fs_url", ""),
+                       "FS_PID": str(ctx.get("fs_pid", "")),
                        "HOME": os.environ.get("HOME", "/tmp")})
-    p = H.run_tool([H.NODE, os.path.join(JS_DIR, "console_test.mjs")], env, timeout=150, check=False, cwd=JS_DIR)
+    p = H.run_tool([H.NODE, os.path.join(JS_DIR, "console_test.mjs")], env, timeout=240, check=False, cwd=JS_DIR)
     assert p.returncode == 0, "browser test failed: " + \
         "; ".join(l for l in p.stdout.splitlines() if l.startswith("FAIL"))[:2000]
     # The upload really is in the store, whole.
@@ -223,7 +333,14 @@ def main():
         return runner.finish()
     with H.StrataServer(args.strata, vector=True, features=True) as srv:
         runner.case("security: sessions, CSRF, read-only user, no secret", test_security, srv)
-        runner.case("browser: puppeteer-core + chromium", test_browser, args, srv)
+        runner.case("features: freshness and skew over the view's source", test_feature_reports, args, srv)
+        ctx = {}
+        try:
+            runner.case("data path: checkpoints and an FS volume's sessions", test_datapath, args, srv, ctx)
+            runner.case("browser: puppeteer-core + chromium", test_browser, args, srv, ctx)
+        finally:
+            if ctx.get("fs"):
+                ctx["fs"].cleanup()
     return runner.finish()
 
 

@@ -659,7 +659,10 @@ async function collectionPage(p, name) {
       <div class="row"><label><input type="radio" name="by" value="vector" checked> by vector</label><label><input type="radio" name="by" value="id"> by point id</label>
         <input id="search-id" placeholder="point id"> limit <input id="search-limit" type="number" value="10" min="1"></div>
       <div class="grid2"><div><h3>Vector</h3><textarea id="search-vector" placeholder="[0.1, 0.2, 0.3, 0.4]"></textarea></div>
-        <div><h3>Filter (Qdrant JSON, optional)</h3><textarea id="search-filter" placeholder='{"must":[{"key":"color","match":{"value":"red"}}]}'></textarea></div></div>
+        <div><h3>Filter (optional)</h3><div class="row"><label><input type="radio" name="filter-kind" value="qdrant" checked> Qdrant JSON</label><label><input type="radio" name="filter-kind" value="milvus"> Milvus expression</label>
+          <button class="secondary" id="filter-check" type="button">Check</button></div>
+          <textarea id="search-filter" placeholder='{"must":[{"key":"color","match":{"value":"red"}}]}'></textarea>
+          <div class="muted">Parsed: <code id="filter-parsed">—</code></div></div></div>
       <div class="row"><button id="search">Search</button></div>
       <table id="search-results"><thead><tr><th>Id</th><th class="num">Score</th><th>Payload</th></tr></thead><tbody></tbody></table></div>
     <div class="card"><h2>Points</h2><table id="points"><thead><tr><th>Id</th><th>Payload</th></tr></thead><tbody></tbody></table>
@@ -680,6 +683,25 @@ async function collectionPage(p, name) {
     $('#points-more').disabled = offset === null;
   };
   $('#points-more').onclick = () => scroll(false).catch(fail);
+  const filterKind = () => document.querySelector('input[name=filter-kind]:checked').value;
+  for (const r of document.querySelectorAll('input[name=filter-kind]'))
+    r.onchange = () => {
+      $('#search-filter').placeholder = filterKind() === 'milvus' ?
+          'color == "red" and price < 10' :
+          '{"must":[{"key":"color","match":{"value":"red"}}]}';
+      $('#filter-parsed').textContent = '—';
+    };
+  $('#filter-check').onclick = async () => {
+    $('#filter-parsed').textContent = '—';
+    try {
+      const r = await api(
+          'POST', 'vector-filter', {type: filterKind(), filter: $('#search-filter').value.trim()});
+      $('#filter-parsed').textContent = r.parsed;
+      show('The filter is valid');
+    } catch (e) {
+      fail(e);
+    }
+  };
   $('#upsert').onclick = async () => {
     try {
       const body = parseJson($('#upsert-json').value, 'The points');
@@ -705,7 +727,8 @@ async function collectionPage(p, name) {
           throw new Error('The vector must be a JSON array of numbers');
       }
       const ft = $('#search-filter').value.trim();
-      if (ft) body.filter = parseJson(ft, 'The filter');
+      // A Milvus expression goes as a string: the engine parses both forms.
+      if (ft) body.filter = filterKind() === 'milvus' ? ft : parseJson(ft, 'The filter');
       const r = (await api('POST', base + '/points/query', body)).result;
       const tb = $('#search-results tbody');
       tb.innerHTML = '';
@@ -783,16 +806,7 @@ async function metricsPage(p) {
   state.timer =
       setInterval(() => renderCharts(el, c => !c.id.startsWith('cache_')).catch(fail), 5000);
 }
-async function dataPathPage(p) {
-  p.innerHTML =
-      `<div class="card"><h2>Data path</h2><p class="muted">The tiered cache of this process: hit ratio and bytes held over the last hour.
-    FS volumes, the warmer and checkpoints run in their own processes (<code>strata fs</code>, <code>strata warm</code>, <code>strata ckpt</code>) and report there.</p></div>
-    <div class="charts" id="charts"></div>`;
-  const el = $('#charts');
-  await renderCharts(el, c => c.id.startsWith('cache_'));
-  state.timer =
-      setInterval(() => renderCharts(el, c => c.id.startsWith('cache_')).catch(fail), 5000);
-}
+// dataPathPage: datapath.js.
 
 // ---- Features: the registry the feature server serves, and online lookups.
 function ttlText(s) {
@@ -800,6 +814,159 @@ function ttlText(s) {
   if (s % 86400 === 0) return s / 86400 + 'd';
   if (s % 3600 === 0) return s / 3600 + 'h';
   return s + 's';
+}
+// An online value's age from its event time (join keys and misses have none).
+function valueAge(c, i) {
+  const st = c.statuses ? c.statuses[i] : '';
+  if (!c.event_timestamps || (st !== 'PRESENT' && st !== 'OUTSIDE_MAX_AGE')) return '';
+  const t = Date.parse(c.event_timestamps[i]);
+  return isNaN(t) || t <= 0 ? '' : ', ' + fmtAge((Date.now() - t) / 1000) + ' old';
+}
+function fmtAge(sec) {
+  sec = Math.max(0, Math.round(sec));
+  if (sec < 120) return sec + ' s';
+  if (sec < 7200) return Math.round(sec / 60) + ' min';
+  if (sec < 172800) return (sec / 3600).toFixed(1) + ' h';
+  return (sec / 86400).toFixed(1) + ' d';
+}
+const isoUs = us => new Date(us / 1000).toISOString().replace('.000Z', 'Z');
+// Age of the last materialization's end: how far the online store lags now.
+function freshnessText(v) {
+  if (!v.online) return '<span class="muted">offline only</span>';
+  if (!v.last_materialized_end_us) return '<span class="muted">never materialized</span>';
+  const age = Date.now() / 1000 - v.last_materialized_end_us / 1e6;
+  const stale = v.ttl_seconds && age > v.ttl_seconds;
+  return `<span class="${stale ? 'error' : ''}">${esc(fmtAge(age))} behind${
+      stale ? ' (over the TTL)' : ''}</span>`;
+}
+function viewReportsHtml(view) {
+  return `<div class="card" id="view-freshness"><h2>Online freshness</h2><p class="muted">Loading…</p></div>
+    <div class="card" id="view-skew"><h2>Skew (PSI per feature)</h2>
+      <p class="muted">Population stability index between two windows of the view's source (10 quantile bins for numbers, one per category; below 0.1 stable, below 0.25 moderate, else significant). Times are UTC; windows include their start, not their end.</p>
+      <div class="row">Reference <input id="skew-ref-start" type="datetime-local" step="1"> to <input id="skew-ref-end" type="datetime-local" step="1"></div>
+      <div class="row">Current&nbsp;&nbsp; <input id="skew-cur-start" type="datetime-local" step="1"> to <input id="skew-cur-end" type="datetime-local" step="1">
+        <button id="skew-run">Compute skew</button></div>
+      <div id="skew-result"></div></div>`;
+}
+const localInput = us => new Date(us / 1000).toISOString().slice(0, 19);
+async function viewReports(view) {
+  const f = await api('GET', 'features/freshness?view=' + enc(view.name));
+  const el = $('#view-freshness');
+  const now = f.now_us / 1e6;
+  const line = (label, us, extra = '') => `<tr><th>${label}</th><td>${
+      us === null ? '<span class="muted">none</span>' :
+                    esc(isoUs(us)) + ' <span class="muted">(' + fmtAge(now - us / 1e6) +
+              ' ago)</span>'}${extra}</td></tr>`;
+  let verdict = '';
+  if (f.newest_online_event_us !== null && f.ttl_seconds) {
+    const old = now - f.newest_online_event_us / 1e6 > f.ttl_seconds;
+    verdict = old ?
+        ' <span class="error">older than the TTL: lookups answer OUTSIDE_MAX_AGE</span>' :
+        ' <span class="pill">within the TTL</span>';
+  }
+  el.innerHTML = `<h2>Online freshness</h2><table><tbody>
+    ${line('Newest value materialized', f.newest_online_event_us, verdict)}
+    ${
+      line(
+          'Materialized up to', f.last_materialized_end_us, ' · ' + f.materializations + ' run(s)')}
+    ${line('Newest event in the source', f.source_newest_event_us)}
+    <tr><th>Source rows</th><td class="num" id="source-rows">${
+      f.source_rows}</td></tr></tbody></table>
+    <p class="muted">From the registry's materialization record and one scan of the source (<code>${
+      esc(view.source.path)}</code>). Values written by push are not counted.</p>`;
+  if (f.source_oldest_event_us !== null) {
+    const a = f.source_oldest_event_us, b = f.source_newest_event_us + 1e6;
+    const mid = a + Math.floor((b - a) / 2e6) * 1e6;
+    $('#skew-ref-start').value = localInput(a);
+    $('#skew-ref-end').value = localInput(mid);
+    $('#skew-cur-start').value = localInput(mid);
+    $('#skew-cur-end').value = localInput(b);
+  }
+  $('#skew-run').onclick = async () => {
+    const t = id => ($(id).value ? $(id).value + 'Z' : '');
+    try {
+      const r = await api('POST', 'features/skew', {
+        view: view.name,
+        reference: {start: t('#skew-ref-start'), end: t('#skew-ref-end')},
+        current: {start: t('#skew-cur-start'), end: t('#skew-cur-end')}
+      });
+      $('#skew-result').innerHTML = skewHtml(r);
+      show('Skew over ' + r.reference_rows + ' reference and ' + r.current_rows + ' current rows');
+    } catch (e) {
+      $('#skew-result').innerHTML = '';
+      fail(e);
+    }
+  };
+}
+// A bar per feature (PSI), dashed lines at the 0.1 and 0.25 thresholds.
+function psiChartSvg(feats) {
+  const W = 640, H = 200, L = 44, R = 8, T = 10, B = 34;
+  // A square-root scale: a PSI of 8 and the 0.1 / 0.25 thresholds stay readable together.
+  const max = Math.sqrt(Math.max(0.3, ...feats.map(f => f.psi)) * 1.1);
+  const y = v => T + (H - T - B) * (1 - Math.min(Math.sqrt(Math.max(v, 0)), max) / max);
+  const bw = (W - L - R) / Math.max(1, feats.length);
+  let g = '';
+  for (const [v, label] of [[0.1, '0.1'], [0.25, '0.25']])
+    g += `<line class="grid threshold" x1="${L}" x2="${W - R}" y1="${y(v)}" y2="${
+        y(v)}"/><text x="${L - 4}" y="${y(v) + 3}" text-anchor="end">${label}</text>`;
+  g += `<text x="${L - 4}" y="${y(0) + 3}" text-anchor="end">0</text>`;
+  feats.forEach((f, i) => {
+    const x = L + i * bw + bw * 0.2, w = bw * 0.6;
+    g += `<rect class="bar psi-${esc(f.verdict)}" data-feature="${esc(f.feature)}" data-psi="${
+        f.psi}" x="${x.toFixed(1)}" y="${y(f.psi).toFixed(1)}" width="${w.toFixed(1)}" height="${
+        (y(0) - y(f.psi)).toFixed(1)}"><title>${esc(f.feature)}: PSI ${f.psi.toFixed(4)} (${
+        esc(f.verdict)})</title></rect>
+      <text x="${(x + w / 2).toFixed(1)}" y="${(y(f.psi) - 3).toFixed(1)}" text-anchor="middle">${
+        f.psi.toFixed(3)}</text><text x="${(x + w / 2).toFixed(1)}" y="${
+        H - 18}" text-anchor="middle">${esc(f.feature)}</text>`;
+  });
+  g += `<text x="${L}" y="${T + 2}" text-anchor="start">PSI (square-root scale)</text>`;
+  return `<svg class="chart skew" id="skew-chart" viewBox="0 0 ${W} ${
+      H}" role="img" aria-label="PSI per feature">${g}<line class="axis" x1="${L}" x2="${
+      W - R}" y1="${y(0)}" y2="${y(0)}"/></svg>`;
+}
+// A feature's bins: reference and current share side by side.
+function binsSvg(f) {
+  const W = 640, H = 150, L = 44, R = 8, T = 8, B = 30;
+  const max = Math.max(...f.bins.map(b => Math.max(b.reference, b.current)), 0.01);
+  const y = v => T + (H - T - B) * (1 - v / max);
+  const bw = (W - L - R) / Math.max(1, f.bins.length);
+  let g =
+      `<text x="${L - 4}" y="${y(max) + 3}" text-anchor="end">${(max * 100).toFixed(0)}%</text>`;
+  f.bins.forEach((b, i) => {
+    const x = L + i * bw;
+    g += `<rect class="bar ref" x="${(x + bw * 0.1).toFixed(1)}" y="${
+        y(b.reference).toFixed(1)}" width="${(bw * 0.4).toFixed(1)}" height="${
+        (y(0) - y(b.reference)).toFixed(1)}"><title>${esc(b.bin)}: reference ${
+        (b.reference * 100).toFixed(1)}%</title></rect>
+      <rect class="bar cur" x="${(x + bw * 0.5).toFixed(1)}" y="${
+        y(b.current).toFixed(1)}" width="${(bw * 0.4).toFixed(1)}" height="${
+        (y(0) - y(b.current)).toFixed(1)}"><title>${esc(b.bin)}: current ${
+        (b.current * 100).toFixed(1)}%</title></rect>
+      <text class="bin-label" x="${(x + bw / 2).toFixed(1)}" y="${H - 16}" text-anchor="middle">${
+        esc(b.bin.length > 14 ? b.bin.slice(0, 13) + '…' : b.bin)}</text>`;
+  });
+  return `<svg class="chart bins" viewBox="0 0 ${W} ${H}" role="img" aria-label="${
+      esc(f.feature)} bins">${g}<line class="axis" x1="${L}" x2="${W - R}" y1="${y(0)}" y2="${
+      y(0)}"/></svg>`;
+}
+function skewHtml(r) {
+  return psiChartSvg(r.features) +
+      `<table id="skew-table"><thead><tr><th>Feature</th><th>Kind</th><th class="num">PSI</th><th>Verdict</th><th class="num">Reference rows</th><th class="num">Current rows</th></tr></thead><tbody>` +
+      r.features
+          .map(
+              f => `<tr><td>${esc(f.feature)}</td><td>${esc(f.kind)}</td><td class="num">${
+                  f.psi.toFixed(4)}</td><td><span class="pill psi-${esc(f.verdict)}">${
+                  esc(f.verdict)}</span></td><td class="num">${
+                  f.reference_rows}</td><td class="num">${f.current_rows}</td></tr>`)
+          .join('') +
+      '</tbody></table>' +
+      r.features
+          .map(
+              f => `<h3>${
+                  esc(f.feature)} <span class="muted">— bins: <span class="legend ref">■</span> reference, <span class="legend cur">■</span> current</span></h3>${
+                  binsSvg(f)}`)
+          .join('');
 }
 async function featuresPage(p, rest) {
   if (!state.session.services.features) {
@@ -816,7 +983,7 @@ async function featuresPage(p, rest) {
               e => `<tr><td>${esc(e.name)}</td><td>${esc(e.join_key)}</td><td>${
                   esc(e.value_type)}</td><td>${esc(e.description)}</td></tr>`)
           .join('') +
-      `</tbody></table><h3>Feature views</h3><table id="feature-views"><thead><tr><th>Name</th><th>Entities</th><th>TTL</th><th>Online</th><th>Features</th><th>Materialized up to</th></tr></thead><tbody>` +
+      `</tbody></table><h3>Feature views</h3><table id="feature-views"><thead><tr><th>Name</th><th>Entities</th><th>TTL</th><th>Online</th><th>Features</th><th>Materialized up to</th><th>Freshness</th></tr></thead><tbody>` +
       reg.feature_views
           .map(
               v => `<tr><td><a href="#/features/${enc(v.name)}">${esc(v.name)}</a></td><td>${
@@ -824,7 +991,7 @@ async function featuresPage(p, rest) {
       <td>${v.online ? 'yes' : 'no'}</td><td class="num">${v.features.length}</td><td>${
                   v.last_materialized_end_us ?
                       esc(new Date(v.last_materialized_end_us / 1000).toISOString()) :
-                      '<span class="muted">never</span>'}</td></tr>`)
+                      '<span class="muted">never</span>'}</td><td>${freshnessText(v)}</td></tr>`)
           .join('') +
       `</tbody></table><h3>Feature services</h3><table><tbody>` +
       reg.feature_services
@@ -840,12 +1007,13 @@ async function featuresPage(p, rest) {
   if (view) {
     html += `<div class="card" id="feature-view"><h2>${esc(view.name)}</h2>
       <p>Entities: ${esc(view.join_keys.join(', '))} · TTL ${
-        ttlText(
-            view.ttl_seconds)} · source <code>${esc(view.source.path)}</code> (timestamp <code>${
-        esc(view.source.timestamp_field)}</code>)</p>
+                ttlText(view.ttl_seconds)} · source <code>${
+                esc(view.source.path)}</code> (timestamp <code>${
+                esc(view.source.timestamp_field)}</code>)</p>
       <table><thead><tr><th>Feature</th><th>Type</th></tr></thead><tbody>${
-        view.features.map(f => `<tr><td>${esc(f.name)}</td><td>${esc(f.type)}</td></tr>`)
-            .join('')}</tbody></table></div>`;
+                view.features.map(f => `<tr><td>${esc(f.name)}</td><td>${esc(f.type)}</td></tr>`)
+                    .join('')}</tbody></table></div>` +
+        viewReportsHtml(view);
   }
   const first = view || reg.feature_views[0];
   html += `<div class="card"><h2>Online lookup</h2><div class="grid2">
@@ -857,6 +1025,7 @@ async function featuresPage(p, rest) {
               ''}</textarea></div></div>
     <div class="row"><button id="lookup">Look up</button></div><div id="lookup-result"></div></div>`;
   p.innerHTML = html;
+  if (view) viewReports(view).catch(fail);
   $('#lookup').onclick = async () => {
     try {
       const features = $('#lookup-features').value.split('\n').map(s => s.trim()).filter(Boolean);
@@ -871,7 +1040,7 @@ async function featuresPage(p, rest) {
             r.results
                 .map(
                     c => `<td>${esc(JSON.stringify(c.values[i]))} <span class="muted">${
-                        esc(c.statuses ? c.statuses[i] : '')}</span></td>`)
+                        esc(c.statuses ? c.statuses[i] : '')}${esc(valueAge(c, i))}</span></td>`)
                 .join('') +
             '</tr>';
       }

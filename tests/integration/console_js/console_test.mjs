@@ -1,12 +1,13 @@
 // Drives the Strata console in Debian's chromium (headless, loopback only)
 // with puppeteer-core. Env: CONSOLE_URL, ACCESS_KEY, SECRET_KEY, UPLOAD_FILE
-// (a 20 MiB file), UPLOAD_SHA256, SHOTS (directory for screenshots).
+// (a 20 MiB file), UPLOAD_SHA256, SHOTS (directory for screenshots), CKPT_BUCKET
+// (checkpoints of run-42/ and run-43/), FS_URL (a volume), FS_PID (its mount's pid).
 // Prints "ok <case>" / "FAIL <case>: why"; exits 1 on any failure.
 import puppeteer from 'puppeteer-core';
 import fs from 'node:fs';
 import path from 'node:path';
 
-const { CONSOLE_URL, ACCESS_KEY, SECRET_KEY, UPLOAD_FILE, UPLOAD_SHA256, SHOTS } = process.env;
+const { CONSOLE_URL, ACCESS_KEY, SECRET_KEY, UPLOAD_FILE, UPLOAD_SHA256, SHOTS, CKPT_BUCKET, FS_URL, FS_PID } = process.env;
 let failures = 0;
 async function step(name, fn) {
   try { await fn(); console.log('ok ' + name); } catch (e) { failures++; console.log('FAIL ' + name + ': ' + (e && e.message)); }
@@ -169,12 +170,90 @@ try {
     await page.click('#search');
     await page.waitForFunction(() => { const m = document.querySelector('#message'); return !m.hidden && m.className === 'error' && !/not valid JSON/.test(m.textContent); }, { timeout: 10000 });
   });
+  await step('a Milvus expression filter: checked, then searched', async () => {
+    await page.click('input[name=filter-kind][value=milvus]');
+    await page.$eval('#search-filter', el => { el.value = 'color != "red"'; });
+    await page.click('#filter-check');
+    await waitMessage(/filter is valid/, 'check');
+    const parsed = await page.$eval('#filter-parsed', el => el.textContent);
+    assert(/color/.test(parsed) && parsed !== '—', 'parsed form: ' + parsed);
+    await page.click('#search');
+    await waitMessage(/result/, 'milvus search');
+    const ids = await page.$$eval('#search-results tbody tr', trs => trs.map(t => t.children[0].textContent));
+    assert(JSON.stringify(ids) === '["2","4"]', 'expression search returned ' + JSON.stringify(ids));
+    await shot(page, 'vectors');
+  });
+  await step('a malformed Milvus expression shows a clear message', async () => {
+    await page.$eval('#search-filter', el => { el.value = 'color == "red" and'; });
+    await page.click('#filter-check');
+    await waitMessage(/Milvus expression: expected .+ at offset \d+/, 'malformed expression (check)');
+    assert(await page.$eval('#message', el => el.className) === 'error', 'not shown as an error');
+    await shot(page, 'vectors-filter-error');
+    // Searching with it: the Qdrant API's own 400, shown as an error.
+    await page.$eval('#message', el => { el.hidden = true; el.textContent = ''; });
+    await page.click('#search');
+    await page.waitForFunction(() => { const m = document.querySelector('#message'); return !m.hidden && m.className === 'error' && /filter|expect/i.test(m.textContent); }, { timeout: 10000 });
+  });
   await step('open a feature view', async () => {
     await page.goto(CONSOLE_URL + '#/features/driver_hourly_stats', { waitUntil: 'networkidle0' });
     await page.waitForSelector('#feature-view', { timeout: 10000 });
     const t = await page.$eval('#feature-view', el => el.textContent);
     assert(t.includes('conv_rate') && t.includes('1d'), 'feature view: ' + t.slice(0, 200));
     await shot(page, 'features');
+  });
+  await step('a feature view\'s freshness and skew bar chart', async () => {
+    await page.waitForFunction(() => { const e = document.querySelector('#source-rows'); return e && e.textContent === '24'; }, { timeout: 10000 });
+    const fresh = await page.$eval('#view-freshness', el => el.textContent);
+    assert(/Newest event in the source\s*2024-01-02T11:00:00Z/.test(fresh), 'freshness: ' + fresh.slice(0, 300));
+    assert(/Newest value materialized\s*2024-01-02T06:00:00Z.*OUTSIDE_MAX_AGE/.test(fresh), 'newest online value: ' + fresh.slice(0, 300));
+    assert(/Materialized up to\s*2024-01-02T06:30:00Z/.test(fresh), 'materialized up to: ' + fresh.slice(0, 300));
+    // An online lookup: the value is there, but older than the 1d TTL.
+    await page.click('#lookup');
+    await page.waitForSelector('#lookup-result table', { timeout: 10000 });
+    const looked = await page.$eval('#lookup-result', el => el.textContent);
+    assert(/OUTSIDE_MAX_AGE/.test(looked), 'lookup: ' + looked.slice(0, 300));
+    // Defaults split the source's time range in two: day 1 against day 2.
+    const refStart = await page.$eval('#skew-ref-start', el => el.value);
+    assert(refStart.startsWith('2024-01-01T00:00'), 'default reference start: ' + refStart);
+    await page.$eval('#skew-ref-end', el => { el.value = '2024-01-02T00:00:00'; });
+    await page.$eval('#skew-cur-start', el => { el.value = '2024-01-02T00:00:00'; });
+    await page.click('#skew-run');
+    await waitMessage(/Skew over 12 reference and 12 current rows/, 'skew');
+    const bars = await page.$$eval('#skew-chart rect.bar', rs => rs.map(r => [r.dataset.feature, Number(r.dataset.psi), r.getAttribute('class')]));
+    assert(bars.length === 2, 'bars: ' + JSON.stringify(bars));
+    const conv = bars.find(b => b[0] === 'conv_rate'), trips = bars.find(b => b[0] === 'trips');
+    assert(conv && conv[1] > 0.25 && /psi-significant/.test(conv[2]), 'conv_rate bar: ' + JSON.stringify(conv));
+    assert(trips && trips[1] < 0.1 && /psi-stable/.test(trips[2]), 'trips bar: ' + JSON.stringify(trips));
+    assert(await page.$eval('#skew-chart rect.bar[data-feature="conv_rate"]', r => Number(r.getAttribute('height'))) > 50, 'conv_rate bar is not drawn tall');
+    await shot(page, 'features-skew');
+    await page.$eval('#skew-ref-start', el => { el.value = '2023-01-01T00:00:00'; });
+    await page.$eval('#skew-ref-end', el => { el.value = '2023-01-02T00:00:00'; });
+    await page.click('#skew-run');
+    await waitMessage(/reference window .* holds no rows/, 'empty window');
+  });
+  await step('data path: checkpoints per run and an FS volume\'s sessions', async () => {
+    await page.goto(CONSOLE_URL + '#/datapath', { waitUntil: 'networkidle0' });
+    await page.waitForSelector('#ckpt-bucket');
+    await page.type('#ckpt-bucket', CKPT_BUCKET);
+    await page.click('#ckpt-list');
+    await page.waitForFunction(() => document.querySelectorAll('h3.ckpt-run').length === 2, { timeout: 15000 });
+    const runs = await page.$$eval('h3.ckpt-run', hs => hs.map(h => h.dataset.prefix));
+    assert(JSON.stringify(runs) === '["run-42/","run-43/"]', 'runs: ' + JSON.stringify(runs));
+    const rows = await page.$$eval('.ckpt-table', ts => [...ts[0].querySelectorAll('tbody tr')].map(r => [r.dataset.step, r.dataset.state, r.children[2].textContent]));
+    assert(JSON.stringify(rows) === '[["300","not published","1"],["200","uploaded","2"],["100","uploaded","2"]]', 'run-42: ' + JSON.stringify(rows));
+    await page.type('#fs-url', FS_URL);
+    await page.click('#fs-show');
+    await page.waitForSelector('#fs-sessions', { timeout: 10000 });
+    const vol = await page.$eval('#fs-format', el => el.textContent);
+    assert(vol.includes('consolevol'), 'volume: ' + vol.slice(0, 200));
+    const sess = await page.$$eval('#fs-sessions tbody tr', trs => trs.map(t => t.textContent));
+    if (FS_PID) assert(sess.length === 1 && sess[0].includes(FS_PID) && sess[0].includes('alive'), 'sessions: ' + JSON.stringify(sess));
+    const warm = await page.$eval('#warmer', el => el.textContent);
+    assert(/shares no state with this server/.test(warm), 'warmer note: ' + warm);
+    await shot(page, 'datapath');
+    await page.$eval('#fs-url', el => { el.value = 'sqlite3:///nonexistent/meta.db'; });
+    await page.click('#fs-show');
+    await waitMessage(/no volume file/, 'missing volume');
   });
   await step('a metrics chart renders', async () => {
     await page.goto(CONSOLE_URL + '#/metrics', { waitUntil: 'networkidle0' });
