@@ -24,6 +24,8 @@
 #include <strata/objstore/fault_injection.h>
 #include <strata/objstore/object_store.h>
 
+#include "py_register.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -1245,4 +1247,5 @@ newest N of each (0 = all).)doc")
   m.def(
       "parse_size", [](const std::string& s) { return ByteSize(py::str(s), "size"); }, py::arg("s"),
       "\"512M\" -> 536870912 (binary multiples).");
+  RegisterFeatures(m);  // python/py_features.cc: _strata._features
 }
