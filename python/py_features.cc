@@ -15,10 +15,6 @@
 // binaries, a list of str/bytes/None; valid: a uint8 numpy array (1 = present)
 // or None (all present; for strings None items are NULL). Columns coming back
 // own their numpy buffers (no copy on the way out).
-#include <pybind11/numpy.h>
-#include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
-
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -28,6 +24,9 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <strata/features/historical.h>
 #include <strata/features/io.h>
@@ -107,9 +106,12 @@ T NoGil(F&& fn) {
 Result<DataType> KindType(const std::string& kind, const std::string& unit, bool utc) {
   if (kind == "timestamp") {
     TimeUnit u = TimeUnit::kMicro;
-    if (unit == "ms") u = TimeUnit::kMilli;
-    else if (unit == "ns") u = TimeUnit::kNano;
-    else if (unit != "us") return Status::InvalidArgument(fmt::format("timestamp unit \"{}\" (use ms, us or ns)", unit));
+    if (unit == "ms")
+      u = TimeUnit::kMilli;
+    else if (unit == "ns")
+      u = TimeUnit::kNano;
+    else if (unit != "us")
+      return Status::InvalidArgument(fmt::format("timestamp unit \"{}\" (use ms, us or ns)", unit));
     return DataType::Timestamp(u, utc);
   }
   if (kind == "bool") return DataType::Bool();
@@ -120,26 +122,39 @@ Result<DataType> KindType(const std::string& kind, const std::string& unit, bool
   if (kind == "string") return DataType::String();
   if (kind == "binary") return DataType::Binary();
   if (kind == "date") return DataType::Date();
-  return Status::InvalidArgument(fmt::format("column kind \"{}\" is not one of bool int32 int64 float double "
-                                             "string binary timestamp date", kind));
+  return Status::InvalidArgument(
+      fmt::format("column kind \"{}\" is not one of bool int32 int64 float double "
+                  "string binary timestamp date",
+                  kind));
 }
 
 std::string KindName(const DataType& t) {
   switch (t.id) {
-    case TypeId::kBool: return "bool";
-    case TypeId::kInt32: return "int32";
-    case TypeId::kInt64: return "int64";
-    case TypeId::kFloat: return "float";
-    case TypeId::kDouble: return "double";
-    case TypeId::kString: return "string";
-    case TypeId::kBinary: return "binary";
-    case TypeId::kTimestamp: return "timestamp";
-    case TypeId::kDate: return "date";
+    case TypeId::kBool:
+      return "bool";
+    case TypeId::kInt32:
+      return "int32";
+    case TypeId::kInt64:
+      return "int64";
+    case TypeId::kFloat:
+      return "float";
+    case TypeId::kDouble:
+      return "double";
+    case TypeId::kString:
+      return "string";
+    case TypeId::kBinary:
+      return "binary";
+    case TypeId::kTimestamp:
+      return "timestamp";
+    case TypeId::kDate:
+      return "date";
   }
   return "?";
 }
 
-const char* UnitName(TimeUnit u) { return u == TimeUnit::kMilli ? "ms" : u == TimeUnit::kNano ? "ns" : "us"; }
+const char* UnitName(TimeUnit u) {
+  return u == TimeUnit::kMilli ? "ms" : u == TimeUnit::kNano ? "ns" : "us";
+}
 
 template <class T>
 void CopyNumbers(const py::handle& values, size_t* rows, std::vector<T>* out) {
@@ -168,7 +183,8 @@ Column StringsFrom(const DataType& type, const py::handle& values, const std::st
   return c;
 }
 
-Column ColumnFrom(const std::string& name, const DataType& type, const py::handle& values, const py::handle& valid) {
+Column ColumnFrom(const std::string& name, const DataType& type, const py::handle& values,
+                  const py::handle& valid) {
   Column c(type);
   size_t rows = 0;
   switch (type.id) {
@@ -177,20 +193,32 @@ Column ColumnFrom(const std::string& name, const DataType& type, const py::handl
       c = StringsFrom(type, values, name);
       rows = c.size();
       break;
-    case TypeId::kBool: CopyNumbers(values, &rows, &c.values<uint8_t>()); break;
+    case TypeId::kBool:
+      CopyNumbers(values, &rows, &c.values<uint8_t>());
+      break;
     case TypeId::kInt32:
-    case TypeId::kDate: CopyNumbers(values, &rows, &c.values<int32_t>()); break;
+    case TypeId::kDate:
+      CopyNumbers(values, &rows, &c.values<int32_t>());
+      break;
     case TypeId::kInt64:
-    case TypeId::kTimestamp: CopyNumbers(values, &rows, &c.values<int64_t>()); break;
-    case TypeId::kFloat: CopyNumbers(values, &rows, &c.values<float>()); break;
-    case TypeId::kDouble: CopyNumbers(values, &rows, &c.values<double>()); break;
+    case TypeId::kTimestamp:
+      CopyNumbers(values, &rows, &c.values<int64_t>());
+      break;
+    case TypeId::kFloat:
+      CopyNumbers(values, &rows, &c.values<float>());
+      break;
+    case TypeId::kDouble:
+      CopyNumbers(values, &rows, &c.values<double>());
+      break;
   }
   if (type.is_string_like()) {
     if (!valid.is_none()) {
       std::vector<uint8_t> v;
       size_t n = 0;
       CopyNumbers(valid, &n, &v);
-      if (n != rows) throw py::value_error(fmt::format("column \"{}\": {} validity flags for {} rows", name, n, rows));
+      if (n != rows)
+        throw py::value_error(
+            fmt::format("column \"{}\": {} validity flags for {} rows", name, n, rows));
       for (size_t i = 0; i < n; ++i) c.validity()[i] &= v[i] ? 1 : 0;
     }
     return c;
@@ -200,7 +228,9 @@ Column ColumnFrom(const std::string& name, const DataType& type, const py::handl
   } else {
     size_t n = 0;
     CopyNumbers(valid, &n, &c.validity());
-    if (n != rows) throw py::value_error(fmt::format("column \"{}\": {} validity flags for {} rows", name, n, rows));
+    if (n != rows)
+      throw py::value_error(
+          fmt::format("column \"{}\": {} validity flags for {} rows", name, n, rows));
     for (uint8_t& b : c.validity()) b = b ? 1 : 0;
   }
   return c;
@@ -210,11 +240,14 @@ Table TableFrom(const py::list& cols) {
   Table t;
   for (const py::handle h : cols) {
     auto tup = h.cast<py::tuple>();
-    if (tup.size() != 6) throw py::value_error("a column is (name, kind, unit, utc, values, valid)");
+    if (tup.size() != 6)
+      throw py::value_error("a column is (name, kind, unit, utc, values, valid)");
     const auto name = tup[0].cast<std::string>();
-    const DataType type = Unwrap(KindType(tup[1].cast<std::string>(), tup[2].cast<std::string>(), tup[3].cast<bool>()));
+    const DataType type = Unwrap(
+        KindType(tup[1].cast<std::string>(), tup[2].cast<std::string>(), tup[3].cast<bool>()));
     Column c = ColumnFrom(name, type, tup[4], tup[5]);
-    Check(t.AddColumn(Field{name, type, true}, std::move(c)).WithContext(fmt::format("column \"{}\"", name)));
+    Check(t.AddColumn(Field{name, type, true}, std::move(c))
+              .WithContext(fmt::format("column \"{}\"", name)));
   }
   return t;
 }
@@ -229,15 +262,21 @@ py::array Owned(std::vector<T>&& v) {
 
 py::object ValuesOf(Column& c) {
   switch (c.type().id) {
-    case TypeId::kBool: return Owned(std::move(c.values<uint8_t>()));
+    case TypeId::kBool:
+      return Owned(std::move(c.values<uint8_t>()));
     case TypeId::kInt32:
-    case TypeId::kDate: return Owned(std::move(c.values<int32_t>()));
+    case TypeId::kDate:
+      return Owned(std::move(c.values<int32_t>()));
     case TypeId::kInt64:
-    case TypeId::kTimestamp: return Owned(std::move(c.values<int64_t>()));
-    case TypeId::kFloat: return Owned(std::move(c.values<float>()));
-    case TypeId::kDouble: return Owned(std::move(c.values<double>()));
+    case TypeId::kTimestamp:
+      return Owned(std::move(c.values<int64_t>()));
+    case TypeId::kFloat:
+      return Owned(std::move(c.values<float>()));
+    case TypeId::kDouble:
+      return Owned(std::move(c.values<double>()));
     case TypeId::kString:
-    case TypeId::kBinary: break;
+    case TypeId::kBinary:
+      break;
   }
   py::list out(c.size());
   for (size_t i = 0; i < c.size(); ++i) {
@@ -280,10 +319,14 @@ std::vector<DefinitionDocument> Docs(const std::vector<std::pair<std::string, st
 
 const char* ChangeKind(PlanChange::Kind k) {
   switch (k) {
-    case PlanChange::kCreate: return "create";
-    case PlanChange::kUpdate: return "update";
-    case PlanChange::kUnchanged: return "unchanged";
-    case PlanChange::kNotInRepo: return "not_in_repo";
+    case PlanChange::kCreate:
+      return "create";
+    case PlanChange::kUpdate:
+      return "update";
+    case PlanChange::kUnchanged:
+      return "unchanged";
+    case PlanChange::kNotInRepo:
+      return "not_in_repo";
   }
   return "?";
 }
@@ -291,7 +334,8 @@ const char* ChangeKind(PlanChange::Kind k) {
 using Changes = std::vector<std::tuple<std::string, std::string, std::string, std::string>>;
 
 // plan / apply of the repository's YAML plus `docs`, as `strata features plan/apply` does.
-Changes PlanOrApply(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& docs,
+Changes PlanOrApply(const std::string& dir,
+                    const std::vector<std::pair<std::string, std::string>>& docs,
                     bool check_sources, bool apply) {
   const std::vector<DefinitionDocument> extra = Docs(docs);
   auto changes = NoGil<std::vector<PlanChange>>([&]() -> Result<std::vector<PlanChange>> {
@@ -303,7 +347,8 @@ Changes PlanOrApply(const std::string& dir, const std::vector<std::pair<std::str
     return apply ? ApplyRepo(repo) : PlanRepo(repo);
   });
   Changes out;
-  for (const PlanChange& c : changes) out.emplace_back(ChangeKind(c.kind), c.object, c.name, c.detail);
+  for (const PlanChange& c : changes)
+    out.emplace_back(ChangeKind(c.kind), c.object, c.name, c.detail);
   return out;
 }
 
@@ -312,9 +357,10 @@ Result<FeatureRepo> LoadApplied(const std::string& dir) {
   STRATA_ASSIGN_OR_RETURN(FeatureRepo repo, LoadFeatureRepo(dir));
   std::error_code ec;
   if (!std::filesystem::exists(repo.config.registry_path, ec)) {
-    return Status::PreconditionFailed(fmt::format(
-        "no registry at {}: apply the definitions first (FeatureStore.apply or `strata features apply --repo {}`)",
-        repo.config.registry_path, dir));
+    return Status::PreconditionFailed(
+        fmt::format("no registry at {}: apply the definitions first (FeatureStore.apply or `strata "
+                    "features apply --repo {}`)",
+                    repo.config.registry_path, dir));
   }
   STRATA_ASSIGN_OR_RETURN(FeatureRepo reg, LoadRegistry(repo.config.registry_path));
   reg.config = repo.config;
@@ -335,14 +381,16 @@ py::dict ConfigDict(const std::string& dir) {
   return d;
 }
 
-Result<std::vector<FeatureProjection>> Projections(const FeatureRepo& reg, const std::vector<std::string>& refs,
+Result<std::vector<FeatureProjection>> Projections(const FeatureRepo& reg,
+                                                   const std::vector<std::string>& refs,
                                                    const std::string& service) {
   if (!service.empty()) return ResolveService(reg, service);
   return ResolveFeatureRefs(reg, refs);
 }
 
-py::tuple Historical(const std::string& dir, const py::list& entity_cols, const std::vector<std::string>& refs,
-                     const std::string& service, bool full_feature_names, const std::string& timestamp_column,
+py::tuple Historical(const std::string& dir, const py::list& entity_cols,
+                     const std::vector<std::string>& refs, const std::string& service,
+                     bool full_feature_names, const std::string& timestamp_column,
                      int64_t memory_budget, const std::string& spill_dir) {
   const Table entities = TableFrom(entity_cols);
   HistoricalOptions opt;
@@ -384,24 +432,34 @@ void WriteTable(const std::string& path, const py::list& cols, const std::string
 
 OnlineValue ScalarFrom(const py::handle& v, const std::string& key) {
   if (v.is_none()) return OnlineValue::Null();
-  if (py::isinstance<py::bool_>(v)) return OnlineValue{OnlineValue::kBool, v.cast<bool>() ? 1 : 0, 0, {}};
+  if (py::isinstance<py::bool_>(v))
+    return OnlineValue{OnlineValue::kBool, v.cast<bool>() ? 1 : 0, 0, {}};
   if (py::isinstance<py::int_>(v)) return OnlineValue::Int(v.cast<int64_t>());
   if (py::isinstance<py::float_>(v)) return OnlineValue::Double(v.cast<double>());
   if (py::isinstance<py::str>(v)) return OnlineValue::String(v.cast<std::string>());
-  if (py::isinstance<py::bytes>(v)) return OnlineValue{OnlineValue::kBytes, 0, 0, std::string(v.cast<py::bytes>())};
-  throw py::type_error(fmt::format("entity \"{}\": a {} is not an entity value (use int, str, bytes, float or bool)",
-                                   key, std::string(py::str(v.get_type().attr("__name__")))));
+  if (py::isinstance<py::bytes>(v))
+    return OnlineValue{OnlineValue::kBytes, 0, 0, std::string(v.cast<py::bytes>())};
+  throw py::type_error(
+      fmt::format("entity \"{}\": a {} is not an entity value (use int, str, bytes, float or bool)",
+                  key, std::string(py::str(v.get_type().attr("__name__")))));
 }
 
 py::object ScalarTo(const OnlineValue& v, const py::object& epoch, const py::object& timedelta) {
   switch (v.kind) {
-    case OnlineValue::kNull: return py::none();
-    case OnlineValue::kBool: return py::bool_(v.i != 0);
-    case OnlineValue::kInt: return py::int_(v.i);
-    case OnlineValue::kDouble: return py::float_(v.d);
-    case OnlineValue::kString: return py::str(v.s);
-    case OnlineValue::kBytes: return py::bytes(v.s);
-    case OnlineValue::kTimestamp: return epoch + timedelta(py::arg("microseconds") = v.i);
+    case OnlineValue::kNull:
+      return py::none();
+    case OnlineValue::kBool:
+      return py::bool_(v.i != 0);
+    case OnlineValue::kInt:
+      return py::int_(v.i);
+    case OnlineValue::kDouble:
+      return py::float_(v.d);
+    case OnlineValue::kString:
+      return py::str(v.s);
+    case OnlineValue::kBytes:
+      return py::bytes(v.s);
+    case OnlineValue::kTimestamp:
+      return epoch + timedelta(py::arg("microseconds") = v.i);
   }
   return py::none();
 }
@@ -415,7 +473,8 @@ class PyOnline {
     });
   }
 
-  py::dict Materialize(std::optional<int64_t> start_us, int64_t end_us, const std::vector<std::string>& views) {
+  py::dict Materialize(std::optional<int64_t> start_us, int64_t end_us,
+                       const std::vector<std::string>& views) {
     OnlineStore* store = Store();
     MaterializeStats st;
     NoGil<bool>([&]() -> Result<bool> {
@@ -449,8 +508,8 @@ class PyOnline {
     });
   }
 
-  py::tuple Get(const std::vector<std::string>& refs, const std::string& service, const py::list& entity_cols,
-                bool full_feature_names) {
+  py::tuple Get(const std::vector<std::string>& refs, const std::string& service,
+                const py::list& entity_cols, bool full_feature_names) {
     OnlineStore* store = Store();
     std::vector<std::pair<std::string, std::vector<OnlineValue>>> entities;
     for (const py::handle h : entity_cols) {
@@ -466,7 +525,8 @@ class PyOnline {
       return GetOnlineFeatures(reg, store, projections, entities, full_feature_names, NowMicros());
     });
     const py::module_ dt = py::module_::import("datetime");
-    const py::object epoch = dt.attr("datetime")(1970, 1, 1, py::arg("tzinfo") = dt.attr("timezone").attr("utc"));
+    const py::object epoch =
+        dt.attr("datetime")(1970, 1, 1, py::arg("tzinfo") = dt.attr("timezone").attr("utc"));
     const py::object timedelta = dt.attr("timedelta");
     py::list cols;
     for (const OnlineResponse::Column& c : r.columns) {
@@ -502,32 +562,34 @@ void RegisterFeatures(py::module_& m) {
   g_err.precondition = m.attr("PreconditionFailedError").ptr();
   g_err.exists = m.attr("AlreadyExistsError").ptr();
 
-  py::module_ f = m.def_submodule("_features", "The feature store's C++ core (see strata.features)");
+  py::module_ f =
+      m.def_submodule("_features", "The feature store's C++ core (see strata.features)");
   f.def(
       "plan",
-      [](const std::string& dir, const std::vector<std::pair<std::string, std::string>>& docs, bool check_sources) {
-        return PlanOrApply(dir, docs, check_sources, false);
-      },
+      [](const std::string& dir, const std::vector<std::pair<std::string, std::string>>& docs,
+         bool check_sources) { return PlanOrApply(dir, docs, check_sources, false); },
       py::arg("repo_dir"), py::arg("docs"), py::arg("check_sources") = true,
       "What apply would change: [(kind, object, name, detail)]");
   f.def(
       "apply",
-      [](const std::string& dir, const std::vector<std::pair<std::string, std::string>>& docs, bool check_sources) {
-        return PlanOrApply(dir, docs, check_sources, true);
-      },
+      [](const std::string& dir, const std::vector<std::pair<std::string, std::string>>& docs,
+         bool check_sources) { return PlanOrApply(dir, docs, check_sources, true); },
       py::arg("repo_dir"), py::arg("docs"), py::arg("check_sources") = true,
       "Validates the repository plus docs and writes the registry: [(kind, object, name, detail)]");
-  f.def("config", &ConfigDict, py::arg("repo_dir"), "feature_store.yaml as a dict (paths absolute)");
+  f.def("config", &ConfigDict, py::arg("repo_dir"),
+        "feature_store.yaml as a dict (paths absolute)");
   f.def("historical", &Historical, py::arg("repo_dir"), py::arg("entities"), py::arg("features"),
-        py::arg("service"), py::arg("full_feature_names"), py::arg("timestamp_column"), py::arg("memory_budget"),
-        py::arg("spill_dir"), "Point-in-time join: (columns, stats)");
+        py::arg("service"), py::arg("full_feature_names"), py::arg("timestamp_column"),
+        py::arg("memory_budget"), py::arg("spill_dir"), "Point-in-time join: (columns, stats)");
   f.def("read_table", &ReadTable, py::arg("path"), py::arg("columns") = std::vector<std::string>{},
         "A Parquet or CSV file (local or s3://) as columns");
   f.def("write_table", &WriteTable, py::arg("path"), py::arg("columns"), py::arg("codec") = "zstd",
         "Writes columns as Parquet or CSV (by the extension; local or s3://)");
-  py::class_<PyOnline>(f, "OnlineStore", "The repository's online store, open (RocksDB: locked) until close()")
+  py::class_<PyOnline>(f, "OnlineStore",
+                       "The repository's online store, open (RocksDB: locked) until close()")
       .def(py::init<std::string>(), py::arg("repo_dir"))
-      .def("materialize", &PyOnline::Materialize, py::arg("start_us"), py::arg("end_us"), py::arg("views"))
+      .def("materialize", &PyOnline::Materialize, py::arg("start_us"), py::arg("end_us"),
+           py::arg("views"))
       .def("write", &PyOnline::Write, py::arg("view"), py::arg("columns"))
       .def("get", &PyOnline::Get, py::arg("features"), py::arg("service"), py::arg("entities"),
            py::arg("full_feature_names"))

@@ -24,13 +24,15 @@ namespace fs = std::filesystem;
 
 bool HasPythonFiles(const fs::path& root) {
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(root, fs::directory_options::skip_permission_denied, ec);
+  for (auto it = fs::recursive_directory_iterator(
+           root, fs::directory_options::skip_permission_denied, ec);
        it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) break;
     const std::string name = it->path().filename().string();
     std::error_code type_ec;
     if (it->is_directory(type_ec)) {
-      if (name.starts_with(".") || name == "__pycache__" || name == "node_modules") it.disable_recursion_pending();
+      if (name.starts_with(".") || name == "__pycache__" || name == "node_modules")
+        it.disable_recursion_pending();
       continue;
     }
     if (it->path().extension() == ".py" && !name.starts_with(".")) return true;
@@ -84,7 +86,8 @@ Result<std::string> RunCollector(const std::string& python, const std::string& d
   for (std::string& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
   const int out_fd = ::memfd_create("strata-features-py", MFD_CLOEXEC);
-  if (out_fd < 0) return Status::IOError(fmt::format("cannot create a buffer: {}", std::strerror(errno)));
+  if (out_fd < 0)
+    return Status::IOError(fmt::format("cannot create a buffer: {}", std::strerror(errno)));
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
@@ -94,8 +97,10 @@ Result<std::string> RunCollector(const std::string& python, const std::string& d
   posix_spawn_file_actions_destroy(&fa);
   if (e != 0) {
     ::close(out_fd);
-    return Status::NotFound(fmt::format("the repository has .py definitions but {} cannot be run ({}); "
-                                        "install python3 or set STRATA_PYTHON", python, std::strerror(e)));
+    return Status::NotFound(
+        fmt::format("the repository has .py definitions but {} cannot be run ({}); "
+                    "install python3 or set STRATA_PYTHON",
+                    python, std::strerror(e)));
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -113,16 +118,19 @@ Result<std::string> RunCollector(const std::string& python, const std::string& d
 
 }  // namespace
 
-Result<std::vector<features::DefinitionDocument>> CollectPythonDefinitions(const std::string& repo_dir) {
+Result<std::vector<features::DefinitionDocument>> CollectPythonDefinitions(
+    const std::string& repo_dir) {
   std::error_code ec;
   const fs::path root = fs::absolute(repo_dir, ec);
-  if (ec || !fs::is_directory(root, ec) || !HasPythonFiles(root)) return std::vector<features::DefinitionDocument>{};
+  if (ec || !fs::is_directory(root, ec) || !HasPythonFiles(root))
+    return std::vector<features::DefinitionDocument>{};
   const char* py = std::getenv("STRATA_PYTHON");
   const std::string python = py && *py ? py : "/usr/bin/python3";
   STRATA_ASSIGN_OR_RETURN(std::string out, RunCollector(python, root.string()));
   const nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
-    return Status::Internal(fmt::format("{} gave no definitions document (output: {:.200})", python, out));
+    return Status::Internal(
+        fmt::format("{} gave no definitions document (output: {:.200})", python, out));
   }
   std::string errors;
   for (const auto& e : j.value("errors", nlohmann::json::array())) {

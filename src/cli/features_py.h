@@ -17,6 +17,7 @@ namespace strata::cli {
 // found through $STRATA_PYTHONPATH, else python/ next to this binary (a build
 // tree), else the interpreter's own path. InvalidArgument lists the problems
 // as "file.py:LINE: what".
-Result<std::vector<features::DefinitionDocument>> CollectPythonDefinitions(const std::string& repo_dir);
+Result<std::vector<features::DefinitionDocument>> CollectPythonDefinitions(
+    const std::string& repo_dir);
 
 }  // namespace strata::cli

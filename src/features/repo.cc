@@ -1,5 +1,3 @@
-#include <strata/features/repo.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -13,9 +11,9 @@
 
 #include <strata/core/file_util.h>
 #include <strata/features/csv.h>
-#include <strata/features/parquet.h>
-
 #include <strata/features/io.h>
+#include <strata/features/parquet.h>
+#include <strata/features/repo.h>
 
 namespace strata::features {
 
@@ -290,7 +288,9 @@ struct Loader {
     e.loc = Loc(n);
     if (!Str(n, "name", "entity", &e.name, true)) return;
     const std::string what = fmt::format("entity \"{}\"", e.name);
-    CheckKeys(n, what, {"name", "join_keys", "join_key", "value_type", "description", "tags", "owner", "__loc__"});
+    CheckKeys(
+        n, what,
+        {"name", "join_keys", "join_key", "value_type", "description", "tags", "owner", "__loc__"});
     Name(n, "entity", e.name);
     std::vector<std::string> keys;
     StrList(n, "join_keys", what, &keys);
@@ -320,8 +320,9 @@ struct Loader {
     v.loc = Loc(n);
     if (!Str(n, "name", "feature view", &v.name, true)) return;
     const std::string what = fmt::format("feature view \"{}\"", v.name);
-    CheckKeys(n, what, {"name", "entities", "ttl", "online", "offline", "schema", "source", "tags", "owner",
-                        "description", "__loc__"});
+    CheckKeys(n, what,
+              {"name", "entities", "ttl", "online", "offline", "schema", "source", "tags", "owner",
+               "description", "__loc__"});
     Name(n, "feature view", v.name);
     StrList(n, "entities", what, &v.entities);
     if (v.entities.empty()) Error(n, what + ": \"entities\" is required (a list of entity names)");
@@ -374,10 +375,12 @@ struct Loader {
       const std::optional<SourceLocation> outer = Pin(src);
       s.loc = Loc(src);
       const std::string sw = what + " source";
-      CheckKeys(src, sw, {"name", "path", "file_format", "timestamp_field", "created_timestamp_column",
-                          "field_mapping", "type", "description", "s3_endpoint_override", "push_source",
-                          "__loc__"});
+      CheckKeys(src, sw,
+                {"name", "path", "file_format", "timestamp_field", "created_timestamp_column",
+                 "field_mapping", "type", "description", "s3_endpoint_override", "push_source",
+                 "__loc__"});
       Str(src, "push_source", sw, &s.push_source, false);
+      Str(src, "name", sw, &s.name, false);
       Str(src, "path", sw, &s.path, true);
       Str(src, "timestamp_field", sw, &s.timestamp_field, true);
       Str(src, "created_timestamp_column", sw, &s.created_timestamp_column, false);
@@ -412,7 +415,8 @@ struct Loader {
     s.loc = Loc(n);
     if (!Str(n, "name", "feature service", &s.name, true)) return;
     const std::string what = fmt::format("feature service \"{}\"", s.name);
-    CheckKeys(n, what, {"name", "features", "tags", "description", "owner", "logging_config", "__loc__"});
+    CheckKeys(n, what,
+              {"name", "features", "tags", "description", "owner", "logging_config", "__loc__"});
     Name(n, "feature service", s.name);
     const YAML::Node feats = n["features"];
     if (!feats || !feats.IsSequence() || feats.size() == 0) {
@@ -467,7 +471,8 @@ struct Loader {
     };
     each("entities", [&](const YAML::Node& n) { pinned_to(n, [&] { LoadEntity(n, repo); }); });
     each("feature_views", [&](const YAML::Node& n) { pinned_to(n, [&] { LoadView(n, repo); }); });
-    each("feature_services", [&](const YAML::Node& n) { pinned_to(n, [&] { LoadService(n, repo); }); });
+    each("feature_services",
+         [&](const YAML::Node& n) { pinned_to(n, [&] { LoadService(n, repo); }); });
   }
 
   void LoadConfig(const YAML::Node& root, RepoConfig* c) {
@@ -664,7 +669,8 @@ Status Collected(const Loader& L) {
 
 Result<FeatureRepo> LoadFeatureRepo(const std::string& dir) { return LoadFeatureRepo(dir, {}); }
 
-Result<FeatureRepo> LoadFeatureRepo(const std::string& dir, const std::vector<DefinitionDocument>& extra) {
+Result<FeatureRepo> LoadFeatureRepo(const std::string& dir,
+                                    const std::vector<DefinitionDocument>& extra) {
   std::error_code ec;
   const fs::path root = fs::absolute(dir, ec);
   if (ec || !fs::is_directory(root, ec)) {

@@ -8,7 +8,8 @@ from _util import ROOT, tmpdir
 
 
 def section_blocks(path, heading):
-    text = open(path, encoding="utf-8").read()
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
     start = text.index(f"\n{heading}\n")
     end = text.find("\n## ", start + 1)
     body = text[start:end if end >= 0 else len(text)]

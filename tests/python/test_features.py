@@ -1,9 +1,7 @@
 """strata.features: the definition objects, FeatureStore's registry, offline
 and online calls, and their errors (each refused case says what and where).
 The end-to-end Feast example is test_features_feast_example.py."""
-import inspect
 import os
-import subprocess
 import textwrap
 import unittest
 from datetime import datetime, timedelta, timezone
@@ -25,9 +23,10 @@ T0 = datetime(2024, 5, 1, tzinfo=UTC)
 
 def line_of(marker):
     """The line of this file holding `marker` (for file:line assertions)."""
-    for i, text in enumerate(open(__file__, encoding="utf-8"), 1):
-        if marker in text and "line_of(" not in text:
-            return i
+    with open(__file__, encoding="utf-8") as f:
+        for i, text in enumerate(f, 1):
+            if marker in text and "line_of(" not in text:
+                return i
     raise AssertionError(marker)
 
 

@@ -8,13 +8,13 @@ online answers from a running feature server (FeatureStore(url=...))."""
 import os
 import re
 import subprocess
-import time
 import unittest
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 import numpy as np
 import pandas as pd
 
+import strata
 from _util import strata_bin, tmpdir
 import _features_util as fu
 from strata import features as sf
@@ -127,10 +127,14 @@ class FeastExample(unittest.TestCase):
         # the same answers from a running feature server
         srv = subprocess.Popen([strata_bin(), "features", "serve", "--repo", self.repo, "--port", "0"],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.addCleanup(lambda: (srv.kill(), srv.wait()))
-        line = srv.stdout.readline()
-        m = re.search(r"http://[\d.]+:(\d+)", line)
-        self.assertIsNotNone(m, line)
+        self.addCleanup(lambda: (srv.kill(), srv.wait(), srv.stdout.close()))
+        seen = []
+        for _ in range(20):  # "Feature server listening on http://127.0.0.1:PORT", after log lines
+            seen.append(srv.stdout.readline())
+            m = re.search(r"listening on http://[\d.]+:(\d+)", seen[-1])
+            if m or not seen[-1]:
+                break
+        self.assertIsNotNone(m, "".join(seen))
         remote = FeatureStore(url=f"http://127.0.0.1:{m.group(1)}")
         got = remote.get_online_features(features=FEATURES, entity_rows=rows).to_dict()
         self.assertEqual(got["driver_id"], local["driver_id"])
@@ -142,6 +146,15 @@ class FeastExample(unittest.TestCase):
                     self.assertAlmostEqual(a, b, places=6)
         with self.assertRaises(NotImplementedError):
             remote.get_historical_features(entity_df, FEATURES)
+        # push through the server: the rows reach the view fed by the push source
+        event_df["conv_rate"] = [2.0]
+        event_df["event_timestamp"] = [datetime.now()]
+        remote.push("driver_stats_push_source", event_df)
+        fresh = remote.get_online_features(features=["driver_hourly_stats_fresh:conv_rate"],
+                                           entity_rows=[{"driver_id": 1001}]).to_dict()
+        self.assertEqual(fresh["conv_rate"], [2.0])
+        with self.assertRaises(strata.NotFoundError):
+            remote.push("no_such_source", event_df)
 
 
 if __name__ == "__main__":

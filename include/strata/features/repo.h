@@ -83,6 +83,7 @@ struct FeatureDef {
 };
 
 struct FileSourceDef {
+  std::string name;  // optional (Feast's data source name)
   std::string path;  // as written
   FileFormat format = FileFormat::kParquet;
   std::string timestamp_field;
@@ -156,7 +157,8 @@ struct DefinitionDocument {
 Result<FeatureRepo> LoadFeatureRepo(const std::string& dir);
 // The same, with `extra` documents loaded after the repository's YAML files
 // (one namespace: a name defined in both is an error).
-Result<FeatureRepo> LoadFeatureRepo(const std::string& dir, const std::vector<DefinitionDocument>& extra);
+Result<FeatureRepo> LoadFeatureRepo(const std::string& dir,
+                                    const std::vector<DefinitionDocument>& extra);
 // Creates `dir` with a default feature_store.yaml (project `project`, RocksDB
 // online store, registry data/registry.json) unless it already has one.
 Status InitFeatureRepo(const std::string& dir, const std::string& project = "strata");

@@ -96,9 +96,15 @@ def from_dict(d):
     return from_pandas(_pd().DataFrame(d))
 
 
+def _valid(valid, values):
+    if valid is None:
+        return np.array([v is not None for v in values], dtype=np.uint8)
+    return np.asarray(valid)
+
+
 def _column_to_pandas(kind, unit, utc, values, valid):
     pd = _pd()
-    mask = np.asarray(valid) == 0
+    mask = _valid(valid, values) == 0
     if kind in ("string", "binary"):
         return pd.Series(values, dtype=object)
     if kind == "timestamp":
@@ -150,6 +156,6 @@ def to_pydict(cols):
     """Columns -> {"col": [python values, None for NULL]}."""
     out = {}
     for name, kind, unit, utc, values, valid in cols:
-        ok = np.asarray(valid)
+        ok = _valid(valid, values)
         out[name] = [(_py_value(kind, unit, utc, v) if ok[i] else None) for i, v in enumerate(values)]
     return out

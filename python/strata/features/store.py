@@ -214,7 +214,7 @@ class FeatureStore:
 
     def _view_obj(self, v, entities):
         s = v["source"]
-        src = _d.FileSource(path=s["path"], timestamp_field=s["timestamp_field"],
+        src = _d.FileSource(name=s.get("name", ""), path=s["path"], timestamp_field=s["timestamp_field"],
                             created_timestamp_column=s.get("created_timestamp_column", ""),
                             field_mapping=s.get("field_mapping") or None,
                             file_format=s.get("file_format"))
