@@ -14,6 +14,18 @@
 // Lifetimes: a wrapping store (cache, fault injection), a reader, a writer, a
 // warmer or a checkpoint manager holds a reference to the store it uses, so
 // Python may drop the store object first.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <strata/core/strings.h>
+#include <strata/cache/cached_object_store.h>
+#include <strata/cache/checkpoint.h>
+#include <strata/cache/warmer.h>
+#include <strata/core/log.h>
+#include <strata/objstore/fault_injection.h>
+#include <strata/objstore/object_store.h>
+
+#include "py_register.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -25,19 +37,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
-
-#include <strata/cache/cached_object_store.h>
-#include <strata/cache/checkpoint.h>
-#include <strata/cache/warmer.h>
-#include <strata/core/log.h>
-#include <strata/core/strings.h>
-#include <strata/objstore/fault_injection.h>
-#include <strata/objstore/object_store.h>
-
-#include "py_register.h"
 
 namespace py = pybind11;
 
