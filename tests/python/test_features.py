@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 import strata
-from _util import tmpdir
+from _util import Server, tmpdir
 import _features_util as fu
 from strata import features as sf
 from strata.features import (Entity, FeatureService, FeatureStore, FeatureView, Field, FileSource,
@@ -322,6 +322,28 @@ class Online(unittest.TestCase):
             self.store.get_online_features(["user_stats:score"], [])
         with self.assertRaises(strata.InvalidArgumentError):
             self.store.write_to_online_store("user_stats", rows.drop(columns=["ts"]))
+
+
+class S3Source(unittest.TestCase):
+    """A FileSource on s3:// (a real `strata server`): apply checks it, the join reads it."""
+
+    def test_historical_from_s3(self):
+        with Server() as srv:
+            url = srv.url("features/stats.parquet")
+            sf.write_table(stats_frame(), url)
+            repo = new_repo(self)
+            store = FeatureStore(repo_path=repo)
+            self.addCleanup(store.close)
+            o = Objects(path=url)
+            store.apply([o.user, o.view])
+            ent = pd.DataFrame({"user_id": [1, 2],
+                                "event_timestamp": pd.to_datetime([T0 + timedelta(hours=1), T0],
+                                                                  utc=True)})
+            df = store.get_historical_features(ent, ["user_stats:score"]).to_df()
+            self.assertEqual(df["score"].tolist(), [0.25, 0.9])
+            missing = Objects(path=srv.url("features/missing.parquet"))
+            with self.assertRaises(strata.InvalidArgumentError):
+                store.apply([missing.user, missing.view])
 
 
 class CliReadsPython(unittest.TestCase):
