@@ -1252,4 +1252,5 @@ newest N of each (0 = all).)doc")
   m.def(
       "parse_size", [](const std::string& s) { return ByteSize(py::str(s), "size"); }, py::arg("s"),
       "\"512M\" -> 536870912 (binary multiples).");
+  RegisterFeatures(m);  // python/py_features.cc: _strata._features
 }

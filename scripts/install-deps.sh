@@ -16,7 +16,7 @@ build_pkgs=(
 test_pkgs=(
   awscli python3 python3-boto3 python3-requests s3cmd rclone curl procps openssl redis-server
   postgresql  # tests start their own server (initdb + postgres on loopback)
-  fuse3 acl python3-numpy python3-torch chromium
+  fuse3 acl python3-numpy python3-pandas python3-torch chromium
   python3-protobuf python3-grpcio python3-tqdm  # strata.vector: MilvusClient (embedded, remote), ingest bar
 )
 bench_pkgs=( nginx wrk hyperfine python3-numpy python3-hnswlib python3-faiss libhnswlib-dev dataset-fashion-mnist

@@ -24,6 +24,7 @@
 #include <strata/features/serving_log.h>
 #include <strata/features/skew.h>
 
+#include "cli/features_py.h"
 #include "cli/stop_signals.h"
 
 namespace strata::cli {
@@ -142,7 +143,9 @@ struct RepoArgs {
 };
 
 int RunPlanOrApply(const RepoArgs& a, bool apply) {
-  auto repo = LoadFeatureRepo(a.repo);
+  auto py_docs = CollectPythonDefinitions(a.repo);  // feature_repo/*.py, as Feast reads them
+  if (!py_docs.ok()) return Fail(py_docs.error());
+  auto repo = LoadFeatureRepo(a.repo, *py_docs);
   if (!repo.ok()) return Fail(repo.error());
   if (!a.skip_sources) {
     Status st = CheckSources(*repo);

@@ -64,6 +64,7 @@ struct Handler::Impl {
     STRATA_ASSIGN_OR_RETURN(PushTarget target, PushTargetFromJson(j, push));
     features::WriteRequest write;
     write.view = target.view;
+    write.push_source = push;
     write.rows = [&j](const features::FeatureViewDef& v) {
       return TableFromDf(j.value("df", json()), v);
     };

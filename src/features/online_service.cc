@@ -121,13 +121,28 @@ void OnlineService::LogServed(OnlineAnswer&& answer) {
 Status OnlineService::WriteToOnlineStore(const WriteRequest& request) {
   MaybeRefresh(false);
   std::shared_lock<std::shared_mutex> l(registry_mu_);
-  const FeatureViewDef* v = registry_.FindView(request.view);
-  if (!v) {
-    return Status::NotFound(fmt::format(
-        "unknown feature view \"{}\" (push sources are named after their view)", request.view));
+  std::vector<const FeatureViewDef*> views;
+  if (request.push_source) {
+    for (const FeatureViewDef& v : registry_.views) {
+      if (v.source.push_source == request.view) views.push_back(&v);
+    }
   }
-  STRATA_ASSIGN_OR_RETURN(Table t, request.rows(*v));
-  return features::WriteToOnlineStore(registry_, store_.get(), request.view, t);
+  if (views.empty()) {
+    const FeatureViewDef* v = registry_.FindView(request.view);
+    if (!v) {
+      if (request.push_source) {
+        return Status::NotFound(fmt::format(
+            "no feature view is fed by push source \"{}\" (nor named so)", request.view));
+      }
+      return Status::NotFound(fmt::format("unknown feature view \"{}\"", request.view));
+    }
+    views.push_back(v);
+  }
+  for (const FeatureViewDef* v : views) {
+    STRATA_ASSIGN_OR_RETURN(Table t, request.rows(*v));
+    STRATA_RETURN_IF_ERROR(features::WriteToOnlineStore(registry_, store_.get(), v->name, t));
+  }
+  return Status::Ok();
 }
 
 Result<MaterializeStats> OnlineService::Materialize(const MaterializeRequest& request) {

@@ -47,6 +47,8 @@ json ViewJson(const FeatureViewDef& v, bool with_state) {
               {"timestamp_field", v.source.timestamp_field},
               {"created_timestamp_column", v.source.created_timestamp_column},
               {"field_mapping", TagsJson(v.source.field_mapping)}};
+  if (!v.source.push_source.empty()) src["push_source"] = v.source.push_source;
+  if (!v.source.name.empty()) src["name"] = v.source.name;
   json j = {{"name", v.name},   {"entities", v.entities},         {"join_keys", v.join_keys},
             {"ttl_seconds", v.ttl_seconds}, {"online", v.online}, {"features", feats},
             {"source", src},    {"tags", TagsJson(v.tags)},       {"owner", v.owner},
@@ -184,6 +186,8 @@ Result<FeatureRepo> LoadRegistry(const std::string& path) {
       d.source.timestamp_field = s.at("timestamp_field");
       d.source.created_timestamp_column = s.value("created_timestamp_column", "");
       d.source.field_mapping = TagsFrom(s.value("field_mapping", json::object()));
+      d.source.push_source = s.value("push_source", "");
+      d.source.name = s.value("name", "");
       d.tags = TagsFrom(v.value("tags", json::object()));
       d.owner = v.value("owner", "");
       d.description = v.value("description", "");

@@ -1,9 +1,8 @@
-#include <strata/features/repo.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -12,9 +11,9 @@
 
 #include <strata/core/file_util.h>
 #include <strata/features/csv.h>
-#include <strata/features/parquet.h>
-
 #include <strata/features/io.h>
+#include <strata/features/parquet.h>
+#include <strata/features/repo.h>
 
 namespace strata::features {
 
@@ -160,13 +159,39 @@ int SyntaxErrorLine(std::string_view text, const YAML::ParserException& e) {
 
 const std::regex kNameRe("^[A-Za-z_][A-Za-z0-9_]*$");
 
+// "file.py:12" (a `__loc__` value) as a location; the line is 0 when absent.
+SourceLocation ParseLoc(const std::string& text) {
+  const size_t c = text.rfind(':');
+  if (c == std::string::npos || c + 1 == text.size()) return SourceLocation{text, 0};
+  const std::string digits = text.substr(c + 1);
+  if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) {
+    return SourceLocation{text, 0};
+  }
+  return SourceLocation{text.substr(0, c), std::atoi(digits.c_str())};
+}
+
 struct Loader {
   std::vector<std::string> errors;
   std::string file;  // current file, relative to the repo
+  // Set while loading an object that carries `__loc__` (Python definitions):
+  // every location inside it is that one.
+  std::optional<SourceLocation> pinned;
 
   SourceLocation Loc(const YAML::Node& n) const {
+    if (pinned) return *pinned;
     const YAML::Mark m = n.Mark();
     return SourceLocation{file, m.line >= 0 ? m.line + 1 : 0};
+  }
+
+  // Pins locations to the map's `__loc__` (when it has one) until the returned
+  // previous pin is restored.
+  std::optional<SourceLocation> Pin(const YAML::Node& n) {
+    std::optional<SourceLocation> prev = pinned;
+    if (n.IsMap()) {
+      const YAML::Node l = n["__loc__"];
+      if (l && l.IsScalar()) pinned = ParseLoc(l.Scalar());
+    }
+    return prev;
   }
   void Error(const YAML::Node& n, std::string msg) { errors.push_back(Loc(n).ToString() + ": " + msg); }
   void Error(const SourceLocation& l, std::string msg) { errors.push_back(l.ToString() + ": " + msg); }
@@ -263,7 +288,9 @@ struct Loader {
     e.loc = Loc(n);
     if (!Str(n, "name", "entity", &e.name, true)) return;
     const std::string what = fmt::format("entity \"{}\"", e.name);
-    CheckKeys(n, what, {"name", "join_keys", "join_key", "value_type", "description", "tags", "owner"});
+    CheckKeys(
+        n, what,
+        {"name", "join_keys", "join_key", "value_type", "description", "tags", "owner", "__loc__"});
     Name(n, "entity", e.name);
     std::vector<std::string> keys;
     StrList(n, "join_keys", what, &keys);
@@ -293,8 +320,9 @@ struct Loader {
     v.loc = Loc(n);
     if (!Str(n, "name", "feature view", &v.name, true)) return;
     const std::string what = fmt::format("feature view \"{}\"", v.name);
-    CheckKeys(n, what, {"name", "entities", "ttl", "online", "offline", "schema", "source", "tags", "owner",
-                        "description"});
+    CheckKeys(n, what,
+              {"name", "entities", "ttl", "online", "offline", "schema", "source", "tags", "owner",
+               "description", "__loc__"});
     Name(n, "feature view", v.name);
     StrList(n, "entities", what, &v.entities);
     if (v.entities.empty()) Error(n, what + ": \"entities\" is required (a list of entity names)");
@@ -344,10 +372,15 @@ struct Loader {
       Error(src, what + ": \"source\" must be a map (path, timestamp_field, ...)");
     } else {
       FileSourceDef& s = v.source;
+      const std::optional<SourceLocation> outer = Pin(src);
       s.loc = Loc(src);
       const std::string sw = what + " source";
-      CheckKeys(src, sw, {"name", "path", "file_format", "timestamp_field", "created_timestamp_column",
-                          "field_mapping", "type", "description", "s3_endpoint_override"});
+      CheckKeys(src, sw,
+                {"name", "path", "file_format", "timestamp_field", "created_timestamp_column",
+                 "field_mapping", "type", "description", "s3_endpoint_override", "push_source",
+                 "__loc__"});
+      Str(src, "push_source", sw, &s.push_source, false);
+      Str(src, "name", sw, &s.name, false);
       Str(src, "path", sw, &s.path, true);
       Str(src, "timestamp_field", sw, &s.timestamp_field, true);
       Str(src, "created_timestamp_column", sw, &s.created_timestamp_column, false);
@@ -368,6 +401,7 @@ struct Loader {
       if (Str(src, "type", sw, &type, false) && type != "file") {
         Error(src["type"], fmt::format("{}: source type \"{}\" is not supported (only file sources)", sw, type));
       }
+      pinned = outer;
     }
     StrMap(n, "tags", what, &v.tags);
     Str(n, "owner", what, &v.owner, false);
@@ -381,7 +415,8 @@ struct Loader {
     s.loc = Loc(n);
     if (!Str(n, "name", "feature service", &s.name, true)) return;
     const std::string what = fmt::format("feature service \"{}\"", s.name);
-    CheckKeys(n, what, {"name", "features", "tags", "description", "owner", "logging_config"});
+    CheckKeys(n, what,
+              {"name", "features", "tags", "description", "owner", "logging_config", "__loc__"});
     Name(n, "feature service", s.name);
     const YAML::Node feats = n["features"];
     if (!feats || !feats.IsSequence() || feats.size() == 0) {
@@ -429,9 +464,15 @@ struct Loader {
       if (!list.IsSequence()) return Error(list, fmt::format("\"{}\" must be a list", key));
       for (const YAML::Node& item : list) fn(item);
     };
-    each("entities", [&](const YAML::Node& n) { LoadEntity(n, repo); });
-    each("feature_views", [&](const YAML::Node& n) { LoadView(n, repo); });
-    each("feature_services", [&](const YAML::Node& n) { LoadService(n, repo); });
+    auto pinned_to = [&](const YAML::Node& n, auto&& fn) {
+      const std::optional<SourceLocation> prev = Pin(n);
+      fn();
+      pinned = prev;
+    };
+    each("entities", [&](const YAML::Node& n) { pinned_to(n, [&] { LoadEntity(n, repo); }); });
+    each("feature_views", [&](const YAML::Node& n) { pinned_to(n, [&] { LoadView(n, repo); }); });
+    each("feature_services",
+         [&](const YAML::Node& n) { pinned_to(n, [&] { LoadService(n, repo); }); });
   }
 
   void LoadConfig(const YAML::Node& root, RepoConfig* c) {
@@ -532,12 +573,19 @@ struct Loader {
   }
 
   bool Parse(const fs::path& path, const std::string& rel, YAML::Node* out) {
-    file = rel;
     Result<std::string> text = ReadFileToString(path.string());
     if (!text.has_value()) {
+      file = rel;
       errors.push_back(fmt::format("{}: cannot be read", rel));
       return false;
     }
+    return ParseText(*text, rel, out);
+  }
+
+  bool ParseText(const std::string& text_in, const std::string& rel, YAML::Node* out) {
+    file = rel;
+    pinned.reset();
+    const std::string* text = &text_in;
     try {
       *out = YAML::Load(*text);
       return true;
@@ -619,7 +667,10 @@ Status Collected(const Loader& L) {
 
 }  // namespace
 
-Result<FeatureRepo> LoadFeatureRepo(const std::string& dir) {
+Result<FeatureRepo> LoadFeatureRepo(const std::string& dir) { return LoadFeatureRepo(dir, {}); }
+
+Result<FeatureRepo> LoadFeatureRepo(const std::string& dir,
+                                    const std::vector<DefinitionDocument>& extra) {
   std::error_code ec;
   const fs::path root = fs::absolute(dir, ec);
   if (ec || !fs::is_directory(root, ec)) {
@@ -661,6 +712,10 @@ Result<FeatureRepo> LoadFeatureRepo(const std::string& dir) {
     std::error_code rel_ec;
     const fs::path rel = fs::relative(p, root, rel_ec);
     if (L.Parse(p, rel_ec ? p.string() : rel.string(), &doc)) L.Walk([&] { L.LoadDefinitions(doc, &repo); });
+  }
+  for (const DefinitionDocument& d : extra) {
+    YAML::Node doc;
+    if (L.ParseText(d.text, d.file, &doc)) L.Walk([&] { L.LoadDefinitions(doc, &repo); });
   }
   Validate(&repo, &L);
   if (!L.errors.empty()) return Collected(L);

@@ -98,7 +98,7 @@ TEST(FeatureServerTest, FeastHttpApi) {
        Bad{"/push", R"({"push_source_name": "stats", "df": {"driver_id": [1], "ts": ["soon"]}})",
            422, "ts"},
        Bad{"/push", R"({"push_source_name": "nope", "df": {"a": [1]}})", 404,
-           "unknown feature view"},
+           "no feature view is fed by push source \"nope\""},
        Bad{"/materialize", R"({"start_ts": "yesterday", "end_ts": "2024-01-01"})", 422, "start_ts"},
        Bad{"/nope", "{}", 404, "no endpoint"}}) {
     json e = Post(c, server.port(), b.path, b.body, &status);

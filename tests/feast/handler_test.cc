@@ -140,7 +140,7 @@ TEST_F(FeastHandlerTest, PushAndWriteToOnlineStore) {
   ExpectDetail(Call("POST", "/write-to-online-store", R"({"df": {}})"), 422,
                "\"feature_view_name\" is required");
   ExpectDetail(Call("POST", "/push", R"({"push_source_name": "nope", "df": {"a": [1]}})"), 404,
-               "unknown feature view \"nope\"");
+               "no feature view is fed by push source \"nope\"");
 }
 
 TEST_F(FeastHandlerTest, MaterializeIncremental) {

@@ -219,6 +219,41 @@ TEST_F(RepoTest, PlanApplyRegistry) {
   EXPECT_STATUS_CODE(PlanRepo(repo), StatusCode::kCorruption);
 }
 
+// Definitions from Python arrive as extra documents (JSON) whose objects carry
+// `__loc__`: errors point there, and push sources and source names reach the registry.
+TEST_F(RepoTest, ExtraDocumentsWithPythonLocations) {
+  const std::string fresh = R"({"feature_views": [{"name": "fresh", "entities": ["driver"],
+    "__loc__": "repo/defs.py:40", "schema": [{"name": "conv_rate", "dtype": "Float32"}],
+    "source": {"name": "stats_src", "path": "data/driver_stats.parquet",
+               "timestamp_field": "event_timestamp", "push_source": "stats_push",
+               "__loc__": "repo/defs.py:12"}}]})";
+  ASSERT_OK_AND_ASSIGN(FeatureRepo repo, LoadFeatureRepo(dir_.path(), {{"<python>", fresh}}));
+  const FeatureViewDef* v = repo.FindView("fresh");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->loc.ToString(), "repo/defs.py:40");
+  EXPECT_EQ(v->source.loc.ToString(), "repo/defs.py:12");
+  EXPECT_EQ(v->source.push_source, "stats_push");
+  ASSERT_OK(ApplyRepo(repo));
+  ASSERT_OK_AND_ASSIGN(FeatureRepo reg, LoadRegistry(repo.config.registry_path));
+  ASSERT_NE(reg.FindView("fresh"), nullptr);
+  EXPECT_EQ(reg.FindView("fresh")->source.push_source, "stats_push");
+  EXPECT_EQ(reg.FindView("fresh")->source.name, "stats_src");
+  EXPECT_TRUE(reg.FindView("driver_hourly_stats")->source.push_source.empty());
+  // Errors name the object's __loc__, and objects without one their document.
+  const std::string bad = R"({"feature_views": [{"name": "bad", "entities": ["ghost"],
+    "__loc__": "defs.py:7", "schema": [{"name": "x", "dtype": "Float32"}],
+    "source": {"path": "data/driver_stats.parquet", "timestamp_field": "event_timestamp"}}],
+    "entities": [{"name": "driver"}]})";
+  auto r = LoadFeatureRepo(dir_.path(), {{"<python>", bad}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("defs.py:7: feature view \"bad\": unknown entity \"ghost\""),
+            std::string::npos)
+      << r.error().message();
+  EXPECT_NE(r.error().message().find("<python>:4: entity \"driver\" is defined twice"),
+            std::string::npos)
+      << r.error().message();
+}
+
 TEST_F(RepoTest, HistoricalThroughTheRepo) {
   ASSERT_OK_AND_ASSIGN(FeatureRepo repo, LoadFeatureRepo(dir_.path()));
   const int64_t h = 3600LL * 1000000, base = 1700000000LL * 1000000;

@@ -75,6 +75,10 @@ struct OnlineAnswer {
 // runs while the registry is held for reading.
 struct WriteRequest {
   std::string view;
+  // push: `view` names a push source; the rows go to every view it feeds (a
+  // name no view's source declares is taken as a view's name, as before push
+  // sources were recorded).
+  bool push_source = false;
   std::function<Result<Table>(const FeatureViewDef& view)> rows;
 };
 

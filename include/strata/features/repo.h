@@ -83,11 +83,15 @@ struct FeatureDef {
 };
 
 struct FileSourceDef {
+  std::string name;  // optional (Feast's data source name)
   std::string path;  // as written
   FileFormat format = FileFormat::kParquet;
   std::string timestamp_field;
   std::string created_timestamp_column;  // "" = none
   std::map<std::string, std::string> field_mapping;  // source column -> feature/key name
+  // Set when the view is fed by a Feast PushSource of this name (this file is
+  // its batch source): push(name, rows) writes to every view naming it.
+  std::string push_source;
   SourceLocation loc;
 };
 
@@ -138,9 +142,23 @@ struct FeatureRepo {
   std::string ResolvePath(const std::string& path) const;
 };
 
+// Definitions that are not a YAML file of the repository: the Python objects
+// of `feature_repo/*.py` (or of FeatureStore.apply), rendered as a YAML (or
+// JSON) document of the same shape. `file` names it in errors; an entity,
+// view, source or service map may carry `__loc__: "file.py:12"`, which errors
+// about it then point at instead.
+struct DefinitionDocument {
+  std::string file;
+  std::string text;
+};
+
 // Loads and validates a repository directory. InvalidArgument lists every
 // problem found ("defs.yaml:12: feature view \"x\": unknown entity \"y\""), one per line.
 Result<FeatureRepo> LoadFeatureRepo(const std::string& dir);
+// The same, with `extra` documents loaded after the repository's YAML files
+// (one namespace: a name defined in both is an error).
+Result<FeatureRepo> LoadFeatureRepo(const std::string& dir,
+                                    const std::vector<DefinitionDocument>& extra);
 // Creates `dir` with a default feature_store.yaml (project `project`, RocksDB
 // online store, registry data/registry.json) unless it already has one.
 Status InitFeatureRepo(const std::string& dir, const std::string& project = "strata");
