@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <set>
 
 #include <fmt/format.h>
@@ -175,20 +176,50 @@ Status AddScalarColumn(const FieldMeta& f, const FieldData& fd, uint32_t n,
   return Status::Ok();
 }
 
+// The float32 values of a vector column: FloatVector as given, the
+// half-precision types (2 bytes per element) converted.
+Result<std::vector<float>> VectorColumnValues(const FieldMeta& f,
+                                              const pb::schema::VectorField& v) {
+  using VF = pb::schema::VectorField;
+  const VF::DataCase want = f.type == DataType::kFloat16Vector    ? VF::kFloat16Vector
+                            : f.type == DataType::kBFloat16Vector ? VF::kBfloat16Vector
+                                                                  : VF::kFloatVector;
+  if (v.data_case() != want) {
+    return Status::InvalidArgument(
+        fmt::format("field {}: expected {} data, the request carries another type", f.name,
+                    DataTypeName(f.type)));
+  }
+  if (want == VF::kFloatVector) {
+    return std::vector<float>(v.float_vector().data().begin(), v.float_vector().data().end());
+  }
+  const std::string& b = want == VF::kFloat16Vector ? v.float16_vector() : v.bfloat16_vector();
+  if (b.size() % 2 != 0) {
+    return Status::InvalidArgument(
+        fmt::format("field {}: {} data must be 2 bytes per element", f.name, DataTypeName(f.type)));
+  }
+  std::vector<float> out(b.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const uint16_t h = static_cast<uint16_t>(static_cast<uint8_t>(b[2 * i]) |
+                                             (static_cast<uint8_t>(b[2 * i + 1]) << 8));
+    out[i] = want == VF::kFloat16Vector ? HalfToFloat(h) : BFloat16ToFloat(h);
+  }
+  return out;
+}
+
 Status AddVectorColumn(const FieldMeta& f, const FieldData& fd, uint32_t n,
                        std::vector<vector::Point>* points) {
-  if (fd.field_case() != FieldData::kVectors ||
-      fd.vectors().data_case() != pb::schema::VectorField::kFloatVector) {
-    return Status::InvalidArgument(fmt::format(
-        "field {}: expected FloatVector data, the request carries another type", f.name));
+  if (fd.field_case() != FieldData::kVectors) {
+    return Status::InvalidArgument(
+        fmt::format("field {}: expected {} data, the request carries another type", f.name,
+                    DataTypeName(f.type)));
   }
   const auto& v = fd.vectors();
   if (v.dim() != 0 && v.dim() != f.dim) {
     return Status::InvalidArgument(fmt::format(
         "the dim ({}) of field data({}) is not equal to schema dim ({})", v.dim(), f.name, f.dim));
   }
-  const auto& data = v.float_vector().data();
-  const size_t have = static_cast<size_t>(data.size());
+  STRATA_ASSIGN_OR_RETURN(std::vector<float> data, VectorColumnValues(f, v));
+  const size_t have = data.size();
   if (have != static_cast<size_t>(n) * f.dim && have % f.dim == 0 && v.dim() == f.dim) {
     return Status::InvalidArgument(fmt::format(
         "the num_rows ({}) of field data does not match the passed num_rows ({}) for field {}",
@@ -376,7 +407,7 @@ Result<Rows> RowsFromFieldData(const CollectionMeta& m, const FieldDataList& fie
           "auto_id=false",
           f->name));
     }
-    if (f->type == DataType::kFloatVector) {
+    if (IsFloatVectorType(f->type)) {
       STRATA_RETURN_IF_ERROR(AddVectorColumn(*f, fd, num_rows, &out.points));
     } else {
       STRATA_RETURN_IF_ERROR(AddScalarColumn(*f, fd, num_rows, &payload));
@@ -416,7 +447,7 @@ Result<OutputFields> ResolveOutputFields(const CollectionMeta& m,
     if (!added.insert(f->name).second) return;
     out.fields.push_back(f);
     out.names.push_back(f->name);
-    if (f->type == DataType::kFloatVector) out.with_vectors = true;
+    if (IsFloatVectorType(f->type)) out.with_vectors = true;
   };
   if (with_primary) add(m.Primary());
   for (const std::string& name : req) {
@@ -451,10 +482,13 @@ Status RecordsToFieldData(const CollectionMeta& m, const OutputFields& out,
     fd->set_field_name(f->name);
     fd->set_field_id(f->id);
     fd->set_type(static_cast<pb::schema::DataType>(f->type));
-    if (f->type == DataType::kFloatVector) {
+    if (IsFloatVectorType(f->type)) {
       auto* v = fd->mutable_vectors();
       v->set_dim(f->dim);
-      auto* data = v->mutable_float_vector()->mutable_data();
+      std::string* half = f->type == DataType::kFloat16Vector    ? v->mutable_float16_vector()
+                          : f->type == DataType::kBFloat16Vector ? v->mutable_bfloat16_vector()
+                                                                 : nullptr;
+      auto* data = half == nullptr ? v->mutable_float_vector()->mutable_data() : nullptr;
       for (const auto* r : records) {
         const vector::NamedVector* nv = nullptr;
         for (const auto& x : r->vectors) {
@@ -464,7 +498,16 @@ Status RecordsToFieldData(const CollectionMeta& m, const OutputFields& out,
           return Status::Internal(
               fmt::format("point {} has no vector {}", r->id.ToString(), f->name));
         }
-        data->Add(nv->values.begin(), nv->values.end());
+        if (half == nullptr) {
+          data->Add(nv->values.begin(), nv->values.end());
+          continue;
+        }
+        for (float x : nv->values) {
+          const uint16_t h =
+              f->type == DataType::kFloat16Vector ? FloatToHalf(x) : FloatToBFloat16(x);
+          half->push_back(static_cast<char>(h & 0xff));
+          half->push_back(static_cast<char>(h >> 8));
+        }
       }
       continue;
     }
@@ -540,51 +583,187 @@ void RecordIds(const CollectionMeta& m, const std::vector<const vector::Record*>
 }
 
 Result<std::vector<std::vector<float>>> QueryVectors(const std::string& placeholder_group,
-                                                     uint32_t dim) {
+                                                     DataType field, uint32_t dim) {
   pb::common::PlaceholderGroup g;
   if (!g.ParseFromString(placeholder_group) || g.placeholders_size() != 1) {
     return Status::InvalidArgument("placeholder_group is not a PlaceholderGroup with one entry");
   }
   const auto& ph = g.placeholders(0);
-  if (ph.type() != pb::common::FloatVector) {
+  const auto want = static_cast<pb::common::PlaceholderType>(field);
+  if (ph.type() != want) {
     return Status::NotSupported(fmt::format(
-        "search by {} is not supported: Strata searches FloatVector fields with float vectors",
-        pb::common::PlaceholderType_Name(ph.type())));
+        "search by {} is not supported on a {} field: pass {} query vectors",
+        pb::common::PlaceholderType_Name(ph.type()), DataTypeName(field), DataTypeName(field)));
   }
+  const size_t elem = field == DataType::kFloatVector ? sizeof(float) : 2;
   std::vector<std::vector<float>> out;
   for (const std::string& b : ph.values()) {
-    if (b.size() != size_t(dim) * sizeof(float)) {
+    if (b.size() != size_t(dim) * elem) {
       return Status::InvalidArgument(fmt::format(
           "the dimension of the query vector ({}) does not match the field's dimension ({})",
-          b.size() / sizeof(float), dim));
+          b.size() / elem, dim));
     }
     std::vector<float> v(dim);
-    std::memcpy(v.data(), b.data(), b.size());
+    if (elem == sizeof(float)) {
+      std::memcpy(v.data(), b.data(), b.size());
+    } else {
+      for (size_t i = 0; i < dim; ++i) {
+        const uint16_t h = static_cast<uint16_t>(static_cast<uint8_t>(b[2 * i]) |
+                                                 (static_cast<uint8_t>(b[2 * i + 1]) << 8));
+        v[i] = field == DataType::kFloat16Vector ? HalfToFloat(h) : BFloat16ToFloat(h);
+      }
+    }
     out.push_back(std::move(v));
   }
   if (out.empty()) return Status::InvalidArgument("no query vector given");
   return out;
 }
 
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  const uint32_t exp = (h >> 10) & 0x1f;
+  const uint32_t man = h & 0x3ff;
+  float f = 0;
+  if (exp == 0) {  // zero or subnormal: man * 2^-24
+    f = std::ldexp(static_cast<float>(man), -24);
+  } else if (exp == 31) {
+    f = man == 0 ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN();
+  } else {
+    f = std::ldexp(static_cast<float>(man | 0x400), static_cast<int>(exp) - 25);
+  }
+  uint32_t bits = 0;
+  std::memcpy(&bits, &f, 4);
+  bits |= sign;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t FloatToHalf(float f) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
+  const float a = std::fabs(f);
+  if (std::isnan(f)) return sign | 0x7e00;
+  if (a >= 65520.0f) return sign | 0x7c00;  // rounds to infinity
+  if (a < std::ldexp(1.0f, -14)) {          // subnormal half: units of 2^-24
+    return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(a, 24)));
+  }
+  int e = 0;
+  const float m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  // 11 significant bits: round m * 2^11 to an integer in [1024, 2048].
+  uint32_t sig = static_cast<uint32_t>(std::nearbyint(std::ldexp(m, 11)));
+  if (sig == 2048) {
+    sig = 1024;
+    ++e;
+  }
+  const uint32_t exp = static_cast<uint32_t>(e - 1 + 15);
+  if (exp >= 31) return sign | 0x7c00;
+  return sign | static_cast<uint16_t>((exp << 10) | (sig & 0x3ff));
+}
+
+float BFloat16ToFloat(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f = 0;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t FloatToBFloat16(float f) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &f, 4);
+  if (std::isnan(f)) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7fff + ((bits >> 16) & 1);  // round to nearest even
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+namespace {
+
+// One key of search_params (top level, or inside "params"): the value as
+// JSON (a top-level value that is not JSON is a string).
+Status SetSearchParam(SearchParams& p, const std::string& k, const json& v) {
+  auto as_uint = [&](uint32_t* out) -> Status {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > (1 << 20))
+      return Status::InvalidArgument(fmt::format("search param {} must be a positive integer", k));
+    *out = v.get<uint32_t>();
+    return Status::Ok();
+  };
+  auto as_float = [&](std::optional<float>* out) -> Status {
+    if (!v.is_number()) return Status::InvalidArgument(fmt::format("{} must be a number", k));
+    *out = v.get<float>();
+    return Status::Ok();
+  };
+  auto as_bool = [&](bool* out) -> Status {
+    if (v.is_boolean()) {
+      *out = v.get<bool>();
+    } else if (v.is_string() && (v == "true" || v == "True" || v == "false" || v == "False")) {
+      *out = v == "true" || v == "True";
+    } else {
+      return Status::InvalidArgument(fmt::format("search param {} must be true or false", k));
+    }
+    return Status::Ok();
+  };
+  if (k == "ef") return as_uint(&p.ef);
+  if (k == "nprobe") return as_uint(&p.nprobe);
+  if (k == "search_list") return as_uint(&p.search_list);
+  if (k == "radius") return as_float(&p.radius);
+  if (k == "range_filter") return as_float(&p.range_filter);
+  if (k == "group_by_field") {
+    if (!v.is_string()) return Status::InvalidArgument("group_by_field must be a field name");
+    p.group_by_field = v.get<std::string>();
+    return Status::Ok();
+  }
+  if (k == "group_size" || k == "search_iter_batch_size") {
+    uint32_t n = 0;
+    STRATA_RETURN_IF_ERROR(as_uint(&n));
+    if (n == 0 || n > kMaxTopK)
+      return Status::InvalidArgument(fmt::format("{} must be in [1, {}]", k, kMaxTopK));
+    (k == "group_size" ? p.group_size : p.iter_batch_size) = n;
+    return Status::Ok();
+  }
+  if (k == "strict_group_size") return as_bool(&p.strict_group_size);
+  if (k == "iterator") return as_bool(&p.iterator);
+  if (k == "search_iter_v2") return as_bool(&p.iterator_v2);
+  if (k == "search_iter_id") {
+    if (!v.is_string()) return Status::InvalidArgument("search_iter_id must be a string token");
+    p.iter_token = v.get<std::string>();
+    return Status::Ok();
+  }
+  if (k == "search_iter_last_bound") return as_float(&p.iter_last_bound);
+  // Consistency hints: every acknowledged write is already visible.
+  if (k == "guarantee_timestamp" || k == "collection_id") return Status::Ok();
+  if (k == "level") {
+    return Status::NotSupported(fmt::format("search param {} is not supported by Strata", k));
+  }
+  return Status::InvalidArgument(fmt::format(
+      "search param \"{}\" is not supported (supported: ef, nprobe, search_list, radius, "
+      "range_filter, group_by_field, group_size, strict_group_size and the iterator's)",
+      k));
+}
+
+Status CheckSearchParams(const SearchParams& p) {
+  if (p.offset + p.topk > kMaxTopK) {
+    return Status::InvalidArgument(
+        fmt::format("topk + offset should be in range [1, {}]", kMaxTopK));
+  }
+  if (p.range_filter && !p.radius) {
+    return Status::InvalidArgument("range_filter needs radius: give both for a range search");
+  }
+  if (p.iterator_v2 && !p.group_by_field.empty()) {
+    return Status::NotSupported("a search iterator cannot group results (group_by_field)");
+  }
+  if (p.iterator_v2 && p.iter_batch_size == 0) {
+    return Status::InvalidArgument("search_iter_v2 needs search_iter_batch_size");
+  }
+  if (!p.iter_token.empty() && !p.iter_last_bound) {
+    return Status::InvalidArgument("search_iter_id needs search_iter_last_bound");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<SearchParams> ParseSearchParams(const KvList& kv) {
   SearchParams p;
-  auto set_param = [&p](const std::string& k, const json& v) -> Status {
-    auto as_uint = [&](uint32_t* out) -> Status {
-      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > (1 << 20))
-        return Status::InvalidArgument(
-            fmt::format("search param {} must be a positive integer", k));
-      *out = v.get<uint32_t>();
-      return Status::Ok();
-    };
-    if (k == "ef") return as_uint(&p.ef);
-    if (k == "nprobe") return as_uint(&p.nprobe);
-    if (k == "search_list") return as_uint(&p.search_list);
-    if (k == "level" || k == "radius" || k == "range_filter" || k == "group_by_field") {
-      return Status::NotSupported(fmt::format("search param {} is not supported by Strata", k));
-    }
-    return Status::InvalidArgument(fmt::format(
-        "search param \"{}\" is not supported (supported: ef, nprobe, search_list)", k));
-  };
   for (const auto& e : kv) {
     const std::string& k = e.key();
     const std::string& v = e.value();
@@ -614,18 +793,15 @@ Result<SearchParams> ParseSearchParams(const KvList& kv) {
       json j = json::parse(v, nullptr, false);
       if (j.is_discarded() || !j.is_object())
         return Status::InvalidArgument("search param \"params\" must be a JSON object");
-      for (const auto& [pk, pv] : j.items()) STRATA_RETURN_IF_ERROR(set_param(pk, pv));
+      for (const auto& [pk, pv] : j.items()) STRATA_RETURN_IF_ERROR(SetSearchParam(p, pk, pv));
     } else if (k == "hints" && v.empty()) {
       continue;
     } else {
       json j = json::parse(v, nullptr, false);
-      STRATA_RETURN_IF_ERROR(set_param(k, j.is_discarded() ? json(v) : j));
+      STRATA_RETURN_IF_ERROR(SetSearchParam(p, k, j.is_discarded() ? json(v) : j));
     }
   }
-  if (p.offset + p.topk > kMaxTopK) {
-    return Status::InvalidArgument(
-        fmt::format("topk + offset should be in range [1, {}]", kMaxTopK));
-  }
+  STRATA_RETURN_IF_ERROR(CheckSearchParams(p));
   return p;
 }
 

@@ -77,6 +77,8 @@ Status ValidateField(FieldMeta& f) {
       }
       break;
     case DataType::kFloatVector:
+    case DataType::kFloat16Vector:
+    case DataType::kBFloat16Vector:
       if (f.dim == 0 || f.dim > kMaxDim) {
         return Status::InvalidArgument(
             fmt::format("dim of the vector field({}) should be in range 1 ~ {}", f.name, kMaxDim));
@@ -89,7 +91,8 @@ Status ValidateField(FieldMeta& f) {
     default:
       return Status::NotSupported(fmt::format(
           "field \"{}\": data type {} is not supported by Strata's Milvus API (supported: Bool, "
-          "Int8, Int16, Int32, Int64, Float, Double, VarChar, JSON, FloatVector)",
+          "Int8, Int16, Int32, Int64, Float, Double, VarChar, JSON, FloatVector, Float16Vector, "
+          "BFloat16Vector)",
           f.name, DataTypeName(f.type)));
   }
   if (f.primary && f.type != DataType::kInt64 && f.type != DataType::kVarChar) {
@@ -185,7 +188,7 @@ const IndexMeta* CollectionMeta::IndexOf(std::string_view field) const {
 std::vector<const FieldMeta*> CollectionMeta::VectorFields() const {
   std::vector<const FieldMeta*> out;
   for (const auto& f : fields) {
-    if (f.type == DataType::kFloatVector) out.push_back(&f);
+    if (IsFloatVectorType(f.type)) out.push_back(&f);
   }
   return out;
 }
@@ -206,7 +209,7 @@ Status ValidateMeta(CollectionMeta* m) {
     }
     if (f.id < 100) f.id = next_id++;
     primaries += f.primary ? 1 : 0;
-    vectors += f.type == DataType::kFloatVector ? 1 : 0;
+    vectors += IsFloatVectorType(f.type) ? 1 : 0;
   }
   if (primaries != 1) {
     return Status::InvalidArgument(primaries == 0
@@ -415,7 +418,7 @@ Result<vector::IndexParams> ToIndexParams(const IndexMeta& idx, uint32_t dim) {
 Result<vector::CollectionSchema> ToVectorSchema(const CollectionMeta& m) {
   vector::CollectionSchema s;
   for (const auto& f : m.fields) {
-    if (f.type == DataType::kFloatVector) {
+    if (IsFloatVectorType(f.type)) {
       const IndexMeta* idx = m.IndexOf(f.name);
       vector::IndexParams p;
       if (idx != nullptr) {

@@ -2,6 +2,7 @@
 // messages and engine rows, without a socket.
 #include "milvus/convert.h"
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -313,12 +314,13 @@ TEST(MilvusConvertTest, QueryVectorsAndSearchParams) {
   ph->set_type(::milvus::proto::common::FloatVector);
   float v[4] = {1, 2, 3, 4};
   ph->add_values(std::string(reinterpret_cast<char*>(v), sizeof v));
-  ASSERT_OK_AND_ASSIGN(auto qs, QueryVectors(g.SerializeAsString(), 4));
+  ASSERT_OK_AND_ASSIGN(auto qs, QueryVectors(g.SerializeAsString(), DataType::kFloatVector, 4));
   ASSERT_EQ(qs.size(), 1u);
   EXPECT_EQ(qs[0], (std::vector<float>{1, 2, 3, 4}));
-  EXPECT_FALSE(QueryVectors(g.SerializeAsString(), 8));  // wrong dimension
+  EXPECT_FALSE(QueryVectors(g.SerializeAsString(), DataType::kFloatVector, 8));  // wrong dimension
   ph->set_type(::milvus::proto::common::BinaryVector);
-  EXPECT_EQ(QueryVectors(g.SerializeAsString(), 4).error().code(), StatusCode::kNotSupported);
+  EXPECT_EQ(QueryVectors(g.SerializeAsString(), DataType::kFloatVector, 4).error().code(),
+            StatusCode::kNotSupported);
 
   KvList kv;
   auto add = [&](const std::string& k, const std::string& val) {
@@ -337,7 +339,10 @@ TEST(MilvusConvertTest, QueryVectorsAndSearchParams) {
   EXPECT_EQ(sp.offset, 2u);
   EXPECT_EQ(sp.ef, 128u);
   EXPECT_EQ(sp.anns_field, "embedding");
-  add("radius", "0.5");  // range search: not supported, and said so
+  add("radius", "0.5");  // range search
+  ASSERT_OK_AND_ASSIGN(sp, ParseSearchParams(kv));
+  EXPECT_EQ(sp.radius, 0.5f);
+  add("level", "2");  // not supported, and said so
   EXPECT_EQ(ParseSearchParams(kv).error().code(), StatusCode::kNotSupported);
   KvList bad;
   auto* p = bad.Add();
@@ -347,6 +352,27 @@ TEST(MilvusConvertTest, QueryVectorsAndSearchParams) {
   p->set_key("topk");
   p->set_value("0");
   EXPECT_FALSE(ParseSearchParams(bad));
+}
+
+TEST(MilvusConvertTest, HalfPrecisionConversions) {
+  // IEEE 754 binary16 encodings.
+  EXPECT_EQ(FloatToHalf(1.0f), 0x3c00);
+  EXPECT_EQ(FloatToHalf(-2.0f), 0xc000);
+  EXPECT_EQ(FloatToHalf(65504.0f), 0x7bff);               // the largest half
+  EXPECT_EQ(FloatToHalf(1e6f), 0x7c00);                   // overflow: infinity
+  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -24)), 0x0001);  // the smallest subnormal
+  EXPECT_EQ(FloatToHalf(1.0f / 3), 0x3555);
+  EXPECT_EQ(HalfToFloat(0x3555), 0.333251953125f);
+  EXPECT_EQ(HalfToFloat(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(HalfToFloat(0xc000), -2.0f);
+  for (uint32_t h = 0; h < 0x7c00; ++h) {  // every finite positive half round-trips
+    ASSERT_EQ(FloatToHalf(HalfToFloat(static_cast<uint16_t>(h))), h) << h;
+  }
+  // bfloat16: the top 16 bits of the float32, rounded to nearest even.
+  EXPECT_EQ(FloatToBFloat16(1.0f), 0x3f80);
+  EXPECT_EQ(FloatToBFloat16(3.14159265f), 0x4049);
+  EXPECT_EQ(BFloat16ToFloat(0x4049), 3.140625f);
+  EXPECT_EQ(BFloat16ToFloat(0xbf80), -1.0f);
 }
 
 }  // namespace
