@@ -15,7 +15,7 @@ namespace {
 constexpr int kMaxSubRequests = 1024;
 
 Status CheckSubRequest(const pbm::HybridSearchRequest& req, const pbm::SearchRequest& sub,
-                       const SearchParams& sp) {
+                       const SearchParams& sp, const Ranker& ranker) {
   if (!sub.collection_name().empty() && sub.collection_name() != req.collection_name()) {
     return Status::InvalidArgument(
         fmt::format("every search request of a hybrid search must name collection {} (got {})",
@@ -32,7 +32,9 @@ Status CheckSubRequest(const pbm::HybridSearchRequest& req, const pbm::SearchReq
   if (sp.iterator || sp.iterator_v2) {
     return Status::NotSupported("a hybrid search cannot be iterated");
   }
-  if (sp.offset != 0) {
+  // The SDKs copy the hybrid search's offset into every request: that one is
+  // the fused list's (rank_params); a different one is refused.
+  if (sp.offset != 0 && sp.offset != ranker.offset) {
     return Status::InvalidArgument(
         "offset of a single search request in a hybrid search: give offset to the hybrid "
         "search (rank_params)");
@@ -67,7 +69,8 @@ Status MilvusServiceImpl::DoHybridSearch(const pbm::HybridSearchRequest& req,
   size_t nq = 0;
   for (const auto& sub : req.requests()) {
     STRATA_ASSIGN_OR_RETURN(PreparedSearch ps, PrepareSearch(m, sub, pfilter));
-    STRATA_RETURN_IF_ERROR(CheckSubRequest(req, sub, ps.sp));
+    STRATA_RETURN_IF_ERROR(CheckSubRequest(req, sub, ps.sp, ranker));
+    ps.sp.offset = 0;  // each list from its top; the offset is the fused list's
     if (nq != 0 && ps.queries.size() != nq) {
       return Status::InvalidArgument(
           "every search request of a hybrid search must have the same number of query vectors");
