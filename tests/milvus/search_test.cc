@@ -40,7 +40,7 @@ class MilvusSearchTest : public ::testing::Test {
 
   // pk INT64, a and b FLOAT_VECTOR dim 2 (a: metric_a, b: IP), cat INT64;
   // rows pk = 0..n-1 with a = (pk, 0), b = (1, pk / 10), cat = pk % 3.
-  void Make(const std::string& metric_a, int n) {
+  void Make(const std::string& metric_a, int n, int64_t first_pk = 0) {
     pbs::CollectionSchema s;
     s.set_name("c");
     auto* pk = s.add_fields();
@@ -94,7 +94,7 @@ class MilvusSearchTest : public ::testing::Test {
     auto* fc = req.add_fields_data();
     fc->set_field_name("cat");
     for (int i = 0; i < n; ++i) {
-      fpk->mutable_scalars()->mutable_long_data()->add_data(i);
+      fpk->mutable_scalars()->mutable_long_data()->add_data(first_pk + i);
       fa->mutable_vectors()->mutable_float_vector()->add_data(static_cast<float>(i));
       fa->mutable_vectors()->mutable_float_vector()->add_data(0);
       fb->mutable_vectors()->mutable_float_vector()->add_data(1);
@@ -321,6 +321,29 @@ TEST_F(MilvusSearchTest, QueryLimitReturnsSmallestKeysInOrder) {
       pks.assign(f.scalars().long_data().data().begin(), f.scalars().long_data().data().end());
   }
   EXPECT_EQ(pks, (std::vector<int64_t>{11, 12, 13, 14, 15}));
+}
+
+// Negative INT64 keys sort before the others (their point ids are the upper
+// half of the id space, so id order alone would put them last).
+TEST_F(MilvusSearchTest, QueryLimitOrdersNegativeKeysFirst) {
+  Make("L2", 10, /*first_pk=*/-5);
+  pbm::QueryRequest q;
+  q.set_collection_name("c");
+  q.set_expr("pk > -4");
+  q.add_output_fields("pk");
+  auto* l = q.add_query_params();
+  l->set_key("limit");
+  l->set_value("5");
+  pbm::QueryResults resp;
+  (void)svc_->Query(nullptr, &q, &resp);
+  ASSERT_EQ(resp.status().code(), 0) << resp.status().reason();
+  std::vector<int64_t> pks;
+  for (const auto& f : resp.fields_data()) {
+    if (f.field_name() == "pk") {
+      pks.assign(f.scalars().long_data().data().begin(), f.scalars().long_data().data().end());
+    }
+  }
+  EXPECT_EQ(pks, (std::vector<int64_t>{-3, -2, -1, 0, 1}));
 }
 
 // FLOAT16 and BFLOAT16 fields: half-precision bytes in, float32 in the
