@@ -142,7 +142,7 @@ Status AddScalarColumn(const FieldMeta& f, const FieldData& fd, uint32_t n,
   }
   const ScalarField& s = fd.scalars();
   const bool has_valid = fd.valid_data_size() > 0;
-  if (has_valid && !f.nullable) {
+  if (has_valid && !f.nullable && f.default_json.empty()) {
     return Status::InvalidArgument(
         fmt::format("field {} is not nullable but the request has null rows", f.name));
   }
@@ -165,8 +165,8 @@ Status AddScalarColumn(const FieldMeta& f, const FieldData& fd, uint32_t n,
   }
   size_t src = 0;
   for (uint32_t r = 0; r < n; ++r) {
-    if (has_valid && !fd.valid_data(r)) {
-      (*rows)[r][f.name] = nullptr;
+    if (has_valid && !fd.valid_data(r)) {  // null: the default value, if any
+      (*rows)[r][f.name] = f.default_json.empty() ? json(nullptr) : json::parse(f.default_json);
       if (!compact) ++src;
       continue;
     }
@@ -277,6 +277,70 @@ json PayloadOf(const vector::Record& r) {
   return p.is_object() ? p : json::object();
 }
 
+// FieldSchema.default_value as JSON text; the value's kind must be the
+// field's (int_data for INT8-32, long_data for INT64, ...).
+Result<std::string> DefaultToJson(const pb::schema::FieldSchema& f) {
+  using VF = pb::schema::ValueField;
+  const auto& v = f.default_value();
+  const auto t = static_cast<DataType>(f.data_type());
+  auto mismatch = [&]() {
+    return Status::InvalidArgument(
+        fmt::format("type (field {}) of default value does not match the field's type {}", f.name(),
+                    DataTypeName(t)));
+  };
+  switch (v.data_case()) {
+    case VF::kBoolData:
+      if (t != DataType::kBool) return mismatch();
+      return json(v.bool_data()).dump();
+    case VF::kIntData:
+      if (t != DataType::kInt8 && t != DataType::kInt16 && t != DataType::kInt32) return mismatch();
+      return json(v.int_data()).dump();
+    case VF::kLongData:
+      if (t != DataType::kInt64) return mismatch();
+      return json(v.long_data()).dump();
+    case VF::kFloatData:
+      if (t != DataType::kFloat) return mismatch();
+      return json(v.float_data()).dump();
+    case VF::kDoubleData:
+      if (t != DataType::kDouble) return mismatch();
+      return json(v.double_data()).dump();
+    case VF::kStringData:
+      if (t != DataType::kVarChar) return mismatch();
+      return json(v.string_data()).dump();
+    default:
+      return Status::InvalidArgument(fmt::format(
+          "default value of field {} has no value, or bytes (not supported)", f.name()));
+  }
+}
+
+void DefaultToProto(const FieldMeta& f, pb::schema::ValueField* v) {
+  json d = json::parse(f.default_json, nullptr, false);
+  switch (f.type) {
+    case DataType::kBool:
+      v->set_bool_data(d.get<bool>());
+      break;
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kInt32:
+      v->set_int_data(d.get<int32_t>());
+      break;
+    case DataType::kInt64:
+      v->set_long_data(d.get<int64_t>());
+      break;
+    case DataType::kFloat:
+      v->set_float_data(d.get<float>());
+      break;
+    case DataType::kDouble:
+      v->set_double_data(d.get<double>());
+      break;
+    case DataType::kVarChar:
+      v->set_string_data(d.get<std::string>());
+      break;
+    default:
+      break;
+  }
+}
+
 }  // namespace
 
 std::optional<std::string> FindKv(const KvList& kv, const std::string& key) {
@@ -313,8 +377,7 @@ Result<CollectionMeta> MetaFromProto(const pb::schema::CollectionSchema& s) {
           fmt::format("clustering key (field {}) is not supported by Strata", f.name()));
     }
     if (f.has_default_value()) {
-      return Status::NotSupported(
-          fmt::format("default values (field {}) are not supported by Strata yet", f.name()));
+      STRATA_ASSIGN_OR_RETURN(x.default_json, DefaultToJson(f));
     }
     for (const auto& kv : f.type_params()) {
       x.type_params.emplace_back(kv.key(), kv.value());
@@ -360,6 +423,7 @@ void MetaToProto(const CollectionMeta& m, const std::string& name,
     x->set_is_primary_key(f.primary);
     x->set_autoid(f.auto_id);
     x->set_nullable(f.nullable);
+    if (!f.default_json.empty()) DefaultToProto(f, x->mutable_default_value());
     for (const auto& [k, v] : f.type_params) {
       auto* p = x->add_type_params();
       p->set_key(k);
@@ -414,7 +478,13 @@ Result<Rows> RowsFromFieldData(const CollectionMeta& m, const FieldDataList& fie
     }
   }
   for (const auto& f : m.fields) {
-    if (seen.count(f.name) || f.nullable) continue;
+    if (seen.count(f.name)) continue;
+    if (!f.default_json.empty()) {  // an omitted field takes its default value
+      const json d = json::parse(f.default_json);
+      for (auto& row : payload) row[f.name] = d;
+      continue;
+    }
+    if (f.nullable) continue;
     if (f.primary && f.auto_id && insert) continue;
     return Status::InvalidArgument(fmt::format(
         "field {} is missing: the request must carry every field of the schema", f.name));

@@ -54,6 +54,51 @@ Result<uint32_t> ParseUint(std::string_view what, std::string_view v, uint32_t l
   return static_cast<uint32_t>(x);
 }
 
+// Milvus's rules for default_value: scalar, non-key fields, of the field's
+// type and range.
+Status ValidateDefault(const FieldMeta& f) {
+  if (f.primary || f.type == DataType::kJson || f.type == DataType::kArray ||
+      IsFloatVectorType(f.type)) {
+    return Status::InvalidArgument(fmt::format("default value is not supported for field {} ({}{})",
+                                               f.name, DataTypeName(f.type),
+                                               f.primary ? ", the primary key" : ""));
+  }
+  json v = json::parse(f.default_json, nullptr, false);
+  bool ok = false;
+  switch (f.type) {
+    case DataType::kBool:
+      ok = v.is_boolean();
+      break;
+    case DataType::kInt8:
+      ok = v.is_number_integer() && v.get<int64_t>() >= -128 && v.get<int64_t>() <= 127;
+      break;
+    case DataType::kInt16:
+      ok = v.is_number_integer() && v.get<int64_t>() >= -32768 && v.get<int64_t>() <= 32767;
+      break;
+    case DataType::kInt32:
+      ok = v.is_number_integer() && v.get<int64_t>() >= INT32_MIN && v.get<int64_t>() <= INT32_MAX;
+      break;
+    case DataType::kInt64:
+      ok = v.is_number_integer();
+      break;
+    case DataType::kFloat:
+    case DataType::kDouble:
+      ok = v.is_number();
+      break;
+    case DataType::kVarChar:
+      ok = v.is_string() && v.get<std::string>().size() <= f.max_length;
+      break;
+    default:
+      break;
+  }
+  if (!ok) {
+    return Status::InvalidArgument(fmt::format(
+        "the default value {} of field {} does not fit its type {}{}", f.default_json, f.name,
+        DataTypeName(f.type), f.type == DataType::kVarChar ? " and max_length" : ""));
+  }
+  return Status::Ok();
+}
+
 Status ValidateField(FieldMeta& f) {
   if (f.name.empty()) return Status::InvalidArgument("a field has no name");
   switch (f.type) {
@@ -109,6 +154,7 @@ Status ValidateField(FieldMeta& f) {
         fmt::format("auto_id on a {} primary key (\"{}\") is not supported: use Int64",
                     DataTypeName(f.type), f.name));
   }
+  if (!f.default_json.empty()) STRATA_RETURN_IF_ERROR(ValidateDefault(f));
   if (f.primary && f.nullable) {
     return Status::InvalidArgument(fmt::format("primary field({}) cannot be nullable", f.name));
   }
@@ -279,6 +325,7 @@ std::string MetaToJson(const CollectionMeta& m) {
                   {"dim", f.dim},
                   {"max_length", f.max_length},
                   {"type_params", KvToJson(f.type_params)}});
+    if (!f.default_json.empty()) fs.back()["default"] = f.default_json;
   }
   j["fields"] = fs;
   json is = json::array();
@@ -325,6 +372,7 @@ Result<CollectionMeta> MetaFromJson(std::string_view text) {
     x.dim = f.value("dim", 0u);
     x.max_length = f.value("max_length", 0u);
     x.type_params = KvFromJson(f.value("type_params", json::array()));
+    x.default_json = f.value("default", "");
     m.fields.push_back(std::move(x));
   }
   if (j.contains("indexes") && j["indexes"].is_array()) {

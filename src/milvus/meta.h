@@ -74,6 +74,9 @@ struct FieldMeta {
   uint32_t dim = 0;         // FLOAT_VECTOR, FLOAT16_VECTOR, BFLOAT16_VECTOR
   uint32_t max_length = 0;  // VARCHAR
   KeyValues type_params;    // as given, answered back by DescribeCollection
+  // default_value as JSON text ("" = none): written for rows that omit the
+  // field or send it as null.
+  std::string default_json;
 };
 
 struct IndexMeta {

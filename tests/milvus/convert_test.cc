@@ -354,6 +354,44 @@ TEST(MilvusConvertTest, QueryVectorsAndSearchParams) {
   EXPECT_FALSE(ParseSearchParams(bad));
 }
 
+// default_value: an omitted field, or a null row, takes the default; the
+// default must fit the field; DescribeCollection answers it back.
+TEST(MilvusConvertTest, DefaultValues) {
+  auto s = DocsSchema();
+  s.mutable_fields(3)->mutable_default_value()->set_string_data("unknown");  // source
+  s.mutable_fields(4)->mutable_default_value()->set_long_data(7);            // timestamp
+  ASSERT_OK_AND_ASSIGN(CollectionMeta m, MetaFromProto(s));
+  EXPECT_EQ(m.Field("source")->default_json, "\"unknown\"");
+  ASSERT_OK_AND_ASSIGN(CollectionMeta back, MetaFromJson(MetaToJson(m)));
+  EXPECT_EQ(back.Field("timestamp")->default_json, "7");
+  ps::CollectionSchema described;
+  MetaToProto(m, "docs", &described);
+  EXPECT_EQ(described.fields(4).default_value().long_data(), 7);
+
+  Columns c = MakeColumns(3);
+  ASSERT_EQ(c.fields.Get(3).field_name(), "timestamp");
+  c.fields.DeleteSubrange(3, 1);  // no timestamp column
+  auto* src = c.fields.Mutable(2);
+  ASSERT_EQ(src->field_name(), "source");
+  for (bool v : {true, false, true}) src->add_valid_data(v);  // row 1: null
+  int64_t next = 0;
+  ASSERT_OK_AND_ASSIGN(Rows rows, RowsFromFieldData(m, c.fields, 3, true, [&] { return ++next; }));
+  auto p1 = nlohmann::json::parse(rows.points[1].payload);
+  EXPECT_EQ(p1["source"], "unknown");
+  EXPECT_EQ(p1["timestamp"], 7);
+  EXPECT_EQ(nlohmann::json::parse(rows.points[0].payload)["source"], "web");
+
+  auto bad = DocsSchema();
+  bad.mutable_fields(4)->mutable_default_value()->set_string_data("x");  // INT64 field
+  EXPECT_FALSE(MetaFromProto(bad));
+  bad = DocsSchema();
+  bad.mutable_fields(2)->mutable_default_value()->set_string_data(std::string(17, 'x'));  // > 16
+  EXPECT_FALSE(MetaFromProto(bad));
+  bad = DocsSchema();
+  bad.mutable_fields(5)->mutable_default_value()->set_string_data("{}");  // JSON
+  EXPECT_FALSE(MetaFromProto(bad));
+}
+
 TEST(MilvusConvertTest, HalfPrecisionConversions) {
   // IEEE 754 binary16 encodings.
   EXPECT_EQ(FloatToHalf(1.0f), 0x3c00);
