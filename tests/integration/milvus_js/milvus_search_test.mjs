@@ -4,7 +4,8 @@
 // range_filter <= d < radius; COSINE: radius < s <= range_filter),
 // group_by_field with group_size, filter templates (exprValues), limit and
 // offset, hybrid search with RRFRanker and WeightedRanker, searchIterator and
-// queryIterator, and the errors for what is out of range or not supported.
+// queryIterator, FLOAT16/BFLOAT16 vector fields, default values, and the
+// errors for what is out of range or not supported.
 // MILVUS_ADDRESS=127.0.0.1:PORT node milvus_search_test.mjs; prints PASS/FAIL
 // lines, exits 1 on any failure.
 import { MilvusClient, DataType, ErrorCode, RRFRanker, WeightedRanker } from '@zilliz/milvus2-sdk-node';
@@ -254,6 +255,38 @@ await step('FLOAT16 and BFLOAT16 vector fields: insert, search, read back', asyn
     check(v.length === 4 && [3, 1.5, 0.25, -3].every((x, i) => Math.abs(v[i] - x) < 1e-6), `${name} read back ${JSON.stringify(v)}`);
     ok(await client.dropCollection({ collection_name: name }), `drop ${name}`);
   }
+});
+
+await step('default_value: rows that omit a field get its default', async () => {
+  const D = 'defaults';
+  if ((await client.hasCollection({ collection_name: D })).value) await client.dropCollection({ collection_name: D });
+  ok(await client.createCollection({
+    collection_name: D,
+    fields: [{ name: 'id', data_type: DataType.Int64, is_primary_key: true },
+             { name: 'v', data_type: DataType.FloatVector, dim: 2 },
+             { name: 'source', data_type: DataType.VarChar, max_length: 16, default_value: 'unknown' },
+             { name: 'n', data_type: DataType.Int64, default_value: 7 }],
+    index_params: [{ field_name: 'v', index_type: 'FLAT', metric_type: 'L2' }],
+  }), 'create with defaults');
+  const d = await client.describeCollection({ collection_name: D });
+  const src = d.schema.fields.find(f => f.name === 'source');
+  check(src.default_value === 'unknown' || (src.default_value && src.default_value.string_data === 'unknown'),
+        `described default ${JSON.stringify(src)}`);
+  ok((await client.insert({ collection_name: D, data: [{ id: 1, v: [0, 0], source: 'web', n: 1 }, { id: 2, v: [1, 1] }] })).status, 'insert');
+  const q = await client.query({ collection_name: D, filter: 'id in [1, 2]', output_fields: ['source', 'n'] });
+  ok(q.status, 'query');
+  const byId = Object.fromEntries(q.data.map(r => [String(r.id), r]));
+  check(byId['1'].source === 'web' && Number(byId['1'].n) === 1, JSON.stringify(q.data));
+  check(byId['2'].source === 'unknown' && Number(byId['2'].n) === 7, JSON.stringify(q.data));
+  ok(await client.dropCollection({ collection_name: D }), 'drop');
+  // The SDK's createCollection throws the failed status.
+  const bad = await client.createCollection({
+    collection_name: 'bad_default',
+    fields: [{ name: 'id', data_type: DataType.Int64, is_primary_key: true },
+             { name: 'v', data_type: DataType.FloatVector, dim: 2 },
+             { name: 's', data_type: DataType.VarChar, max_length: 4, default_value: 'too long' }],
+  }).catch(e => e);
+  expectError(bad, 'default value', 'a default over max_length');
 });
 
 await step('drop', async () => ok(await client.dropCollection({ collection_name: C }), 'drop'));
