@@ -48,6 +48,8 @@ size_t ScalarRows(const ScalarField& s) {
       return s.string_data().data_size();
     case ScalarField::kJsonData:
       return s.json_data().data_size();
+    case ScalarField::kArrayData:
+      return s.array_data().data_size();
     default:
       return 0;
   }
@@ -71,6 +73,8 @@ ScalarField::DataCase ExpectedCase(DataType t) {
       return ScalarField::kStringData;
     case DataType::kJson:
       return ScalarField::kJsonData;
+    case DataType::kArray:
+      return ScalarField::kArrayData;
     default:
       return ScalarField::DATA_NOT_SET;
   }
@@ -87,6 +91,8 @@ Status CheckIntRange(const FieldMeta& f, int64_t v, size_t row) {
   }
   return Status::Ok();
 }
+
+Result<json> ArrayValue(const FieldMeta& f, const ScalarField& elems, size_t row);
 
 // One value of a scalar column as JSON (the row's payload value).
 Result<json> ScalarValue(const FieldMeta& f, const ScalarField& s, size_t i) {
@@ -120,6 +126,8 @@ Result<json> ScalarValue(const FieldMeta& f, const ScalarField& s, size_t i) {
       }
       return json(v);
     }
+    case ScalarField::kArrayData:
+      return ArrayValue(f, s.array_data().data(i), i);
     case ScalarField::kJsonData: {
       json v = json::parse(s.json_data().data(i), nullptr, false);
       if (v.is_discarded()) {
@@ -130,6 +138,74 @@ Result<json> ScalarValue(const FieldMeta& f, const ScalarField& s, size_t i) {
     }
     default:
       return Status::InvalidArgument(fmt::format("field {} has no data", f.name));
+  }
+}
+
+// One row of an ARRAY column: its elements (of the element type, at most
+// max_capacity) as a JSON array.
+Result<json> ArrayValue(const FieldMeta& f, const ScalarField& elems, size_t row) {
+  FieldMeta e = f;
+  e.type = f.element_type;
+  if (elems.data_case() != ExpectedCase(e.type) && ScalarRows(elems) > 0) {
+    return Status::InvalidArgument(fmt::format("array field {} (row {}): elements must be {}",
+                                               f.name, row, DataTypeName(e.type)));
+  }
+  const size_t n = ScalarRows(elems);
+  if (n > f.max_capacity) {
+    return Status::InvalidArgument(
+        fmt::format("array field {} (row {}): {} elements exceed max_capacity {}", f.name, row, n,
+                    f.max_capacity));
+  }
+  json out = json::array();
+  for (size_t k = 0; k < n; ++k) {
+    STRATA_ASSIGN_OR_RETURN(json v, ScalarValue(e, elems, k));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+// One ARRAY row for output: a ScalarField of the element type.
+void ArrayToScalar(DataType t, const json* v, ScalarField* out) {
+  const bool ok = v != nullptr && v->is_array();
+  switch (t) {
+    case DataType::kBool: {
+      auto* d = out->mutable_bool_data();
+      if (ok)
+        for (const auto& x : *v) d->add_data(x.is_boolean() && x.get<bool>());
+      break;
+    }
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kInt32: {
+      auto* d = out->mutable_int_data();
+      if (ok)
+        for (const auto& x : *v) d->add_data(x.is_number() ? x.get<int32_t>() : 0);
+      break;
+    }
+    case DataType::kInt64: {
+      auto* d = out->mutable_long_data();
+      if (ok)
+        for (const auto& x : *v) d->add_data(x.is_number() ? x.get<int64_t>() : 0);
+      break;
+    }
+    case DataType::kFloat: {
+      auto* d = out->mutable_float_data();
+      if (ok)
+        for (const auto& x : *v) d->add_data(x.is_number() ? x.get<float>() : 0.f);
+      break;
+    }
+    case DataType::kDouble: {
+      auto* d = out->mutable_double_data();
+      if (ok)
+        for (const auto& x : *v) d->add_data(x.is_number() ? x.get<double>() : 0.0);
+      break;
+    }
+    default: {
+      auto* d = out->mutable_string_data();
+      if (ok)
+        for (const auto& x : *v) d->add_data(x.is_string() ? x.get<std::string>() : "");
+      break;
+    }
   }
 }
 
@@ -368,6 +444,7 @@ Result<CollectionMeta> MetaFromProto(const pb::schema::CollectionSchema& s) {
     x.primary = f.is_primary_key();
     x.auto_id = f.autoid() || (f.is_primary_key() && s.autoid());
     x.nullable = f.nullable();
+    x.element_type = static_cast<DataType>(f.element_type());
     if (f.is_partition_key()) {
       return Status::NotSupported(
           fmt::format("partition key (field {}) is not supported by Strata yet", f.name()));
@@ -387,6 +464,9 @@ Result<CollectionMeta> MetaFromProto(const pb::schema::CollectionSchema& s) {
       } else if (kv.key() == "max_length") {
         STRATA_ASSIGN_OR_RETURN(int64_t l, ParseInt("max_length", kv.value()));
         x.max_length = static_cast<uint32_t>(std::clamp<int64_t>(l, 0, UINT32_MAX));
+      } else if (kv.key() == "max_capacity") {
+        STRATA_ASSIGN_OR_RETURN(int64_t c, ParseInt("max_capacity", kv.value()));
+        x.max_capacity = static_cast<uint32_t>(std::clamp<int64_t>(c, 0, UINT32_MAX));
       } else if (kv.key() != "mmap.enabled") {
         return Status::InvalidArgument(
             fmt::format("type param \"{}\" of field {} is not supported", kv.key(), f.name()));
@@ -423,6 +503,9 @@ void MetaToProto(const CollectionMeta& m, const std::string& name,
     x->set_is_primary_key(f.primary);
     x->set_autoid(f.auto_id);
     x->set_nullable(f.nullable);
+    if (f.type == DataType::kArray) {
+      x->set_element_type(static_cast<pb::schema::DataType>(f.element_type));
+    }
     if (!f.default_json.empty()) DefaultToProto(f, x->mutable_default_value());
     for (const auto& [k, v] : f.type_params) {
       auto* p = x->add_type_params();
@@ -609,6 +692,11 @@ Status RecordsToFieldData(const CollectionMeta& m, const OutputFields& out,
           break;
         case DataType::kJson:
           s->mutable_json_data()->add_data(valid ? v->dump() : "null");
+          break;
+        case DataType::kArray:
+          s->mutable_array_data()->set_element_type(
+              static_cast<pb::schema::DataType>(f->element_type));
+          ArrayToScalar(f->element_type, valid ? v : nullptr, s->mutable_array_data()->add_data());
           break;
         default:
           return Status::Internal(fmt::format("field {} has an unsupported type", f->name));

@@ -99,6 +99,30 @@ Status ValidateDefault(const FieldMeta& f) {
   return Status::Ok();
 }
 
+// ARRAY: a scalar element type (not JSON or ARRAY), max_capacity in
+// [1, 4096], max_length for VARCHAR elements.
+Status ValidateArray(const FieldMeta& f) {
+  const DataType e = f.element_type;
+  if (e != DataType::kBool && !IsIntegerType(e) && e != DataType::kFloat &&
+      e != DataType::kDouble && e != DataType::kVarChar) {
+    return Status::InvalidArgument(fmt::format(
+        "element type {} of array field {} is not supported (Bool, Int8-64, Float, Double, "
+        "VarChar)",
+        DataTypeName(e), f.name));
+  }
+  if (f.max_capacity == 0 || f.max_capacity > 4096) {
+    return Status::InvalidArgument(fmt::format(
+        "type param(max_capacity) of array field {} should be in range [1, 4096]", f.name));
+  }
+  if (e == DataType::kVarChar && (f.max_length == 0 || f.max_length > 65535)) {
+    return Status::InvalidArgument(fmt::format(
+        "type param(max_length) of array field {} (VarChar elements) should be in (0, 65535]",
+        f.name));
+  }
+  if (f.primary) return Status::InvalidArgument("an array field cannot be the primary key");
+  return Status::Ok();
+}
+
 Status ValidateField(FieldMeta& f) {
   if (f.name.empty()) return Status::InvalidArgument("a field has no name");
   switch (f.type) {
@@ -110,6 +134,9 @@ Status ValidateField(FieldMeta& f) {
     case DataType::kFloat:
     case DataType::kDouble:
     case DataType::kJson:
+      break;
+    case DataType::kArray:
+      STRATA_RETURN_IF_ERROR(ValidateArray(f));
       break;
     case DataType::kVarChar:
       if (f.max_length == 0) {
@@ -136,7 +163,8 @@ Status ValidateField(FieldMeta& f) {
     default:
       return Status::NotSupported(fmt::format(
           "field \"{}\": data type {} is not supported by Strata's Milvus API (supported: Bool, "
-          "Int8, Int16, Int32, Int64, Float, Double, VarChar, JSON, FloatVector, Float16Vector, "
+          "Int8, Int16, Int32, Int64, Float, Double, VarChar, JSON, Array, FloatVector, "
+          "Float16Vector, "
           "BFloat16Vector)",
           f.name, DataTypeName(f.type)));
   }
@@ -324,6 +352,8 @@ std::string MetaToJson(const CollectionMeta& m) {
                   {"nullable", f.nullable},
                   {"dim", f.dim},
                   {"max_length", f.max_length},
+                  {"element_type", static_cast<int32_t>(f.element_type)},
+                  {"max_capacity", f.max_capacity},
                   {"type_params", KvToJson(f.type_params)}});
     if (!f.default_json.empty()) fs.back()["default"] = f.default_json;
   }
@@ -371,6 +401,8 @@ Result<CollectionMeta> MetaFromJson(std::string_view text) {
     x.nullable = f.value("nullable", false);
     x.dim = f.value("dim", 0u);
     x.max_length = f.value("max_length", 0u);
+    x.element_type = static_cast<DataType>(f.value("element_type", 0));
+    x.max_capacity = f.value("max_capacity", 0u);
     x.type_params = KvFromJson(f.value("type_params", json::array()));
     x.default_json = f.value("default", "");
     m.fields.push_back(std::move(x));

@@ -72,7 +72,9 @@ struct FieldMeta {
   bool nullable = false;
   bool dynamic = false;     // the "$meta" field that holds the dynamic keys
   uint32_t dim = 0;         // FLOAT_VECTOR, FLOAT16_VECTOR, BFLOAT16_VECTOR
-  uint32_t max_length = 0;  // VARCHAR
+  uint32_t max_length = 0;  // VARCHAR (and VARCHAR elements of an ARRAY)
+  DataType element_type = DataType::kNone;  // ARRAY
+  uint32_t max_capacity = 0;                // ARRAY: most elements per row
   KeyValues type_params;    // as given, answered back by DescribeCollection
   // default_value as JSON text ("" = none): written for rows that omit the
   // field or send it as null.

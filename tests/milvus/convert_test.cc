@@ -392,6 +392,60 @@ TEST(MilvusConvertTest, DefaultValues) {
   EXPECT_FALSE(MetaFromProto(bad));
 }
 
+// ARRAY fields: element_type and max_capacity checked on insert, stored as
+// a JSON array, answered back as ArrayArray of the element type.
+TEST(MilvusConvertTest, ArrayFields) {
+  auto s = DocsSchema();
+  auto* tags = AddField(&s, "tags", ps::Array, {{"max_capacity", "3"}, {"max_length", "8"}});
+  tags->set_element_type(ps::VarChar);
+  ASSERT_OK_AND_ASSIGN(CollectionMeta m, MetaFromProto(s));
+  EXPECT_EQ(m.Field("tags")->max_capacity, 3u);
+  ASSERT_OK_AND_ASSIGN(CollectionMeta back, MetaFromJson(MetaToJson(m)));
+  EXPECT_EQ(back.Field("tags")->element_type, DataType::kVarChar);
+  ps::CollectionSchema described;
+  MetaToProto(m, "docs", &described);
+  EXPECT_EQ(described.fields(6).element_type(), ps::VarChar);
+
+  Columns c = MakeColumns(2);
+  auto* col = c.fields.Add();
+  col->set_field_name("tags");
+  auto* arr = col->mutable_scalars()->mutable_array_data();
+  arr->set_element_type(ps::VarChar);
+  for (auto row : {std::vector<std::string>{"a", "b"}, std::vector<std::string>{}}) {
+    auto* e = arr->add_data()->mutable_string_data();
+    for (const auto& x : row) e->add_data(x);
+  }
+  int64_t next = 0;
+  ASSERT_OK_AND_ASSIGN(Rows rows, RowsFromFieldData(m, c.fields, 2, true, [&] { return ++next; }));
+  EXPECT_EQ(nlohmann::json::parse(rows.points[0].payload)["tags"], nlohmann::json({"a", "b"}));
+
+  std::vector<vector::Record> recs(2);
+  recs[0].payload = rows.points[0].payload;
+  recs[1].payload = rows.points[1].payload;
+  OutputFields out;
+  out.fields.push_back(m.Field("tags"));
+  FieldDataList cols;
+  ASSERT_OK(RecordsToFieldData(m, out, {&recs[0], &recs[1]}, &cols));
+  const auto& got = cols.Get(0).scalars().array_data();
+  EXPECT_EQ(got.element_type(), ps::VarChar);
+  ASSERT_EQ(got.data_size(), 2);
+  EXPECT_EQ(got.data(0).string_data().data(1), "b");
+  EXPECT_EQ(got.data(1).string_data().data_size(), 0);
+
+  // Over max_capacity, a too-long element, a wrong element type: refused.
+  arr->mutable_data(1)->mutable_string_data()->add_data("1");
+  for (const char* x : {"2", "3", "4"}) arr->mutable_data(1)->mutable_string_data()->add_data(x);
+  EXPECT_FALSE(RowsFromFieldData(m, c.fields, 2, true, [&] { return ++next; }));
+  arr->mutable_data(1)->mutable_string_data()->Clear();
+  arr->mutable_data(1)->mutable_string_data()->add_data("toolongvalue");
+  EXPECT_FALSE(RowsFromFieldData(m, c.fields, 2, true, [&] { return ++next; }));
+  arr->mutable_data(1)->mutable_long_data()->add_data(1);
+  EXPECT_FALSE(RowsFromFieldData(m, c.fields, 2, true, [&] { return ++next; }));
+  auto bad = DocsSchema();
+  AddField(&bad, "a", ps::Array, {{"max_capacity", "3"}})->set_element_type(ps::JSON);
+  EXPECT_FALSE(MetaFromProto(bad));
+}
+
 TEST(MilvusConvertTest, HalfPrecisionConversions) {
   // IEEE 754 binary16 encodings.
   EXPECT_EQ(FloatToHalf(1.0f), 0x3c00);
