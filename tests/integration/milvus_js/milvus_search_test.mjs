@@ -4,7 +4,8 @@
 // range_filter <= d < radius; COSINE: radius < s <= range_filter),
 // group_by_field with group_size, filter templates (exprValues), limit and
 // offset, hybrid search with RRFRanker and WeightedRanker, searchIterator and
-// queryIterator, FLOAT16/BFLOAT16 vector fields, default values, and the
+// queryIterator, FLOAT16/BFLOAT16 vector fields, default values, ARRAY fields
+// with array_contains filters, and the
 // errors for what is out of range or not supported.
 // MILVUS_ADDRESS=127.0.0.1:PORT node milvus_search_test.mjs; prints PASS/FAIL
 // lines, exits 1 on any failure.
@@ -287,6 +288,33 @@ await step('default_value: rows that omit a field get its default', async () => 
              { name: 's', data_type: DataType.VarChar, max_length: 4, default_value: 'too long' }],
   }).catch(e => e);
   expectError(bad, 'default value', 'a default over max_length');
+});
+
+await step('ARRAY fields: insert, array_contains filters, read back, capacity checked', async () => {
+  const A = 'arrays';
+  if ((await client.hasCollection({ collection_name: A })).value) await client.dropCollection({ collection_name: A });
+  ok(await client.createCollection({
+    collection_name: A,
+    fields: [{ name: 'id', data_type: DataType.Int64, is_primary_key: true },
+             { name: 'v', data_type: DataType.FloatVector, dim: 2 },
+             { name: 'tags', data_type: DataType.Array, element_type: DataType.VarChar, max_capacity: 3, max_length: 8 },
+             { name: 'nums', data_type: DataType.Array, element_type: DataType.Int64, max_capacity: 4 }],
+    index_params: [{ field_name: 'v', index_type: 'FLAT', metric_type: 'L2' }],
+  }), 'create');
+  const data = [{ id: 1, v: [0, 0], tags: ['a', 'b'], nums: [1, 2] },
+                { id: 2, v: [1, 0], tags: ['b'], nums: [3] },
+                { id: 3, v: [2, 0], tags: [], nums: [] }];
+  ok((await client.insert({ collection_name: A, data })).status, 'insert');
+  const q = await client.query({ collection_name: A, filter: 'array_contains(tags, "b")', output_fields: ['tags', 'nums'] });
+  ok(q.status, 'query');
+  sameIds(q.data.map(r => Number(r.id)).sort(), [1, 2], 'array_contains');
+  const one = q.data.find(r => Number(r.id) === 1);
+  check(JSON.stringify(one.tags) === '["a","b"]' && one.nums.map(Number).join(',') === '1,2', JSON.stringify(one));
+  const any = await client.query({ collection_name: A, filter: 'array_contains_any(nums, [2, 3])', output_fields: ['id'] });
+  sameIds(any.data.map(r => Number(r.id)).sort(), [1, 2], 'array_contains_any');
+  const over = await client.insert({ collection_name: A, data: [{ id: 4, v: [0, 1], tags: ['a', 'b', 'c', 'd'], nums: [] }] });
+  expectError(over.status, 'max_capacity', 'four tags in a capacity of three');
+  ok(await client.dropCollection({ collection_name: A }), 'drop');
 });
 
 await step('drop', async () => ok(await client.dropCollection({ collection_name: C }), 'drop'));
