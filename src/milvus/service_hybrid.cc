@@ -2,6 +2,8 @@
 // Search would (its own field, filter, limit and search params), and the
 // ranked lists are fused by rank_params' ranker (search_util.h: RRF or
 // weighted), then cut to rank_params' offset and limit.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "milvus/errors.h"
@@ -21,7 +23,11 @@ Status CheckSubRequest(const pbm::HybridSearchRequest& req, const pbm::SearchReq
         fmt::format("every search request of a hybrid search must name collection {} (got {})",
                     req.collection_name(), sub.collection_name()));
   }
-  if (sub.partition_names_size() > 0) {
+  // The SDKs copy the hybrid search's partition_names into every request.
+  const bool same_partitions =
+      std::equal(sub.partition_names().begin(), sub.partition_names().end(),
+                 req.partition_names().begin(), req.partition_names().end());
+  if (sub.partition_names_size() > 0 && !same_partitions) {
     return Status::NotSupported(
         "partition_names of a single search request in a hybrid search: name the partitions "
         "on the hybrid search itself");

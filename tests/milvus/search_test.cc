@@ -301,6 +301,15 @@ TEST_F(MilvusSearchTest, HybridSearchRrfAndWeighted) {
   EXPECT_NE(r.status().reason().find("weights"), std::string::npos);
   r = rank({{"strategy", "nope"}});
   EXPECT_NE(r.status().code(), 0);
+  // partition_names as the SDKs send them: on the hybrid search and copied
+  // into each request; a request naming other partitions is refused.
+  h.add_partition_names("_default");
+  for (auto& sub : *h.mutable_requests()) sub.add_partition_names("_default");
+  r = rank({{"strategy", "rrf"}, {"limit", "4"}});
+  ASSERT_EQ(r.status().code(), 0) << r.status().reason();
+  EXPECT_EQ(Ids(r), (std::vector<int64_t>{0, 19, 1, 18}));
+  h.mutable_requests(1)->add_partition_names("other");
+  EXPECT_NE(rank({{"strategy", "rrf"}}).status().code(), 0);
 }
 
 TEST_F(MilvusSearchTest, QueryLimitReturnsSmallestKeysInOrder) {

@@ -181,6 +181,13 @@ await step('hybrid search: RRFRanker(k) over two vector fields', async () => {
   const key = l => l.map(x => `${x[0]}`).sort().join(',');
   check(key(res.results.map(r => [r.id])) === key(want), `ids ${JSON.stringify(res.results.map(r => r.id))} vs ${JSON.stringify(want)}`);
   check(res.results.every(r => r.tag === rows[r.id].tag), 'output field tag');
+  const inPart = await client.search({
+    collection_name: C, partition_names: ['_default'],
+    data: [{ data: q1, anns_field: 'dense', limit: 10 }, { data: q2, anns_field: 'dense2', limit: 10 }],
+    rerank: RRFRanker(20), limit: 6,
+  });
+  ok(inPart.status, 'hybrid search in a partition');
+  check(key(inPart.results.map(r => [r.id])) === key(want), 'same rows in _default');
 });
 
 await step('hybrid search: WeightedRanker normalises each metric then weighs', async () => {
