@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <set>
 
 #include <fmt/format.h>
@@ -47,6 +48,8 @@ size_t ScalarRows(const ScalarField& s) {
       return s.string_data().data_size();
     case ScalarField::kJsonData:
       return s.json_data().data_size();
+    case ScalarField::kArrayData:
+      return s.array_data().data_size();
     default:
       return 0;
   }
@@ -70,6 +73,8 @@ ScalarField::DataCase ExpectedCase(DataType t) {
       return ScalarField::kStringData;
     case DataType::kJson:
       return ScalarField::kJsonData;
+    case DataType::kArray:
+      return ScalarField::kArrayData;
     default:
       return ScalarField::DATA_NOT_SET;
   }
@@ -86,6 +91,8 @@ Status CheckIntRange(const FieldMeta& f, int64_t v, size_t row) {
   }
   return Status::Ok();
 }
+
+Result<json> ArrayValue(const FieldMeta& f, const ScalarField& elems, size_t row);
 
 // One value of a scalar column as JSON (the row's payload value).
 Result<json> ScalarValue(const FieldMeta& f, const ScalarField& s, size_t i) {
@@ -119,6 +126,8 @@ Result<json> ScalarValue(const FieldMeta& f, const ScalarField& s, size_t i) {
       }
       return json(v);
     }
+    case ScalarField::kArrayData:
+      return ArrayValue(f, s.array_data().data(i), i);
     case ScalarField::kJsonData: {
       json v = json::parse(s.json_data().data(i), nullptr, false);
       if (v.is_discarded()) {
@@ -132,6 +141,74 @@ Result<json> ScalarValue(const FieldMeta& f, const ScalarField& s, size_t i) {
   }
 }
 
+// One row of an ARRAY column: its elements (of the element type, at most
+// max_capacity) as a JSON array.
+Result<json> ArrayValue(const FieldMeta& f, const ScalarField& elems, size_t row) {
+  FieldMeta e = f;
+  e.type = f.element_type;
+  if (elems.data_case() != ExpectedCase(e.type) && ScalarRows(elems) > 0) {
+    return Status::InvalidArgument(fmt::format("array field {} (row {}): elements must be {}",
+                                               f.name, row, DataTypeName(e.type)));
+  }
+  const size_t n = ScalarRows(elems);
+  if (n > f.max_capacity) {
+    return Status::InvalidArgument(
+        fmt::format("array field {} (row {}): {} elements exceed max_capacity {}", f.name, row, n,
+                    f.max_capacity));
+  }
+  json out = json::array();
+  for (size_t k = 0; k < n; ++k) {
+    STRATA_ASSIGN_OR_RETURN(json v, ScalarValue(e, elems, k));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+// One ARRAY row for output: a ScalarField of the element type.
+void ArrayToScalar(DataType t, const json* v, ScalarField* out) {
+  const bool ok = v != nullptr && v->is_array();
+  switch (t) {
+    case DataType::kBool: {
+      auto* d = out->mutable_bool_data();
+      if (ok)
+        for (const auto& x : *v) d->add_data(x.is_boolean() && x.get<bool>());
+      break;
+    }
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kInt32: {
+      auto* d = out->mutable_int_data();
+      if (ok)
+        for (const auto& x : *v) d->add_data(x.is_number() ? x.get<int32_t>() : 0);
+      break;
+    }
+    case DataType::kInt64: {
+      auto* d = out->mutable_long_data();
+      if (ok)
+        for (const auto& x : *v) d->add_data(x.is_number() ? x.get<int64_t>() : 0);
+      break;
+    }
+    case DataType::kFloat: {
+      auto* d = out->mutable_float_data();
+      if (ok)
+        for (const auto& x : *v) d->add_data(x.is_number() ? x.get<float>() : 0.f);
+      break;
+    }
+    case DataType::kDouble: {
+      auto* d = out->mutable_double_data();
+      if (ok)
+        for (const auto& x : *v) d->add_data(x.is_number() ? x.get<double>() : 0.0);
+      break;
+    }
+    default: {
+      auto* d = out->mutable_string_data();
+      if (ok)
+        for (const auto& x : *v) d->add_data(x.is_string() ? x.get<std::string>() : "");
+      break;
+    }
+  }
+}
+
 Status AddScalarColumn(const FieldMeta& f, const FieldData& fd, uint32_t n,
                        std::vector<json>* rows) {
   if (fd.field_case() != FieldData::kScalars || fd.scalars().data_case() != ExpectedCase(f.type)) {
@@ -141,7 +218,7 @@ Status AddScalarColumn(const FieldMeta& f, const FieldData& fd, uint32_t n,
   }
   const ScalarField& s = fd.scalars();
   const bool has_valid = fd.valid_data_size() > 0;
-  if (has_valid && !f.nullable) {
+  if (has_valid && !f.nullable && f.default_json.empty()) {
     return Status::InvalidArgument(
         fmt::format("field {} is not nullable but the request has null rows", f.name));
   }
@@ -164,8 +241,8 @@ Status AddScalarColumn(const FieldMeta& f, const FieldData& fd, uint32_t n,
   }
   size_t src = 0;
   for (uint32_t r = 0; r < n; ++r) {
-    if (has_valid && !fd.valid_data(r)) {
-      (*rows)[r][f.name] = nullptr;
+    if (has_valid && !fd.valid_data(r)) {  // null: the default value, if any
+      (*rows)[r][f.name] = f.default_json.empty() ? json(nullptr) : json::parse(f.default_json);
       if (!compact) ++src;
       continue;
     }
@@ -175,20 +252,50 @@ Status AddScalarColumn(const FieldMeta& f, const FieldData& fd, uint32_t n,
   return Status::Ok();
 }
 
+// The float32 values of a vector column: FloatVector as given, the
+// half-precision types (2 bytes per element) converted.
+Result<std::vector<float>> VectorColumnValues(const FieldMeta& f,
+                                              const pb::schema::VectorField& v) {
+  using VF = pb::schema::VectorField;
+  const VF::DataCase want = f.type == DataType::kFloat16Vector    ? VF::kFloat16Vector
+                            : f.type == DataType::kBFloat16Vector ? VF::kBfloat16Vector
+                                                                  : VF::kFloatVector;
+  if (v.data_case() != want) {
+    return Status::InvalidArgument(
+        fmt::format("field {}: expected {} data, the request carries another type", f.name,
+                    DataTypeName(f.type)));
+  }
+  if (want == VF::kFloatVector) {
+    return std::vector<float>(v.float_vector().data().begin(), v.float_vector().data().end());
+  }
+  const std::string& b = want == VF::kFloat16Vector ? v.float16_vector() : v.bfloat16_vector();
+  if (b.size() % 2 != 0) {
+    return Status::InvalidArgument(
+        fmt::format("field {}: {} data must be 2 bytes per element", f.name, DataTypeName(f.type)));
+  }
+  std::vector<float> out(b.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const uint16_t h = static_cast<uint16_t>(static_cast<uint8_t>(b[2 * i]) |
+                                             (static_cast<uint8_t>(b[2 * i + 1]) << 8));
+    out[i] = want == VF::kFloat16Vector ? HalfToFloat(h) : BFloat16ToFloat(h);
+  }
+  return out;
+}
+
 Status AddVectorColumn(const FieldMeta& f, const FieldData& fd, uint32_t n,
                        std::vector<vector::Point>* points) {
-  if (fd.field_case() != FieldData::kVectors ||
-      fd.vectors().data_case() != pb::schema::VectorField::kFloatVector) {
-    return Status::InvalidArgument(fmt::format(
-        "field {}: expected FloatVector data, the request carries another type", f.name));
+  if (fd.field_case() != FieldData::kVectors) {
+    return Status::InvalidArgument(
+        fmt::format("field {}: expected {} data, the request carries another type", f.name,
+                    DataTypeName(f.type)));
   }
   const auto& v = fd.vectors();
   if (v.dim() != 0 && v.dim() != f.dim) {
     return Status::InvalidArgument(fmt::format(
         "the dim ({}) of field data({}) is not equal to schema dim ({})", v.dim(), f.name, f.dim));
   }
-  const auto& data = v.float_vector().data();
-  const size_t have = static_cast<size_t>(data.size());
+  STRATA_ASSIGN_OR_RETURN(std::vector<float> data, VectorColumnValues(f, v));
+  const size_t have = data.size();
   if (have != static_cast<size_t>(n) * f.dim && have % f.dim == 0 && v.dim() == f.dim) {
     return Status::InvalidArgument(fmt::format(
         "the num_rows ({}) of field data does not match the passed num_rows ({}) for field {}",
@@ -246,6 +353,70 @@ json PayloadOf(const vector::Record& r) {
   return p.is_object() ? p : json::object();
 }
 
+// FieldSchema.default_value as JSON text; the value's kind must be the
+// field's (int_data for INT8-32, long_data for INT64, ...).
+Result<std::string> DefaultToJson(const pb::schema::FieldSchema& f) {
+  using VF = pb::schema::ValueField;
+  const auto& v = f.default_value();
+  const auto t = static_cast<DataType>(f.data_type());
+  auto mismatch = [&]() {
+    return Status::InvalidArgument(
+        fmt::format("type (field {}) of default value does not match the field's type {}", f.name(),
+                    DataTypeName(t)));
+  };
+  switch (v.data_case()) {
+    case VF::kBoolData:
+      if (t != DataType::kBool) return mismatch();
+      return json(v.bool_data()).dump();
+    case VF::kIntData:
+      if (t != DataType::kInt8 && t != DataType::kInt16 && t != DataType::kInt32) return mismatch();
+      return json(v.int_data()).dump();
+    case VF::kLongData:
+      if (t != DataType::kInt64) return mismatch();
+      return json(v.long_data()).dump();
+    case VF::kFloatData:
+      if (t != DataType::kFloat) return mismatch();
+      return json(v.float_data()).dump();
+    case VF::kDoubleData:
+      if (t != DataType::kDouble) return mismatch();
+      return json(v.double_data()).dump();
+    case VF::kStringData:
+      if (t != DataType::kVarChar) return mismatch();
+      return json(v.string_data()).dump();
+    default:
+      return Status::InvalidArgument(fmt::format(
+          "default value of field {} has no value, or bytes (not supported)", f.name()));
+  }
+}
+
+void DefaultToProto(const FieldMeta& f, pb::schema::ValueField* v) {
+  json d = json::parse(f.default_json, nullptr, false);
+  switch (f.type) {
+    case DataType::kBool:
+      v->set_bool_data(d.get<bool>());
+      break;
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kInt32:
+      v->set_int_data(d.get<int32_t>());
+      break;
+    case DataType::kInt64:
+      v->set_long_data(d.get<int64_t>());
+      break;
+    case DataType::kFloat:
+      v->set_float_data(d.get<float>());
+      break;
+    case DataType::kDouble:
+      v->set_double_data(d.get<double>());
+      break;
+    case DataType::kVarChar:
+      v->set_string_data(d.get<std::string>());
+      break;
+    default:
+      break;
+  }
+}
+
 }  // namespace
 
 std::optional<std::string> FindKv(const KvList& kv, const std::string& key) {
@@ -273,6 +444,7 @@ Result<CollectionMeta> MetaFromProto(const pb::schema::CollectionSchema& s) {
     x.primary = f.is_primary_key();
     x.auto_id = f.autoid() || (f.is_primary_key() && s.autoid());
     x.nullable = f.nullable();
+    x.element_type = static_cast<DataType>(f.element_type());
     if (f.is_partition_key()) {
       return Status::NotSupported(
           fmt::format("partition key (field {}) is not supported by Strata yet", f.name()));
@@ -282,8 +454,7 @@ Result<CollectionMeta> MetaFromProto(const pb::schema::CollectionSchema& s) {
           fmt::format("clustering key (field {}) is not supported by Strata", f.name()));
     }
     if (f.has_default_value()) {
-      return Status::NotSupported(
-          fmt::format("default values (field {}) are not supported by Strata yet", f.name()));
+      STRATA_ASSIGN_OR_RETURN(x.default_json, DefaultToJson(f));
     }
     for (const auto& kv : f.type_params()) {
       x.type_params.emplace_back(kv.key(), kv.value());
@@ -293,6 +464,9 @@ Result<CollectionMeta> MetaFromProto(const pb::schema::CollectionSchema& s) {
       } else if (kv.key() == "max_length") {
         STRATA_ASSIGN_OR_RETURN(int64_t l, ParseInt("max_length", kv.value()));
         x.max_length = static_cast<uint32_t>(std::clamp<int64_t>(l, 0, UINT32_MAX));
+      } else if (kv.key() == "max_capacity") {
+        STRATA_ASSIGN_OR_RETURN(int64_t c, ParseInt("max_capacity", kv.value()));
+        x.max_capacity = static_cast<uint32_t>(std::clamp<int64_t>(c, 0, UINT32_MAX));
       } else if (kv.key() != "mmap.enabled") {
         return Status::InvalidArgument(
             fmt::format("type param \"{}\" of field {} is not supported", kv.key(), f.name()));
@@ -329,6 +503,10 @@ void MetaToProto(const CollectionMeta& m, const std::string& name,
     x->set_is_primary_key(f.primary);
     x->set_autoid(f.auto_id);
     x->set_nullable(f.nullable);
+    if (f.type == DataType::kArray) {
+      x->set_element_type(static_cast<pb::schema::DataType>(f.element_type));
+    }
+    if (!f.default_json.empty()) DefaultToProto(f, x->mutable_default_value());
     for (const auto& [k, v] : f.type_params) {
       auto* p = x->add_type_params();
       p->set_key(k);
@@ -376,14 +554,20 @@ Result<Rows> RowsFromFieldData(const CollectionMeta& m, const FieldDataList& fie
           "auto_id=false",
           f->name));
     }
-    if (f->type == DataType::kFloatVector) {
+    if (IsFloatVectorType(f->type)) {
       STRATA_RETURN_IF_ERROR(AddVectorColumn(*f, fd, num_rows, &out.points));
     } else {
       STRATA_RETURN_IF_ERROR(AddScalarColumn(*f, fd, num_rows, &payload));
     }
   }
   for (const auto& f : m.fields) {
-    if (seen.count(f.name) || f.nullable) continue;
+    if (seen.count(f.name)) continue;
+    if (!f.default_json.empty()) {  // an omitted field takes its default value
+      const json d = json::parse(f.default_json);
+      for (auto& row : payload) row[f.name] = d;
+      continue;
+    }
+    if (f.nullable) continue;
     if (f.primary && f.auto_id && insert) continue;
     return Status::InvalidArgument(fmt::format(
         "field {} is missing: the request must carry every field of the schema", f.name));
@@ -416,7 +600,7 @@ Result<OutputFields> ResolveOutputFields(const CollectionMeta& m,
     if (!added.insert(f->name).second) return;
     out.fields.push_back(f);
     out.names.push_back(f->name);
-    if (f->type == DataType::kFloatVector) out.with_vectors = true;
+    if (IsFloatVectorType(f->type)) out.with_vectors = true;
   };
   if (with_primary) add(m.Primary());
   for (const std::string& name : req) {
@@ -451,10 +635,13 @@ Status RecordsToFieldData(const CollectionMeta& m, const OutputFields& out,
     fd->set_field_name(f->name);
     fd->set_field_id(f->id);
     fd->set_type(static_cast<pb::schema::DataType>(f->type));
-    if (f->type == DataType::kFloatVector) {
+    if (IsFloatVectorType(f->type)) {
       auto* v = fd->mutable_vectors();
       v->set_dim(f->dim);
-      auto* data = v->mutable_float_vector()->mutable_data();
+      std::string* half = f->type == DataType::kFloat16Vector    ? v->mutable_float16_vector()
+                          : f->type == DataType::kBFloat16Vector ? v->mutable_bfloat16_vector()
+                                                                 : nullptr;
+      auto* data = half == nullptr ? v->mutable_float_vector()->mutable_data() : nullptr;
       for (const auto* r : records) {
         const vector::NamedVector* nv = nullptr;
         for (const auto& x : r->vectors) {
@@ -464,7 +651,16 @@ Status RecordsToFieldData(const CollectionMeta& m, const OutputFields& out,
           return Status::Internal(
               fmt::format("point {} has no vector {}", r->id.ToString(), f->name));
         }
-        data->Add(nv->values.begin(), nv->values.end());
+        if (half == nullptr) {
+          data->Add(nv->values.begin(), nv->values.end());
+          continue;
+        }
+        for (float x : nv->values) {
+          const uint16_t h =
+              f->type == DataType::kFloat16Vector ? FloatToHalf(x) : FloatToBFloat16(x);
+          half->push_back(static_cast<char>(h & 0xff));
+          half->push_back(static_cast<char>(h >> 8));
+        }
       }
       continue;
     }
@@ -496,6 +692,11 @@ Status RecordsToFieldData(const CollectionMeta& m, const OutputFields& out,
           break;
         case DataType::kJson:
           s->mutable_json_data()->add_data(valid ? v->dump() : "null");
+          break;
+        case DataType::kArray:
+          s->mutable_array_data()->set_element_type(
+              static_cast<pb::schema::DataType>(f->element_type));
+          ArrayToScalar(f->element_type, valid ? v : nullptr, s->mutable_array_data()->add_data());
           break;
         default:
           return Status::Internal(fmt::format("field {} has an unsupported type", f->name));
@@ -540,51 +741,187 @@ void RecordIds(const CollectionMeta& m, const std::vector<const vector::Record*>
 }
 
 Result<std::vector<std::vector<float>>> QueryVectors(const std::string& placeholder_group,
-                                                     uint32_t dim) {
+                                                     DataType field, uint32_t dim) {
   pb::common::PlaceholderGroup g;
   if (!g.ParseFromString(placeholder_group) || g.placeholders_size() != 1) {
     return Status::InvalidArgument("placeholder_group is not a PlaceholderGroup with one entry");
   }
   const auto& ph = g.placeholders(0);
-  if (ph.type() != pb::common::FloatVector) {
+  const auto want = static_cast<pb::common::PlaceholderType>(field);
+  if (ph.type() != want) {
     return Status::NotSupported(fmt::format(
-        "search by {} is not supported: Strata searches FloatVector fields with float vectors",
-        pb::common::PlaceholderType_Name(ph.type())));
+        "search by {} is not supported on a {} field: pass {} query vectors",
+        pb::common::PlaceholderType_Name(ph.type()), DataTypeName(field), DataTypeName(field)));
   }
+  const size_t elem = field == DataType::kFloatVector ? sizeof(float) : 2;
   std::vector<std::vector<float>> out;
   for (const std::string& b : ph.values()) {
-    if (b.size() != size_t(dim) * sizeof(float)) {
+    if (b.size() != size_t(dim) * elem) {
       return Status::InvalidArgument(fmt::format(
           "the dimension of the query vector ({}) does not match the field's dimension ({})",
-          b.size() / sizeof(float), dim));
+          b.size() / elem, dim));
     }
     std::vector<float> v(dim);
-    std::memcpy(v.data(), b.data(), b.size());
+    if (elem == sizeof(float)) {
+      std::memcpy(v.data(), b.data(), b.size());
+    } else {
+      for (size_t i = 0; i < dim; ++i) {
+        const uint16_t h = static_cast<uint16_t>(static_cast<uint8_t>(b[2 * i]) |
+                                                 (static_cast<uint8_t>(b[2 * i + 1]) << 8));
+        v[i] = field == DataType::kFloat16Vector ? HalfToFloat(h) : BFloat16ToFloat(h);
+      }
+    }
     out.push_back(std::move(v));
   }
   if (out.empty()) return Status::InvalidArgument("no query vector given");
   return out;
 }
 
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  const uint32_t exp = (h >> 10) & 0x1f;
+  const uint32_t man = h & 0x3ff;
+  float f = 0;
+  if (exp == 0) {  // zero or subnormal: man * 2^-24
+    f = std::ldexp(static_cast<float>(man), -24);
+  } else if (exp == 31) {
+    f = man == 0 ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN();
+  } else {
+    f = std::ldexp(static_cast<float>(man | 0x400), static_cast<int>(exp) - 25);
+  }
+  uint32_t bits = 0;
+  std::memcpy(&bits, &f, 4);
+  bits |= sign;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t FloatToHalf(float f) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
+  const float a = std::fabs(f);
+  if (std::isnan(f)) return sign | 0x7e00;
+  if (a >= 65520.0f) return sign | 0x7c00;  // rounds to infinity
+  if (a < std::ldexp(1.0f, -14)) {          // subnormal half: units of 2^-24
+    return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(a, 24)));
+  }
+  int e = 0;
+  const float m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  // 11 significant bits: round m * 2^11 to an integer in [1024, 2048].
+  uint32_t sig = static_cast<uint32_t>(std::nearbyint(std::ldexp(m, 11)));
+  if (sig == 2048) {
+    sig = 1024;
+    ++e;
+  }
+  const uint32_t exp = static_cast<uint32_t>(e - 1 + 15);
+  if (exp >= 31) return sign | 0x7c00;
+  return sign | static_cast<uint16_t>((exp << 10) | (sig & 0x3ff));
+}
+
+float BFloat16ToFloat(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f = 0;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t FloatToBFloat16(float f) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &f, 4);
+  if (std::isnan(f)) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7fff + ((bits >> 16) & 1);  // round to nearest even
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+namespace {
+
+// One key of search_params (top level, or inside "params"): the value as
+// JSON (a top-level value that is not JSON is a string).
+Status SetSearchParam(SearchParams& p, const std::string& k, const json& v) {
+  auto as_uint = [&](uint32_t* out) -> Status {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > (1 << 20))
+      return Status::InvalidArgument(fmt::format("search param {} must be a positive integer", k));
+    *out = v.get<uint32_t>();
+    return Status::Ok();
+  };
+  auto as_float = [&](std::optional<float>* out) -> Status {
+    if (!v.is_number()) return Status::InvalidArgument(fmt::format("{} must be a number", k));
+    *out = v.get<float>();
+    return Status::Ok();
+  };
+  auto as_bool = [&](bool* out) -> Status {
+    if (v.is_boolean()) {
+      *out = v.get<bool>();
+    } else if (v.is_string() && (v == "true" || v == "True" || v == "false" || v == "False")) {
+      *out = v == "true" || v == "True";
+    } else {
+      return Status::InvalidArgument(fmt::format("search param {} must be true or false", k));
+    }
+    return Status::Ok();
+  };
+  if (k == "ef") return as_uint(&p.ef);
+  if (k == "nprobe") return as_uint(&p.nprobe);
+  if (k == "search_list") return as_uint(&p.search_list);
+  if (k == "radius") return as_float(&p.radius);
+  if (k == "range_filter") return as_float(&p.range_filter);
+  if (k == "group_by_field") {
+    if (!v.is_string()) return Status::InvalidArgument("group_by_field must be a field name");
+    p.group_by_field = v.get<std::string>();
+    return Status::Ok();
+  }
+  if (k == "group_size" || k == "search_iter_batch_size") {
+    uint32_t n = 0;
+    STRATA_RETURN_IF_ERROR(as_uint(&n));
+    if (n == 0 || n > kMaxTopK)
+      return Status::InvalidArgument(fmt::format("{} must be in [1, {}]", k, kMaxTopK));
+    (k == "group_size" ? p.group_size : p.iter_batch_size) = n;
+    return Status::Ok();
+  }
+  if (k == "strict_group_size") return as_bool(&p.strict_group_size);
+  if (k == "iterator") return as_bool(&p.iterator);
+  if (k == "search_iter_v2") return as_bool(&p.iterator_v2);
+  if (k == "search_iter_id") {
+    if (!v.is_string()) return Status::InvalidArgument("search_iter_id must be a string token");
+    p.iter_token = v.get<std::string>();
+    return Status::Ok();
+  }
+  if (k == "search_iter_last_bound") return as_float(&p.iter_last_bound);
+  // Consistency hints: every acknowledged write is already visible.
+  if (k == "guarantee_timestamp" || k == "collection_id") return Status::Ok();
+  if (k == "level") {
+    return Status::NotSupported(fmt::format("search param {} is not supported by Strata", k));
+  }
+  return Status::InvalidArgument(fmt::format(
+      "search param \"{}\" is not supported (supported: ef, nprobe, search_list, radius, "
+      "range_filter, group_by_field, group_size, strict_group_size and the iterator's)",
+      k));
+}
+
+Status CheckSearchParams(const SearchParams& p) {
+  if (p.offset + p.topk > kMaxTopK) {
+    return Status::InvalidArgument(
+        fmt::format("topk + offset should be in range [1, {}]", kMaxTopK));
+  }
+  if (p.range_filter && !p.radius) {
+    return Status::InvalidArgument("range_filter needs radius: give both for a range search");
+  }
+  if (p.iterator_v2 && !p.group_by_field.empty()) {
+    return Status::NotSupported("a search iterator cannot group results (group_by_field)");
+  }
+  if (p.iterator_v2 && p.iter_batch_size == 0) {
+    return Status::InvalidArgument("search_iter_v2 needs search_iter_batch_size");
+  }
+  if (!p.iter_token.empty() && !p.iter_last_bound) {
+    return Status::InvalidArgument("search_iter_id needs search_iter_last_bound");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<SearchParams> ParseSearchParams(const KvList& kv) {
   SearchParams p;
-  auto set_param = [&p](const std::string& k, const json& v) -> Status {
-    auto as_uint = [&](uint32_t* out) -> Status {
-      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > (1 << 20))
-        return Status::InvalidArgument(
-            fmt::format("search param {} must be a positive integer", k));
-      *out = v.get<uint32_t>();
-      return Status::Ok();
-    };
-    if (k == "ef") return as_uint(&p.ef);
-    if (k == "nprobe") return as_uint(&p.nprobe);
-    if (k == "search_list") return as_uint(&p.search_list);
-    if (k == "level" || k == "radius" || k == "range_filter" || k == "group_by_field") {
-      return Status::NotSupported(fmt::format("search param {} is not supported by Strata", k));
-    }
-    return Status::InvalidArgument(fmt::format(
-        "search param \"{}\" is not supported (supported: ef, nprobe, search_list)", k));
-  };
   for (const auto& e : kv) {
     const std::string& k = e.key();
     const std::string& v = e.value();
@@ -614,18 +951,15 @@ Result<SearchParams> ParseSearchParams(const KvList& kv) {
       json j = json::parse(v, nullptr, false);
       if (j.is_discarded() || !j.is_object())
         return Status::InvalidArgument("search param \"params\" must be a JSON object");
-      for (const auto& [pk, pv] : j.items()) STRATA_RETURN_IF_ERROR(set_param(pk, pv));
+      for (const auto& [pk, pv] : j.items()) STRATA_RETURN_IF_ERROR(SetSearchParam(p, pk, pv));
     } else if (k == "hints" && v.empty()) {
       continue;
     } else {
       json j = json::parse(v, nullptr, false);
-      STRATA_RETURN_IF_ERROR(set_param(k, j.is_discarded() ? json(v) : j));
+      STRATA_RETURN_IF_ERROR(SetSearchParam(p, k, j.is_discarded() ? json(v) : j));
     }
   }
-  if (p.offset + p.topk > kMaxTopK) {
-    return Status::InvalidArgument(
-        fmt::format("topk + offset should be in range [1, {}]", kMaxTopK));
-  }
+  STRATA_RETURN_IF_ERROR(CheckSearchParams(p));
   return p;
 }
 

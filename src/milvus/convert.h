@@ -67,10 +67,17 @@ Status RecordsToFieldData(const CollectionMeta& m, const OutputFields& out,
 void RecordIds(const CollectionMeta& m, const std::vector<const vector::Record*>& records,
                pb::schema::IDs* ids);
 
-// The query vectors of a SearchRequest.placeholder_group (FloatVector, each
-// `dim` float32 little-endian).
+// The query vectors of a SearchRequest.placeholder_group for a field of
+// type `field` (FloatVector: `dim` float32 little-endian; Float16Vector /
+// BFloat16Vector: `dim` IEEE half / bfloat16, converted to float32).
 Result<std::vector<std::vector<float>>> QueryVectors(const std::string& placeholder_group,
-                                                     uint32_t dim);
+                                                     DataType field, uint32_t dim);
+
+// IEEE 754 half precision and bfloat16 <-> float32 (round to nearest even).
+float HalfToFloat(uint16_t h);
+uint16_t FloatToHalf(float f);
+float BFloat16ToFloat(uint16_t b);
+uint16_t FloatToBFloat16(float f);
 
 // search_params of a SearchRequest.
 struct SearchParams {
@@ -82,6 +89,23 @@ struct SearchParams {
   uint32_t nprobe = 0;
   uint32_t search_list = 0;
   int round_decimal = -1;
+  // Range search, in Milvus's units (squared distance for L2): L2 keeps
+  // range_filter <= d < radius, IP/COSINE radius < s <= range_filter.
+  std::optional<float> radius;
+  std::optional<float> range_filter;
+  // Grouping: at most topk groups (after `offset` groups) of group_size hits
+  // sharing the field's value; strict: only groups with group_size hits.
+  std::string group_by_field;
+  size_t group_size = 1;
+  bool strict_group_size = false;
+  // Search iterator v2 (search_iter_v2): pages of search_iter_batch_size
+  // hits, each after the previous page's last score (search_iter_last_bound)
+  // and the hits at that score (named by the token search_iter_id).
+  bool iterator = false;
+  bool iterator_v2 = false;
+  size_t iter_batch_size = 0;
+  std::string iter_token;
+  std::optional<float> iter_last_bound;
 };
 Result<SearchParams> ParseSearchParams(const KvList& kv);
 

@@ -54,6 +54,75 @@ Result<uint32_t> ParseUint(std::string_view what, std::string_view v, uint32_t l
   return static_cast<uint32_t>(x);
 }
 
+// Milvus's rules for default_value: scalar, non-key fields, of the field's
+// type and range.
+Status ValidateDefault(const FieldMeta& f) {
+  if (f.primary || f.type == DataType::kJson || f.type == DataType::kArray ||
+      IsFloatVectorType(f.type)) {
+    return Status::InvalidArgument(fmt::format("default value is not supported for field {} ({}{})",
+                                               f.name, DataTypeName(f.type),
+                                               f.primary ? ", the primary key" : ""));
+  }
+  json v = json::parse(f.default_json, nullptr, false);
+  bool ok = false;
+  switch (f.type) {
+    case DataType::kBool:
+      ok = v.is_boolean();
+      break;
+    case DataType::kInt8:
+      ok = v.is_number_integer() && v.get<int64_t>() >= -128 && v.get<int64_t>() <= 127;
+      break;
+    case DataType::kInt16:
+      ok = v.is_number_integer() && v.get<int64_t>() >= -32768 && v.get<int64_t>() <= 32767;
+      break;
+    case DataType::kInt32:
+      ok = v.is_number_integer() && v.get<int64_t>() >= INT32_MIN && v.get<int64_t>() <= INT32_MAX;
+      break;
+    case DataType::kInt64:
+      ok = v.is_number_integer();
+      break;
+    case DataType::kFloat:
+    case DataType::kDouble:
+      ok = v.is_number();
+      break;
+    case DataType::kVarChar:
+      ok = v.is_string() && v.get<std::string>().size() <= f.max_length;
+      break;
+    default:
+      break;
+  }
+  if (!ok) {
+    return Status::InvalidArgument(fmt::format(
+        "the default value {} of field {} does not fit its type {}{}", f.default_json, f.name,
+        DataTypeName(f.type), f.type == DataType::kVarChar ? " and max_length" : ""));
+  }
+  return Status::Ok();
+}
+
+// ARRAY: a scalar element type (not JSON or ARRAY), max_capacity in
+// [1, 4096], max_length for VARCHAR elements.
+Status ValidateArray(const FieldMeta& f) {
+  const DataType e = f.element_type;
+  if (e != DataType::kBool && !IsIntegerType(e) && e != DataType::kFloat &&
+      e != DataType::kDouble && e != DataType::kVarChar) {
+    return Status::InvalidArgument(fmt::format(
+        "element type {} of array field {} is not supported (Bool, Int8-64, Float, Double, "
+        "VarChar)",
+        DataTypeName(e), f.name));
+  }
+  if (f.max_capacity == 0 || f.max_capacity > 4096) {
+    return Status::InvalidArgument(fmt::format(
+        "type param(max_capacity) of array field {} should be in range [1, 4096]", f.name));
+  }
+  if (e == DataType::kVarChar && (f.max_length == 0 || f.max_length > 65535)) {
+    return Status::InvalidArgument(fmt::format(
+        "type param(max_length) of array field {} (VarChar elements) should be in (0, 65535]",
+        f.name));
+  }
+  if (f.primary) return Status::InvalidArgument("an array field cannot be the primary key");
+  return Status::Ok();
+}
+
 Status ValidateField(FieldMeta& f) {
   if (f.name.empty()) return Status::InvalidArgument("a field has no name");
   switch (f.type) {
@@ -66,6 +135,9 @@ Status ValidateField(FieldMeta& f) {
     case DataType::kDouble:
     case DataType::kJson:
       break;
+    case DataType::kArray:
+      STRATA_RETURN_IF_ERROR(ValidateArray(f));
+      break;
     case DataType::kVarChar:
       if (f.max_length == 0) {
         return Status::InvalidArgument(
@@ -77,6 +149,8 @@ Status ValidateField(FieldMeta& f) {
       }
       break;
     case DataType::kFloatVector:
+    case DataType::kFloat16Vector:
+    case DataType::kBFloat16Vector:
       if (f.dim == 0 || f.dim > kMaxDim) {
         return Status::InvalidArgument(
             fmt::format("dim of the vector field({}) should be in range 1 ~ {}", f.name, kMaxDim));
@@ -89,7 +163,9 @@ Status ValidateField(FieldMeta& f) {
     default:
       return Status::NotSupported(fmt::format(
           "field \"{}\": data type {} is not supported by Strata's Milvus API (supported: Bool, "
-          "Int8, Int16, Int32, Int64, Float, Double, VarChar, JSON, FloatVector)",
+          "Int8, Int16, Int32, Int64, Float, Double, VarChar, JSON, Array, FloatVector, "
+          "Float16Vector, "
+          "BFloat16Vector)",
           f.name, DataTypeName(f.type)));
   }
   if (f.primary && f.type != DataType::kInt64 && f.type != DataType::kVarChar) {
@@ -106,6 +182,7 @@ Status ValidateField(FieldMeta& f) {
         fmt::format("auto_id on a {} primary key (\"{}\") is not supported: use Int64",
                     DataTypeName(f.type), f.name));
   }
+  if (!f.default_json.empty()) STRATA_RETURN_IF_ERROR(ValidateDefault(f));
   if (f.primary && f.nullable) {
     return Status::InvalidArgument(fmt::format("primary field({}) cannot be nullable", f.name));
   }
@@ -185,7 +262,7 @@ const IndexMeta* CollectionMeta::IndexOf(std::string_view field) const {
 std::vector<const FieldMeta*> CollectionMeta::VectorFields() const {
   std::vector<const FieldMeta*> out;
   for (const auto& f : fields) {
-    if (f.type == DataType::kFloatVector) out.push_back(&f);
+    if (IsFloatVectorType(f.type)) out.push_back(&f);
   }
   return out;
 }
@@ -206,7 +283,7 @@ Status ValidateMeta(CollectionMeta* m) {
     }
     if (f.id < 100) f.id = next_id++;
     primaries += f.primary ? 1 : 0;
-    vectors += f.type == DataType::kFloatVector ? 1 : 0;
+    vectors += IsFloatVectorType(f.type) ? 1 : 0;
   }
   if (primaries != 1) {
     return Status::InvalidArgument(primaries == 0
@@ -275,7 +352,10 @@ std::string MetaToJson(const CollectionMeta& m) {
                   {"nullable", f.nullable},
                   {"dim", f.dim},
                   {"max_length", f.max_length},
+                  {"element_type", static_cast<int32_t>(f.element_type)},
+                  {"max_capacity", f.max_capacity},
                   {"type_params", KvToJson(f.type_params)}});
+    if (!f.default_json.empty()) fs.back()["default"] = f.default_json;
   }
   j["fields"] = fs;
   json is = json::array();
@@ -321,7 +401,10 @@ Result<CollectionMeta> MetaFromJson(std::string_view text) {
     x.nullable = f.value("nullable", false);
     x.dim = f.value("dim", 0u);
     x.max_length = f.value("max_length", 0u);
+    x.element_type = static_cast<DataType>(f.value("element_type", 0));
+    x.max_capacity = f.value("max_capacity", 0u);
     x.type_params = KvFromJson(f.value("type_params", json::array()));
+    x.default_json = f.value("default", "");
     m.fields.push_back(std::move(x));
   }
   if (j.contains("indexes") && j["indexes"].is_array()) {
@@ -415,7 +498,7 @@ Result<vector::IndexParams> ToIndexParams(const IndexMeta& idx, uint32_t dim) {
 Result<vector::CollectionSchema> ToVectorSchema(const CollectionMeta& m) {
   vector::CollectionSchema s;
   for (const auto& f : m.fields) {
-    if (f.type == DataType::kFloatVector) {
+    if (IsFloatVectorType(f.type)) {
       const IndexMeta* idx = m.IndexOf(f.name);
       vector::IndexParams p;
       if (idx != nullptr) {

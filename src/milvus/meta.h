@@ -53,6 +53,12 @@ enum class DataType : int32_t {
 };
 std::string DataTypeName(DataType t);  // "Int64", "FloatVector", ... ("DataType(7)" if unknown)
 bool IsIntegerType(DataType t);
+// FLOAT_VECTOR, FLOAT16_VECTOR, BFLOAT16_VECTOR: stored as float32 vectors
+// (the half-precision ones converted on ingest and back on output).
+inline bool IsFloatVectorType(DataType t) {
+  return t == DataType::kFloatVector || t == DataType::kFloat16Vector ||
+         t == DataType::kBFloat16Vector;
+}
 
 using KeyValues = std::vector<std::pair<std::string, std::string>>;
 
@@ -65,9 +71,14 @@ struct FieldMeta {
   bool auto_id = false;
   bool nullable = false;
   bool dynamic = false;     // the "$meta" field that holds the dynamic keys
-  uint32_t dim = 0;         // FLOAT_VECTOR
-  uint32_t max_length = 0;  // VARCHAR
+  uint32_t dim = 0;         // FLOAT_VECTOR, FLOAT16_VECTOR, BFLOAT16_VECTOR
+  uint32_t max_length = 0;  // VARCHAR (and VARCHAR elements of an ARRAY)
+  DataType element_type = DataType::kNone;  // ARRAY
+  uint32_t max_capacity = 0;                // ARRAY: most elements per row
   KeyValues type_params;    // as given, answered back by DescribeCollection
+  // default_value as JSON text ("" = none): written for rows that omit the
+  // field or send it as null.
+  std::string default_json;
 };
 
 struct IndexMeta {

@@ -48,6 +48,9 @@ Status CheckLoadOptions(const LoadRequest& req) {
   if (req.resource_groups_size() > 0) {
     return Status::NotSupported("resource_groups: Strata has one resource group");
   }
+  if (!req.load_params().empty()) {
+    return Status::NotSupported("load_params: Strata has no load-time parameters");
+  }
   return Status::Ok();
 }
 // Milvus loads only a collection whose every vector field has an index.
@@ -65,6 +68,12 @@ Result<std::string> WritePartition(const CollectionMeta& m, const std::string& n
 Result<std::optional<vector::Filter>> ReadPartitionsFilter(
     const CollectionMeta& m, const google::protobuf::RepeatedPtrField<std::string>& names);
 vector::Filter PartitionMatch(const std::string& name);
+
+// A search hit with its score in Milvus's units (squared distance for L2).
+struct MilvusHit {
+  vector::Record record;
+  float score = 0;
+};
 // a AND b, either absent.
 std::optional<vector::Filter> AndFilters(std::optional<vector::Filter> a,
                                          std::optional<vector::Filter> b);
@@ -120,6 +129,8 @@ class MilvusServiceImpl final : public pbm::MilvusService::Service {
   grpc::Status GetCollectionStatistics(ServerContext*, const pbm::GetCollectionStatisticsRequest*,
                                        pbm::GetCollectionStatisticsResponse*) override;
   grpc::Status Search(ServerContext*, const pbm::SearchRequest*, pbm::SearchResults*) override;
+  grpc::Status HybridSearch(ServerContext*, const pbm::HybridSearchRequest*,
+                            pbm::SearchResults*) override;
   grpc::Status Query(ServerContext*, const pbm::QueryRequest*, pbm::QueryResults*) override;
 
   // service_alias.cc
@@ -161,12 +172,34 @@ class MilvusServiceImpl final : public pbm::MilvusService::Service {
   Status SaveLocked(const std::string& name, const vector::Collection& c,
                     CollectionMeta meta);  // mu_ held
   Status WriteRows(const std::string& db, const std::string& name, const std::string& partition,
-                   const FieldDataList& fields, uint32_t num_rows, bool insert,
-                   pbm::MutationResult* resp);
+                   const std::string& ns, const FieldDataList& fields, uint32_t num_rows,
+                   bool insert, pbm::MutationResult* resp);
   Status DoCreateIndex(const pbm::CreateIndexRequest& req);
   Result<std::shared_ptr<vector::Collection>> Reindex(Target& t,
                                                       const vector::CollectionSchema& schema);
+  // One search request, checked and resolved (service_search.cc).
+  struct PreparedSearch {
+    const FieldMeta* field = nullptr;
+    std::string metric;
+    bool l2 = false;
+    SearchParams sp;
+    std::vector<std::vector<float>> queries;
+    std::optional<vector::Filter> filter;  // the expression AND the partitions
+    std::vector<vector::PointId> skip;     // the iterator's hits at its last bound
+  };
+  static Result<PreparedSearch> PrepareSearch(const CollectionMeta& m,
+                                              const pbm::SearchRequest& req,
+                                              const std::optional<vector::Filter>& pfilter);
+  static vector::SearchRequest EngineRequest(const PreparedSearch& ps, size_t q, bool with_vectors);
+  // The hits of query r under ps's range, grouping and iterator rules.
+  static Result<std::vector<MilvusHit>> RunQuery(const vector::Collection& coll,
+                                                 const PreparedSearch& ps, vector::SearchRequest r);
+  static Status FillSearchResults(const CollectionMeta& m, const OutputFields& out,
+                                  const std::vector<std::vector<MilvusHit>>& results, size_t topk,
+                                  int round_decimal, const std::string& group_field,
+                                  pbs::SearchResultData* rd);
   Status DoSearch(const pbm::SearchRequest& req, pbm::SearchResults* resp);
+  Status DoHybridSearch(const pbm::HybridSearchRequest& req, pbm::SearchResults* resp);
   Status DoQuery(const pbm::QueryRequest& req, pbm::QueryResults* resp);
   int64_t NewId();
   // Aliases: alias -> collection, in ROOT/.milvus-aliases.json (a name no

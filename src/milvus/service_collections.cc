@@ -311,9 +311,6 @@ grpc::Status MilvusServiceImpl::LoadCollection(ServerContext*,
   auto run = [&]() -> Status {
     STRATA_RETURN_IF_ERROR(CheckDb(req->db_name()));
     STRATA_RETURN_IF_ERROR(CheckLoadOptions(*req));
-    if (!req->load_params().empty()) {
-      return Status::NotSupported("load_params: Strata has no load-time parameters");
-    }
     std::lock_guard<std::mutex> l(mu_);
     STRATA_ASSIGN_OR_RETURN(auto t, OpenLocked(req->collection_name()));
     STRATA_RETURN_IF_ERROR(RequireVectorIndexes(*t.meta, req->collection_name()));

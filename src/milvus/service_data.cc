@@ -5,6 +5,7 @@
 #include <strata/vector/filter.h>
 
 #include "milvus/errors.h"
+#include "milvus/search_util.h"
 #include "milvus/service.h"
 
 namespace strata::milvus {
@@ -19,9 +20,11 @@ Result<vector::Filter> ParseMilvusExpr(const std::string& expr) {
 }
 
 Status MilvusServiceImpl::WriteRows(const std::string& db, const std::string& name,
-                                    const std::string& partition, const FieldDataList& fields,
-                                    uint32_t num_rows, bool insert, pbm::MutationResult* resp) {
+                                    const std::string& partition, const std::string& ns,
+                                    const FieldDataList& fields, uint32_t num_rows, bool insert,
+                                    pbm::MutationResult* resp) {
   STRATA_ASSIGN_OR_RETURN(auto t, Open(db, name));
+  if (!ns.empty()) return Status::NotSupported("namespace is not supported by Strata");
   STRATA_ASSIGN_OR_RETURN(std::string part, WritePartition(*t.meta, partition));
   STRATA_ASSIGN_OR_RETURN(
       Rows rows, RowsFromFieldData(*t.meta, fields, num_rows, insert, [this] { return NewId(); }));
@@ -48,8 +51,9 @@ Status MilvusServiceImpl::WriteRows(const std::string& db, const std::string& na
 
 grpc::Status MilvusServiceImpl::Insert(ServerContext*, const pbm::InsertRequest* req,
                                        pbm::MutationResult* resp) {
-  Status st = WriteRows(req->db_name(), req->collection_name(), req->partition_name(),
-                        req->fields_data(), req->num_rows(), /*insert=*/true, resp);
+  Status st =
+      WriteRows(req->db_name(), req->collection_name(), req->partition_name(), req->namespace_(),
+                req->fields_data(), req->num_rows(), /*insert=*/true, resp);
   if (!st.ok()) {
     resp->clear_ids();
     resp->clear_succ_index();
@@ -63,9 +67,11 @@ grpc::Status MilvusServiceImpl::Upsert(ServerContext*, const pbm::UpsertRequest*
   Status st = Status::Ok();
   if (req->partial_update()) {
     st = Status::NotSupported("partial_update: an upsert must carry every field");
+  } else if (req->field_ops_size() > 0) {
+    st = Status::NotSupported("field_ops: an upsert replaces whole rows in Strata");
   }
   if (st.ok()) {
-    st = WriteRows(req->db_name(), req->collection_name(), req->partition_name(),
+    st = WriteRows(req->db_name(), req->collection_name(), req->partition_name(), req->namespace_(),
                    req->fields_data(), req->num_rows(), /*insert=*/false, resp);
   }
   if (!st.ok()) {
@@ -84,7 +90,12 @@ grpc::Status MilvusServiceImpl::Delete(ServerContext*, const pbm::DeleteRequest*
       return Status::InvalidArgument(
           "delete plan can't be empty or always true: give an expression");
     }
-    STRATA_ASSIGN_OR_RETURN(vector::Filter filter, ParseMilvusExpr(req->expr()));
+    if (!req->namespace_().empty()) {
+      return Status::NotSupported("namespace is not supported by Strata");
+    }
+    STRATA_ASSIGN_OR_RETURN(std::string expr,
+                            ApplyExprTemplate(req->expr(), req->expr_template_values()));
+    STRATA_ASSIGN_OR_RETURN(vector::Filter filter, ParseMilvusExpr(expr));
     // Without a partition name Milvus deletes in every partition.
     if (!req->partition_name().empty()) {
       STRATA_ASSIGN_OR_RETURN(std::string part, WritePartition(*t.meta, req->partition_name()));

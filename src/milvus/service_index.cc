@@ -114,7 +114,7 @@ Status MilvusServiceImpl::DoCreateIndex(const pbm::CreateIndexRequest& req) {
     return Status::InvalidArgument(
         fmt::format("cannot create index on non-exist field: {}", r.field_name()));
   }
-  if (f->type != DataType::kFloatVector) {
+  if (!IsFloatVectorType(f->type)) {
     return Status::NotSupported(fmt::format(
         "scalar index on field {}: Strata indexes typed scalar fields by itself", f->name));
   }

@@ -1,18 +1,23 @@
-// MilvusService: Search and Query (service.h). Distances are reported as
-// Milvus does: squared Euclidean distance for L2 (smaller is closer), the
+// MilvusService: Search and HybridSearch (service.h). Distances are reported
+// as Milvus does: squared Euclidean distance for L2 (smaller is closer), the
 // inner product / cosine similarity for IP and COSINE (larger is closer).
+// Range search, grouping and the search iterator post-filter the engine's
+// nearest hits, asking for more (x4) until enough pass or none are left.
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "milvus/errors.h"
+#include "milvus/search_util.h"
 #include "milvus/service.h"
 
 namespace strata::milvus {
 
 namespace {
 
-constexpr size_t kMaxQueryWindow = 16384;  // Milvus's default max result window
+using json = nlohmann::json;
 
 float Round(float v, int decimals) {
   if (decimals < 0) return v;
@@ -20,19 +25,9 @@ float Round(float v, int decimals) {
   return static_cast<float>(std::round(v * p) / p);
 }
 
-}  // namespace
-
-Status MilvusServiceImpl::DoSearch(const pbm::SearchRequest& req, pbm::SearchResults* resp) {
-  STRATA_ASSIGN_OR_RETURN(auto t, OpenLoaded(req.db_name(), req.collection_name()));
-  const CollectionMeta& m = *t.meta;
-  STRATA_ASSIGN_OR_RETURN(auto pfilter, ReadPartitionsFilter(m, req.partition_names()));
-  if (req.search_input_case() == pbm::SearchRequest::kIds) {
-    return Status::NotSupported("search by primary keys: pass query vectors");
-  }
-  if (req.dsl_type() != pbc::BoolExprV1) {
-    return Status::InvalidArgument("dsl_type must be BoolExprV1 (a boolean expression)");
-  }
-  STRATA_ASSIGN_OR_RETURN(SearchParams sp, ParseSearchParams(req.search_params()));
+// The vector field a search names (or the only one) and its index.
+Result<std::pair<const FieldMeta*, const IndexMeta*>> SearchField(const CollectionMeta& m,
+                                                                  const SearchParams& sp) {
   const FieldMeta* field = nullptr;
   if (sp.anns_field.empty()) {
     auto vf = m.VectorFields();
@@ -43,7 +38,7 @@ Status MilvusServiceImpl::DoSearch(const pbm::SearchRequest& req, pbm::SearchRes
     field = vf[0];
   } else {
     field = m.Field(sp.anns_field);
-    if (field == nullptr || field->type != DataType::kFloatVector) {
+    if (field == nullptr || !IsFloatVectorType(field->type)) {
       return Status::InvalidArgument(fmt::format(
           "failed to get field schema by name: fieldName({}) not found", sp.anns_field));
     }
@@ -57,53 +52,279 @@ Status MilvusServiceImpl::DoSearch(const pbm::SearchRequest& req, pbm::SearchRes
         fmt::format("metric type not match: invalid parameter[expected={}][actual={}]", idx->metric,
                     sp.metric));
   }
-  STRATA_ASSIGN_OR_RETURN(auto queries, QueryVectors(req.placeholder_group(), field->dim));
-  if (req.nq() != 0 && static_cast<size_t>(req.nq()) != queries.size()) {
+  return std::make_pair(field, idx);
+}
+
+Status CheckGroupField(const CollectionMeta& m, const std::string& name) {
+  const FieldMeta* f = m.Field(name);
+  if (f == nullptr || f->dynamic) {
+    return Status::InvalidArgument(
+        fmt::format("failed to get field schema by name: fieldName({}) not found", name));
+  }
+  if (f->type != DataType::kBool && f->type != DataType::kVarChar && !IsIntegerType(f->type)) {
+    return Status::InvalidArgument(
+        fmt::format("group by field {} is {}: only bool, int8-int64 and varchar fields can group",
+                    name, DataTypeName(f->type)));
+  }
+  return Status::Ok();
+}
+
+// What a SearchRequest can ask that Strata does not serve: refused by name.
+Status CheckUnsupported(const pbm::SearchRequest& req) {
+  auto no = [](const char* what) {
+    return Status::NotSupported(fmt::format("{} is not supported by Strata", what));
+  };
+  if (req.sub_reqs_size() > 0) return no("sub_reqs (several searches in one request)");
+  if (!req.function_score().empty() || req.function_chains_size() > 0) {
+    return no("function_score / function_chains (rerank functions)");
+  }
+  if (!req.highlighter().empty()) return no("highlighter");
+  if (!req.search_aggregation().empty()) return no("search_aggregation");
+  if (!req.namespace_().empty()) return no("namespace");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<MilvusServiceImpl::PreparedSearch> MilvusServiceImpl::PrepareSearch(
+    const CollectionMeta& m, const pbm::SearchRequest& req,
+    const std::optional<vector::Filter>& pfilter) {
+  STRATA_RETURN_IF_ERROR(CheckUnsupported(req));
+  if (req.search_input_case() == pbm::SearchRequest::kIds) {
+    return Status::NotSupported("search by primary keys: pass query vectors");
+  }
+  if (req.dsl_type() != pbc::BoolExprV1) {
+    return Status::InvalidArgument("dsl_type must be BoolExprV1 (a boolean expression)");
+  }
+  PreparedSearch ps;
+  STRATA_ASSIGN_OR_RETURN(ps.sp, ParseSearchParams(req.search_params()));
+  STRATA_ASSIGN_OR_RETURN(auto fi, SearchField(m, ps.sp));
+  ps.field = fi.first;
+  ps.metric = fi.second->metric;
+  ps.l2 = ps.metric == "L2";
+  STRATA_RETURN_IF_ERROR(CheckRange(ps.sp, ps.l2));
+  if (!ps.sp.group_by_field.empty()) {
+    STRATA_RETURN_IF_ERROR(CheckGroupField(m, ps.sp.group_by_field));
+  }
+  STRATA_ASSIGN_OR_RETURN(ps.queries,
+                          QueryVectors(req.placeholder_group(), ps.field->type, ps.field->dim));
+  if (req.nq() != 0 && static_cast<size_t>(req.nq()) != ps.queries.size()) {
     return Status::InvalidArgument(fmt::format(
-        "nq ({}) does not match the number of query vectors ({})", req.nq(), queries.size()));
+        "nq ({}) does not match the number of query vectors ({})", req.nq(), ps.queries.size()));
+  }
+  if (ps.sp.iterator_v2 && ps.queries.size() != 1) {
+    return Status::InvalidArgument("a search iterator takes one query vector (nq = 1)");
+  }
+  if (ps.sp.iterator_v2 && ps.sp.offset != 0) {
+    return Status::InvalidArgument("a search iterator takes no offset");
+  }
+  if (!ps.sp.iter_token.empty()) {
+    STRATA_ASSIGN_OR_RETURN(ps.skip, DecodeIterToken(ps.sp.iter_token));
   }
   std::optional<vector::Filter> filter;
   if (!req.dsl().empty()) {
-    STRATA_ASSIGN_OR_RETURN(filter, ParseMilvusExpr(req.dsl()));
+    STRATA_ASSIGN_OR_RETURN(std::string expr,
+                            ApplyExprTemplate(req.dsl(), req.expr_template_values()));
+    STRATA_ASSIGN_OR_RETURN(filter, ParseMilvusExpr(expr));
   }
-  filter = AndFilters(std::move(filter), std::move(pfilter));
-  // Milvus returns the primary key among the fields too; the SDKs read it there.
-  STRATA_ASSIGN_OR_RETURN(OutputFields out,
-                          ResolveOutputFields(m, req.output_fields(), /*with_primary=*/true));
-  std::vector<vector::SearchRequest> reqs(queries.size());
-  for (size_t i = 0; i < queries.size(); ++i) {
-    auto& r = reqs[i];
-    r.vector_name = field->name;
-    r.vector = std::move(queries[i]);
+  ps.filter = AndFilters(std::move(filter), pfilter);
+  return ps;
+}
+
+namespace {
+
+// The first `need` groups (of at most group_size hits each, in order of
+// their closest hit) of hits, flattened; *complete: each has group_size.
+std::vector<size_t> Groups(const std::vector<MilvusHit>& hits, const std::string& field,
+                           size_t group_size, size_t need, size_t* groups, bool* complete) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<size_t>> members;
+  for (size_t i = 0; i < hits.size(); ++i) {
+    json p = json::parse(hits[i].record.payload, nullptr, false);
+    const json* v = p.is_object() && p.contains(field) ? &p[field] : nullptr;
+    std::string key = v != nullptr ? v->dump() : "null";
+    auto& mem = members[key];
+    if (mem.empty()) order.push_back(key);
+    if (mem.size() < group_size) mem.push_back(i);
+  }
+  *groups = order.size();
+  *complete = true;
+  std::vector<size_t> out;
+  for (size_t g = 0; g < order.size() && g < need; ++g) {
+    const auto& mem = members[order[g]];
+    *complete &= mem.size() == group_size;
+    out.insert(out.end(), mem.begin(), mem.end());
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<MilvusHit>> MilvusServiceImpl::RunQuery(const vector::Collection& coll,
+                                                           const PreparedSearch& ps,
+                                                           vector::SearchRequest r) {
+  const SearchParams& sp = ps.sp;
+  const bool grouping = !sp.group_by_field.empty();
+  const bool post = sp.radius || grouping || sp.iterator_v2;
+  std::vector<MilvusHit> out;
+  auto take = [&](std::vector<vector::ScoredPoint>& hits) {
+    for (auto& h : hits) out.push_back({std::move(h.record), MilvusScore(h.score, ps.l2)});
+  };
+  if (!post) {
     r.limit = sp.topk;
     r.offset = sp.offset;
-    r.filter = filter;
-    r.with_payload = true;  // VARCHAR keys and output fields live in the payload
-    r.with_vectors = out.with_vectors;
-    r.ef = sp.ef;
-    r.nprobe = sp.nprobe;
-    r.search_list = sp.search_list;
+    STRATA_ASSIGN_OR_RETURN(auto hits, coll.Search(r));
+    take(hits);
+    return out;
   }
-  STRATA_ASSIGN_OR_RETURN(auto results, t.coll->SearchBatch(reqs));
-  auto* rd = resp->mutable_results();
+  const size_t page = sp.iterator_v2 ? std::min(sp.iter_batch_size, sp.topk) : sp.topk;
+  const size_t need = sp.offset + page;  // hits, or groups when grouping
+  const size_t points = std::max<size_t>(coll.Info().points, 1);
+  size_t k = std::min(points, std::max<size_t>(64, 2 * need * (grouping ? sp.group_size : 1)));
+  r.offset = 0;
+  r.exclude = ps.skip;
+  while (true) {
+    r.limit = k;
+    STRATA_ASSIGN_OR_RETURN(auto hits, coll.Search(r));
+    bool exhausted = hits.size() < k || k >= points;
+    out.clear();
+    for (auto& h : hits) {
+      const float d = MilvusScore(h.score, ps.l2);
+      if (sp.iter_last_bound && Closer(d, *sp.iter_last_bound, ps.l2)) continue;  // earlier page
+      if (PastRadius(sp, d, ps.l2)) {
+        exhausted = true;
+        break;
+      }
+      if (InRange(sp, d, ps.l2)) out.push_back({std::move(h.record), d});
+    }
+    if (!grouping) {
+      if (out.size() >= need || exhausted) {
+        if (out.size() > need) out.resize(need);
+        out.erase(out.begin(), out.begin() + std::min(sp.offset, out.size()));
+        return out;
+      }
+    } else {
+      size_t groups = 0;
+      bool complete = false;
+      auto idx = Groups(out, sp.group_by_field, sp.group_size, need, &groups, &complete);
+      if (exhausted || (groups >= need && (complete || !sp.strict_group_size))) {
+        // Skip the first `offset` groups: count group starts in idx order.
+        std::vector<MilvusHit> sel;
+        size_t g = 0;
+        std::string last;
+        for (size_t i = 0; i < idx.size(); ++i) {
+          json p = json::parse(out[idx[i]].record.payload, nullptr, false);
+          std::string key =
+              p.is_object() && p.contains(sp.group_by_field) ? p[sp.group_by_field].dump() : "null";
+          if (i == 0 || key != last) ++g;
+          last = key;
+          if (g > sp.offset) sel.push_back(std::move(out[idx[i]]));
+        }
+        return sel;
+      }
+    }
+    k = std::min(points, k * 4);
+  }
+}
+
+Status MilvusServiceImpl::FillSearchResults(const CollectionMeta& m, const OutputFields& out,
+                                            const std::vector<std::vector<MilvusHit>>& results,
+                                            size_t topk, int round_decimal,
+                                            const std::string& group_field,
+                                            pbs::SearchResultData* rd) {
   rd->set_num_queries(static_cast<int64_t>(results.size()));
-  rd->set_top_k(static_cast<int64_t>(sp.topk));
+  rd->set_top_k(static_cast<int64_t>(topk));
   rd->set_primary_field_name(m.Primary()->name);
   std::vector<const vector::Record*> records;
-  const bool l2 = idx->metric == "L2";
   for (const auto& hits : results) {
     rd->add_topks(static_cast<int64_t>(hits.size()));
     for (const auto& h : hits) {
       records.push_back(&h.record);
-      const float d = l2 ? h.score * h.score : h.score;
-      rd->add_scores(Round(d, sp.round_decimal));
+      rd->add_scores(Round(h.score, round_decimal));
     }
   }
   RecordIds(m, records, rd->mutable_ids());
   STRATA_RETURN_IF_ERROR(RecordsToFieldData(m, out, records, rd->mutable_fields_data()));
   for (const auto& n : out.names) rd->add_output_fields(n);
+  if (!group_field.empty()) {
+    OutputFields g;
+    g.fields.push_back(m.Field(group_field));
+    g.names.push_back(group_field);
+    FieldDataList cols;
+    STRATA_RETURN_IF_ERROR(RecordsToFieldData(m, g, records, &cols));
+    *rd->mutable_group_by_field_value() = cols.Get(0);
+    *rd->add_group_by_field_values() = cols.Get(0);
+  }
   rd->set_all_search_count(static_cast<int64_t>(records.size()));
+  return Status::Ok();
+}
+
+vector::SearchRequest MilvusServiceImpl::EngineRequest(const PreparedSearch& ps, size_t q,
+                                                       bool with_vectors) {
+  vector::SearchRequest r;
+  r.vector_name = ps.field->name;
+  r.vector = ps.queries[q];
+  r.filter = ps.filter;
+  r.with_payload = true;  // VARCHAR keys and output fields live in the payload
+  r.with_vectors = with_vectors;
+  r.ef = ps.sp.ef;
+  r.nprobe = ps.sp.nprobe;
+  r.search_list = ps.sp.search_list;
+  return r;
+}
+
+Status MilvusServiceImpl::DoSearch(const pbm::SearchRequest& req, pbm::SearchResults* resp) {
+  STRATA_ASSIGN_OR_RETURN(auto t, OpenLoaded(req.db_name(), req.collection_name()));
+  const CollectionMeta& m = *t.meta;
+  STRATA_ASSIGN_OR_RETURN(auto pfilter, ReadPartitionsFilter(m, req.partition_names()));
+  STRATA_ASSIGN_OR_RETURN(PreparedSearch ps, PrepareSearch(m, req, pfilter));
+  // Milvus returns the primary key among the fields too; the SDKs read it there.
+  STRATA_ASSIGN_OR_RETURN(OutputFields out,
+                          ResolveOutputFields(m, req.output_fields(), /*with_primary=*/true));
+  std::vector<std::vector<MilvusHit>> results;
+  const bool simple = !ps.sp.radius && ps.sp.group_by_field.empty() && !ps.sp.iterator_v2;
+  if (simple) {  // one engine batch
+    std::vector<vector::SearchRequest> reqs;
+    for (size_t i = 0; i < ps.queries.size(); ++i) {
+      reqs.push_back(EngineRequest(ps, i, out.with_vectors));
+      reqs.back().limit = ps.sp.topk;
+      reqs.back().offset = ps.sp.offset;
+    }
+    STRATA_ASSIGN_OR_RETURN(auto batch, t.coll->SearchBatch(reqs));
+    for (auto& hits : batch) {
+      auto& dst = results.emplace_back();
+      for (auto& h : hits) dst.push_back({std::move(h.record), MilvusScore(h.score, ps.l2)});
+    }
+  } else {
+    for (size_t i = 0; i < ps.queries.size(); ++i) {
+      STRATA_ASSIGN_OR_RETURN(auto hits,
+                              RunQuery(*t.coll, ps, EngineRequest(ps, i, out.with_vectors)));
+      results.push_back(std::move(hits));
+    }
+  }
+  auto* rd = resp->mutable_results();
+  STRATA_RETURN_IF_ERROR(FillSearchResults(m, out, results, ps.sp.topk, ps.sp.round_decimal,
+                                           ps.sp.group_by_field, rd));
+  if (ps.sp.iterator_v2) {
+    auto* it = rd->mutable_search_iterator_v2_results();
+    const auto& hits = results[0];
+    if (hits.empty()) {
+      it->set_token(ps.sp.iter_token.empty() ? EncodeIterToken({}) : ps.sp.iter_token);
+      it->set_last_bound(ps.sp.iter_last_bound.value_or(0));
+    } else {
+      const float last = hits.back().score;
+      std::vector<vector::PointId> at_bound;
+      // Hits at the same bound as the previous page's stay skipped.
+      if (ps.sp.iter_last_bound && *ps.sp.iter_last_bound == last) at_bound = ps.skip;
+      for (const auto& h : hits) {
+        if (h.score == last) at_bound.push_back(h.record.id);
+      }
+      it->set_token(EncodeIterToken(at_bound));
+      it->set_last_bound(last);
+    }
+  }
   resp->set_collection_name(req.collection_name());
+  resp->set_session_ts(HybridNow());
   return Status::Ok();
 }
 
@@ -111,81 +332,6 @@ grpc::Status MilvusServiceImpl::Search(ServerContext*, const pbm::SearchRequest*
                                        pbm::SearchResults* resp) {
   Status st = DoSearch(*req, resp);
   if (!st.ok()) resp->clear_results();
-  return Reply(st, resp->mutable_status());
-}
-
-Status MilvusServiceImpl::DoQuery(const pbm::QueryRequest& req, pbm::QueryResults* resp) {
-  STRATA_ASSIGN_OR_RETURN(auto t, OpenLoaded(req.db_name(), req.collection_name()));
-  const CollectionMeta& m = *t.meta;
-  STRATA_ASSIGN_OR_RETURN(auto pfilter, ReadPartitionsFilter(m, req.partition_names()));
-  STRATA_ASSIGN_OR_RETURN(QueryParams qp, ParseQueryParams(req.query_params()));
-  std::optional<vector::Filter> filter;
-  if (!req.expr().empty()) {
-    STRATA_ASSIGN_OR_RETURN(filter, ParseMilvusExpr(req.expr()));
-  }
-  // Milvus's "empty expression needs a limit" rule is about the user's
-  // expression, so it is checked before the partition restriction joins it.
-  const bool user_filter = filter.has_value();
-  filter = AndFilters(std::move(filter), std::move(pfilter));
-  resp->set_collection_name(req.collection_name());
-  resp->set_primary_field_name(m.Primary()->name);
-  bool count = false;
-  for (const auto& f : req.output_fields()) count |= f == "count(*)";
-  if (count) {
-    if (req.output_fields_size() != 1) {
-      return Status::InvalidArgument("count(*) cannot be queried together with other fields");
-    }
-    if (qp.limit != 0 || qp.offset != 0) {
-      return Status::InvalidArgument("count entities with pagination is not allowed");
-    }
-    STRATA_ASSIGN_OR_RETURN(size_t n, t.coll->Count(filter));
-    auto* fd = resp->add_fields_data();
-    fd->set_field_name("count(*)");
-    fd->set_type(pbs::Int64);
-    fd->mutable_scalars()->mutable_long_data()->add_data(static_cast<int64_t>(n));
-    resp->add_output_fields("count(*)");
-    return Status::Ok();
-  }
-  if (!user_filter && qp.limit == 0) {
-    return Status::InvalidArgument("empty expression should be used with limit");
-  }
-  STRATA_ASSIGN_OR_RETURN(OutputFields out,
-                          ResolveOutputFields(m, req.output_fields(), /*with_primary=*/true));
-  // Without a limit every match is returned, up to Milvus's result window;
-  // more than that is an error rather than a silently cut answer.
-  const size_t want = qp.limit != 0 ? qp.offset + qp.limit : kMaxQueryWindow + 1;
-  std::vector<vector::Record> rows;
-  vector::ScrollRequest sr;
-  sr.filter = filter;
-  sr.with_payload = true;
-  sr.with_vectors = out.with_vectors;
-  while (rows.size() < want) {
-    sr.limit = std::min<size_t>(want - rows.size(), 4096);
-    STRATA_ASSIGN_OR_RETURN(auto page, t.coll->Scroll(sr));
-    for (auto& r : page.points) rows.push_back(std::move(r));
-    if (!page.next_offset) break;
-    sr.offset = page.next_offset;
-  }
-  if (qp.limit == 0 && rows.size() > kMaxQueryWindow) {
-    return Status::InvalidArgument(fmt::format(
-        "more than {} rows match the expression: give a limit (and offset) or a narrower "
-        "expression",
-        kMaxQueryWindow));
-  }
-  std::vector<const vector::Record*> records;
-  for (size_t i = qp.offset; i < rows.size(); ++i) records.push_back(&rows[i]);
-  STRATA_RETURN_IF_ERROR(RecordsToFieldData(m, out, records, resp->mutable_fields_data()));
-  for (const auto& n : out.names) resp->add_output_fields(n);
-  return Status::Ok();
-}
-
-grpc::Status MilvusServiceImpl::Query(ServerContext*, const pbm::QueryRequest* req,
-                                      pbm::QueryResults* resp) {
-  Status st = DoQuery(*req, resp);
-  if (!st.ok()) {
-    resp->clear_fields_data();
-    resp->clear_output_fields();
-  }
   return Reply(st, resp->mutable_status());
 }
 

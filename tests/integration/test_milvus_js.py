@@ -4,7 +4,9 @@
 Starts `strata server` with the Milvus API on a free loopback port, runs
 milvus_js/milvus_test.mjs (schema, HNSW index, 10,000 rows, filtered search
 against brute force, query with count(*), upsert, delete by expression,
-rename, drop, error cases), then a small collection with a VARCHAR key and a
+rename, drop, error cases), milvus_js/milvus_search_test.mjs (range search,
+group_by_field, filter templates, hybrid search with RRF and weighted
+rankers, search and query iterators), then a small collection with a VARCHAR key and a
 dynamic field across kill -9 and a restart.
 
 Installs milvus_js/node_modules with npm (package-lock.json) when missing.
@@ -33,10 +35,10 @@ def ensure_node_modules():
     return p.returncode == 0 and os.path.exists(MARKER)
 
 
-def run_node(srv, phase, timeout=280):
+def run_node(srv, phase, timeout=280, script="milvus_test.mjs"):
     env = H.clean_env({"MILVUS_ADDRESS": f"127.0.0.1:{srv.milvus_port}", "PHASE": phase,
                        "HOME": os.environ.get("HOME", "/tmp")})
-    p = H.run_tool([H.NODE, os.path.join(JS_DIR, "milvus_test.mjs")], env, timeout=timeout, check=False,
+    p = H.run_tool([H.NODE, os.path.join(JS_DIR, script)], env, timeout=timeout, check=False,
                    cwd=JS_DIR)
     assert p.returncode == 0, f"node ({phase}) exited {p.returncode}: " + \
         "; ".join(l for l in p.stdout.splitlines() if l.startswith("FAIL"))[:2000]
@@ -53,6 +55,9 @@ def main():
         srv.start()
         runner.case("official SDK: schema, index, 10k rows, search, query, count, delete, errors",
                     run_node, srv, "main")
+
+        runner.case("official SDK: range search, group_by, templates, hybrid search, iterators",
+                    run_node, srv, "search", 120, "milvus_search_test.mjs")
 
         def kill9_and_restart():
             run_node(srv, "persist-write", timeout=60)

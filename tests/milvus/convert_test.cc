@@ -2,6 +2,7 @@
 // messages and engine rows, without a socket.
 #include "milvus/convert.h"
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -313,12 +314,13 @@ TEST(MilvusConvertTest, QueryVectorsAndSearchParams) {
   ph->set_type(::milvus::proto::common::FloatVector);
   float v[4] = {1, 2, 3, 4};
   ph->add_values(std::string(reinterpret_cast<char*>(v), sizeof v));
-  ASSERT_OK_AND_ASSIGN(auto qs, QueryVectors(g.SerializeAsString(), 4));
+  ASSERT_OK_AND_ASSIGN(auto qs, QueryVectors(g.SerializeAsString(), DataType::kFloatVector, 4));
   ASSERT_EQ(qs.size(), 1u);
   EXPECT_EQ(qs[0], (std::vector<float>{1, 2, 3, 4}));
-  EXPECT_FALSE(QueryVectors(g.SerializeAsString(), 8));  // wrong dimension
+  EXPECT_FALSE(QueryVectors(g.SerializeAsString(), DataType::kFloatVector, 8));  // wrong dimension
   ph->set_type(::milvus::proto::common::BinaryVector);
-  EXPECT_EQ(QueryVectors(g.SerializeAsString(), 4).error().code(), StatusCode::kNotSupported);
+  EXPECT_EQ(QueryVectors(g.SerializeAsString(), DataType::kFloatVector, 4).error().code(),
+            StatusCode::kNotSupported);
 
   KvList kv;
   auto add = [&](const std::string& k, const std::string& val) {
@@ -337,7 +339,10 @@ TEST(MilvusConvertTest, QueryVectorsAndSearchParams) {
   EXPECT_EQ(sp.offset, 2u);
   EXPECT_EQ(sp.ef, 128u);
   EXPECT_EQ(sp.anns_field, "embedding");
-  add("radius", "0.5");  // range search: not supported, and said so
+  add("radius", "0.5");  // range search
+  ASSERT_OK_AND_ASSIGN(sp, ParseSearchParams(kv));
+  EXPECT_EQ(sp.radius, 0.5f);
+  add("level", "2");  // not supported, and said so
   EXPECT_EQ(ParseSearchParams(kv).error().code(), StatusCode::kNotSupported);
   KvList bad;
   auto* p = bad.Add();
@@ -347,6 +352,119 @@ TEST(MilvusConvertTest, QueryVectorsAndSearchParams) {
   p->set_key("topk");
   p->set_value("0");
   EXPECT_FALSE(ParseSearchParams(bad));
+}
+
+// default_value: an omitted field, or a null row, takes the default; the
+// default must fit the field; DescribeCollection answers it back.
+TEST(MilvusConvertTest, DefaultValues) {
+  auto s = DocsSchema();
+  s.mutable_fields(3)->mutable_default_value()->set_string_data("unknown");  // source
+  s.mutable_fields(4)->mutable_default_value()->set_long_data(7);            // timestamp
+  ASSERT_OK_AND_ASSIGN(CollectionMeta m, MetaFromProto(s));
+  EXPECT_EQ(m.Field("source")->default_json, "\"unknown\"");
+  ASSERT_OK_AND_ASSIGN(CollectionMeta back, MetaFromJson(MetaToJson(m)));
+  EXPECT_EQ(back.Field("timestamp")->default_json, "7");
+  ps::CollectionSchema described;
+  MetaToProto(m, "docs", &described);
+  EXPECT_EQ(described.fields(4).default_value().long_data(), 7);
+
+  Columns c = MakeColumns(3);
+  ASSERT_EQ(c.fields.Get(3).field_name(), "timestamp");
+  c.fields.DeleteSubrange(3, 1);  // no timestamp column
+  auto* src = c.fields.Mutable(2);
+  ASSERT_EQ(src->field_name(), "source");
+  for (bool v : {true, false, true}) src->add_valid_data(v);  // row 1: null
+  int64_t next = 0;
+  ASSERT_OK_AND_ASSIGN(Rows rows, RowsFromFieldData(m, c.fields, 3, true, [&] { return ++next; }));
+  auto p1 = nlohmann::json::parse(rows.points[1].payload);
+  EXPECT_EQ(p1["source"], "unknown");
+  EXPECT_EQ(p1["timestamp"], 7);
+  EXPECT_EQ(nlohmann::json::parse(rows.points[0].payload)["source"], "web");
+
+  auto bad = DocsSchema();
+  bad.mutable_fields(4)->mutable_default_value()->set_string_data("x");  // INT64 field
+  EXPECT_FALSE(MetaFromProto(bad));
+  bad = DocsSchema();
+  bad.mutable_fields(2)->mutable_default_value()->set_string_data(std::string(17, 'x'));  // > 16
+  EXPECT_FALSE(MetaFromProto(bad));
+  bad = DocsSchema();
+  bad.mutable_fields(5)->mutable_default_value()->set_string_data("{}");  // JSON
+  EXPECT_FALSE(MetaFromProto(bad));
+}
+
+// ARRAY fields: element_type and max_capacity checked on insert, stored as
+// a JSON array, answered back as ArrayArray of the element type.
+TEST(MilvusConvertTest, ArrayFields) {
+  auto s = DocsSchema();
+  auto* tags = AddField(&s, "tags", ps::Array, {{"max_capacity", "3"}, {"max_length", "8"}});
+  tags->set_element_type(ps::VarChar);
+  ASSERT_OK_AND_ASSIGN(CollectionMeta m, MetaFromProto(s));
+  EXPECT_EQ(m.Field("tags")->max_capacity, 3u);
+  ASSERT_OK_AND_ASSIGN(CollectionMeta back, MetaFromJson(MetaToJson(m)));
+  EXPECT_EQ(back.Field("tags")->element_type, DataType::kVarChar);
+  ps::CollectionSchema described;
+  MetaToProto(m, "docs", &described);
+  EXPECT_EQ(described.fields(6).element_type(), ps::VarChar);
+
+  Columns c = MakeColumns(2);
+  auto* col = c.fields.Add();
+  col->set_field_name("tags");
+  auto* arr = col->mutable_scalars()->mutable_array_data();
+  arr->set_element_type(ps::VarChar);
+  for (auto row : {std::vector<std::string>{"a", "b"}, std::vector<std::string>{}}) {
+    auto* e = arr->add_data()->mutable_string_data();
+    for (const auto& x : row) e->add_data(x);
+  }
+  int64_t next = 0;
+  ASSERT_OK_AND_ASSIGN(Rows rows, RowsFromFieldData(m, c.fields, 2, true, [&] { return ++next; }));
+  EXPECT_EQ(nlohmann::json::parse(rows.points[0].payload)["tags"], nlohmann::json({"a", "b"}));
+
+  std::vector<vector::Record> recs(2);
+  recs[0].payload = rows.points[0].payload;
+  recs[1].payload = rows.points[1].payload;
+  OutputFields out;
+  out.fields.push_back(m.Field("tags"));
+  FieldDataList cols;
+  ASSERT_OK(RecordsToFieldData(m, out, {&recs[0], &recs[1]}, &cols));
+  const auto& got = cols.Get(0).scalars().array_data();
+  EXPECT_EQ(got.element_type(), ps::VarChar);
+  ASSERT_EQ(got.data_size(), 2);
+  EXPECT_EQ(got.data(0).string_data().data(1), "b");
+  EXPECT_EQ(got.data(1).string_data().data_size(), 0);
+
+  // Over max_capacity, a too-long element, a wrong element type: refused.
+  arr->mutable_data(1)->mutable_string_data()->add_data("1");
+  for (const char* x : {"2", "3", "4"}) arr->mutable_data(1)->mutable_string_data()->add_data(x);
+  EXPECT_FALSE(RowsFromFieldData(m, c.fields, 2, true, [&] { return ++next; }));
+  arr->mutable_data(1)->mutable_string_data()->Clear();
+  arr->mutable_data(1)->mutable_string_data()->add_data("toolongvalue");
+  EXPECT_FALSE(RowsFromFieldData(m, c.fields, 2, true, [&] { return ++next; }));
+  arr->mutable_data(1)->mutable_long_data()->add_data(1);
+  EXPECT_FALSE(RowsFromFieldData(m, c.fields, 2, true, [&] { return ++next; }));
+  auto bad = DocsSchema();
+  AddField(&bad, "a", ps::Array, {{"max_capacity", "3"}})->set_element_type(ps::JSON);
+  EXPECT_FALSE(MetaFromProto(bad));
+}
+
+TEST(MilvusConvertTest, HalfPrecisionConversions) {
+  // IEEE 754 binary16 encodings.
+  EXPECT_EQ(FloatToHalf(1.0f), 0x3c00);
+  EXPECT_EQ(FloatToHalf(-2.0f), 0xc000);
+  EXPECT_EQ(FloatToHalf(65504.0f), 0x7bff);               // the largest half
+  EXPECT_EQ(FloatToHalf(1e6f), 0x7c00);                   // overflow: infinity
+  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -24)), 0x0001);  // the smallest subnormal
+  EXPECT_EQ(FloatToHalf(1.0f / 3), 0x3555);
+  EXPECT_EQ(HalfToFloat(0x3555), 0.333251953125f);
+  EXPECT_EQ(HalfToFloat(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(HalfToFloat(0xc000), -2.0f);
+  for (uint32_t h = 0; h < 0x7c00; ++h) {  // every finite positive half round-trips
+    ASSERT_EQ(FloatToHalf(HalfToFloat(static_cast<uint16_t>(h))), h) << h;
+  }
+  // bfloat16: the top 16 bits of the float32, rounded to nearest even.
+  EXPECT_EQ(FloatToBFloat16(1.0f), 0x3f80);
+  EXPECT_EQ(FloatToBFloat16(3.14159265f), 0x4049);
+  EXPECT_EQ(BFloat16ToFloat(0x4049), 3.140625f);
+  EXPECT_EQ(BFloat16ToFloat(0xbf80), -1.0f);
 }
 
 }  // namespace
