@@ -1,6 +1,6 @@
-"""Feast's driver-stats example repository (tests/python/feast_driver_repo,
-the `feast init` template with strata.features imports) end to end, as the
-template's test_workflow.py drives it: `strata features apply` reads the .py
+"""A Feast-style driver-stats repository (tests/python/feast_driver_repo: the
+names and shape of Feast's quick-start, strata.features imports) end to end,
+in the steps of Feast's quick-start workflow: `strata features apply` reads the .py
 definitions, historical features into pandas (equal to the CLI's output and
 to an independent pandas oracle), materialize_incremental, online to_dict
 (by references and by feature service), push to the fresh view, and the same
