@@ -325,6 +325,56 @@ Status VectorFieldsFromJson(const json& b, const json& vectors, vector::Collecti
   return Status::Ok();
 }
 
+// "sparse_vectors": {name: {"index": {...}, "modifier": "idf" | "none"}}.
+// The inverted index is always in RAM and exact; index options that would
+// change that are refused.
+Status SparseFieldsFromJson(const json& sv, vector::CollectionSchema* schema) {
+  if (!sv.is_object())
+    return Status::InvalidArgument("\"sparse_vectors\" maps names to {index, modifier}");
+  for (auto it = sv.begin(); it != sv.end(); ++it) {
+    vector::SparseFieldSchema f;
+    f.name = it.key();
+    if (f.name.empty()) return Status::InvalidArgument("a sparse vector needs a non-empty name");
+    const json& v = it.value();
+    if (!v.is_object() && !v.is_null())
+      return Status::InvalidArgument(
+          fmt::format("sparse_vectors.\"{}\" must be an object", f.name));
+    for (auto jt = v.begin(); v.is_object() && jt != v.end(); ++jt) {
+      const json& x = jt.value();
+      if (x.is_null()) continue;
+      if (jt.key() == "modifier") {
+        std::string m = x.is_string() ? ToLower(x.get<std::string>()) : "";
+        if (m != "idf" && m != "none")
+          return Status::InvalidArgument(
+              fmt::format("sparse_vectors.\"{}\".modifier must be \"idf\" or \"none\"", f.name));
+        f.modifier = m == "idf" ? vector::SparseModifier::kIdf : vector::SparseModifier::kNone;
+      } else if (jt.key() == "index") {
+        if (!x.is_object())
+          return Status::InvalidArgument(
+              fmt::format("sparse_vectors.\"{}\".index must be an object", f.name));
+        for (auto kt = x.begin(); kt != x.end(); ++kt) {
+          const json& y = kt.value();
+          if (y.is_null()) continue;
+          if (kt.key() == "on_disk" && y.is_boolean() && !y.get<bool>()) continue;
+          if (kt.key() == "datatype" && y.is_string() && ToLower(y.get<std::string>()) == "float32")
+            continue;
+          if (kt.key() == "full_scan_threshold" && y.is_number_unsigned()) continue;
+          return Unsupported(
+              fmt::format("sparse_vectors.\"{}\".index.{}={}", f.name, kt.key(), y.dump()),
+              "the sparse index is kept in RAM as float32 and searched exactly "
+              "(on_disk=false, datatype=float32, full_scan_threshold accepted: every query is "
+              "exact)");
+        }
+      } else {
+        return Unsupported(fmt::format("sparse_vectors.\"{}\".{}", f.name, jt.key()),
+                           "a sparse vector takes index and modifier");
+      }
+    }
+    schema->sparse.push_back(std::move(f));
+  }
+  return Status::Ok();
+}
+
 Status CheckStrataKeys(const json& strata_all) {
   for (auto it = strata_all.begin(); it != strata_all.end(); ++it) {
     static const char* kKeys[] = {"index",
@@ -415,19 +465,30 @@ Status ApplyStrataOptions(const json* strata, vector::CollectionOptions* opts,
 Result<json> CreateCollection(CollectionManager& mgr, const std::string& name, const json& b) {
   vector::CollectionSchema schema;
   vector::CollectionOptions opts = mgr.defaults();
+  const json* sparse = Field(b, "sparse_vectors");
+  if (sparse != nullptr) STRATA_RETURN_IF_ERROR(SparseFieldsFromJson(*sparse, &schema));
+  static const json kNoVectors = json::object();
   const json* vectors = Field(b, "vectors");
+  if (vectors == nullptr && !schema.sparse.empty()) vectors = &kNoVectors;
   if (vectors == nullptr || !vectors->is_object()) {
     return Status::InvalidArgument(
-        "the body needs \"vectors\": {\"size\": N, \"distance\": \"Cosine\"} or named vectors");
+        "the body needs \"vectors\": {\"size\": N, \"distance\": \"Cosine\"} or named vectors "
+        "(or \"sparse_vectors\")");
   }
   STRATA_ASSIGN_OR_RETURN(json strata_all, MergeStrataExtension(b, *vectors));
-  STRATA_RETURN_IF_ERROR(VectorFieldsFromJson(b, *vectors, &schema));
-  if (const json* sv = Field(b, "sparse_vectors"); sv != nullptr && !sv->empty()) {
-    return Status::InvalidArgument("sparse vectors are not supported");
+  if (!vectors->empty() || schema.sparse.empty())
+    STRATA_RETURN_IF_ERROR(VectorFieldsFromJson(b, *vectors, &schema));
+  for (const auto& sf : schema.sparse) {
+    for (const auto& df : schema.vectors) {
+      if (df.name == sf.name)
+        return Status::InvalidArgument(
+            fmt::format("\"{}\" names both a dense and a sparse vector", sf.name));
+    }
   }
   STRATA_RETURN_IF_ERROR(CheckStrataKeys(strata_all));
   // Qdrant's keys first: the "strata" extension, more precise, overrides them.
-  const uint32_t dim0 = schema.vectors[0].index.dim;
+  // Sparse-only collections size segments as if by 1-d vectors.
+  const uint32_t dim0 = schema.vectors.empty() ? 1 : schema.vectors[0].index.dim;
   if (const json* h = Field(b, "hnsw_config"))
     STRATA_RETURN_IF_ERROR(HnswOptionsPart(*h, dim0, &opts));
   if (const json* oc = Field(b, "optimizers_config")) {
@@ -441,9 +502,8 @@ Result<json> CreateCollection(CollectionManager& mgr, const std::string& name, c
     }
     return c.error();
   }
-  kLog.Info("created collection {} ({} vector field(s), {} index, dim {})", name,
-            schema.vectors.size(), vector::IndexTypeName(schema.vectors[0].index.type),
-            schema.vectors[0].index.dim);
+  kLog.Info("created collection {} ({} dense and {} sparse vector field(s))", name,
+            schema.vectors.size(), schema.sparse.size());
   return json(true);
 }
 
@@ -502,7 +562,7 @@ Result<json> UpdateCollection(Collection& c, const json& b) {
   vector::CollectionInfo info = c.Info();
   std::vector<vector::VectorFieldSchema> fields = info.schema.vectors;
   vector::CollectionOptions opts = info.options;
-  const uint32_t dim0 = fields[0].index.dim;
+  const uint32_t dim0 = fields.empty() ? 1 : fields[0].index.dim;
   for (auto it = b.begin(); it != b.end(); ++it) {
     const std::string& k = it.key();
     const json& v = it.value();
@@ -562,7 +622,15 @@ json CollectionInfoJson(const Collection& c) {
     vectors = json::object();
     for (const auto& f : s.vectors) vectors[f.name] = vec_json(f);
   }
-  const auto& idx0 = s.vectors[0].index;
+  json sparse = json::object();
+  for (const auto& f : s.sparse) {
+    json sv{{"index", {{"on_disk", false}, {"datatype", "float32"}}}};
+    if (f.modifier == vector::SparseModifier::kIdf) sv["modifier"] = "idf";
+    sparse[f.name] = std::move(sv);
+  }
+  vector::IndexParams no_dense;  // the defaults, for a sparse-only collection
+  no_dense.dim = 1;
+  const auto& idx0 = s.vectors.empty() ? no_dense : s.vectors[0].index;
   json strata_cfg = json::array();
   for (const auto& f : s.vectors) {
     strata_cfg.push_back({{"vector", f.name},
@@ -595,6 +663,7 @@ json CollectionInfoJson(const Collection& c) {
               {"config",
                {{"params",
                  {{"vectors", vectors},
+                  {"sparse_vectors", sparse},
                   {"shard_number", 1},
                   {"replication_factor", 1},
                   {"write_consistency_factor", 1},

@@ -2,6 +2,10 @@
 // over /collections/..., per-operation metrics, and the one place a Status
 // becomes an HTTP reply (through errors.h). The operations live in
 // collections.cc, points.cc, payload.cc and search.cc.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <exception>
 #include <string>
@@ -35,6 +39,7 @@ struct Reply {
   int status = 200;
   std::string body;
   std::string content_type = "application/json";
+  std::string file;  // set: the body is this file (a snapshot download)
 };
 
 struct Clock {
@@ -54,6 +59,22 @@ Reply ErrorReplyOf(const Clock& clock, const Status& st) {
 }
 
 void Write(const Reply& r, http::ResponseWriter& w) {
+  if (!r.file.empty()) {
+    int fd = ::open(r.file.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd >= 0 && ::fstat(fd, &st) == 0) {
+      w.SetStatus(200);
+      w.AddHeader("Content-Type", "application/octet-stream");
+      if (w.BeginBody(uint64_t(st.st_size)).ok()) (void)w.SendFile(fd, 0, uint64_t(st.st_size));
+      ::close(fd);
+      return;
+    }
+    if (fd >= 0) ::close(fd);
+    w.SetStatus(500);
+    w.AddHeader("Content-Type", "application/json");
+    (void)w.Send(ErrorBody(ErrorReply{500, "cannot read the snapshot archive " + r.file}, 0));
+    return;
+  }
   w.SetStatus(r.status);
   w.AddHeader("Content-Type", r.content_type);
   (void)w.Send(r.body);
@@ -76,6 +97,67 @@ Result<json> ParseBody(std::string_view body, bool required) {
   if (!j.is_object())
     return ProtocolError(400, "Format error in JSON body: expected a JSON object");
   return j;
+}
+
+// Qdrant's `timeout` (seconds) and `consistency` (a replica count or
+// "majority" | "quorum" | "all") URL parameters. One node holds the only
+// replica and every read sees every acknowledged write, so each consistency
+// level is met; a count above 1 asks for replicas that do not exist.
+Status CheckQueryParams(std::string_view query) {
+  for (auto part : Split(query, '&')) {
+    const size_t eq = part.find('=');
+    const std::string_view k = part.substr(0, eq);
+    const std::string_view v = eq == std::string_view::npos ? "" : part.substr(eq + 1);
+    if (k == "timeout") {
+      auto n = ParseUint64(v);
+      if (!n || *n == 0)
+        return Status::InvalidArgument(
+            fmt::format("timeout must be a positive number of seconds, got \"{}\"", v));
+    } else if (k == "consistency") {
+      if (v == "majority" || v == "quorum" || v == "all") continue;
+      auto n = ParseUint64(v);
+      if (!n)
+        return Status::InvalidArgument(fmt::format(
+            "consistency is a number of replicas or majority, quorum, all; got \"{}\"", v));
+      if (*n != 1)
+        return Status::InvalidArgument(fmt::format(
+            "consistency={} asks for {} replicas; a Strata collection has exactly one", *n, *n));
+    }
+  }
+  return Status::Ok();
+}
+
+// A request that ran past its `timeout` answers Qdrant's timeout error
+// instead of its result (the work is not interrupted: a write may have been
+// applied, as when Qdrant times out waiting for one).
+Result<json> CheckTimeout(std::string_view query, double elapsed, json result) {
+  for (auto part : Split(query, '&')) {
+    const size_t eq = part.find('=');
+    if (part.substr(0, eq) != "timeout" || eq == std::string_view::npos) continue;
+    auto n = ParseUint64(part.substr(eq + 1));
+    if (n && elapsed > double(*n)) {
+      return ProtocolError(
+          408, fmt::format("Timeout error: the operation took {:.3f} s, past its timeout of {} s; "
+                           "a write may have been applied",
+                           elapsed, *n));
+    }
+  }
+  return result;
+}
+
+// The collection named by an upload route, percent-decoded.
+bool UploadTarget(std::string_view method, std::string_view path, std::string* name) {
+  if (method != "POST" && method != "PUT") return false;
+  std::vector<std::string_view> seg;
+  for (auto part : Split(path, '/')) {
+    if (!part.empty()) seg.push_back(part);
+  }
+  if (seg.size() != 4 || seg[0] != "collections" || seg[2] != "snapshots" || seg[3] != "upload")
+    return false;
+  auto dec = UriDecode(seg[1]);
+  if (!dec) return false;
+  *name = *dec;
+  return true;
 }
 
 metrics::Histogram& LatencyFor(const std::string& op) {
@@ -286,6 +368,11 @@ struct Handler::Impl {
         return out;
       }
     }
+    if (s2 == "snapshots" && seg.size() == 4 && method == "DELETE") {
+      *op = "delete_snapshot";
+      STRATA_RETURN_IF_ERROR(mgr->DeleteSnapshot(c.name(), seg[3]));
+      return json(true);
+    }
     if (s2 == "facet" && seg.size() == 3 && method == "POST") {
       *op = "facet";
       STRATA_ASSIGN_OR_RETURN(json b, ParseBody(body, true));
@@ -294,6 +381,11 @@ struct Handler::Impl {
     if (s2 == "aliases" && seg.size() == 3 && method == "GET") {
       *op = "list_collection_aliases";
       return AliasesJson(*mgr, c.name());
+    }
+    if (s2 == "strata" && seg.size() == 4 && seg[3] == "bm25" && method == "POST") {
+      *op = "strata_bm25_index";
+      STRATA_ASSIGN_OR_RETURN(json b, ParseBody(body, true));
+      return Bm25Index(c, b, wait);
     }
     if (s2 == "points") return RoutePoints(method, seg, body, wait, c, op);
     return NoRoute(method, seg);
@@ -310,6 +402,16 @@ struct Handler::Impl {
       *op = "list_aliases";
       return AliasesJson(*mgr, "");
     }
+    if (seg.size() == 4 && seg[0] == "collections" && seg[2] == "snapshots" &&
+        seg[3] == "recover" && method == "PUT") {
+      *op = "recover_snapshot";
+      STRATA_ASSIGN_OR_RETURN(json b, ParseBody(body, true));
+      return RecoverSnapshot(*mgr, seg[1], b);
+    }
+    if (seg.size() == 1 && seg[0] == "telemetry" && method == "GET") {
+      *op = "telemetry";
+      return Telemetry();
+    }
     if (seg.size() >= 2 && seg[0] == "collections") {
       if (seg.size() == 2) return RouteCollection(method, seg[1], body, op);
       if (seg.size() == 3 && seg[2] == "exists" && method == "GET") {
@@ -318,6 +420,12 @@ struct Handler::Impl {
       }
       return RouteInCollection(method, seg, query, body, op);
     }
+    if (seg.size() == 3 && seg[0] == "strata" && seg[1] == "bm25" && seg[2] == "encode" &&
+        method == "POST") {
+      *op = "strata_bm25_encode";
+      STRATA_ASSIGN_OR_RETURN(json b, ParseBody(body, true));
+      return Bm25Encode(b);
+    }
     if (seg.size() == 1 && seg[0] == "collections" && method == "GET") {
       *op = "list_collections";
       json list = json::array();
@@ -325,6 +433,60 @@ struct Handler::Impl {
       return json{{"collections", list}};
     }
     return NoRoute(method, seg);
+  }
+
+  // GET /telemetry: what this process serves, with real counts (Qdrant's
+  // shape, the parts a single node has).
+  json Telemetry() const {
+    json colls = json::array();
+    size_t points = 0;
+    for (const auto& n : mgr->List()) {
+      auto c = mgr->Get(n);
+      if (!c) continue;
+      auto info = (*c)->Info();
+      points += info.points;
+      colls.push_back({{"id", n},
+                       {"points", info.points},
+                       {"segments", info.segments},
+                       {"vectors", info.schema.vectors.size()},
+                       {"sparse_vectors", info.schema.sparse.size()}});
+    }
+    return json{
+        {"id", "strata"},
+        {"app", {{"name", "strata"}, {"version", kQdrantVersion}}},
+        {"collections",
+         {{"number_of_collections", colls.size()}, {"points", points}, {"collections", colls}}}};
+  }
+
+  // GET /collections/{name}/snapshots/{snapshot}: the archive, streamed.
+  Reply Download(const Clock& clock, const std::string& coll, const std::string& snap) {
+    auto c = Coll(coll);
+    if (!c) return ErrorReplyOf(clock, c.error());
+    auto path = mgr->SnapshotArchive((*c)->name(), snap);
+    if (!path) return ErrorReplyOf(clock, path.error());
+    Reply r;
+    r.file = *path;
+    return r;
+  }
+
+  bool Authorized(std::string_view api_key) const {
+    return opts.api_key.empty() || api_key == opts.api_key;
+  }
+
+  // POST|PUT /collections/{name}/snapshots/upload: the body streams to a file.
+  Reply Upload(http::Request& req, const std::string& name, std::string_view api_key) {
+    Clock clock;
+    Result<json> r = Status::Internal("unreachable");
+    if (!Authorized(api_key)) {
+      r = ProtocolError(401, "Invalid API key or JWT");
+    } else if (Status qs = CheckQueryParams(req.query); !qs.ok()) {
+      r = qs;
+    } else {
+      r = UploadSnapshot(*mgr, name, req, req.query, opts.max_upload_bytes);
+    }
+    Reply reply = r ? OkReply(clock, std::move(*r)) : ErrorReplyOf(clock, r.error());
+    LatencyFor("upload_snapshot").Observe(clock.Elapsed());
+    return reply;
   }
 
   // The routing core without a socket: one request in, status and body out.
@@ -358,6 +520,12 @@ struct Handler::Impl {
              {"commit", "strata-0.1.0"}};
       reply = Reply{200, j.dump()};
       op = "root";
+    } else if (Status qs = CheckQueryParams(query); !qs.ok()) {
+      reply = ErrorReplyOf(clock, qs);
+    } else if (seg.size() == 4 && seg[0] == "collections" && seg[2] == "snapshots" &&
+               method == "GET") {
+      reply = Download(clock, seg[1], seg[3]);
+      op = "download_snapshot";
     } else if (seg.size() == 1 && seg[0] == "metrics" && method == "GET") {
       reply =
           Reply{200, metrics::Registry::Global().ExportPrometheus(), "text/plain; version=0.0.4"};
@@ -372,6 +540,7 @@ struct Handler::Impl {
         kLog.Warn("{} {}: {}", method, path, e.what());
         r = Status::InvalidArgument(std::string("bad request body: ") + e.what());
       }
+      if (r) r = CheckTimeout(query, clock.Elapsed(), std::move(*r));
       reply = r ? OkReply(clock, std::move(*r)) : ErrorReplyOf(clock, r.error());
     }
     metrics::Registry::Global()
@@ -399,6 +568,11 @@ void Handler::Handle(http::Request& req, http::ResponseWriter& w) {
   } else if (auto a = req.Header("authorization")) {
     std::string_view v = *a;
     if (v.size() > 7 && IEquals(v.substr(0, 7), "bearer ")) key = Trim(v.substr(7));
+  }
+  if (std::string name; UploadTarget(req.method, req.path, &name)) {
+    Write(impl_->Upload(req, name, key), w);
+    if (!req.body_done()) w.CloseAfter();
+    return;
   }
   std::string body;
   if (req.content_length.value_or(0) > 0 || req.chunked) {

@@ -75,6 +75,42 @@ Result<std::vector<float>> FloatsFromJson(const json& v, std::string_view what) 
   }
   return out;
 }
+Result<vector::SparseVector> SparseFromJson(const json& v, std::string_view what) {
+  if (!v.is_object())
+    return Status::InvalidArgument(fmt::format("{} must be {{\"indices\", \"values\"}}", what));
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    if (it.key() != "indices" && it.key() != "values") {
+      return Status::InvalidArgument(
+          fmt::format("{}: unknown field \"{}\" (a sparse vector has \"indices\" and \"values\")",
+                      what, it.key()));
+    }
+  }
+  const json* idx = Field(v, "indices");
+  const json* val = Field(v, "values");
+  if (idx == nullptr || val == nullptr || !idx->is_array())
+    return Status::InvalidArgument(
+        fmt::format("{} needs \"indices\" (an array of unsigned integers) and \"values\"", what));
+  vector::SparseVector out;
+  STRATA_ASSIGN_OR_RETURN(out.values, FloatsFromJson(*val, fmt::format("{}: values", what)));
+  for (const auto& x : *idx) {
+    if (!x.is_number_unsigned() || x.get<uint64_t>() > 0xffffffffull) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: indices must be unsigned 32-bit integers, got {}", what, x.dump().substr(0, 40)));
+    }
+    out.indices.push_back(uint32_t(x.get<uint64_t>()));
+  }
+  if (out.indices.size() != out.values.size()) {
+    return Status::InvalidArgument(
+        fmt::format("{}: indices and values must have the same length (got {} and {})", what,
+                    out.indices.size(), out.values.size()));
+  }
+  return out;
+}
+
+json SparseToJson(const vector::SparseVector& v) {
+  return json{{"indices", v.indices}, {"values", v.values}};
+}
+
 Result<PayloadSelector> PayloadSelectorFromJson(const json* v, bool dflt) {
   PayloadSelector s;
   s.enabled = dflt;
@@ -165,15 +201,19 @@ json PayloadJson(const std::string& text, const PayloadSelector& sel) {
 
 json VectorsJson(const vector::Record& r, const Collection& c, const VectorSelector& sel) {
   const auto& schema = c.schema();
-  if (schema.vectors.size() == 1 && schema.vectors[0].name.empty()) {
+  if (schema.vectors.size() == 1 && schema.vectors[0].name.empty() && schema.sparse.empty()) {
     return r.vectors.empty() ? json() : json(r.vectors[0].values);
   }
+  auto wanted = [&](const std::string& name) {
+    return sel.names.empty() ||
+           std::find(sel.names.begin(), sel.names.end(), name) != sel.names.end();
+  };
   json out = json::object();
   for (const auto& nv : r.vectors) {
-    if (!sel.names.empty() &&
-        std::find(sel.names.begin(), sel.names.end(), nv.name) == sel.names.end())
-      continue;
-    out[nv.name] = nv.values;
+    if (wanted(nv.name)) out[nv.name] = nv.values;
+  }
+  for (const auto& sv : r.sparse) {
+    if (wanted(sv.name)) out[sv.name] = SparseToJson(sv.vector);
   }
   return out;
 }

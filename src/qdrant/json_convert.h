@@ -28,6 +28,9 @@ json IdToJson(const vector::PointId& id);
 Result<std::optional<vector::Filter>> FilterFromJson(const json* v);
 
 Result<std::vector<float>> FloatsFromJson(const json& v, std::string_view what);
+// Qdrant's sparse vector {"indices": [u32...], "values": [number...]}.
+Result<vector::SparseVector> SparseFromJson(const json& v, std::string_view what);
+json SparseToJson(const vector::SparseVector& v);
 
 struct PayloadSelector {
   bool enabled = false;

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <strata/core/http_server.h>
 #include <strata/core/result.h>
 #include <strata/vector/collection.h>
 
@@ -90,5 +91,21 @@ Result<json> SearchBatch(vector::Collection& c, const std::vector<const json*>& 
                          bool query_shape);
 // search/groups (query_shape false) and query/groups: {"groups": [{"id", "hits"}]}.
 Result<json> SearchGroups(vector::Collection& c, const json& b, bool query_shape);
+
+// snapshots.cc: PUT .../snapshots/recover {"location": "file:///..."}
+// (archives under the server's snapshot directory only) and the multipart
+// upload of an archive; both replace or create collection `name`.
+Result<json> RecoverSnapshot(vector::CollectionManager& mgr, const std::string& name,
+                             const json& b);
+Result<json> UploadSnapshot(vector::CollectionManager& mgr, const std::string& name,
+                            http::Request& req, std::string_view query, uint64_t max_bytes);
+
+// bm25.cc: Strata's text-to-sparse helper (not a Qdrant route).
+// POST /collections/{name}/strata/bm25 {"text_field", "using", "k1"?, "b"?}:
+// BM25 document vectors of a text payload field written into a sparse field.
+Result<json> Bm25Index(vector::Collection& c, const json& b, bool wait);
+// POST /strata/bm25/encode {"text", "kind": "query" | "document", "avg_len"?,
+// "k1"?, "b"?}: one sparse vector {"indices", "values"}.
+Result<json> Bm25Encode(const json& b);
 
 }  // namespace strata::qdrant

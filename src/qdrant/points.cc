@@ -26,8 +26,15 @@ Status VectorsOf(const json& v, bool single_unnamed, vector::Point* p) {
   }
   if (v.is_object()) {
     for (auto it = v.begin(); it != v.end(); ++it) {
-      if (it.value().is_object())
-        return Status::InvalidArgument("sparse vectors are not supported");
+      if (it.value().is_object()) {
+        vector::NamedSparseVector sv;
+        sv.name = it.key();
+        STRATA_ASSIGN_OR_RETURN(
+            sv.vector, SparseFromJson(it.value(), fmt::format("sparse vector \"{}\" of point {}",
+                                                              it.key(), p->id.ToString())));
+        p->sparse.push_back(std::move(sv));
+        continue;
+      }
       vector::NamedVector nv;
       nv.name = it.key();
       if (single_unnamed && nv.name.empty()) nv.name = "";
@@ -108,6 +115,14 @@ Result<std::vector<vector::Point>> PointsFromBatch(const json* batch, bool singl
             return Status::InvalidArgument(
                 fmt::format("batch.vectors[\"{}\"] must be as long as batch.ids", it.key()));
           }
+          if (it.value()[i].is_object()) {
+            vector::NamedSparseVector sv;
+            sv.name = it.key();
+            STRATA_ASSIGN_OR_RETURN(sv.vector,
+                                    SparseFromJson(it.value()[i], "a batch sparse vector"));
+            p.sparse.push_back(std::move(sv));
+            continue;
+          }
           vector::NamedVector nv;
           nv.name = it.key();
           auto vals = FloatsFromJson(it.value()[i], "a batch vector");
@@ -176,6 +191,7 @@ Result<json> UpdateVectors(Collection& c, const json& b, bool wait) {
     STRATA_RETURN_IF_ERROR(VectorsOf(*v, single_unnamed, &p));
     ids.push_back(p.id);
     u.vectors[p.id] = std::move(p.vectors);  // an id given twice: the last wins
+    u.sparse[p.id] = std::move(p.sparse);
   }
   vector::WriteOptions wo;
   wo.wait = wait;

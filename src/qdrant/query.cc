@@ -45,6 +45,7 @@ struct Query {
   };
   Kind kind = kNone;
   std::vector<float> vec;                    // kNearest, kAverage, kDiscover (target)
+  std::optional<vector::SparseVector> sparse;  // kNearest on a sparse field
   std::vector<std::vector<float>> pos, neg;  // recommend examples; context pairs side by side
   json order_by;
   float rrf_k = kDefaultRrfK;
@@ -131,10 +132,45 @@ Status ContextPairs(Collection& c, const json* ctx, size_t field, Query* q) {
   return Status::Ok();
 }
 
+// A query on a sparse field: a sparse vector, or a point id whose sparse
+// vector under `using` is taken.
+Result<Query> SparseQueryValue(Collection& c, const json& v, const std::string& name) {
+  Query q;
+  q.kind = Query::kNearest;
+  if (v.is_object() && v.contains("indices")) {
+    STRATA_ASSIGN_OR_RETURN(q.sparse, SparseFromJson(v, "the sparse query"));
+    return q;
+  }
+  if (!v.is_number() && !v.is_string()) {
+    return Status::InvalidArgument(
+        fmt::format("vector \"{}\" is sparse: query it with {{\"indices\", \"values\"}} or a point "
+                    "id (recommend, "
+                    "discover and context take dense vectors only)",
+                    name));
+  }
+  STRATA_ASSIGN_OR_RETURN(PointId id, IdFromJson(v));
+  std::vector<PointId> ids = {id};
+  STRATA_ASSIGN_OR_RETURN(auto recs, c.Get(ids, false, true));
+  if (recs.empty())
+    return Status::NotFound(fmt::format("No point with id {} found", id.ToString()));
+  q.exclude.push_back(id);
+  for (const auto& sv : recs[0].sparse) {
+    if (sv.name == name) {
+      q.sparse = sv.vector;
+      return q;
+    }
+  }
+  return Status::InvalidArgument(
+      fmt::format("point {} has no sparse vector \"{}\"", id.ToString(), name));
+}
+
 Result<Query> ParseQueryValue(Collection& c, const json* v, size_t field) {
   Query q;
   if (v == nullptr) return q;
   if (v->is_object() && v->contains("nearest")) v = &(*v)["nearest"];
+  if (v->is_object() && v->contains("indices"))
+    return Status::InvalidArgument(
+        "a sparse query needs \"using\": the name of a sparse vector field");
   if (v->is_array()) {
     if (!v->empty() && v->front().is_array())
       return Status::InvalidArgument("multivector queries are not supported");
@@ -311,11 +347,13 @@ Status CheckFields(const json& st, bool top) {
   for (auto it = st.begin(); it != st.end(); ++it) {
     static const char* kTop[] = {"prefetch",     "query",       "using",           "filter",
                                  "params",       "limit",       "score_threshold", "offset",
-                                 "with_payload", "with_vector", "with_vectors",    "strata",
-                                 "consistency",  "timeout"};
+                                 "with_payload", "with_vector", "with_vectors",    "strata"};
     const std::string& k = it.key();
     if (k == "lookup_from" || k == "shard_key")
       return Status::InvalidArgument(fmt::format("{} is not supported", k));
+    if (k == "consistency" || k == "timeout")
+      return Status::InvalidArgument(
+          fmt::format("{} is a URL parameter (?{}=...), not a field of the query body", k, k));
     bool ok = std::any_of(std::begin(kTop), std::end(kTop), [&](const char* x) { return k == x; });
     if (!top && (k == "offset" || k == "with_payload" || k == "with_vector" || k == "with_vectors"))
       ok = false;
@@ -336,6 +374,17 @@ Result<StageResult> Evaluate(Collection& c, const Query& q, const vector::Search
       field == kNoField ? vector::Metric::kInnerProduct : c.schema().vectors[field].index.metric;
   std::optional<Filter> f = filter;
   if (among != nullptr) f = And(f, Filter::HasId(*among));
+  if (q.sparse) {
+    vector::SearchRequest r = base;
+    r.sparse = q.sparse;
+    r.filter = f;
+    r.limit = n;
+    r.offset = 0;
+    r.exclude = q.exclude;
+    r.with_payload = r.with_vectors = false;
+    STRATA_ASSIGN_OR_RETURN(out.pts, c.Search(r));
+    return out;
+  }
   if (q.kind == Query::kNearest || q.kind == Query::kAverage) {
     vector::SearchRequest r = base;
     r.vector = q.vec;
@@ -402,7 +451,22 @@ Result<StageResult> RunStage(Collection& c, const json& st, const std::optional<
   }
   Result<size_t> fr = FieldOf(c, using_);
   const size_t field = fr ? *fr : kNoField;
-  STRATA_ASSIGN_OR_RETURN(Query q, ParseQueryValue(c, Field(st, "query"), field));
+  const bool sparse = std::any_of(c.schema().sparse.begin(), c.schema().sparse.end(),
+                                  [&](const auto& f) { return f.name == using_; });
+  const json* qv = Field(st, "query");
+  if (qv != nullptr && qv->is_object() && qv->contains("nearest")) qv = &(*qv)["nearest"];
+  Query q;
+  if (sparse && qv != nullptr &&
+      ((qv->is_object() && qv->contains("indices")) || qv->is_number() || qv->is_string() ||
+       qv->is_array() ||
+       (qv->is_object() &&
+        (qv->contains("recommend") || qv->contains("discover") || qv->contains("context"))))) {
+    STRATA_ASSIGN_OR_RETURN(q, SparseQueryValue(c, *qv, using_));
+    base.vector_name = using_;
+    fr = size_t{0};  // the sparse field stands in for a dense one
+  } else {
+    STRATA_ASSIGN_OR_RETURN(q, ParseQueryValue(c, qv, field));
+  }
   // Fusion, order_by and a plain listing need no vector field.
   if (!fr && q.kind != Query::kNone && q.kind != Query::kOrderBy && q.kind != Query::kRrf &&
       q.kind != Query::kDbsf)
@@ -463,6 +527,7 @@ Result<QueryRun> RunQuery(Collection& c, const json& b) {
     if (it == by_id.end()) continue;  // deleted meanwhile
     p.record.payload = it->second->payload;
     p.record.vectors = it->second->vectors;
+    p.record.sparse = it->second->sparse;
     run.points.push_back(std::move(p));
   }
   return run;
@@ -475,6 +540,11 @@ Result<bool> PlainNearest(Collection& c, const json& b, vector::SearchRequest* r
   if (q != nullptr && q->is_object() && q->size() == 1 && q->contains("nearest"))
     q = &(*q)["nearest"];
   if (q == nullptr || !q->is_array() || q->empty() || !q->front().is_number()) return false;
+  if (const json* u = Field(b, "using"); u != nullptr && u->is_string()) {
+    const auto& sp = c.schema().sparse;
+    if (std::any_of(sp.begin(), sp.end(), [&](const auto& f) { return f.name == *u; }))
+      return false;  // RunQuery answers a dense vector on a sparse field
+  }
   STRATA_RETURN_IF_ERROR(CheckFields(b, /*top=*/true));
   STRATA_RETURN_IF_ERROR(ParseSearchCommon(b, r, ps, vs, /*payload_default=*/false));
   if (const json* u = Field(b, "using")) {

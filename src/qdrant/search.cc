@@ -121,9 +121,12 @@ Status ParseSearch(const json& b, vector::SearchRequest* r, PayloadSelector* ps,
     if (name == nullptr || !name->is_string() || vals == nullptr) {
       return Status::InvalidArgument("a named search vector is {\"name\": ..., \"vector\": [...]}");
     }
-    if (vals->is_object()) return Status::InvalidArgument("sparse vectors are not supported");
     r->vector_name = name->get<std::string>();
-    STRATA_ASSIGN_OR_RETURN(r->vector, FloatsFromJson(*vals, "vector"));
+    if (vals->is_object()) {
+      STRATA_ASSIGN_OR_RETURN(r->sparse, SparseFromJson(*vals, "the sparse search vector"));
+    } else {
+      STRATA_ASSIGN_OR_RETURN(r->vector, FloatsFromJson(*vals, "vector"));
+    }
   } else {
     STRATA_ASSIGN_OR_RETURN(r->vector, FloatsFromJson(*v, "vector"));
   }

@@ -94,9 +94,31 @@ std::unique_ptr<Segment> Collection::Impl::NewSegment(uint64_t wal_seq) {
   s->id = next_segment_id++;
   s->wal_first_seq = wal_seq;
   s->fields.resize(schema.vectors.size());
+  s->sparse.resize(schema.sparse.size());
   for (const auto& f : IndexedKeys())
     s->payload_indexes[f.name] = PayloadFieldIndex::Create(f.name, f.type);
   return s;
+}
+
+Status Collection::Impl::PrepareSparse(const Point& p, const std::string& who,
+                                       PreparedPoint* pp) const {
+  std::vector<bool> seen(schema.sparse.size(), false);
+  for (const auto& nv : p.sparse) {
+    const int f = SparseIndex(nv.name);
+    if (f < 0) {
+      return Status::InvalidArgument(
+          fmt::format("{}: the collection has no sparse vector named \"{}\"", who, nv.name));
+    }
+    if (seen[f])
+      return Status::InvalidArgument(
+          fmt::format("{}: sparse vector \"{}\" is given twice", who, nv.name));
+    seen[f] = true;
+    SparseVector sorted;
+    STRATA_RETURN_IF_ERROR(internal::NormalizeSparse(nv.vector, &sorted)
+                               .WithContext(fmt::format("{}: sparse vector \"{}\"", who, nv.name)));
+    pp->sparse.emplace_back(uint16_t(f), std::move(sorted));
+  }
+  return Status::Ok();
 }
 
 Status Collection::Impl::Prepare(std::span<const Point> in, std::vector<PreparedPoint>* out) const {
@@ -133,7 +155,8 @@ Status Collection::Impl::Prepare(std::span<const Point> in, std::vector<Prepared
       }
       pp.vectors.emplace_back(uint16_t(f), &nv.values);
     }
-    if (schema.vectors.size() == 1 && pp.vectors.empty()) {
+    STRATA_RETURN_IF_ERROR(PrepareSparse(p, who, &pp));
+    if (schema.vectors.size() == 1 && schema.sparse.empty() && pp.vectors.empty()) {
       return Status::InvalidArgument(fmt::format("{}: a vector is required", who));
     }
     if (!p.payload.empty()) {
@@ -163,6 +186,7 @@ std::string Collection::Impl::EncodeUpsert(const std::vector<PreparedPoint>& pts
   for (const auto& p : pts) {
     bytes += 17 + 4 + p.payload.size() + 2;
     for (const auto& v : p.vectors) bytes += 2 + v.second->size() * 4;
+    for (const auto& v : p.sparse) bytes += 6 + v.second.indices.size() * 8;
   }
   std::string s;
   s.reserve(bytes);
@@ -171,10 +195,16 @@ std::string Collection::Impl::EncodeUpsert(const std::vector<PreparedPoint>& pts
     PutId(&s, p.id);
     PutFixed32(&s, uint32_t(p.payload.size()));
     s += p.payload;
-    PutFixed16(&s, uint16_t(p.vectors.size()));
+    PutFixed16(&s, uint16_t(p.vectors.size() + p.sparse.size()));
     for (const auto& [f, v] : p.vectors) {
       PutFixed16(&s, f);
       s.append(reinterpret_cast<const char*>(v->data()), v->size() * 4);
+    }
+    for (const auto& [f, v] : p.sparse) {
+      PutFixed16(&s, uint16_t(f | internal::kSparseFieldBit));
+      PutFixed32(&s, uint32_t(v.indices.size()));
+      s.append(reinterpret_cast<const char*>(v.indices.data()), v.indices.size() * 4);
+      s.append(reinterpret_cast<const char*>(v.values.data()), v.values.size() * 4);
     }
   }
   return s;
@@ -191,6 +221,23 @@ Status Collection::Impl::DecodeUpsert(std::string_view body, std::vector<Decoded
     uint16_t nv = d.Get<uint16_t>();
     for (uint16_t k = 0; k < nv && d.ok; ++k) {
       uint16_t f = d.Get<uint16_t>();
+      if (f & internal::kSparseFieldBit) {
+        f &= uint16_t(~internal::kSparseFieldBit);
+        if (f >= schema.sparse.size())
+          return Status::Corruption("WAL upsert names an unknown sparse vector field");
+        const uint32_t nnz = d.Get<uint32_t>();
+        std::string_view ri = d.Bytes(size_t(nnz) * 4);
+        std::string_view rv = d.Bytes(size_t(nnz) * 4);
+        SparseVector sv;
+        if (d.ok) {
+          sv.indices.resize(nnz);
+          sv.values.resize(nnz);
+          std::memcpy(sv.indices.data(), ri.data(), ri.size());
+          std::memcpy(sv.values.data(), rv.data(), rv.size());
+        }
+        p.sparse.emplace_back(f, std::move(sv));
+        continue;
+      }
       if (f >= schema.vectors.size())
         return Status::Corruption("WAL upsert names an unknown vector field");
       uint32_t dim = schema.vectors[f].index.dim;
@@ -212,7 +259,8 @@ Status Collection::Impl::ApplyUpsert(
     const std::function<const std::string&(size_t)>& payload_of,
     const std::function<const json*(size_t)>& parsed_of,
     const std::function<void(size_t, const std::function<void(uint16_t, const float*)>&)>&
-        vectors_of) {
+        vectors_of,
+    const SparseOf& sparse_of) {
   Segment& g = *growing;
   const uint32_t first = uint32_t(g.rows());
   // Vectors per field, gathered for one batch Add each.
@@ -238,6 +286,11 @@ Status Collection::Impl::ApplyUpsert(
       sf.built = schema.vectors[f].index.type == IndexType::kFlat;
     }
     STRATA_RETURN_IF_ERROR(sf.index->Add(rows[f].size(), data[f].data(), rows[f].data()));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    sparse_of(i, [&](uint16_t f, const SparseVector& v) {
+      g.sparse[f].Append(first + uint32_t(i), v.indices.data(), v.values.data(), v.indices.size());
+    });
   }
   json scratch;
   for (size_t i = 0; i < n; ++i) {
@@ -277,6 +330,9 @@ Status Collection::Impl::UpsertLocked(const std::vector<PreparedPoint>& prepared
       [&](size_t i) -> const json* { return &prepared[i].parsed; },
       [&](size_t i, const std::function<void(uint16_t, const float*)>& fn) {
         for (const auto& [f, v] : prepared[i].vectors) fn(f, v->data());
+      },
+      [&](size_t i, const std::function<void(uint16_t, const SparseVector&)>& fn) {
+        for (const auto& [f, v] : prepared[i].sparse) fn(f, v);
       });
   if (!st.ok()) {
     // Validated input cannot fail here; if it does, memory and WAL disagree.
@@ -320,6 +376,9 @@ Status Collection::Impl::ReplayRecord(uint64_t lsn, uint8_t type, std::string_vi
         [](size_t) -> const json* { return nullptr; },
         [&](size_t i, const std::function<void(uint16_t, const float*)>& fn) {
           for (const auto& [f, v] : pts[i].vectors) fn(f, v.data());
+        },
+        [&](size_t i, const std::function<void(uint16_t, const SparseVector&)>& fn) {
+          for (const auto& [f, v] : pts[i].sparse) fn(f, v);
         });
   }
   if (type == kRecDelete) {

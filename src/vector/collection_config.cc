@@ -124,9 +124,17 @@ CollectionOptions OptionsFromJson(const json& j, CollectionOptions o) {
 }
 
 Status ValidateSchema(const CollectionSchema& s) {
-  if (s.vectors.empty())
-    return Status::InvalidArgument("a collection needs at least one vector field");
+  if (s.vectors.empty() && s.sparse.empty())
+    return Status::InvalidArgument("a collection needs at least one dense or sparse vector field");
+  if (s.sparse.size() >= internal::kSparseFieldBit || s.vectors.size() >= internal::kSparseFieldBit)
+    return Status::InvalidArgument("too many vector fields");
   std::set<std::string> names;
+  for (const auto& v : s.sparse) {
+    if (v.name.empty()) return Status::InvalidArgument("a sparse vector field needs a name");
+    if (!names.insert(v.name).second) {
+      return Status::InvalidArgument(fmt::format("vector field \"{}\" is declared twice", v.name));
+    }
+  }
   for (const auto& v : s.vectors) {
     if (!names.insert(v.name).second) {
       return Status::InvalidArgument(fmt::format("vector field \"{}\" is declared twice", v.name));
@@ -200,6 +208,12 @@ Status Collection::Impl::WriteConfig() const {
     vecs.push_back(f);
   }
   j["vectors"] = vecs;
+  json sparse = json::array();
+  for (const auto& v : schema.sparse) {
+    sparse.push_back(
+        {{"name", v.name}, {"modifier", v.modifier == SparseModifier::kIdf ? "idf" : "none"}});
+  }
+  j["sparse_vectors"] = sparse;
   json ps = json::array();
   for (const auto& p : schema.payload) ps.push_back(PayloadFieldToJson(p));
   j["payload_schema"] = ps;
@@ -225,6 +239,15 @@ Status Collection::Impl::LoadConfig(const std::optional<CollectionOptions>& opti
     f.name = v.value("name", "");
     STRATA_ASSIGN_OR_RETURN(f.index, IndexParamsFromJson(v));
     schema.vectors.push_back(std::move(f));
+  }
+  if (cfg.contains("sparse_vectors") && cfg["sparse_vectors"].is_array()) {
+    for (const auto& v : cfg["sparse_vectors"]) {
+      SparseFieldSchema f;
+      f.name = v.value("name", "");
+      f.modifier =
+          v.value("modifier", "none") == "idf" ? SparseModifier::kIdf : SparseModifier::kNone;
+      schema.sparse.push_back(std::move(f));
+    }
   }
   if (cfg.contains("payload_schema")) {
     for (const auto& p : cfg["payload_schema"]) {

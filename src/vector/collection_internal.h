@@ -132,7 +132,12 @@ struct PreparedPoint {
   std::string payload;    // compact JSON text, "" when none
   nlohmann::json parsed;  // the payload parsed (object or null)
   std::vector<std::pair<uint16_t, const std::vector<float>*>> vectors;  // field index -> values
+  std::vector<std::pair<uint16_t, SparseVector>> sparse;  // sparse field index -> sorted vector
 };
+
+// WAL upsert records tag a sparse vector's field index with this bit (dense
+// field indexes stay below it).
+constexpr uint16_t kSparseFieldBit = 0x8000;
 
 struct PointLoc {
   Segment* seg = nullptr;
@@ -185,6 +190,13 @@ struct Collection::Impl {
   ~Impl() = default;
 
   // ----- helpers (callers hold mu_ as noted)
+
+  int SparseIndex(const std::string& vname) const {
+    for (size_t i = 0; i < schema.sparse.size(); ++i) {
+      if (schema.sparse[i].name == vname) return int(i);
+    }
+    return -1;
+  }
 
   int FieldIndex(const std::string& vname) const {
     if (vname.empty() && schema.vectors.size() == 1) return 0;
@@ -246,6 +258,7 @@ struct Collection::Impl {
   // ----- writes (collection.cc)
 
   Status Prepare(std::span<const Point> in, std::vector<PreparedPoint>* out) const;
+  Status PrepareSparse(const Point& p, const std::string& who, PreparedPoint* pp) const;
   std::string EncodeUpsert(const std::vector<PreparedPoint>& pts) const;
 
   // Decoded upsert (replay): owns its vectors.
@@ -253,7 +266,11 @@ struct Collection::Impl {
     PointId id;
     std::string payload;
     std::vector<std::pair<uint16_t, std::vector<float>>> vectors;
+    std::vector<std::pair<uint16_t, SparseVector>> sparse;
   };
+  // The sparse vectors of point i of an upsert, as (sparse field, vector).
+  using SparseOf =
+      std::function<void(size_t, const std::function<void(uint16_t, const SparseVector&)>&)>;
 
   Status DecodeUpsert(std::string_view body, std::vector<DecodedPoint>* out) const;
   // Applies an upsert to memory (mu_ held exclusively). `parsed` may be null
@@ -263,7 +280,8 @@ struct Collection::Impl {
       const std::function<const std::string&(size_t)>& payload_of,
       const std::function<const json*(size_t)>& parsed_of,
       const std::function<void(size_t, const std::function<void(uint16_t, const float*)>&)>&
-          vectors_of);
+          vectors_of,
+      const SparseOf& sparse_of);
   // Logs `rec` (EncodeUpsert of `prepared`) and applies the points (mu_ held
   // exclusively); seals the growing segment when full (*sealed_id: the
   // segment to persist, or 0).

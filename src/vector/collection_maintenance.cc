@@ -149,12 +149,19 @@ Status Collection::Impl::Rewrite(const std::vector<uint64_t>& source_ids, bool i
     out->id = next_segment_id++;
     out->persisted = true;
     out->fields.resize(schema.vectors.size());
+    out->sparse.resize(schema.sparse.size());
     keys = IndexedKeys();
     for (uint32_t si = 0; si < sources.size(); ++si) {
       const Segment& s = *sources[si];
       snap_deleted.push_back(s.deleted);
       for (uint32_t r = 0; r < s.rows(); ++r) {
         if (s.deleted.Test(r)) continue;
+        for (size_t f = 0; f < out->sparse.size() && f < s.sparse.size(); ++f) {
+          if (!s.sparse[f].Has(r)) continue;
+          SparseVector v = s.sparse[f].Row(r);
+          out->sparse[f].Append(uint32_t(origin.size()), v.indices.data(), v.values.data(),
+                                v.indices.size());
+        }
         origin.emplace_back(si, r);
         out->ids.push_back(s.ids[r]);
         out->versions.push_back(s.versions[r]);
@@ -201,6 +208,7 @@ Status Collection::Impl::Rewrite(const std::vector<uint64_t>& source_ids, bool i
     out->file->versions.shrink_to_fit();
     out->file->payloads.clear();
     out->file->payloads.shrink_to_fit();
+    out->file->sparse.clear();
     for (size_t f = 0; f < schema.vectors.size(); ++f) {
       STRATA_RETURN_IF_ERROR(BuildFieldIndex(out.get(), f, data[f], rows[f], /*save=*/true));
       std::vector<float>().swap(data[f]);

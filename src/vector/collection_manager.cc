@@ -256,6 +256,7 @@ Result<std::vector<std::string>> CollectionManager::ListSnapshots(const std::str
   for (const auto& e : fs::directory_iterator(fmt::format("{}/.snapshots/{}", root_, name), ec)) {
     std::string n = e.path().filename().string();
     if (n.size() > 8 && n.substr(n.size() - 8) == ".partial") continue;
+    if (!e.is_directory(ec)) continue;  // archives (<snapshot>.tar) beside the directories
     v.emplace_back(fs::last_write_time(e.path(), ec), n);
   }
   std::sort(v.begin(), v.end());

@@ -139,6 +139,13 @@ Status Collection::Impl::LoadSealedSegments(const Manifest& man, std::set<std::s
     seg->deleted.Reset(seg->rows(), false);
     seg->deleted.SetWords(ms.deleted);
     seg->live = seg->rows() - seg->deleted.Count();
+    seg->sparse.resize(schema.sparse.size());
+    for (auto& [sname, col] : seg->file->sparse) {
+      for (size_t f = 0; f < schema.sparse.size(); ++f) {
+        if (schema.sparse[f].name == sname) seg->sparse[f] = std::move(col);
+      }
+    }
+    seg->file->sparse.clear();
     seg->fields.resize(schema.vectors.size());
     for (size_t f = 0; f < schema.vectors.size(); ++f) {
       const auto& fl = seg->file->fields()[f];

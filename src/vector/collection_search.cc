@@ -41,7 +41,16 @@ Result<std::vector<int>> ResolveFields(const Collection::Impl& im,
   std::vector<int> field(reqs.size());
   for (size_t i = 0; i < reqs.size(); ++i) {
     const SearchRequest& r = reqs[i];
+    if (r.sparse) {
+      field[i] = -1;  // SearchSparse
+      continue;
+    }
     field[i] = im.FieldIndex(r.vector_name);
+    if (field[i] < 0 && im.SparseIndex(r.vector_name) >= 0) {
+      return Status::InvalidArgument(fmt::format(
+          "vector \"{}\" is sparse; query it with a sparse vector {{\"indices\", \"values\"}}",
+          r.vector_name));
+    }
     if (field[i] < 0) {
       return Status::InvalidArgument(
           r.vector_name.empty()
@@ -152,6 +161,71 @@ void CollectResults(const Collection::Impl& im, const SearchRequest& r, Metric m
   }
 }
 
+// The query weights of a sparse search on field f: sorted, and multiplied by
+// each term's IDF over the live points when the field has that modifier.
+Result<SparseVector> SparseQuery(const Collection::Impl& im, int f, const SparseVector& q) {
+  SparseVector out;
+  STRATA_RETURN_IF_ERROR(internal::NormalizeSparse(q, &out).WithContext("the sparse query"));
+  if (im.schema.sparse[f].modifier != SparseModifier::kIdf) return out;
+  double n_docs = 0;
+  std::vector<double> df(out.indices.size(), 0.0);
+  im.ForEachSegment([&](Segment& seg) {
+    const auto& col = seg.sparse[f];
+    const bool all_live = seg.live == seg.rows();
+    if (all_live) {
+      n_docs += double(col.present());
+    } else {
+      for (uint32_t r = 0; r < seg.rows(); ++r) n_docs += col.Has(r) && !seg.deleted.Test(r);
+    }
+    for (size_t i = 0; i < out.indices.size(); ++i) {
+      const auto* p = col.Find(out.indices[i]);
+      if (p == nullptr) continue;
+      if (all_live) {
+        df[i] += double(p->rows.size());
+      } else {
+        for (uint32_t r : p->rows) df[i] += !seg.deleted.Test(r);
+      }
+    }
+  });
+  for (size_t i = 0; i < out.indices.size(); ++i) {
+    out.values[i] *= float(std::log(1.0 + (n_docs - df[i] + 0.5) / (df[i] + 0.5)));
+  }
+  return out;
+}
+
+// One sparse search (mu_ held shared): every segment's inverted index, the
+// filter evaluated per segment as for dense searches.
+Status SearchSparse(const Collection::Impl& im, const SearchRequest& r,
+                    std::vector<ScoredPoint>* results) {
+  const int f = im.SparseIndex(r.vector_name);
+  if (f < 0) {
+    return Status::InvalidArgument(
+        im.FieldIndex(r.vector_name) >= 0
+            ? fmt::format("vector \"{}\" is dense; a sparse query needs a sparse vector field",
+                          r.vector_name)
+            : fmt::format("the collection has no sparse vector named \"{}\"", r.vector_name));
+  }
+  if (r.limit == 0) return Status::Ok();
+  STRATA_ASSIGN_OR_RETURN(SparseVector q, SparseQuery(im, f, *r.sparse));
+  const size_t k = r.offset + r.limit + r.exclude.size();
+  const bool filtered = r.filter && !internal::IsTrivial(*r.filter);
+  std::vector<Hit> hits;
+  im.ForEachSegment([&](Segment& seg) {
+    if (seg.live == 0 || seg.sparse[f].present() == 0) return;
+    std::optional<RowSet> allowed;
+    if (filtered) {
+      allowed = im.Matching(seg, *r.filter);
+      if (allowed->Empty()) return;
+    } else if (seg.live < seg.rows()) {
+      allowed = im.LiveRows(seg);
+    }
+    for (const auto& [row, score] : seg.sparse[f].Search(q, k, allowed ? &*allowed : nullptr))
+      hits.push_back(Hit{-score, &seg, row});
+  });
+  CollectResults(im, r, Metric::kInnerProduct, &hits, results);
+  return Status::Ok();
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -169,6 +243,10 @@ Record Collection::Impl::MakeRecord(const Segment& seg, uint32_t row, bool with_
       nv.name = schema.vectors[f].name;
       nv.values.resize(schema.vectors[f].index.dim);
       if (seg.GetVector(f, row, nv.values.data())) r.vectors.push_back(std::move(nv));
+    }
+    for (size_t f = 0; f < schema.sparse.size() && f < seg.sparse.size(); ++f) {
+      if (seg.sparse[f].Has(row))
+        r.sparse.push_back(NamedSparseVector{schema.sparse[f].name, seg.sparse[f].Row(row)});
     }
   }
   return r;
@@ -207,7 +285,7 @@ Result<std::vector<std::vector<ScoredPoint>>> Collection::SearchBatch(
   std::map<std::string, std::vector<size_t>> groups;
   for (size_t i = 0; i < reqs.size(); ++i) {
     const SearchRequest& r = reqs[i];
-    if (r.limit == 0) continue;
+    if (r.limit == 0 || r.sparse) continue;
     std::string key =
         fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", field[i], r.filter ? r.filter->ToString() : "",
                     r.exact, r.ef, r.nprobe, int(r.filter_strategy), r.rerank, r.search_list);
@@ -216,6 +294,11 @@ Result<std::vector<std::vector<ScoredPoint>>> Collection::SearchBatch(
 
   std::shared_lock<std::shared_mutex> l(im.mu_);
   if (im.closed) return Status::Unavailable(fmt::format("collection \"{}\" is closed", im.name));
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    if (!reqs[i].sparse) continue;
+    STRATA_RETURN_IF_ERROR(SearchSparse(im, reqs[i], &results[i]));
+    M().searches.Inc();
+  }
   for (const auto& [key, members] : groups) {
     const SearchRequest& r0 = reqs[members[0]];
     const int f = field[members[0]];

@@ -86,7 +86,7 @@ Result<Edit> ParseEdit(const PointUpdate& u, const CollectionSchema& schema) {
     }
   }
   if (u.kind == K::kDeleteVectors) {
-    if (schema.vectors.size() == 1) {
+    if (schema.vectors.size() == 1 && schema.sparse.empty()) {
       return Status::InvalidArgument(
           "the collection has a single vector, which a point cannot lose; delete the point "
           "instead");
@@ -94,6 +94,7 @@ Result<Edit> ParseEdit(const PointUpdate& u, const CollectionSchema& schema) {
     for (const auto& name : u.keys) {
       bool known = false;
       for (const auto& f : schema.vectors) known |= f.name == name;
+      for (const auto& f : schema.sparse) known |= f.name == name;
       if (!known)
         return Status::InvalidArgument(
             fmt::format("the collection has no vector named \"{}\"", name));
@@ -101,10 +102,20 @@ Result<Edit> ParseEdit(const PointUpdate& u, const CollectionSchema& schema) {
     }
   }
   if (u.kind == K::kUpdateVectors) {
-    if (u.vectors.empty())
+    if (u.vectors.empty() && u.sparse.empty())
       return Status::InvalidArgument("update_vectors needs at least one point");
+    for (const auto& [id, vecs] : u.sparse) {
+      for (const auto& v : vecs) {
+        bool known = false;
+        for (const auto& f : schema.sparse) known |= f.name == v.name;
+        if (!known)
+          return Status::InvalidArgument(fmt::format(
+              "point {}: the collection has no sparse vector named \"{}\"", id.ToString(), v.name));
+      }
+    }
     for (const auto& [id, vecs] : u.vectors) {
-      if (vecs.empty())
+      auto sit = u.sparse.find(id);
+      if (vecs.empty() && (sit == u.sparse.end() || sit->second.empty()))
         return Status::InvalidArgument(
             fmt::format("point {}: update_vectors needs at least one vector", id.ToString()));
       for (const auto& v : vecs) {
@@ -115,7 +126,7 @@ Result<Edit> ParseEdit(const PointUpdate& u, const CollectionSchema& schema) {
               "point {}: the collection has no vector named \"{}\"", id.ToString(), v.name));
       }
     }
-  } else if (!u.vectors.empty()) {
+  } else if (!u.vectors.empty() || !u.sparse.empty()) {
     return Status::InvalidArgument("new vectors apply to update_vectors only");
   }
   return e;
@@ -154,8 +165,17 @@ void ApplyEdit(const Edit& e, Record* r) {
     case K::kDeleteVectors:
       std::erase_if(r->vectors,
                     [&](const NamedVector& v) { return e.vector_names.count(v.name) > 0; });
+      std::erase_if(r->sparse,
+                    [&](const NamedSparseVector& v) { return e.vector_names.count(v.name) > 0; });
       break;
     case K::kUpdateVectors: {
+      auto sit = e.u->sparse.find(r->id);
+      if (sit != e.u->sparse.end()) {
+        for (const auto& nv : sit->second) {
+          std::erase_if(r->sparse, [&](const NamedSparseVector& v) { return v.name == nv.name; });
+          r->sparse.push_back(nv);
+        }
+      }
       auto it = e.u->vectors.find(r->id);
       if (it == e.u->vectors.end()) break;
       for (const auto& nv : it->second) {
@@ -191,7 +211,7 @@ Status Collection::Impl::UpdateSelected(
     for (const auto& [seg, row] : rows) {
       Record r = MakeRecord(*seg, row, /*with_payload=*/true, /*with_vectors=*/true);
       ApplyEdit(edit, &r);
-      pts.push_back(Point{r.id, std::move(r.vectors), std::move(r.payload)});
+      pts.push_back(Point{r.id, std::move(r.vectors), std::move(r.payload), std::move(r.sparse)});
     }
     if (pts.empty()) {
       lsn = wal->last_lsn();

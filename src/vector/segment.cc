@@ -183,6 +183,21 @@ Result<std::shared_ptr<SegmentFile>> SegmentFile::Open(const std::string& path) 
   f->payloads.resize(f->rows_);
   for (uint64_t i = 0; i < f->rows_; ++i) f->payloads[i] = r.Str(lens[i]);
   if (!r.ok) return corrupt(payloads_at, "payloads truncated");
+  if (r.p < r.end) {
+    const uint64_t sparse_at = at(r);
+    if (r.Str(4) != "SPV1") return corrupt(sparse_at, "unknown section after the payloads");
+    const uint32_t nsparse = r.U32();
+    for (uint32_t i = 0; i < nsparse && r.ok; ++i) {
+      std::string name = r.Str(r.U32());
+      std::string_view rest(r.p, r.ok ? size_t(r.end - r.p) : 0);
+      SparseColumn col;
+      if (!r.ok || !col.Decode(uint32_t(f->rows_), &rest))
+        return corrupt(sparse_at, fmt::format("sparse field {} truncated", i));
+      r.p = rest.data();
+      f->sparse.emplace_back(std::move(name), std::move(col));
+    }
+    if (!r.ok) return corrupt(sparse_at, "sparse section truncated");
+  }
   // Vectors are read through the mapping on demand.
   ::madvise(const_cast<char*>(f->data_), f->size_, MADV_RANDOM);
   return f;
@@ -229,6 +244,7 @@ size_t Segment::MemoryBytes() const {
     if (f.index) b += f.index->MemoryBytes();
   }
   for (const auto& [k, idx] : payload_indexes) b += idx->MemoryBytes();
+  for (const auto& c : sparse) b += c.MemoryBytes();
   return b;
 }
 
@@ -298,6 +314,19 @@ Status WriteSegmentFile(const std::string& path, const Segment& seg, const Colle
   for (uint64_t v : seg.versions) PutFixed64(&meta, v);
   for (const auto& p : seg.payloads) PutFixed32(&meta, uint32_t(p.size()));
   for (const auto& p : seg.payloads) meta += p;
+  if (!schema.sparse.empty()) {
+    meta += "SPV1";
+    PutFixed32(&meta, uint32_t(schema.sparse.size()));
+    for (size_t f = 0; f < schema.sparse.size(); ++f) {
+      PutFixed32(&meta, uint32_t(schema.sparse[f].name.size()));
+      meta += schema.sparse[f].name;
+      if (f < seg.sparse.size()) {
+        seg.sparse[f].Encode(uint32_t(rows), &meta);
+      } else {
+        SparseColumn().Encode(uint32_t(rows), &meta);
+      }
+    }
+  }
   w.PadTo(64);
   const uint64_t meta_off = w.offset();
   w.Write(meta.data(), meta.size());

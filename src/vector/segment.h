@@ -11,17 +11,14 @@
 // count, rows, meta offset/length/crc32c); per field a presence bitmap and a
 // rows x dim float32 matrix (64-byte aligned, zeros where a row has no
 // vector); then the meta section: field table (name, dim, offsets, crc32c of
-// the field's bytes), ids, versions, payload lengths and payload bytes.
+// the field's bytes), ids, versions, payload lengths and payload bytes, and
+// (when the schema has sparse fields) the sparse section: "SPV1", the field
+// count, per field its name and SparseColumn::Encode of the rows. Files
+// without the section (written before sparse fields existed) have none.
 //
 // Not thread-safe by itself: the collection's reader/writer lock guards the
 // mutable parts (rows of the growing segment, delete bitmaps, index swaps).
 #pragma once
-
-#include <strata/core/result.h>
-#include <strata/core/status.h>
-#include <strata/vector/filter.h>
-#include <strata/vector/index.h>
-#include <strata/vector/schema.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -31,7 +28,14 @@
 #include <string>
 #include <vector>
 
+#include <strata/core/result.h>
+#include <strata/core/status.h>
+#include <strata/vector/filter.h>
+#include <strata/vector/index.h>
+#include <strata/vector/schema.h>
+
 #include "vector/payload_index.h"
+#include "vector/sparse_index.h"
 
 namespace strata::vector::internal {
 
@@ -62,6 +66,7 @@ class SegmentFile {
   std::vector<PointId> ids;
   std::vector<uint64_t> versions;
   std::vector<std::string> payloads;
+  std::vector<std::pair<std::string, SparseColumn>> sparse;  // by field name
 
  private:
   SegmentFile() = default;
@@ -88,6 +93,7 @@ class Segment {
   RowSet deleted;                     // universe == rows()
   size_t live = 0;
   std::vector<SegmentField> fields;  // one per schema vector field
+  std::vector<SparseColumn> sparse;  // one per schema sparse field
   std::map<std::string, std::unique_ptr<PayloadFieldIndex>, std::less<>> payload_indexes;
   std::shared_ptr<SegmentFile> file;
   // Index build in the background failed (kept FLAT); not retried until reopen.

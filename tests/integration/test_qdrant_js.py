@@ -67,7 +67,9 @@ def expect_error(srv, method, path, status, fragment, **kw):
 
 def run_node(srv, phase):
     env = H.clean_env({"QDRANT_URL": srv.vector_endpoint, "QDRANT_API_KEY": API_KEY, "PHASE": phase,
-                       "HOME": os.environ.get("HOME", "/tmp")})
+                       "HOME": os.environ.get("HOME", "/tmp"),
+                       # recoverSnapshot with a file:// location reads archives from here
+                       "SNAPSHOT_DIR": os.path.join(os.path.realpath(srv.data_dir), "vector", ".snapshots")})
     p = H.run_tool([H.NODE, os.path.join(JS_DIR, "qdrant_test.mjs")], env, timeout=240, check=False, cwd=JS_DIR)
     assert p.returncode == 0, f"node ({phase}) exited {p.returncode}: " + \
         "; ".join(l for l in p.stdout.splitlines() if l.startswith("FAIL"))[:2000]

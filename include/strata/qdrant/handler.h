@@ -29,6 +29,8 @@ namespace strata::qdrant {
 struct HandlerOptions {
   std::string api_key;                // non-empty: required in `api-key` or `Authorization: Bearer`
   size_t max_body_bytes = 256 << 20;  // larger request bodies get 413
+  // Snapshot uploads stream to a file under the manager's root instead.
+  uint64_t max_upload_bytes = uint64_t{64} << 30;
 };
 
 class Handler {

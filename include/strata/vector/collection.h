@@ -70,11 +70,17 @@ struct PointUpdate {
   // kUpdateVectors: the new vectors of each point (by ids only; every id given
   // must be selected). A name present replaces that vector only.
   std::map<PointId, std::vector<NamedVector>> vectors;
+  std::map<PointId, std::vector<NamedSparseVector>> sparse;  // kUpdateVectors, as `vectors`
 };
 
 struct SearchRequest {
   std::string vector_name;  // which vector field; "" = the default / only one
   std::vector<float> vector;
+  // Set: a sparse search of the sparse field `vector_name` (dot product over
+  // the inverted index, exact top-k with max-score pruning; `vector` unused;
+  // ef/nprobe/exact/filter_strategy do not apply). Only points sharing a term
+  // with the query are candidates, as in Qdrant.
+  std::optional<SparseVector> sparse;
   size_t limit = 10;
   size_t offset = 0;
   std::optional<Filter> filter;
@@ -265,6 +271,18 @@ class CollectionManager {
   // A new collection `name` from a snapshot directory.
   Result<std::shared_ptr<Collection>> RestoreSnapshot(const std::string& snapshot_dir,
                                                       const std::string& name);
+  // The snapshot as one POSIX tar file, written on first use beside the
+  // snapshot directory (root/.snapshots/<name>/<snapshot>.tar); its path.
+  // kNotFound when the collection has no such snapshot.
+  Result<std::string> SnapshotArchive(const std::string& name, const std::string& snapshot);
+  // Removes a snapshot and its archive; kNotFound when there is none.
+  Status DeleteSnapshot(const std::string& name, const std::string& snapshot);
+  // Collection `name` from an archive: the bytes [offset, offset + length) of
+  // the file at `path` (as SnapshotArchive writes them). The archive is
+  // extracted and opened first; only then is an existing collection of that
+  // name replaced (its aliases kept). A damaged archive changes nothing.
+  Result<std::shared_ptr<Collection>> RecoverFromArchive(const std::string& path, uint64_t offset,
+                                                         uint64_t length, const std::string& name);
 
   // Applies the actions in order, all or none, and persists the result.
   // kCreate: the collection must exist and the alias must not be a

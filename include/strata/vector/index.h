@@ -130,7 +130,7 @@ enum class FilterStrategy : uint8_t {
 };
 
 struct SearchParams {
-  uint32_t ef = 0;          // HNSW beam width; 0 = max(64, k)
+  uint32_t ef = 0;          // HNSW beam width; 0 = max(64, ef_construction, k)
   uint32_t nprobe = 0;      // IVF lists scanned; 0 = max(1, nlist/16)
   uint32_t rerank = 0;      // IVF_PQ: PQ candidates re-scored exactly; 0 = 8*k (needs raw vectors)
   uint32_t search_l = 0;    // DISKANN candidate list size; 0 = ef if set, else max(100, k)

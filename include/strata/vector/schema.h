@@ -44,8 +44,28 @@ struct VectorFieldSchema {
   IndexParams index;  // dim, metric, type and parameters of the sealed segments' index
 };
 
+// A sparse vector: term ids with weights (indices unique; stored sorted by index).
+struct SparseVector {
+  std::vector<uint32_t> indices;
+  std::vector<float> values;  // one per index
+};
+
+// Qdrant's sparse vector modifier: kIdf multiplies each query weight by the
+// term's inverse document frequency over the collection's live points,
+// ln(1 + (N - n + 0.5) / (n + 0.5)) (N points with the field, n with the term).
+enum class SparseModifier : uint8_t { kNone = 0, kIdf = 1 };
+
+// A sparse vector field: an inverted index (posting list per term id) per
+// segment, scored by dot product.
+struct SparseFieldSchema {
+  std::string name;  // unique among dense and sparse fields; never ""
+  SparseModifier modifier = SparseModifier::kNone;
+};
+
 struct CollectionSchema {
-  std::vector<VectorFieldSchema> vectors;   // at least one; names unique
+  // Dense fields; names unique. A collection needs at least one dense or sparse field.
+  std::vector<VectorFieldSchema> vectors;
+  std::vector<SparseFieldSchema> sparse;    // sparse fields
   std::vector<PayloadFieldSchema> payload;  // typed fields (the rest of a payload is kept as is)
 };
 
@@ -82,10 +102,16 @@ struct NamedVector {
   std::vector<float> values;
 };
 
+struct NamedSparseVector {
+  std::string name;
+  SparseVector vector;
+};
+
 struct Point {
   PointId id;
   std::vector<NamedVector> vectors;
   std::string payload;  // a JSON object as text; "" = no payload
+  std::vector<NamedSparseVector> sparse;
 };
 
 struct Record {
@@ -93,6 +119,7 @@ struct Record {
   uint64_t version = 0;              // the operation (WAL sequence number) that wrote it
   std::string payload;               // JSON object text ("{}" when none); empty unless asked for
   std::vector<NamedVector> vectors;  // empty unless asked for
+  std::vector<NamedSparseVector> sparse;  // empty unless vectors are asked for
 };
 
 struct ScoredPoint {

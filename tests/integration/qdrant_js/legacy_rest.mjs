@@ -16,6 +16,25 @@ export function legacyApi(url, apiKey) {
     }
     return data.result;
   }
+  // Any route (Strata's /strata/... helpers, /telemetry, snapshot files):
+  // the parsed "result", or the raw Response when `asResponse`.
+  async function call(method, path, body, asResponse = false) {
+    const headers = {};
+    if (apiKey) headers['api-key'] = apiKey;
+    if (body !== undefined && !(body instanceof FormData)) headers['content-type'] = 'application/json';
+    const init = { method, headers };
+    if (body !== undefined) init.body = body instanceof FormData ? body : JSON.stringify(body);
+    const r = await fetch(url + path, init);
+    if (asResponse && r.ok) return r;
+    const data = await r.json().catch(() => ({}));
+    if (!r.ok) {
+      const e = new Error(`Unexpected Response: ${r.status} ${JSON.stringify(data)}`);
+      e.status = r.status;
+      e.data = data;
+      throw e;
+    }
+    return data.result;
+  }
   const points = (name) => `/collections/${encodeURIComponent(name)}/points`;
   return {
     search: (n, b) => post(`${points(n)}/search`, b),
@@ -25,5 +44,6 @@ export function legacyApi(url, apiKey) {
     recommendBatch: (n, b) => post(`${points(n)}/recommend/batch`, b),
     discoverPoints: (n, b) => post(`${points(n)}/discover`, b),
     discoverBatchPoints: (n, b) => post(`${points(n)}/discover/batch`, b),
+    call,
   };
 }

@@ -8,6 +8,7 @@
 // PHASE ("main" or "verify": after a restart, check what survived).
 import { QdrantClient } from '@qdrant/js-client-rest';
 import { runMore } from './api_more.mjs';
+import { runSparse } from './api_sparse.mjs';
 import { legacyApi } from './legacy_rest.mjs';
 
 const url = process.env.QDRANT_URL;
@@ -306,6 +307,7 @@ async function main() {
   check('collectionExists after delete is false', ex2.exists === false, JSON.stringify(ex2));
 
   await runMore(client, rest, check, expectError);
+  await runSparse(client, rest, check, expectError);
 }
 
 async function verify() {
