@@ -5,6 +5,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,7 @@
 
 #include <strata/core/checksum.h>
 #include <strata/core/coding.h>
+#include <strata/core/fault_injection.h>
 #include <strata/core/file_util.h>
 
 namespace strata::cache {
@@ -172,6 +174,23 @@ Result<bool> WriteDirect(const std::string& tmp, int* fd_out, std::string_view h
   return true;
 }
 
+// A write fault armed by a test (core/fault_injection.h): leaves what a full
+// or failing disk would (the part of the file written before the error) and
+// returns the error, in place of both write paths below.
+Status InjectedWriteFault(const std::string& tmp, std::string_view header, std::string_view data) {
+  size_t first = 0;
+  const int err = fault::internal::OnWrite(tmp, header.size() + data.size(), &first);
+  if (err == 0) return Status::Ok();
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (fd.valid()) {
+    const size_t h = std::min(first, header.size());
+    if (::write(fd.get(), header.data(), h) == static_cast<ssize_t>(h) && first > h) {
+      (void)!::write(fd.get(), data.data(), first - h);
+    }
+  }
+  return Status::FromErrno(err, "write cache block " + tmp);
+}
+
 }  // namespace
 
 Result<uint64_t> WriteBlockFile(const std::string& dir, const BlockHeader& h, std::string_view data,
@@ -185,6 +204,7 @@ Result<uint64_t> WriteBlockFile(const std::string& dir, const BlockHeader& h, st
     ::unlink(tmp.c_str());
     return st;
   };
+  if (Status st = InjectedWriteFault(tmp, header, data); !st.ok()) return fail(st);
   if (data.size() >= kDirectMin) {
     int raw = -1;
     Result<bool> direct = WriteDirect(tmp, &raw, header, data);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <strata/core/fault_injection.h>
+#include <strata/core/file_sync.h>
 #include <strata/core/file_util.h>
 
 namespace strata {
@@ -61,6 +62,7 @@ void UniqueFd::Reset(int fd) {
 
 Status WriteAll(int fd, const void* data, size_t n, std::string_view what) {
   const char* p = static_cast<const char*>(data);
+  fault::internal::BeforeWrite(fd, -1, n);
   size_t first = 0;
   if (const int err = fault::internal::OnWrite(what, n, &first); err != 0) {
     // An injected fault (tests): write the part a full disk would take, then fail.
@@ -72,6 +74,7 @@ Status WriteAll(int fd, const void* data, size_t n, std::string_view what) {
 
 Status PwriteAll(int fd, const void* data, size_t n, uint64_t offset, std::string_view what) {
   const char* p = static_cast<const char*>(data);
+  fault::internal::BeforeWrite(fd, static_cast<int64_t>(offset), n);
   size_t first = 0;
   if (const int err = fault::internal::OnWrite(what, n, &first); err != 0) {
     STRATA_RETURN_IF_ERROR(PwriteAllUnfaulted(fd, p, first, offset, what));
@@ -105,6 +108,20 @@ Status PreadFull(int fd, void* buf, size_t n, uint64_t offset, std::string_view 
   return Status::Ok();
 }
 
+Status SyncFile(int fd, std::string_view what) {
+  const fault::internal::SyncMark mark = fault::internal::BeforeSync(fd);
+  if (::fsync(fd) != 0) return Status::FromErrno(errno, Op("fsync", what));
+  fault::internal::AfterSync(fd, mark);
+  return Status::Ok();
+}
+
+Status SyncFileData(int fd, std::string_view what) {
+  const fault::internal::SyncMark mark = fault::internal::BeforeSync(fd);
+  if (::fdatasync(fd) != 0) return Status::FromErrno(errno, Op("fdatasync", what));
+  fault::internal::AfterSync(fd, mark);
+  return Status::Ok();
+}
+
 Status FsyncDir(const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(errno, Op("open directory", dir));
@@ -124,10 +141,11 @@ Status FsyncParentDir(const std::string& path) {
 
 Status CommitTempFile(int fd, const std::string& tmp, const std::string& path,
                       const AtomicWriteOptions& options) {
-  if (options.sync && ::fsync(fd) != 0) {
-    const Status st = Status::FromErrno(errno, Op("fsync", tmp));
-    AbandonTempFile(fd, tmp);
-    return st;
+  if (options.sync) {
+    if (Status st = SyncFile(fd, tmp); !st.ok()) {
+      AbandonTempFile(fd, tmp);
+      return st;
+    }
   }
   if (::close(fd) != 0) {
     const Status st = Status::FromErrno(errno, Op("close", tmp));

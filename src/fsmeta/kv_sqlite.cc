@@ -17,9 +17,23 @@
 #include <sqlite3.h>
 
 #include "fsmeta/kv.h"
+#include "fsmeta/sqlite_fault_vfs.h"
 
 namespace strata::fsmeta {
 namespace {
+
+// A failed SQLite call as a Status: a full disk (SQLITE_FULL) is
+// kResourceExhausted, a damaged file kCorruption, anything else kIOError.
+Status SqliteError(sqlite3* db, const std::string& what, const std::string& path) {
+  const int rc = db ? sqlite3_errcode(db) : SQLITE_NOMEM;
+  std::string msg =
+      "sqlite " + what + " on \"" + path + "\": " + (db ? sqlite3_errmsg(db) : "out of memory");
+  if (rc == SQLITE_FULL) {
+    return Status::ResourceExhausted(msg + " (free space on its filesystem, then retry)");
+  }
+  if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) return Status::Corruption(msg);
+  return Status::IOError(msg);
+}
 
 class Stmt {
  public:
@@ -64,10 +78,10 @@ class Conn {
   Status Open(const std::string& path, const std::string& sync, bool create) {
     if (sqlite3_open_v2(path.c_str(), &db_,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                        nullptr) != SQLITE_OK) {
-      return Status::IOError("cannot open sqlite database \"" + path +
-                             "\": " + (db_ ? sqlite3_errmsg(db_) : "out of memory"));
+                        FaultInjectingSqliteVfs()) != SQLITE_OK) {
+      return SqliteError(db_, "open", path);
     }
+    path_ = path;
     sqlite3_busy_timeout(db_, 30000);
     std::string sync_pragma = "PRAGMA synchronous=" + sync;
     STRATA_RETURN_IF_ERROR(Exec(sync_pragma.c_str()));
@@ -96,9 +110,8 @@ class Conn {
   Status Exec(const char* sql) {
     char* err = nullptr;
     if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-      std::string msg = err ? err : sqlite3_errmsg(db_);
       sqlite3_free(err);
-      return Status::IOError(std::string("sqlite \"") + sql + "\": " + msg);
+      return SqliteError(db_, std::string("\"") + sql + "\"", path_);
     }
     return Status::Ok();
   }
@@ -109,7 +122,7 @@ class Conn {
     int rc = sqlite3_step(st->get());
     sqlite3_reset(st->get());
     if (rc == SQLITE_DONE || rc == SQLITE_ROW) return Status::Ok();
-    return Status::IOError(std::string("sqlite \"") + what + "\": " + sqlite3_errmsg(db_));
+    return SqliteError(db_, std::string("\"") + what + "\"", path_);
   }
 
   // The range scan, prepared once per shape (bit 0: keys only, 1: exclusive
@@ -125,11 +138,10 @@ class Conn {
     return scan_[i]->get();
   }
 
-  [[noreturn]] void Fail(const char* what) {
-    throw KvError(Status::IOError(std::string("sqlite ") + what + ": " + sqlite3_errmsg(db_)));
-  }
+  [[noreturn]] void Fail(const char* what) { throw KvError(SqliteError(db_, what, path_)); }
 
   sqlite3* db_ = nullptr;
+  std::string path_;
   std::unique_ptr<Stmt> get_, put_, del_;
   std::unique_ptr<Stmt> scan_[8];
   std::unique_ptr<Stmt> begin_, begin_write_, commit_, rollback_;

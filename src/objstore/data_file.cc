@@ -12,6 +12,7 @@
 
 #include <strata/core/checksum.h>
 #include <strata/core/coding.h>
+#include <strata/core/file_sync.h>
 #include <strata/core/file_util.h>
 
 namespace strata::objstore {
@@ -166,7 +167,7 @@ Status DataFileWriter::Finish(bool sync) {
   EncodeFixed32(p + 24, kDataFileVersion);
   EncodeFixed32(p + 28, Crc32c(0, footer.data(), footer.size() - 4));
   STRATA_RETURN_IF_ERROR(WriteAll(fd_, footer.data(), footer.size(), path_));
-  if (sync && ::fdatasync(fd_) != 0) return Status::FromErrno(errno, "fdatasync " + path_);
+  if (sync) STRATA_RETURN_IF_ERROR(SyncFileData(fd_, path_));
   int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) {

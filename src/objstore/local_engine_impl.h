@@ -5,7 +5,7 @@
 // See local_engine.h for the contract and record.h / data_file.h for the formats.
 //
 // Write protocol (PutObject, UploadPart, AppendObject, CopyObject):
-//   1. G <id> is put (unsynced WAL write: survives kill -9) before tmp/<id> is created;
+//   1. G <id> is put (a synced WAL write with EngineOptions::sync) before tmp/<id> is created;
 //   2. the body streams through a 1 MiB per-thread buffer into tmp/<id> (MD5, the
 //      requested checksum and per-block CRC32C computed on the way), the footer is
 //      written, the file fsynced, renamed to data/xx/yy/<id>, the directory fsynced;
@@ -25,8 +25,8 @@
 // bodies are sealed before they enter the WriteBatch, and readers open only the
 // blocks a range touches (LocalObjectReader::ReadSealed).
 //
-// Power loss (not kill -9) between 2 and 4 can lose the unsynced G record and
-// leak that one data file; syncing G would cost one more fsync per large PUT.
+// Step 1 syncs (with EngineOptions::sync): a power cut between 2 and 4 used to lose
+// an unsynced G record and leak the data file (EnginePowerLossTest). One WAL fsync more.
 //
 // Locks: stripe mutexes (by hash of the record key) serialise read-check-commit
 // per key; buckets_mu_ is held shared across every commit into a bucket and

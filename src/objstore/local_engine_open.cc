@@ -15,8 +15,10 @@
 #include <rocksdb/table.h>
 
 #include <strata/core/clock.h>
+#include <strata/core/fault_injection.h>
 #include <strata/core/file_util.h>
 
+#include "objstore/crash_tracking_env.h"
 #include "objstore/local_engine_impl.h"
 
 namespace strata::objstore::engine_detail {
@@ -57,6 +59,8 @@ Status LocalEngineImpl::Init() {
   }
 
   rocksdb::Options o;
+  // Power-loss tests: RocksDB's files report what they have synced.
+  if (fault::TrackingUnsyncedWrites()) o.env = internal::CrashTrackingEnv();
   o.create_if_missing = true;
   o.max_background_jobs = 4;
   o.bytes_per_sync = 1 << 20;

@@ -129,7 +129,9 @@ Status LocalEngineImpl::Ingest(ByteSource& body, uint64_t inline_budget, Checksu
 
   FileId id = FileId::Random();
   // Intent first, so a crash after the rename below leaves a findable orphan.
-  STRATA_RETURN_IF_ERROR(FromRocks(db_->Put(lazy_wo_, GarbageKey(id), ""), "put intent"));
+  // Synced (commit_wo_) when the engine syncs: the rename below becomes durable
+  // before the commit, and an intent lost to a power cut leaked the file.
+  STRATA_RETURN_IF_ERROR(FromRocks(db_->Put(commit_wo_, GarbageKey(id), ""), "put intent"));
   out->file = id;
   out->file_pending = true;
   const std::string hex = id.Hex();

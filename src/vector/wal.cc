@@ -2,11 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <fmt/format.h>
-#include <strata/core/checksum.h>
-#include <strata/core/coding.h>
-#include <strata/core/file_util.h>
-#include <strata/core/log.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +9,14 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+
+#include <fmt/format.h>
+
+#include <strata/core/checksum.h>
+#include <strata/core/coding.h>
+#include <strata/core/file_sync.h>
+#include <strata/core/file_util.h>
+#include <strata/core/log.h>
 
 namespace strata::vector::internal {
 namespace {
@@ -36,7 +39,7 @@ Status Wal::CreateFile(uint64_t seq, uint64_t first_lsn) {
   PutFixed64(&h, seq);
   PutFixed64(&h, first_lsn);
   Status st = WriteAll(fd, h.data(), h.size(), path);
-  if (st.ok() && ::fsync(fd) != 0) st = Status::FromErrno(errno, "fsync " + path);
+  if (st.ok()) st = SyncFile(fd, path);
   if (st.ok()) st = FsyncDir(dir_);
   if (!st.ok()) {
     ::close(fd);
@@ -125,13 +128,11 @@ Result<std::unique_ptr<Wal>> Wal::Open(const std::string& dir, uint64_t start_se
         }
         kLog.Warn("WAL {}: cutting a torn tail of {} bytes at offset {}", path, data.size() - off,
                   off);
-        int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-        if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(off)) != 0 || ::fsync(fd) != 0) {
-          int err = errno;
-          if (fd >= 0) ::close(fd);
-          return Status::FromErrno(err, "truncate " + path);
+        UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+        if (!fd.valid() || ::ftruncate(fd.get(), static_cast<off_t>(off)) != 0) {
+          return Status::FromErrno(errno, "truncate " + path);
         }
-        ::close(fd);
+        STRATA_RETURN_IF_ERROR(SyncFile(fd.get(), path));
         data.resize(off);
         break;
       }
@@ -187,7 +188,7 @@ void Wal::Close() {
   std::unique_lock<std::mutex> s(sync_mu_);
   sync_cv_.wait(s, [&] { return !sync_running_; });
   if (fd_ >= 0) {
-    if (sync_) ::fdatasync(fd_);
+    if (sync_) (void)SyncFileData(fd_, PathOf(seq_));
     ::close(fd_);
     fd_ = -1;
   }
@@ -241,14 +242,13 @@ Status Wal::Sync(uint64_t lsn) {
     uint64_t target = written_lsn_;
     int fd = fd_;
     l.unlock();
-    int rc = fd >= 0 ? ::fdatasync(fd) : 0;
-    int err = errno;
+    Status synced = fd >= 0 ? SyncFileData(fd, "WAL") : Status::Ok();
     l.lock();
     sync_running_ = false;
     ++syncs_;
     sync_cv_.notify_all();
     if (fd < 0) return Status::Unavailable("the collection is closed");
-    if (rc != 0) return Status::FromErrno(err, "fdatasync WAL");
+    if (!synced.ok()) return synced;
     synced_lsn_ = std::max(synced_lsn_, target);
   }
   return Status::Ok();
@@ -259,7 +259,7 @@ Result<uint64_t> Wal::Rotate() {
   if (fd_ < 0) return Status::Unavailable("the collection is closed");
   std::unique_lock<std::mutex> s(sync_mu_);
   sync_cv_.wait(s, [&] { return !sync_running_; });
-  if (::fdatasync(fd_) != 0) return Status::FromErrno(errno, "fdatasync " + PathOf(seq_));
+  STRATA_RETURN_IF_ERROR(SyncFileData(fd_, PathOf(seq_)));
   synced_lsn_ = written_lsn_;
   int old = fd_;
   uint64_t old_size = offset_;

@@ -46,8 +46,9 @@ Result<std::unique_ptr<RandomAccessSource>> OpenLocalFile(const std::string& pat
 std::unique_ptr<RandomAccessSource> OpenMemorySource(std::string bytes, std::string name);
 
 struct ParquetReadOptions {
-  // Check page CRC32s where the writer stored them (Arrow and DuckDB do not by default).
-  bool verify_checksums = false;
+  // Check page CRC32s where the writer stored them (Arrow and DuckDB do not by
+  // default; a mismatch is kCorruption naming the file, column and byte).
+  bool verify_checksums = true;
   // A row group declaring more rows is refused before anything is allocated.
   int64_t max_row_group_rows = int64_t{1} << 31;
 };
@@ -123,7 +124,7 @@ struct ParquetWriteOptions {
   int64_t row_group_rows = 1 << 20;        // rows per row group
   size_t page_bytes = 1 << 20;             // target uncompressed bytes per data page
   bool statistics = true;                  // min/max/null_count per chunk
-  bool page_checksums = false;             // CRC32 in each page header
+  bool page_checksums = true;              // CRC32 in each page header
   std::string created_by = "strata version 0.1.0";
   std::vector<std::pair<std::string, std::string>> key_value_metadata;
 };
