@@ -764,7 +764,7 @@ class MilvusClient:
         """Nearest neighbours of each query vector: a list per query of
         {"id", "distance", "entity": {output fields}}. distance: squared
         L2 distance (smaller is closer) or IP / cosine similarity (larger)."""
-        for bad in ("group_by_field", "ranker", "radius", "range_filter", "search_by_ids"):
+        for bad in ("ranker", "search_by_ids"):
             if kwargs.get(bad) is not None:
                 raise NotSupportedError(f"search({bad}=...) is not supported by Strata")
         q = np.asarray(data, dtype=np.float32)
@@ -793,6 +793,13 @@ class MilvusClient:
         if sp.pop("ignore_growing", kwargs.pop("ignore_growing", False)):
             raise NotSupportedError("ignore_growing: Strata searches every segment")
         params.update(sp)  # pymilvus reads other keys (ef, nprobe, radius...) as params
+        # pymilvus's keyword forms of grouping and range search travel as
+        # top-level search params, as pymilvus sends them.
+        grouping = []
+        for k in ("group_by_field", "group_size", "strict_group_size", "radius", "range_filter"):
+            v = kwargs.pop(k, None)
+            if v is not None:
+                grouping.append((k, json.dumps(v) if not isinstance(v, str) else v))
         level = _consistency(kwargs.pop("consistency_level", None))
         _no_extra("search", kwargs)
         if level is not None:
@@ -801,6 +808,7 @@ class MilvusClient:
             req.use_default_consistency = True
         kv = [("topk", int(limit)), ("round_decimal", int(rd)), ("offset", int(offset)),
               ("params", json.dumps(params))]
+        kv += grouping
         if anns_field:
             kv.append(("anns_field", anns_field))
         if metric:

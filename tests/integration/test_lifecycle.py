@@ -240,6 +240,8 @@ class LifecycleTests:
         s3.put_object(Bucket=vb, Key="t/a", Body=b"current", Tagging="tier=tmp")
         s3.put_object(Bucket=vb, Key="other/o", Body=b"1")
         s3.put_object(Bucket=vb, Key="other/o", Body=b"2")  # noncurrent, no rule matches
+        # Read before the rules exist: a pass may run as soon as they are stored.
+        start = metrics(self.srv)["strata_s3_lifecycle_noncurrent_expired_total"]
         s3.put_bucket_lifecycle_configuration(Bucket=vb, LifecycleConfiguration={"Rules": [
             {"ID": "nc", "Status": "Enabled", "Filter": {"Prefix": "n/"},
              "NoncurrentVersionExpiration": {"NoncurrentDays": 1, "NewerNoncurrentVersions": 1}},
@@ -268,7 +270,6 @@ class LifecycleTests:
         before = versions()
         n_ids = [i for _, i in before["n/a"]]
         assert len(n_ids) == 4, before
-        start = metrics(self.srv)["strata_s3_lifecycle_noncurrent_expired_total"]
         self.wait_passes()
         now = versions()
         # Day 0: only the lone delete marker with nothing behind it goes.

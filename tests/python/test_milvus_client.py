@@ -140,12 +140,14 @@ class FlowMixin:
         self.assertEqual(e.exception.code, 100)
         c.create_collection("e", dimension=DIM)
         with self.assertRaises(NotSupportedError):
+            c.search("e", [self.vecs[0]], limit=3, ranker=object())
+        with self.assertRaises(MilvusException) as e:  # no such field to group by
             c.search("e", [self.vecs[0]], limit=3, group_by_field="x")
         with self.assertRaises(NotSupportedError):
             c.insert("e", [{"id": 1, "vector": self.vecs[0]}], bogus=True)
         with self.assertRaises(MilvusException) as e:  # the server refuses unknown params
-            c.search("e", [self.vecs[0]], limit=3, search_params={"params": {"radius": 0.5}})
-        self.assertIn("radius", e.exception.message)
+            c.search("e", [self.vecs[0]], limit=3, search_params={"params": {"bogus": 0.5}})
+        self.assertIn("bogus", e.exception.message)
         with self.assertRaises(ParamError):
             c.delete("e")
         with self.assertRaises(ParamError):
