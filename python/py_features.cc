@@ -44,40 +44,8 @@ namespace {
 
 using namespace strata::features;  // NOLINT
 
-// strata.Error and its subclasses, looked up on the module (strata_py.cc makes them).
-struct Errors {
-  PyObject* error = nullptr;
-  PyObject* not_found = nullptr;
-  PyObject* invalid = nullptr;
-  PyObject* precondition = nullptr;
-  PyObject* exists = nullptr;
-};
-Errors g_err;
-
-[[noreturn]] void Raise(const Status& st) {
-  PyObject* type = g_err.error;
-  switch (st.code()) {
-    case StatusCode::kNotFound:
-      type = g_err.not_found;
-      break;
-    case StatusCode::kInvalidArgument:
-      type = g_err.invalid;
-      break;
-    case StatusCode::kPreconditionFailed:
-      type = g_err.precondition;
-      break;
-    case StatusCode::kAlreadyExists:
-      type = g_err.exists;
-      break;
-    case StatusCode::kNotSupported:
-      type = PyExc_NotImplementedError;
-      break;
-    default:
-      break;
-  }
-  PyErr_SetString(type, st.message().empty() ? st.ToString().c_str() : st.message().c_str());
-  throw py::error_already_set();
-}
+// Errors raise strata.Error and its subclasses (RaiseStatus, strata_py.cc).
+[[noreturn]] void Raise(const Status& st) { RaiseStatus(st); }
 
 void Check(const Status& st) {
   if (!st.ok()) Raise(st);
@@ -556,11 +524,6 @@ class PyOnline {
 }  // namespace
 
 void RegisterFeatures(py::module_& m) {
-  g_err.error = m.attr("Error").ptr();
-  g_err.not_found = m.attr("NotFoundError").ptr();
-  g_err.invalid = m.attr("InvalidArgumentError").ptr();
-  g_err.precondition = m.attr("PreconditionFailedError").ptr();
-  g_err.exists = m.attr("AlreadyExistsError").ptr();
 
   py::module_ f =
       m.def_submodule("_features", "The feature store's C++ core (see strata.features)");

@@ -52,6 +52,7 @@ PyObject* g_not_found = nullptr;
 PyObject* g_invalid = nullptr;
 PyObject* g_exists = nullptr;
 PyObject* g_precondition = nullptr;
+PyObject* g_not_supported = nullptr;
 
 [[noreturn]] void Raise(const Status& st) {
   PyObject* type = g_error;
@@ -67,6 +68,9 @@ PyObject* g_precondition = nullptr;
       break;
     case StatusCode::kPreconditionFailed:
       type = g_precondition;
+      break;
+    case StatusCode::kNotSupported:
+      type = g_not_supported;
       break;
     default:
       break;
@@ -673,6 +677,10 @@ PYBIND11_MODULE(_strata, m) {
                           "The thing to create exists already (e.g. a checkpoint step).");
   g_precondition = NewException(m, "PreconditionFailedError", py::make_tuple(py::handle(g_error)),
                                 "The object changed (If-Match failed).");
+  g_not_supported =
+      NewException(m, "NotSupportedError",
+                   py::make_tuple(py::handle(g_error), py::handle(PyExc_NotImplementedError)),
+                   "Strata does not implement what was asked (nothing was changed).");
   RegisterVector(m);
 
   py::class_<ObjectInfo>(m, "ObjectInfo",

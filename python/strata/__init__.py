@@ -25,6 +25,7 @@ from ._strata import (  # noqa: F401  (re-exported)
     InvalidArgumentError,
     LoadedCheckpoint,
     NotFoundError,
+    NotSupportedError,
     ObjectInfo,
     ObjectStore,
     PreconditionFailedError,
@@ -40,7 +41,7 @@ __all__ = [
     "ObjectReader", "ObjectWriter", "Warmer", "WarmShard", "CheckpointManager",
     "CheckpointInfo", "CheckpointFile", "LoadedCheckpoint", "ShardDataset",
     "shard_order", "split_shards", "epoch_order", "parse_size", "Error",
-    "NotFoundError", "InvalidArgumentError", "AlreadyExistsError",
+    "NotFoundError", "InvalidArgumentError", "AlreadyExistsError", "NotSupportedError",
     "PreconditionFailedError", "set_log_level", "IndexedShardDataset", "ShardLoader",
     "TarIndex", "tar_samples", "group_samples", "split_key", "buffer_shuffle", "ShardedCheckpoint",
 ]
