@@ -974,8 +974,13 @@ Result<QueryParams> ParseQueryParams(const KvList& kv) {
       STRATA_ASSIGN_OR_RETURN(int64_t n, ParseInt("offset", e.value()));
       if (n < 0) return Status::InvalidArgument("offset must not be negative");
       q.offset = static_cast<size_t>(n);
-    } else if (e.key() == "reduce_stop_for_best" || e.key() == "ignore_growing" ||
-               e.key() == "iterator" || e.key() == "collection_id") {
+    } else if (e.key() == "ignore_growing") {
+      // True would hide rows not yet flushed; every row is always read here.
+      if (e.value() != "false" && e.value() != "False" && e.value() != "0")
+        return Status::NotSupported(
+            "ignore_growing is not supported: Strata queries every segment");
+    } else if (e.key() == "reduce_stop_for_best" || e.key() == "iterator" ||
+               e.key() == "collection_id") {
       // Hints about how Milvus's query nodes merge results: nothing to do here.
       continue;
     } else {

@@ -352,6 +352,15 @@ TEST(MilvusConvertTest, QueryVectorsAndSearchParams) {
   p->set_key("topk");
   p->set_value("0");
   EXPECT_FALSE(ParseSearchParams(bad));
+  // Query: ignore_growing=true would hide unflushed rows, which Strata cannot
+  // do; false is what every query does anyway.
+  KvList q;
+  auto* qp = q.Add();
+  qp->set_key("ignore_growing");
+  qp->set_value("false");
+  EXPECT_OK(ParseQueryParams(q).status());
+  qp->set_value("true");
+  EXPECT_EQ(ParseQueryParams(q).error().code(), StatusCode::kNotSupported);
 }
 
 // default_value: an omitted field, or a null row, takes the default; the
