@@ -22,20 +22,9 @@ import re
 import time
 
 from . import CheckpointManager, NotFoundError, ObjectStore
+from .data import _rank_world  # rank and world size: explicit, else torch.distributed's
 
 _MARKER_RE = re.compile(r"step-(\d{12})\.json$")
-
-
-def _rank_world(rank, world_size):
-    if rank is not None or world_size is not None:
-        return int(rank or 0), int(world_size or 1)
-    try:
-        import torch.distributed as dist
-        if dist.is_available() and dist.is_initialized():
-            return dist.get_rank(), dist.get_world_size()
-    except ImportError:
-        pass
-    return 0, 1
 
 
 def _dist():

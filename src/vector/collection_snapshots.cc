@@ -29,28 +29,31 @@ Status CheckSnapshotName(const std::string& snap) {
 
 }  // namespace
 
-Result<std::string> CollectionManager::SnapshotArchive(const std::string& name,
-                                                       const std::string& snapshot) {
+// The directory of an existing snapshot of an existing collection.
+Result<std::string> CollectionManager::ExistingSnapshotDir(const std::string& name,
+                                                           const std::string& snapshot) {
   STRATA_RETURN_IF_ERROR(CheckSnapshotName(snapshot));
   STRATA_RETURN_IF_ERROR(Get(name).status());
-  const std::string dir = fmt::format("{}/.snapshots/{}/{}", root_, name, snapshot);
+  std::string dir = fmt::format("{}/.snapshots/{}/{}", root_, name, snapshot);
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     return Status::NotFound(
         fmt::format("Snapshot {} of collection {} does not exist", snapshot, name));
+  return dir;
+}
+
+Result<std::string> CollectionManager::SnapshotArchive(const std::string& name,
+                                                       const std::string& snapshot) {
+  STRATA_ASSIGN_OR_RETURN(const std::string dir, ExistingSnapshotDir(name, snapshot));
+  std::error_code ec;
   const std::string tar = dir + ".tar";
   if (!fs::exists(tar, ec)) STRATA_RETURN_IF_ERROR(internal::WriteSnapshotArchive(dir, tar));
   return tar;
 }
 
 Status CollectionManager::DeleteSnapshot(const std::string& name, const std::string& snapshot) {
-  STRATA_RETURN_IF_ERROR(CheckSnapshotName(snapshot));
-  STRATA_RETURN_IF_ERROR(Get(name).status());
-  const std::string dir = fmt::format("{}/.snapshots/{}/{}", root_, name, snapshot);
+  STRATA_ASSIGN_OR_RETURN(const std::string dir, ExistingSnapshotDir(name, snapshot));
   std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    return Status::NotFound(
-        fmt::format("Snapshot {} of collection {} does not exist", snapshot, name));
   fs::remove(dir + ".tar", ec);
   fs::remove_all(dir, ec);
   if (ec) return Status::IOError(fmt::format("cannot remove {}: {}", dir, ec.message()));

@@ -295,6 +295,7 @@ class CollectionManager {
   static Status ValidateName(const std::string& name);
 
  private:
+  Result<std::string> ExistingSnapshotDir(const std::string& name, const std::string& snapshot);
   CollectionManager(std::string root, CollectionOptions defaults)
       : root_(std::move(root)), defaults_(defaults) {}
   std::string root_;
