@@ -639,6 +639,116 @@ struct CheckpointManager::Impl {
   }
 };
 
+namespace {
+
+// Files and bytes under `dir` (a partial save), recursively, without following links.
+void DiskUsage(const std::string& dir, uint64_t* files, uint64_t* bytes) {
+  std::error_code ec;
+  for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::error_code fec;
+    if (it->is_regular_file(fec)) {
+      ++*files;
+      *bytes += it->file_size(fec);
+    }
+  }
+}
+
+int64_t MtimeUs(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000 + st.st_mtim.tv_nsec / 1000;
+}
+
+// A step-N directory: its manifest, then every file's size.
+LocalCheckpointEntry ScanStepDir(const std::string& dir, uint64_t step) {
+  using State = LocalCheckpointEntry::State;
+  LocalCheckpointEntry e;
+  e.step = step;
+  const std::string mpath = dir + "/" + std::string(kManifest);
+  auto text = ReadFileToString(mpath);
+  if (!text.ok()) {
+    DiskUsage(dir, &e.files, &e.bytes);
+    e.state = State::kPartial;
+    e.note = "no MANIFEST.json: not a complete checkpoint (the next `strata ckpt` removes it)";
+    return e;
+  }
+  auto files = ParseManifest(*text, step, mpath);
+  if (!files.ok()) {
+    e.state = State::kDamaged;
+    e.note = files.error().message();
+    return e;
+  }
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_object()) e.created = j.value("created", "");
+  e.files = files->size();
+  e.bytes = TotalBytes(*files);
+  e.upload_pending = Exists(dir + "/" + std::string(kUploadMarker));
+  e.state = State::kComplete;
+  for (const auto& f : *files) {
+    struct stat st;
+    if (::stat((dir + "/" + f.name).c_str(), &st) != 0) {
+      e.state = State::kDamaged;
+      e.note = fmt::format("{} is missing", f.name);
+      break;
+    }
+    if (static_cast<uint64_t>(st.st_size) != f.size) {
+      e.state = State::kDamaged;
+      e.note = fmt::format("{} has {} bytes, the manifest says {}", f.name, st.st_size, f.size);
+      break;
+    }
+  }
+  return e;
+}
+
+}  // namespace
+
+const char* LocalCheckpointStateName(LocalCheckpointEntry::State s) {
+  switch (s) {
+    case LocalCheckpointEntry::State::kComplete:
+      return "complete";
+    case LocalCheckpointEntry::State::kPartial:
+      return "partial";
+    case LocalCheckpointEntry::State::kDamaged:
+      return "damaged";
+  }
+  return "partial";
+}
+
+Result<std::vector<LocalCheckpointEntry>> ScanLocalCheckpoints(const std::string& local_dir) {
+  DIR* d = ::opendir(local_dir.c_str());
+  if (d == nullptr) return Status::FromErrno(errno, "open checkpoint directory " + local_dir);
+  std::vector<std::string> names;
+  while (struct dirent* de = ::readdir(d)) names.emplace_back(de->d_name);
+  ::closedir(d);
+  std::vector<LocalCheckpointEntry> out;
+  for (const auto& name : names) {
+    const std::string path = local_dir + "/" + name;
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    std::optional<uint64_t> step = ParseStepName(name);
+    const bool in_progress = !step && StartsWith(name, ".step-") && name.size() > 18;
+    if (in_progress) step = ParseStepName(std::string_view(name).substr(1, 17));
+    if (!step) continue;
+    LocalCheckpointEntry e;
+    if (in_progress) {
+      e.step = *step;
+      e.state = LocalCheckpointEntry::State::kPartial;
+      DiskUsage(path, &e.files, &e.bytes);
+      e.note =
+          "a save or download in progress (or cut off by a crash: the next `strata ckpt` "
+          "removes it)";
+    } else {
+      e = ScanStepDir(path, *step);
+    }
+    e.name = name;
+    e.mtime_us = MtimeUs(st);
+    out.push_back(std::move(e));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.step != b.step ? a.step > b.step : a.name < b.name;
+  });
+  return out;
+}
+
 CheckpointManager::CheckpointManager(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Result<std::unique_ptr<CheckpointManager>> CheckpointManager::Open(CheckpointOptions options) {

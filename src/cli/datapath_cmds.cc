@@ -75,11 +75,14 @@ struct WarmArgs {
   std::string block_size = "4MiB";
   std::string policy = "priority";
   std::string state;
+  std::string progress;
+  int progress_interval_ms = 1000;
   size_t lookahead = 3;
   int concurrency = 2;
   int epochs = 1;
   uint64_t shuffle_seed = 0;
   bool no_state = false;
+  bool no_progress = false;
   bool quiet = false;
 };
 
@@ -109,6 +112,10 @@ int CmdWarm(const WarmArgs& a) {
   wo.lookahead = a.lookahead;
   wo.concurrency = a.concurrency;
   if (!a.no_state) wo.state_file = a.state.empty() ? a.cache_dir + "/warm.state" : a.state;
+  if (!a.no_progress)
+    wo.progress_file = a.progress.empty() ? a.cache_dir + "/warm.progress.json" : a.progress;
+  wo.progress_interval_ms = a.progress_interval_ms;
+  wo.label = fmt::format("{} from {}", a.list == "-" ? "stdin" : a.list, a.store);
   auto warmer = cache::Warmer::Start(cache->get(), order, wo);
   if (!warmer.ok()) return Fail("warm", warmer.error());
   const auto start = Clock::now();
@@ -388,6 +395,14 @@ void RegisterDatapathCommands(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   w->add_option("--state", warm->state, "Position file (default: CACHE_DIR/warm.state)");
   w->add_flag("--no-state", warm->no_state, "Do not persist the position");
+  w->add_option("--progress", warm->progress,
+                "Progress file, rewritten atomically while warming (default: "
+                "CACHE_DIR/warm.progress.json; the server's console reads it with --warm-dir)");
+  w->add_option("--progress-interval-ms", warm->progress_interval_ms,
+                "How often the progress file is rewritten")
+      ->capture_default_str()
+      ->check(CLI::Range(50, 3600000));
+  w->add_flag("--no-progress", warm->no_progress, "Do not write a progress file");
   w->add_flag("-q,--quiet", warm->quiet, "Only the summary");
   w->footer(
       "\nExamples:\n"

@@ -181,6 +181,12 @@ int Main(int argc, char** argv) {
                   "Log this fraction of served feature vectors to Parquet (default: the repository's feature_server.logging)");
   srv->add_option("--features-log-dir", sopts.features_log_dir,
                   "Directory of the served-vector log (default: REPO/data/served_log)");
+  srv->add_option("--warm-dir", sopts.warm_dirs,
+                  "A `strata warm` cache directory (or a directory of them) whose progress the "
+                  "console shows (repeatable)");
+  srv->add_option("--checkpoint-dir", sopts.checkpoint_dirs,
+                  "A local checkpoint directory of `strata ckpt --dir` (or a directory of run "
+                  "directories) the console lists (repeatable)");
   srv->add_option("--region", sopts.region, "Region reported to clients")->capture_default_str();
   srv->add_option("--domain", sopts.domains, "Domains for virtual-host-style requests (bucket.DOMAIN)")
       ->capture_default_str();

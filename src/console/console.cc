@@ -160,15 +160,19 @@ void Console::Impl::Logout(http::Request& req, http::ResponseWriter& w) {
 }
 
 void Console::Impl::SessionInfo(const ConsoleUser& u, const Session& s, http::ResponseWriter& w) {
-  nlohmann::json j = {{"user", u.name},
-                      {"access_key", u.access_key},
-                      {"admin", u.admin},
-                      {"csrf", s.csrf},
-                      {"s3_endpoint", opts.s3_endpoint},
-                      {"services",
-                       {{"s3", static_cast<bool>(opts.s3)},
-                        {"vector", static_cast<bool>(opts.vector)},
-                        {"features", static_cast<bool>(opts.features)}}}};
+  nlohmann::json j = {
+      {"user", u.name},
+      {"access_key", u.access_key},
+      {"admin", u.admin},
+      {"csrf", s.csrf},
+      {"s3_endpoint", opts.s3_endpoint},
+      {"services",
+       {{"s3", static_cast<bool>(opts.s3)},
+        {"vector", static_cast<bool>(opts.vector)},
+        {"features", static_cast<bool>(opts.features)},
+        {"serving_log", !opts.serving_log_dir.empty()}}},
+      {"datapath",
+       {{"warm_dirs", opts.warm_dirs.size()}, {"checkpoint_dirs", opts.checkpoint_dirs.size()}}}};
   SendJson(w, 200, j.dump());
 }
 
@@ -199,6 +203,8 @@ void Console::Impl::Api(http::Request& req, http::ResponseWriter& w) {
   if (p == "features" || StartsWith(p, "features/")) return Features(req, w, p.substr(8));
   if (p == "vector-filter") return VectorFilter(req, w);
   if (p == "fs/volume") return FsVolume(req, w, user);
+  if (p == "datapath/warm") return WarmJobs(req, w, user);
+  if (p == "datapath/checkpoints") return LocalCheckpoints(req, w, user);
   if (p == "metrics") {
     if (req.method != "GET")
       return SendError(w, 405, "MethodNotAllowed", "metrics are read with GET");

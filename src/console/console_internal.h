@@ -63,6 +63,8 @@ struct Console::Impl {
 
   // datapath_api.cc
   void FsVolume(http::Request& req, http::ResponseWriter& w, const ConsoleUser& u);
+  void WarmJobs(http::Request& req, http::ResponseWriter& w, const ConsoleUser& u);
+  void LocalCheckpoints(http::Request& req, http::ResponseWriter& w, const ConsoleUser& u);
   void VectorFilter(http::Request& req, http::ResponseWriter& w);
 };
 

@@ -1,10 +1,14 @@
 // The console's feature-view reports computed from a view's offline source:
 // online freshness (how old the newest materialized value is) and skew (PSI
-// per feature between a reference window and a current window of the source).
-// Both read the source the registry names (projected to the columns needed,
-// Parquet a row group at a time), so they cost one scan of it per request.
+// per feature between a reference window of the source and a current sample:
+// another window of the source, or what the feature server served, read from
+// its served-vector log). Both read the source the registry names (projected
+// to the columns needed, Parquet a row group at a time), so they cost one scan
+// of it per request; a serving-log report also reads every log file once.
 #include <algorithm>
+#include <filesystem>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -223,6 +227,93 @@ nlohmann::json PsiJson(const features::PsiResult& r) {
           {"bins", std::move(bins)}};
 }
 
+// What the feature server served for a view's features, from its log: per
+// feature the values of the rows whose __log_timestamp is in the window (all
+// rows without one). A log column is the feature's response name: view__name
+// (full_feature_names) or the bare name.
+struct LogSample {
+  std::vector<std::pair<std::string, Column>> columns;  // by feature name
+  int64_t files = 0, files_with_view = 0, rows = 0;     // rows: in the window
+  int64_t min_us = kNone, max_us = kNone;               // log times of the view's rows
+};
+
+Result<std::vector<std::string>> LogFiles(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code tec;
+    if (it->is_regular_file(tec) && StartsWith(name, "served-") && name.ends_with(".parquet"))
+      files.push_back(it->path().string());
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return Status::IOError(fmt::format("cannot list the served-vector log: {}", ec.message()));
+  std::sort(files.begin(), files.end());  // names start with the logger's start time
+  return files;
+}
+
+Status AddLogFile(const std::string& file, const FeatureViewDef& v,
+                  const std::vector<std::string>& names, const std::optional<Window>& window,
+                  LogSample* out) {
+  STRATA_ASSIGN_OR_RETURN(Table t, features::ReadTableFile(file));
+  std::vector<int> idx;
+  bool any = false;
+  for (const auto& n : names) {
+    int ix = t.FieldIndex(v.name + "__" + n);
+    if (ix < 0) ix = t.FieldIndex(n);
+    idx.push_back(ix);
+    any |= ix >= 0;
+  }
+  if (!any) return Status::Ok();  // requests for other views
+  ++out->files_with_view;
+  const int ts = t.FieldIndex("__log_timestamp");
+  std::vector<size_t> rows;
+  for (size_t r = 0; r < t.num_rows(); ++r) {
+    if (ts >= 0 && !t.column(ts).IsNull(r)) {
+      STRATA_ASSIGN_OR_RETURN(int64_t at, TimeAtUs(t.column(ts), r));
+      out->min_us = out->min_us == kNone ? at : std::min(out->min_us, at);
+      out->max_us = std::max(out->max_us, at);
+      if (window && (at < window->start || at >= window->end)) continue;
+    } else if (window) {
+      continue;
+    }
+    rows.push_back(r);
+  }
+  out->rows += static_cast<int64_t>(rows.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (idx[i] < 0) continue;
+    Column col = t.column(idx[i]);
+    Column& dst = out->columns[i].second;
+    if (dst.size() == 0 && dst.type().ToString() != col.type().ToString()) dst = Column(col.type());
+    if (col.type().ToString() != dst.type().ToString()) {
+      auto cast = features::CastColumn(col, dst.type());
+      if (!cast.ok())
+        return cast.error().WithContext(fmt::format("{}: column \"{}\"", file, names[i]));
+      col = std::move(*cast);
+    }
+    for (size_t r : rows) dst.AppendFrom(col, r);
+  }
+  return Status::Ok();
+}
+
+Result<LogSample> ReadServingLog(const std::string& dir, const FeatureViewDef& v,
+                                 const std::vector<std::string>& names,
+                                 const std::optional<Window>& window) {
+  LogSample s;
+  for (const auto& n : names) {
+    const features::FeatureDef* f = v.FindFeature(n);
+    s.columns.emplace_back(n, Column(f ? f->type : features::DataType()));
+  }
+  STRATA_ASSIGN_OR_RETURN(auto files, LogFiles(dir));
+  s.files = static_cast<int64_t>(files.size());
+  for (const auto& file : files)
+    STRATA_RETURN_IF_ERROR(AddLogFile(file, v, names, window, &s).WithContext("served-vector log"));
+  // A feature never requested has no values: left out of the report.
+  std::erase_if(s.columns, [](const auto& c) { return c.second.size() == 0; });
+  return s;
+}
+
 std::string WindowText(const Window& w) {
   return fmt::format("[{}, {})", features::FormatTimestamp(w.start, TimeUnit::kMicro, true),
                      features::FormatTimestamp(w.end, TimeUnit::kMicro, true));
@@ -260,6 +351,103 @@ void Console::Impl::FeatureFreshness(http::Request& req, http::ResponseWriter& w
                .dump());
 }
 
+namespace {
+
+bool WantsServingLog(const nlohmann::json& body) {
+  return body.contains("current") && body["current"].is_object() &&
+         body["current"].contains("serving_log");
+}
+
+// The current window of a serving-log report: none (every logged row) or
+// start and end on the log's __log_timestamp.
+Result<std::optional<Window>> ParseLogWindow(const nlohmann::json& body) {
+  const auto& c = body["current"];
+  if (!c["serving_log"].is_boolean() || !c["serving_log"].get<bool>())
+    return Status::InvalidArgument("current.serving_log must be true (or leave it out)");
+  for (const auto& [k, _] : c.items())
+    if (k != "serving_log" && k != "start" && k != "end")
+      return Status::InvalidArgument(
+          fmt::format("unknown field current.{} (a serving-log window takes start and end)", k));
+  if (!c.contains("start") && !c.contains("end")) return std::optional<Window>();
+  STRATA_ASSIGN_OR_RETURN(Window w, ParseWindow(body, "current"));
+  return std::optional<Window>(w);
+}
+
+std::string EmptyWindowMessage(const char* side, const Window& w, const std::string& what,
+                               int64_t min_us, int64_t max_us) {
+  std::string range = min_us == kNone
+                          ? "it holds no timestamped rows"
+                          : fmt::format("its events run from {} to {}",
+                                        features::FormatTimestamp(min_us, TimeUnit::kMicro, true),
+                                        features::FormatTimestamp(max_us, TimeUnit::kMicro, true));
+  return fmt::format("the {} window {} holds no rows of {} ({}): choose a window inside it", side,
+                     WindowText(w), what, range);
+}
+
+// Skew of the reference window of the source against what was served.
+void SkewAgainstLog(const ConsoleOptions& opts, http::ResponseWriter& w,
+                    const features::FeatureRepo& repo, const FeatureViewDef& v,
+                    const std::vector<std::string>& names, const Window& rw,
+                    const std::optional<Window>& cw) {
+  if (opts.serving_log_dir.empty())
+    return SendError(w, 501, "NotImplemented",
+                     "the feature server is switched off on this server: no served-vector log");
+  // What the feature server has queued becomes files first, so the report
+  // includes the requests served until now.
+  if (opts.flush_serving_log)
+    if (Status st = opts.flush_serving_log(); !st.ok())
+      return SendError(w, 502, "ServingLogUnwritable", st.ToString());
+  auto log = ReadServingLog(opts.serving_log_dir, v, names, cw);
+  if (!log.ok()) return SendError(w, 422, "ServingLogUnreadable", log.error().ToString());
+  if (log->files_with_view == 0)
+    return SendError(
+        w, 404, "NoServingLog",
+        fmt::format("the served-vector log holds no request for view {} ({} log file(s)): turn "
+                    "logging on (feature_server.logging.sample_rate in feature_store.yaml, or "
+                    "`strata server --features-log-sample-rate`) and serve some requests",
+                    v.name, log->files));
+  if (log->columns.empty() || log->rows == 0)
+    return SendError(
+        w, 400, "EmptyWindow",
+        cw ? EmptyWindowMessage("current", *cw, "the served-vector log for view " + v.name,
+                                log->min_us, log->max_us)
+           : "the served-vector log holds no values of the features asked for");
+  std::vector<std::string> served;
+  for (const auto& [n, _] : log->columns) served.push_back(n);
+  auto scan = ScanSource(repo, v, served, {rw});
+  if (!scan.ok()) return SendError(w, 422, "SourceUnreadable", scan.error().ToString());
+  if (scan->windows[0].num_rows() == 0)
+    return SendError(w, 400, "EmptyWindow",
+                     EmptyWindowMessage("reference", rw, fmt::format("view {}'s source", v.name),
+                                        scan->min_us, scan->max_us));
+  auto res = features::ComputeSkew(scan->windows[0], log->columns, served);
+  if (!res.ok()) return SendError(w, 400, "SkewFailed", res.error().ToString());
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : *res) out.push_back(PsiJson(r));
+  nlohmann::json cur = {{"source", "serving_log"},
+                        {"log_files", log->files_with_view},
+                        {"log_oldest_us", OrNull(log->min_us)},
+                        {"log_newest_us", OrNull(log->max_us)}};
+  if (cw) {
+    cur["start_us"] = cw->start;
+    cur["end_us"] = cw->end;
+  }
+  nlohmann::json missing = nlohmann::json::array();
+  for (const auto& n : names)
+    if (std::find(served.begin(), served.end(), n) == served.end()) missing.push_back(n);
+  SendJson(w, 200,
+           nlohmann::json{{"view", v.name},
+                          {"reference", {{"start_us", rw.start}, {"end_us", rw.end}}},
+                          {"current", std::move(cur)},
+                          {"reference_rows", scan->windows[0].num_rows()},
+                          {"current_rows", log->rows},
+                          {"not_served", std::move(missing)},
+                          {"features", std::move(out)}}
+               .dump());
+}
+
+}  // namespace
+
 void Console::Impl::FeatureSkew(http::Request& req, http::ResponseWriter& w) {
   if (req.method != "POST")
     return SendError(w, 405, "MethodNotAllowed",
@@ -270,7 +458,8 @@ void Console::Impl::FeatureSkew(http::Request& req, http::ResponseWriter& w) {
   if (!j.is_object() || !j.contains("view") || !j["view"].is_string())
     return SendError(w, 400, "BadRequest",
                      "expected {\"view\", \"reference\": {\"start\", \"end\"}, \"current\": "
-                     "{\"start\", \"end\"}, \"features\"?}");
+                     "{\"start\", \"end\"} or {\"serving_log\": true, \"start\"?, \"end\"?}, "
+                     "\"features\"?}");
   for (const auto& [k, _] : j.items())
     if (k != "view" && k != "reference" && k != "current" && k != "features")
       return SendError(w, 400, "BadRequest",
@@ -282,38 +471,42 @@ void Console::Impl::FeatureSkew(http::Request& req, http::ResponseWriter& w) {
   const FeatureViewDef& v = *ref.view;
   auto rw = ParseWindow(j, "reference");
   if (!rw.ok()) return SendError(w, 400, "BadRequest", rw.error().message());
-  auto cw = ParseWindow(j, "current");
-  if (!cw.ok()) return SendError(w, 400, "BadRequest", cw.error().message());
+  const bool from_log = WantsServingLog(j);
+  std::optional<Window> cw;
+  if (from_log) {
+    auto lw = ParseLogWindow(j);
+    if (!lw.ok()) return SendError(w, 400, "BadRequest", lw.error().message());
+    cw = *lw;
+  } else {
+    auto sw = ParseWindow(j, "current");
+    if (!sw.ok()) return SendError(w, 400, "BadRequest", sw.error().message());
+    cw = *sw;
+  }
   auto names = SkewFeatures(j, v);
   if (!names.ok()) return SendError(w, 400, "BadRequest", names.error().message());
+  if (from_log) return SkewAgainstLog(opts, w, ref.repo, v, *names, *rw, cw);
   auto scan = ScanSource(ref.repo, v, *names, {*rw, *cw});
   if (!scan.ok()) return SendError(w, 422, "SourceUnreadable", scan.error().ToString());
   const Window ws[2] = {*rw, *cw};
   for (int i = 0; i < 2; ++i) {
     if (scan->windows[i].num_rows() > 0) continue;
-    std::string range =
-        scan->min_us == kNone
-            ? "it holds no timestamped rows"
-            : fmt::format("its events run from {} to {}",
-                          features::FormatTimestamp(scan->min_us, TimeUnit::kMicro, true),
-                          features::FormatTimestamp(scan->max_us, TimeUnit::kMicro, true));
     return SendError(
         w, 400, "EmptyWindow",
-        fmt::format("the {} window {} holds no rows of view {}'s source ({}): choose "
-                    "a window inside it",
-                    i == 0 ? "reference" : "current", WindowText(ws[i]), v.name, range));
+        EmptyWindowMessage(i == 0 ? "reference" : "current", ws[i],
+                           fmt::format("view {}'s source", v.name), scan->min_us, scan->max_us));
   }
   auto res = features::ComputeSkew(scan->windows[0], scan->windows[1], *names);
   if (!res.ok()) return SendError(w, 400, "SkewFailed", res.error().ToString());
   nlohmann::json out = nlohmann::json::array();
   for (const auto& r : *res) out.push_back(PsiJson(r));
   SendJson(w, 200,
-           nlohmann::json{{"view", v.name},
-                          {"reference", {{"start_us", rw->start}, {"end_us", rw->end}}},
-                          {"current", {{"start_us", cw->start}, {"end_us", cw->end}}},
-                          {"reference_rows", scan->windows[0].num_rows()},
-                          {"current_rows", scan->windows[1].num_rows()},
-                          {"features", std::move(out)}}
+           nlohmann::json{
+               {"view", v.name},
+               {"reference", {{"start_us", rw->start}, {"end_us", rw->end}}},
+               {"current", {{"source", "offline"}, {"start_us", cw->start}, {"end_us", cw->end}}},
+               {"reference_rows", scan->windows[0].num_rows()},
+               {"current_rows", scan->windows[1].num_rows()},
+               {"features", std::move(out)}}
                .dump());
 }
 

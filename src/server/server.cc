@@ -130,6 +130,7 @@ struct StrataServer::Impl {
   std::unique_ptr<feast::Handler> feast_handler;
   std::unique_ptr<http::Server> features_http;
   std::string features_repo;
+  std::string serving_log_dir;  // the feature server's served-vector log
 
   void StartLifecycle() {
     s3::LifecycleOptions lo;
@@ -196,6 +197,7 @@ struct StrataServer::Impl {
     so.logging = features::LoggingOptionsFromConfig(repo->config);
     if (opts.features_log_sample_rate >= 0) so.logging.sample_rate = opts.features_log_sample_rate;
     if (!opts.features_log_dir.empty()) so.logging.path = opts.features_log_dir;
+    serving_log_dir = so.logging.path;
     Status st;
     int unused = 0;
     http::ServerOptions h = HttpOptions("features", opts.features_address, unused, st);
@@ -275,7 +277,14 @@ struct StrataServer::Impl {
     if (features_http) {
       co.features = http::FrontendHandler(feast_handler.get());
       co.features_repo = features_repo;
+      co.serving_log_dir = serving_log_dir;
+      features::OnlineService* svc = online.get();
+      co.flush_serving_log = [svc] {
+        return svc->logger() ? svc->logger()->Flush() : Status::Ok();
+      };
     }
+    co.warm_dirs = opts.warm_dirs;
+    co.checkpoint_dirs = opts.checkpoint_dirs;
     co.features_api_key = opts.features_api_key;
     co.metrics_text = [] { return metrics::Registry::Global().ExportPrometheus(); };
     console = std::make_unique<console::Console>(std::move(co));

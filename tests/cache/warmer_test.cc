@@ -1,5 +1,7 @@
 // Warmer: order, background warming, Belady eviction, restart, shards that do
-// not fit, failures.
+// not fit, failures, the progress file.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -21,6 +23,14 @@ namespace {
 using objstore::ObjectStore;
 
 constexpr uint64_t kBlock = 64 * 1024;
+
+WarmerOptions Opts(size_t lookahead, int concurrency, std::string state = "") {
+  WarmerOptions o;
+  o.lookahead = lookahead;
+  o.concurrency = concurrency;
+  o.state_file = std::move(state);
+  return o;
+}
 
 std::string Content(const std::string& key, size_t size) {
   std::mt19937_64 rng(std::hash<std::string>{}(key));
@@ -96,7 +106,7 @@ TEST(EpochOrderTest, DeterministicPermutationsPerEpoch) {
 TEST_F(WarmerTest, HandsOutEveryShardInOrderWithItsBytes) {
   auto cache = Cache(0, 64 << 20, EvictionPolicy::kPriority);
   const auto order = EpochOrder(keys_, 2, 3);
-  ASSERT_OK_AND_ASSIGN(auto warmer, Warmer::Start(cache.get(), order, {3, 2, ""}));
+  ASSERT_OK_AND_ASSIGN(auto warmer, Warmer::Start(cache.get(), order, Opts(3, 2)));
   for (size_t i = 0; i < order.size(); ++i) {
     ASSERT_OK_AND_ASSIGN(auto shard, warmer->Next());
     ASSERT_TRUE(shard.has_value());
@@ -119,7 +129,7 @@ TEST_F(WarmerTest, WarmsAheadWithoutBeingAsked) {
   f.first_byte_latency_us = 5000;
   objstore::FaultInjectionObjectStore slow(base_.get(), f);
   auto cache = Cache(0, 64 << 20, EvictionPolicy::kPriority, &slow);
-  ASSERT_OK_AND_ASSIGN(auto warmer, Warmer::Start(cache.get(), keys_, {3, 2, ""}));
+  ASSERT_OK_AND_ASSIGN(auto warmer, Warmer::Start(cache.get(), keys_, Opts(3, 2)));
   ASSERT_OK_AND_ASSIGN(auto first, warmer->Next());
   ASSERT_TRUE(first.has_value());
   // While the consumer "computes" on shard 0, shards 1..3 become resident,
@@ -160,7 +170,7 @@ TEST_F(WarmerTest, BeladyKeepsTheShardNeededSoonest) {
   const std::vector<std::string> order = {keys[0], keys[1], keys[2], keys[3], keys[0]};
   auto run = [&](EvictionPolicy policy) {
     auto cache = Cache(3 * kBlock, 0, policy);
-    auto warmer = Warmer::Start(cache.get(), order, {1, 1, ""});
+    auto warmer = Warmer::Start(cache.get(), order, Opts(1, 1));
     EXPECT_OK(warmer);
     std::vector<bool> was_cached;
     for (;;) {
@@ -185,11 +195,11 @@ TEST_F(WarmerTest, ResumesWhereItStoppedAfterARestart) {
   const std::string state = dir_.Join("warm.state");
   const auto order = EpochOrder(keys_, 2, 11);
   {
-    ASSERT_OK_AND_ASSIGN(auto warmer, Warmer::Start(cache.get(), order, {2, 2, state}));
+    ASSERT_OK_AND_ASSIGN(auto warmer, Warmer::Start(cache.get(), order, Opts(2, 2, state)));
     for (int i = 0; i < 5; ++i) ASSERT_OK(warmer->Next());
     EXPECT_EQ(warmer->position(), 4u);
   }
-  ASSERT_OK_AND_ASSIGN(auto warmer, Warmer::Start(cache.get(), order, {2, 2, state}));
+  ASSERT_OK_AND_ASSIGN(auto warmer, Warmer::Start(cache.get(), order, Opts(2, 2, state)));
   ASSERT_OK_AND_ASSIGN(auto shard, warmer->Next());
   ASSERT_TRUE(shard.has_value());
   EXPECT_EQ(shard->position, 4u) << "the shard in progress is handed out again";
@@ -201,15 +211,15 @@ TEST_F(WarmerTest, ResumesWhereItStoppedAfterARestart) {
   EXPECT_EQ(warmer->position(), order.size());
   warmer.reset();
   // Another list: refused, not silently resumed at a wrong place.
-  EXPECT_STATUS_CODE(Warmer::Start(cache.get(), EpochOrder(keys_, 2, 12), {2, 2, state}),
+  EXPECT_STATUS_CODE(Warmer::Start(cache.get(), EpochOrder(keys_, 2, 12), Opts(2, 2, state)),
                      StatusCode::kInvalidArgument);
   ASSERT_TRUE(testing::WriteFile(state, "garbage"));
-  EXPECT_STATUS_CODE(Warmer::Start(cache.get(), order, {2, 2, state}), StatusCode::kCorruption);
+  EXPECT_STATUS_CODE(Warmer::Start(cache.get(), order, Opts(2, 2, state)), StatusCode::kCorruption);
 }
 
 TEST_F(WarmerTest, ShardsThatDoNotFitAreStillServed) {
   auto cache = Cache(kBlock, 0, EvictionPolicy::kPriority);  // smaller than one shard
-  ASSERT_OK_AND_ASSIGN(auto warmer, Warmer::Start(cache.get(), keys_, {2, 2, ""}));
+  ASSERT_OK_AND_ASSIGN(auto warmer, Warmer::Start(cache.get(), keys_, Opts(2, 2)));
   for (const auto& k : keys_) {
     ASSERT_OK_AND_ASSIGN(auto shard, warmer->Next());
     ASSERT_TRUE(shard.has_value());
@@ -222,7 +232,7 @@ TEST_F(WarmerTest, ShardsThatDoNotFitAreStillServed) {
 TEST_F(WarmerTest, AMissingShardIsReportedAndTheRestGoesOn) {
   auto cache = Cache(0, 64 << 20, EvictionPolicy::kPriority);
   std::vector<std::string> order = {keys_[0], "missing", keys_[1]};
-  ASSERT_OK_AND_ASSIGN(auto warmer, Warmer::Start(cache.get(), order, {2, 2, ""}));
+  ASSERT_OK_AND_ASSIGN(auto warmer, Warmer::Start(cache.get(), order, Opts(2, 2)));
   ASSERT_OK(warmer->Next());
   auto bad = warmer->Next();
   EXPECT_STATUS_CODE(bad, StatusCode::kNotFound);
@@ -241,7 +251,7 @@ TEST_F(WarmerTest, DestroyedMidRunUnpinsEverything) {
   ASSERT_OK_AND_ASSIGN(auto info_other, base_->Head("other"));
   cache->SetKeyPriority("other", 0);
   {
-    ASSERT_OK_AND_ASSIGN(auto warmer, Warmer::Start(cache.get(), {"a", "b", "c"}, {2, 1, ""}));
+    ASSERT_OK_AND_ASSIGN(auto warmer, Warmer::Start(cache.get(), {"a", "b", "c"}, Opts(2, 1)));
     ASSERT_OK(warmer->Next());
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (!cache->IsResident(info_b) && std::chrono::steady_clock::now() < deadline) {
@@ -255,6 +265,75 @@ TEST_F(WarmerTest, DestroyedMidRunUnpinsEverything) {
   // Unpinned now: it can.
   ASSERT_OK(cache->GetBytes("other"));
   EXPECT_TRUE(cache->IsResident(info_other));
+}
+
+// The progress file another process reads: counts and bytes by the consumer's
+// progress, a whole file at every moment, "finished" with exact bytes at the
+// end; a resumed run counts the earlier run's shards as done.
+TEST_F(WarmerTest, PublishesProgressForOtherProcesses) {
+  auto cache = Cache(0, 64 << 20, EvictionPolicy::kPriority);
+  const auto order = EpochOrder(keys_, 2, 0);  // 16 positions, 8 distinct keys
+  uint64_t total = 0;
+  for (const auto& k : order) total += data_[k].size();
+  const std::string file = dir_.Join("warm.progress.json");
+  const std::string state = dir_.Join("warm.state");
+  WarmerOptions o = Opts(2, 2, state);
+  o.progress_file = file;
+  o.progress_interval_ms = 50;
+  o.label = "shards.txt from mem://";
+  {
+    ASSERT_OK_AND_ASSIGN(auto warmer, Warmer::Start(cache.get(), order, o));
+    for (size_t i = 0; i < 5; ++i) {
+      ASSERT_OK_AND_ASSIGN(auto shard, warmer->Next());
+      ASSERT_TRUE(shard.has_value());
+    }
+    // Four finished (the fifth is being consumed); all keys of epoch 1 seen
+    // only partly, so the byte totals are estimates.
+    WarmProgress p = warmer->progress();
+    EXPECT_EQ(p.state, "running");
+    EXPECT_EQ(p.objects_total, 16u);
+    EXPECT_EQ(p.objects_done, 4u);
+    EXPECT_EQ(p.label, "shards.txt from mem://");
+    EXPECT_EQ(p.pid, ::getpid());
+    EXPECT_FALSE(p.bytes_exact);
+    uint64_t first4 = 0;
+    for (size_t i = 0; i < 4; ++i) first4 += data_[order[i]].size();
+    EXPECT_EQ(p.bytes_done, first4);  // their sizes are known: exact part
+    // The file is rewritten in the background and always parses.
+    bool seen = false;
+    for (int i = 0; i < 100 && !seen; ++i) {
+      auto text = testing::ReadFileOrEmpty(file);
+      if (!text.empty()) {
+        ASSERT_OK_AND_ASSIGN(WarmProgress f, ParseWarmProgress(text));
+        seen = f.objects_done == 4 && f.state == "running";
+      }
+      if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_TRUE(seen) << testing::ReadFileOrEmpty(file);
+    // Destroyed early: "stopped".
+  }
+  ASSERT_OK_AND_ASSIGN(WarmProgress stopped, ParseWarmProgress(testing::ReadFileOrEmpty(file)));
+  EXPECT_EQ(stopped.state, "stopped");
+  EXPECT_EQ(stopped.objects_done, 4u);
+  {
+    ASSERT_OK_AND_ASSIGN(auto warmer, Warmer::Start(cache.get(), order, o));
+    EXPECT_EQ(warmer->progress().resumed_from, 4u);
+    EXPECT_EQ(warmer->progress().objects_done, 4u);
+    for (;;) {
+      ASSERT_OK_AND_ASSIGN(auto shard, warmer->Next());
+      if (!shard) break;
+    }
+  }
+  ASSERT_OK_AND_ASSIGN(WarmProgress done, ParseWarmProgress(testing::ReadFileOrEmpty(file)));
+  EXPECT_EQ(done.state, "finished");
+  EXPECT_EQ(done.objects_done, 16u);
+  EXPECT_EQ(done.resumed_from, 4u);
+  EXPECT_TRUE(done.bytes_exact);  // every key HEADed in epoch 2 at the latest
+  EXPECT_EQ(done.bytes_total, total);
+  EXPECT_EQ(done.bytes_done, total);
+  EXPECT_EQ(done.eta_s, 0);
+  EXPECT_FALSE(ParseWarmProgress("{\"format\":\"other\"}").ok());
+  EXPECT_FALSE(ParseWarmProgress("not json").ok());
 }
 
 }  // namespace

@@ -1,15 +1,21 @@
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <strata/cache/checkpoint.h>
+#include <strata/cache/warmer.h>
 #include <strata/console/console.h>
+#include <strata/features/io.h>
 #include <strata/features/repo.h>
 #include <strata/fsmeta/meta_engine.h>
 
@@ -77,7 +83,8 @@ class ConsoleTest : public ::testing::Test {
  protected:
   ConsoleTest() { Make(""); }
 
-  void Make(const std::string& features_repo) {
+  void Make(const std::string& features_repo,
+            const std::function<void(ConsoleOptions&)>& tweak = {}) {
     ConsoleOptions o;
     o.find_user = [](std::string_view ak) -> std::optional<ConsoleUser> {
       if (ak == "AKROOT") return ConsoleUser{"root", "AKROOT", "root-secret-123", true};
@@ -97,6 +104,7 @@ class ConsoleTest : public ::testing::Test {
       seen_body = body ? *body : "";
       (void)w.Send("<ok/>");
     };
+    if (tweak) tweak(o);
     console = std::make_unique<Console>(std::move(o));
     handler = [this](http::Request& r, http::ResponseWriter& w) { console->Handle(r, w); };
   }
@@ -427,6 +435,206 @@ TEST_F(ConsoleTest, FsVolumeListsSessionsForAdminsAndWritesNothing) {
   EXPECT_EQ(scheme.status, 400);
   EXPECT_NE(scheme.body.find("sqlite3://"), std::string::npos) << scheme.body;
   EXPECT_EQ(Json(admin, "POST", "/console/api/fs/volume", R"({"path":"x"})").status, 400);
+}
+
+// A served-vector log file as ServingLogger writes it (features/serving_log.h):
+// join keys, per feature the value, __timestamp and __status, then
+// __log_timestamp. conv_rate is named view__feature, trips bare.
+void WriteLogFile(const std::string& path, int64_t log_start_us, int rows, double conv_base) {
+  using features::DataType;
+  features::Table t;
+  features::Column id(DataType::Int64()), conv(DataType::Double()), status(DataType::String()),
+      trips(DataType::Int64()), at(DataType::Timestamp(features::TimeUnit::kMicro, true));
+  for (int h = 0; h < rows; ++h) {
+    id.Append<int64_t>(1000 + h);
+    conv.Append<double>(conv_base + h * 0.01);
+    status.AppendString("PRESENT");
+    trips.Append<int64_t>(h % 5);
+    at.Append<int64_t>(log_start_us + h * kHourUs);
+  }
+  ASSERT_TRUE(t.AddColumn({"driver_id", DataType::Int64(), true}, id).ok());
+  ASSERT_TRUE(t.AddColumn({"stats__conv_rate", DataType::Double(), true}, conv).ok());
+  ASSERT_TRUE(t.AddColumn({"stats__conv_rate__status", DataType::String(), true}, status).ok());
+  ASSERT_TRUE(t.AddColumn({"trips", DataType::Int64(), true}, trips).ok());
+  ASSERT_TRUE(
+      t.AddColumn({"__log_timestamp", DataType::Timestamp(features::TimeUnit::kMicro, true), true},
+                  at)
+          .ok());
+  auto st = features::WriteTableFile(path, t);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+}
+
+TEST_F(FeatureReportsTest, SkewAgainstTheServingLog) {
+  const std::string log = dir.Join("served_log");
+  std::filesystem::create_directories(log);
+  int flushes = 0;
+  Make(dir.Join("repo"), [&](ConsoleOptions& o) {
+    o.serving_log_dir = log;
+    o.flush_serving_log = [&flushes] {
+      ++flushes;
+      return Status::Ok();
+    };
+  });
+  auto who = SignIn(false);
+  const std::string ref =
+      R"({"view":"stats","reference":{"start":"2024-01-01","end":"2024-01-02"},)";
+  auto call = [&](const std::string& current) {
+    return Json(who, "POST", "/console/api/features/skew", ref + R"("current":)" + current + "}");
+  };
+  // Nothing logged yet: a clear 404 that says how to turn logging on.
+  auto none = call(R"({"serving_log":true})");
+  EXPECT_EQ(none.status, 404) << none.body;
+  EXPECT_EQ(nlohmann::json::parse(none.body)["error"], "NoServingLog");
+  EXPECT_NE(none.body.find("sample_rate"), std::string::npos) << none.body;
+  // Served on day 5: conv_rate as on day 2 (above day 1's range), trips as always.
+  const int64_t day5 = kDay1Us + 4 * 24 * kHourUs;
+  WriteLogFile(log + "/served-0001.parquet", day5, 10, 0.6);
+  auto r = call(R"({"serving_log":true})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto j = nlohmann::json::parse(r.body);
+  EXPECT_EQ(j["current"]["source"], "serving_log");
+  EXPECT_EQ(j["current"]["log_files"], 1);
+  EXPECT_EQ(j["current"]["log_oldest_us"], day5);
+  EXPECT_EQ(j["reference_rows"], 10);
+  EXPECT_EQ(j["current_rows"], 10);
+  ASSERT_EQ(j["features"].size(), 2u);
+  EXPECT_EQ(j["features"][0]["feature"], "conv_rate");
+  EXPECT_EQ(j["features"][0]["verdict"], "significant");
+  EXPECT_NEAR(j["features"][0]["bins"].back()["current"].get<double>(), 1.0, 1e-3);
+  EXPECT_EQ(j["features"][1]["feature"], "trips");
+  EXPECT_NEAR(j["features"][1]["psi"].get<double>(), 0.0, 1e-12);
+  EXPECT_GE(flushes, 2);  // the logger's queue is published before each read
+  // The same as a window of the source with the same values (day 2).
+  auto offline = call(R"({"start":"2024-01-02","end":"2024-01-03"})");
+  ASSERT_EQ(offline.status, 200) << offline.body;
+  EXPECT_NEAR(nlohmann::json::parse(offline.body)["features"][0]["psi"].get<double>(),
+              j["features"][0]["psi"].get<double>(), 1e-9);
+  // A window on the log's own time: the first five hours of day 5.
+  auto half =
+      call(fmt::format(R"({{"serving_log":true,"start":{},"end":{}}})", day5, day5 + 5 * kHourUs));
+  ASSERT_EQ(half.status, 200) << half.body;
+  EXPECT_EQ(nlohmann::json::parse(half.body)["current_rows"], 5);
+  auto empty = call(R"({"serving_log":true,"start":"2030-01-01","end":"2030-01-02"})");
+  EXPECT_EQ(empty.status, 400) << empty.body;
+  EXPECT_EQ(nlohmann::json::parse(empty.body)["error"], "EmptyWindow");
+  EXPECT_NE(empty.body.find("served-vector log"), std::string::npos) << empty.body;
+  EXPECT_EQ(call(R"({"serving_log":false})").status, 400);
+  EXPECT_EQ(call(R"({"serving_log":true,"limit":3})").status, 400);
+  // A feature server without a log: 501.
+  Make(dir.Join("repo"));
+  who = SignIn(false);
+  EXPECT_EQ(call(R"({"serving_log":true})").status, 501);
+}
+
+TEST_F(ConsoleTest, WarmJobsFromProgressFilesForAdminsOnly) {
+  TempDir dir("strata-console-warm");
+  std::filesystem::create_directories(dir.Join("cache/job-a"));
+  std::filesystem::create_directories(dir.Join("cache/job-b"));
+  std::filesystem::create_directories(dir.Join("cache/job-c"));
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof(host) - 1), 0);
+  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  cache::WarmProgress p;
+  p.state = "running";
+  p.host = host;
+  p.pid = ::getpid();
+  p.started_us = now_us - 10'000'000;
+  p.updated_us = now_us;
+  p.interval_ms = 1000;
+  p.objects_total = 100;
+  p.objects_done = 25;
+  p.bytes_done = 25 << 20;
+  p.bytes_total = 100 << 20;
+  p.bytes_per_s = 5 << 20;
+  p.eta_s = 15;
+  ASSERT_TRUE(WriteFile(dir.Join("cache/job-a/warm.progress.json"), cache::WarmProgressJson(p)));
+  // A writer killed with -9: "running", but its pid is gone.
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  cache::WarmProgress gone = p;
+  gone.pid = child;
+  ASSERT_TRUE(WriteFile(dir.Join("cache/job-b/warm.progress.json"), cache::WarmProgressJson(gone)));
+  ASSERT_TRUE(WriteFile(dir.Join("cache/job-c/warm.progress.json"), "{\"format\": 1}"));
+  Make("", [&](ConsoleOptions& o) { o.warm_dirs = {dir.Join("cache"), dir.Join("nope")}; });
+  auto viewer = SignIn(false);
+  EXPECT_EQ(Call("GET", "/console/api/datapath/warm", {{"Cookie", viewer.first}}).status, 403);
+  auto admin = SignIn(true);
+  auto r = Call("GET", "/console/api/datapath/warm", {{"Cookie", admin.first}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto j = nlohmann::json::parse(r.body);
+  ASSERT_EQ(j["jobs"].size(), 2u) << r.body;
+  EXPECT_EQ(j["jobs"][0]["cache_dir"], dir.Join("cache/job-a"));
+  EXPECT_EQ(j["jobs"][0]["status"], "running");
+  EXPECT_EQ(j["jobs"][0]["alive"], true);
+  EXPECT_EQ(j["jobs"][0]["objects_done"], 25);
+  EXPECT_DOUBLE_EQ(j["jobs"][0]["fraction"].get<double>(), 0.25);
+  EXPECT_EQ(j["jobs"][0]["eta_s"], 15);
+  EXPECT_EQ(j["jobs"][1]["status"], "gone");
+  EXPECT_EQ(j["jobs"][1]["alive"], false);
+  ASSERT_EQ(j["errors"].size(), 1u);
+  EXPECT_EQ(j["errors"][0]["file"], dir.Join("cache/job-c/warm.progress.json"));
+  EXPECT_EQ(j["dirs"][1]["exists"], false);
+  EXPECT_EQ(Json(admin, "POST", "/console/api/datapath/warm", "{}").status, 405);
+}
+
+TEST_F(ConsoleTest, LocalCheckpointsAreListedWithoutChangingThem) {
+  TempDir dir("strata-console-ckpt");
+  const std::string run = dir.Join("ckpt/run-42");
+  std::filesystem::create_directories(run);
+  {
+    cache::CheckpointOptions co;
+    co.local_dir = run;
+    co.keep_local = 0;
+    co.fsync = false;
+    auto m = cache::CheckpointManager::Open(co);
+    ASSERT_TRUE(m.ok()) << m.error().ToString();
+    const std::string a(1000, 'a'), b(3000, 'b');
+    for (uint64_t step : {100, 200, 300})
+      ASSERT_TRUE((*m)->Save(step, {cache::CheckpointItem::Blob("model.pt", step == 200 ? b : a),
+                                    cache::CheckpointItem::Blob("optim.bin", a)})
+                      .ok());
+  }
+  // Step 300 damaged (a file cut short), step 400 being saved, 200 not uploaded yet.
+  const std::string s300 = run + "/" + cache::CheckpointManager::StepName(300);
+  std::filesystem::resize_file(s300 + "/model.pt", 10);
+  const std::string partial = run + "/.step-000000000400.partial-0000beef";
+  std::filesystem::create_directories(partial);
+  ASSERT_TRUE(WriteFile(partial + "/model.pt", std::string(500, 'p')));
+  ASSERT_TRUE(WriteFile(run + "/step-000000000200/.upload", "pending\n"));
+  Make("", [&](ConsoleOptions& o) { o.checkpoint_dirs = {dir.Join("ckpt")}; });
+  auto viewer = SignIn(false);
+  EXPECT_EQ(Call("GET", "/console/api/datapath/checkpoints", {{"Cookie", viewer.first}}).status,
+            403);
+  auto admin = SignIn(true);
+  auto r = Call("GET", "/console/api/datapath/checkpoints", {{"Cookie", admin.first}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto j = nlohmann::json::parse(r.body);
+  ASSERT_EQ(j["runs"].size(), 1u) << r.body;
+  EXPECT_EQ(j["runs"][0]["dir"], run);
+  const auto& steps = j["runs"][0]["steps"];
+  ASSERT_EQ(steps.size(), 4u) << r.body;
+  EXPECT_EQ(steps[0]["step"], 400);
+  EXPECT_EQ(steps[0]["state"], "partial");
+  EXPECT_EQ(steps[0]["bytes"], 500);
+  EXPECT_EQ(steps[1]["step"], 300);
+  EXPECT_EQ(steps[1]["state"], "damaged");
+  EXPECT_NE(steps[1]["note"].get<std::string>().find("model.pt"), std::string::npos);
+  EXPECT_EQ(steps[2]["step"], 200);
+  EXPECT_EQ(steps[2]["state"], "complete");
+  EXPECT_EQ(steps[2]["upload_pending"], true);
+  EXPECT_EQ(steps[2]["bytes"], 4000);
+  EXPECT_EQ(steps[2]["files"], 2);
+  EXPECT_FALSE(steps[2]["created"].get<std::string>().empty());
+  EXPECT_EQ(steps[3]["step"], 100);
+  EXPECT_EQ(steps[3]["upload_pending"], false);
+  EXPECT_EQ(j["runs"][0]["complete_bytes"], 6000);
+  // Listing removed nothing (CheckpointManager::Open would drop the partial save).
+  EXPECT_TRUE(std::filesystem::exists(partial + "/model.pt"));
+  EXPECT_EQ(std::filesystem::file_size(s300 + "/model.pt"), 10u);
 }
 
 }  // namespace

@@ -18,10 +18,16 @@ Usage: /usr/bin/python3 test_console.py --strata build/strata
 """
 
 import hashlib
+import http.client
+import http.server
 import json
 import os
+import signal
 import socket
+import subprocess
 import sys
+import threading
+import time
 
 import requests
 
@@ -86,7 +92,7 @@ def test_security(srv):
                          ("GET", "features"), ("POST", "features/online"), ("POST", "presign"),
                          ("POST", "logout"), ("GET", "nonexistent"), ("POST", "vector-filter"),
                          ("GET", "features/freshness?view=driver_hourly_stats"), ("POST", "features/skew"),
-                         ("POST", "fs/volume")]:
+                         ("POST", "fs/volume"), ("GET", "datapath/warm"), ("GET", "datapath/checkpoints")]:
         r = requests.request(method, base + path, timeout=10, cookies={"strata_console": "0" * 64})
         assert r.status_code == 401, (method, path, r.status_code, r.text)
         assert r.json()["error"] == "Unauthorized", r.text
@@ -178,6 +184,12 @@ def test_security(srv):
     # Reading an FS volume opens a metadata engine from the server's host: admin only.
     r = ro.call("POST", "fs/volume", json={"url": "sqlite3://" + os.path.join(srv.base_dir, "none.db")})
     assert r.status_code == 403 and r.json()["error"] == "AccessDenied", r.text
+    # Warm jobs and local checkpoints name the server's paths: admin only.
+    for path in ("datapath/warm", "datapath/checkpoints"):
+        r = ro.call("GET", path)
+        assert r.status_code == 403 and r.json()["error"] == "AccessDenied", (path, r.text)
+        assert srv.base_dir not in r.text, r.text
+    assert ro.login_response.json()["datapath"] == {"warm_dirs": 1, "checkpoint_dirs": 1}
     assert not os.path.exists(os.path.join(srv.base_dir, "none.db"))
     # The filter check reads only: any user; a malformed expression says why.
     r = ro.call("POST", "vector-filter", json={"type": "milvus", "filter": "color == "})
@@ -246,6 +258,44 @@ def test_feature_reports(args, srv):
     win["current"] = {"start": "2025-01-01", "end": "2025-01-02"}
     r = c.call("POST", "features/skew", json=win)
     assert r.status_code == 400 and "holds no rows" in r.json()["message"], r.text
+    test_skew_from_serving_log(args, srv, c)
+
+
+def test_skew_from_serving_log(args, srv, c):
+    """What the feature server served (its served-vector log, every request
+    logged) against day 1 of the source."""
+    win = {"view": "driver_hourly_stats", "reference": {"start": "2024-01-01", "end": "2024-01-02"},
+           "current": {"serving_log": True}}
+    r = c.call("POST", "features/skew", json=win)
+    assert r.status_code == 404 and r.json()["error"] == "NoServingLog", r.text
+    # One lookup of all twelve drivers: 1001..1007 have day 2's values online
+    # (materialized up to day 2, 06:30), 1008..1012 day 1's.
+    r = requests.post(srv.features_endpoint + "/get-online-features", timeout=30, json={
+        "features": ["driver_hourly_stats:conv_rate", "driver_hourly_stats:trips"],
+        "entities": {"driver_id": list(range(1001, 1013))}})
+    assert r.status_code == 200, r.text
+    r = c.call("POST", "features/skew", json=win)
+    assert r.status_code == 200, r.text
+    j = r.json()
+    assert j["current"]["source"] == "serving_log" and j["current_rows"] == 12, j
+    assert j["reference_rows"] == 12, j
+    by = {f["feature"]: f for f in j["features"]}
+    assert by["trips"]["psi"] < 1e-9, by  # the same h % 4 values served as in the source
+    assert by["conv_rate"]["verdict"] == "significant", by
+    # The CLI reads the same log (features/serving_log.h's reader): the same PSI.
+    ref = os.path.join(srv.base_dir, "day1.csv")
+    with open(ref, "w") as f:
+        f.write("\n".join(driver_stats_csv().splitlines()[:13]) + "\n")
+    log_dir = os.path.join(srv.data_dir, "features", "data", "served_log")
+    p = H.run_tool([args.strata, "features", "skew", "--reference", ref, "--serving", log_dir,
+                    "--features", "conv_rate,trips", "--json"], H.clean_env(), timeout=60)
+    cli = {f["feature"]: f for f in json.loads(p.stdout)}
+    assert abs(cli["conv_rate"]["psi"] - by["conv_rate"]["psi"]) < 1e-9, (cli, by)
+    assert cli["conv_rate"]["serving_rows"] == 12, cli
+    # A window on the log's own time that holds nothing says so.
+    win["current"] = {"serving_log": True, "start": "2020-01-01", "end": "2020-01-02"}
+    r = c.call("POST", "features/skew", json=win)
+    assert r.status_code == 400 and "served-vector log" in r.json()["message"], r.text
 
 
 CKPT_BUCKET = "ckpt-bucket"
@@ -277,6 +327,21 @@ def test_datapath(args, srv, ctx):
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=CKPT_BUCKET)["Contents"]]
     assert "run-42/step-000000000200/MANIFEST.json" in keys, keys
     ctx["ckpt_bucket"] = CKPT_BUCKET
+    # Locally (the server's --checkpoint-dir is `work`): a save of step 300 in
+    # progress beside run-42's two kept steps; listing changes nothing.
+    partial = os.path.join(work, "local-run-42", ".step-000000000300.partial-0000abcd")
+    os.makedirs(partial)
+    H.write_random_file(os.path.join(partial, "model.pt"), 4096, seed=3)
+    c = Console(srv, srv.access_key, srv.secret_key)
+    r = c.call("GET", "datapath/checkpoints")
+    assert r.status_code == 200, r.text
+    runs = {os.path.basename(x["dir"]): x for x in r.json()["runs"]}
+    assert sorted(runs) == ["local-run-42", "local-run-43"], r.text
+    steps = [(x["step"], x["state"], x["upload_pending"], x["files"]) for x in runs["local-run-42"]["steps"]]
+    assert steps == [(300, "partial", False, 1), (200, "complete", False, 2), (100, "complete", False, 2)], steps
+    assert runs["local-run-42"]["steps"][1]["bytes"] == 300_200 + 70_000, runs
+    assert [x["step"] for x in runs["local-run-43"]["steps"]] == [5], runs
+    assert os.path.exists(os.path.join(partial, "model.pt"))
 
     # An FS volume, mounted (one session with this host and the daemon's pid).
     import fs_mount
@@ -305,6 +370,136 @@ def test_datapath(args, srv, ctx):
     ctx["fs_pid"] = sessions[0]["pid"]
 
 
+WARM_BUCKET = "warm-bucket"
+
+
+class SlowS3Proxy:
+    """Forwards GET/HEAD to the S3 port unchanged (Host included, so SigV4
+    still verifies), each after `delay` seconds; while the gate is closed,
+    requests wait. GET /__gate/open on the proxy opens it (the browser test
+    does, to watch a job start moving)."""
+
+    def __init__(self, target_port, delay):
+        self.delay, self.gate = delay, threading.Event()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def forward(self):
+                if self.path == "/__gate/open":
+                    proxy.gate.set()
+                    self.send_response(200)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                proxy.gate.wait()
+                time.sleep(proxy.delay)
+                c = http.client.HTTPConnection("127.0.0.1", target_port, timeout=30)
+                c.request(self.command, self.path, headers=dict(self.headers.items()))
+                r = c.getresponse()
+                body = r.read()
+                self.send_response(r.status)
+                for k, v in r.getheaders():
+                    if k.lower() not in ("connection", "transfer-encoding", "content-length"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", r.getheader("Content-Length") or str(len(body)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+                c.close()
+
+            do_GET = do_HEAD = forward
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def start_warm(args, srv, proxy, job, shards, env):
+    lst = os.path.join(srv.base_dir, f"{job}.txt")
+    with open(lst, "w") as f:
+        f.write("".join(f"shard-{i:03}.bin\n" for i in range(shards)))
+    cache_dir = os.path.join(srv.base_dir, "warm", job)
+    os.makedirs(cache_dir, exist_ok=True)
+    cmd = [args.strata, "warm", "--list", lst, "--cache-dir", cache_dir, "--cache-size", "1G",
+           "--store", f"s3://{WARM_BUCKET}?endpoint=http://127.0.0.1:{proxy.port}",
+           "--lookahead", "2", "--concurrency", "1", "--progress-interval-ms", "100", "-q"]
+    log = open(os.path.join(srv.base_dir, f"{job}.log"), "wb")
+    p = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    log.close()
+    return p, cache_dir
+
+
+def warm_job(c, cache_dir):
+    r = c.call("GET", "datapath/warm")
+    assert r.status_code == 200, r.text
+    return next((j for j in r.json()["jobs"] if j["cache_dir"] == cache_dir), None)
+
+
+def wait_job(c, cache_dir, pred, what, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        j = warm_job(c, cache_dir)
+        if j is not None and pred(j):
+            return j
+        time.sleep(0.1)
+    raise AssertionError(f"warm job {cache_dir}: {what}; last {warm_job(c, cache_dir)}")
+
+
+def test_warm_progress(args, srv, ctx):
+    """`strata warm` through a slow S3 proxy: its progress advances in the
+    console's API; it finishes with exact bytes; a job killed with -9 shows as
+    gone. A third job waits behind a closed gate for the browser."""
+    s3 = srv.client()
+    s3.create_bucket(Bucket=WARM_BUCKET)
+    for i in range(30):
+        s3.put_object(Bucket=WARM_BUCKET, Key=f"shard-{i:03}.bin", Body=os.urandom(100_000 + i))
+    env = s3_env(srv, srv.base_dir)
+    c = Console(srv, srv.access_key, srv.secret_key)
+    proxy = SlowS3Proxy(srv.port, 0.05)
+    ctx["proxies"].append(proxy)
+    proxy.gate.set()
+    p, d1 = start_warm(args, srv, proxy, "job-1", 30, env)
+    ctx["procs"].append(p)
+    first = wait_job(c, d1, lambda j: 0 < j["objects_done"] < 30, "never seen part-way")
+    assert first["status"] == "running" and first["alive"] is True, first
+    later = wait_job(c, d1, lambda j: j["objects_done"] > first["objects_done"], "did not advance")
+    assert later["bytes_done"] > first["bytes_done"], (first, later)
+    assert p.wait(timeout=120) == 0, open(os.path.join(srv.base_dir, "job-1.log")).read()
+    done = warm_job(c, d1)
+    total = sum(100_000 + i for i in range(30))
+    assert done["status"] == "finished" and done["objects_done"] == 30, done
+    assert done["bytes_exact"] and done["bytes_total"] == total and done["bytes_done"] == total, done
+    assert done["fraction"] == 1 and done["eta_s"] == 0, done
+    # Killed with -9 mid-way: the file still says running, the pid is gone.
+    p2, d2 = start_warm(args, srv, proxy, "job-2", 30, env)
+    ctx["procs"].append(p2)
+    wait_job(c, d2, lambda j: j["objects_done"] >= 1, "job-2 never started")
+    p2.send_signal(signal.SIGKILL)
+    p2.wait(timeout=30)
+    gone = warm_job(c, d2)
+    assert gone["status"] == "gone" and gone["alive"] is False, gone
+    assert 1 <= gone["objects_done"] < 30, gone
+    # For the browser: a job held at its first request until the page opens the gate.
+    gated = SlowS3Proxy(srv.port, 0.15)
+    ctx["proxies"].append(gated)
+    p3, d3 = start_warm(args, srv, gated, "job-3", 20, env)
+    ctx["procs"].append(p3)
+    held = wait_job(c, d3, lambda j: True, "job-3 wrote no progress file")
+    assert held["objects_done"] == 0 and held["status"] == "running", held
+    ctx["warm_gate"] = f"http://127.0.0.1:{gated.port}/__gate/open"
+    ctx["warm_job"] = d3
+
+
 def test_browser(args, srv, ctx):
     upload = os.path.join(srv.base_dir, "upload-20m.bin")
     H.write_random_file(upload, 20 << 20, seed=20)
@@ -314,6 +509,7 @@ def test_browser(args, srv, ctx):
                        "UPLOAD_SHA256": H.sha256_file(upload), "SHOTS": SHOTS,
                        "CKPT_BUCKET": ctx.get("ckpt_bucket", ""), "FS_URL": ctx.get("fs_url", ""),
                        "FS_PID": str(ctx.get("fs_pid", "")),
+                       "WARM_GATE": ctx.get("warm_gate", ""), "WARM_JOB": ctx.get("warm_job", ""),
                        "HOME": os.environ.get("HOME", "/tmp")})
     p = H.run_tool([H.NODE, os.path.join(JS_DIR, "console_test.mjs")], env, timeout=240, check=False, cwd=JS_DIR)
     assert p.returncode == 0, "browser test failed: " + \
@@ -331,14 +527,28 @@ def main():
     runner = H.Runner("console")
     if not runner.case("npm install (if needed)", ensure_node_modules):
         return runner.finish()
-    with H.StrataServer(args.strata, vector=True, features=True) as srv:
+    srv = H.StrataServer(args.strata, vector=True, features=True)
+    srv.extra_args += ["--warm-dir", os.path.join(srv.base_dir, "warm"),
+                       "--checkpoint-dir", os.path.join(srv.base_dir, "ckpt"),
+                       "--features-log-sample-rate", "1"]
+    with srv:
         runner.case("security: sessions, CSRF, read-only user, no secret", test_security, srv)
-        runner.case("features: freshness and skew over the view's source", test_feature_reports, args, srv)
-        ctx = {}
+        runner.case("features: freshness and skew over the source and the serving log",
+                    test_feature_reports, args, srv)
+        ctx = {"procs": [], "proxies": []}
         try:
-            runner.case("data path: checkpoints and an FS volume's sessions", test_datapath, args, srv, ctx)
+            runner.case("data path: checkpoints (uploaded and local) and an FS volume's sessions",
+                        test_datapath, args, srv, ctx)
+            runner.case("data path: warm jobs' progress", test_warm_progress, args, srv, ctx)
             runner.case("browser: puppeteer-core + chromium", test_browser, args, srv, ctx)
         finally:
+            for p in ctx["procs"]:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            for proxy in ctx["proxies"]:
+                proxy.gate.set()
+                proxy.close()
             if ctx.get("fs"):
                 ctx["fs"].cleanup()
     return runner.finish()

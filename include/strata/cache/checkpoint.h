@@ -112,6 +112,30 @@ struct CheckpointStats {
   double last_upload_seconds = 0; // time from Save's return to the manifest
 };
 
+// A local checkpoint directory as it is on disk, read without changing
+// anything (CheckpointManager::Open removes partial saves and resumes uploads;
+// a reader in another process, such as the server's console, must not).
+struct LocalCheckpointEntry {
+  enum class State {
+    kComplete,  // manifest readable; every file there with the manifest's size
+    kPartial,   // a save or download not finished (.step-N.partial-*, or no manifest yet)
+    kDamaged,   // a manifest that does not parse, or a file missing or of another size
+  };
+  uint64_t step = 0;
+  State state = State::kPartial;
+  bool upload_pending = false;  // complete locally, upload to the store not finished
+  uint64_t bytes = 0;           // the manifest's total; partial: bytes on disk so far
+  uint64_t files = 0;
+  std::string created;   // the manifest's ISO 8601 time ("" without one)
+  int64_t mtime_us = 0;  // the directory's modification time
+  std::string name;      // the directory's name in local_dir
+  std::string note;      // why partial or damaged
+};
+const char* LocalCheckpointStateName(LocalCheckpointEntry::State s);  // complete|partial|damaged
+// Newest step first; NotFound when local_dir does not exist. Sizes are
+// checked with stat (no checksums: a listing must stay cheap).
+Result<std::vector<LocalCheckpointEntry>> ScanLocalCheckpoints(const std::string& local_dir);
+
 class CheckpointManager {
  public:
   static Result<std::unique_ptr<CheckpointManager>> Open(CheckpointOptions options);

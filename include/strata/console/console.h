@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <strata/core/http_server.h>
 #include <strata/core/result.h>
@@ -46,6 +47,15 @@ struct ConsoleOptions {
   http::Handler features;  // the Feast-compatible handler; empty: 501
   std::string features_api_key;
   std::string features_repo;  // the feature repository served ("" none)
+  // The feature server's served-vector log directory ("" none), and a call
+  // that publishes what it has queued (so a skew report sees recent requests).
+  std::string serving_log_dir;
+  std::function<Status()> flush_serving_log;
+  // Directories on this host (admin only: they expose paths): `strata warm`
+  // cache directories whose warm.progress.json is shown, and local checkpoint
+  // directories (CheckpointManager's local_dir), each or one level below.
+  std::vector<std::string> warm_dirs;
+  std::vector<std::string> checkpoint_dirs;
   // Prometheus text of this process (metrics::Registry::Global()).
   std::function<std::string()> metrics_text;
   int metrics_interval_ms = 5000;  // one sample every ...

@@ -49,6 +49,12 @@ struct ServerOptions {
   // Served-vector logging; < 0 keeps what the repository's feature_store.yaml says.
   double features_log_sample_rate = -1;
   std::string features_log_dir;    // "" = the repository's (default REPO/data/served_log)
+  // The training data path on this host, shown by the console (admin only):
+  // cache directories of `strata warm` (each, or each of its subdirectories,
+  // holding warm.progress.json) and local checkpoint directories of `strata
+  // ckpt --dir` (each holding step-NNNNNNNNNNNN/, or a directory of those).
+  std::vector<std::string> warm_dirs;
+  std::vector<std::string> checkpoint_dirs;
   std::string region = "us-east-1";
   std::vector<std::string> domains = {"localhost"};
   std::string tls_cert_file;

@@ -842,13 +842,18 @@ function freshnessText(v) {
 function viewReportsHtml(view) {
   return `<div class="card" id="view-freshness"><h2>Online freshness</h2><p class="muted">Loading…</p></div>
     <div class="card" id="view-skew"><h2>Skew (PSI per feature)</h2>
-      <p class="muted">Population stability index between two windows of the view's source (10 quantile bins for numbers, one per category; below 0.1 stable, below 0.25 moderate, else significant). Times are UTC; windows include their start, not their end.</p>
+      <p class="muted">Population stability index between a reference window of the view's source and a current sample: another window of the source, or what the feature server <b>served</b> (its served-vector log: the values online lookups returned, NULL for entities not found). 10 quantile bins for numbers, one per category; below 0.1 stable, below 0.25 moderate, else significant. Times are UTC; windows include their start, not their end.</p>
       <div class="row">Reference <input id="skew-ref-start" type="datetime-local" step="1"> to <input id="skew-ref-end" type="datetime-local" step="1"></div>
-      <div class="row">Current&nbsp;&nbsp; <input id="skew-cur-start" type="datetime-local" step="1"> to <input id="skew-cur-end" type="datetime-local" step="1">
+      <div class="row">Current&nbsp;&nbsp; <label><input type="radio" name="skew-current" value="offline" checked> a window of the source</label>
+        <label><input type="radio" name="skew-current" value="serving_log"${
+      state.session.services.serving_log ? '' : ' disabled'}> the serving log</label></div>
+      <div class="row" id="skew-cur-window"><span id="skew-cur-what">Source window</span> <input id="skew-cur-start" type="datetime-local" step="1"> to <input id="skew-cur-end" type="datetime-local" step="1">
+        <span class="muted" id="skew-cur-hint"></span>
         <button id="skew-run">Compute skew</button></div>
       <div id="skew-result"></div></div>`;
 }
 const localInput = us => new Date(us / 1000).toISOString().slice(0, 19);
+const skewCurrent = () => document.querySelector('input[name=skew-current]:checked').value;
 async function viewReports(view) {
   const f = await api('GET', 'features/freshness?view=' + enc(view.name));
   const el = $('#view-freshness');
@@ -882,16 +887,45 @@ async function viewReports(view) {
     $('#skew-cur-start').value = localInput(mid);
     $('#skew-cur-end').value = localInput(b);
   }
+  // Against the serving log the current window is on the log's time and may
+  // be left empty (every logged request); the reference becomes the whole source.
+  const ids = ['#skew-ref-start', '#skew-ref-end', '#skew-cur-start', '#skew-cur-end'];
+  const offline = ids.map(id => $(id).value);
+  for (const radio of document.querySelectorAll('input[name=skew-current]'))
+    radio.onchange = () => {
+      const log = skewCurrent() === 'serving_log';
+      $('#skew-cur-what').textContent = log ? 'Logged between' : 'Source window';
+      $('#skew-cur-hint').textContent = log ? 'empty: every request logged' : '';
+      if (log) {
+        if (f.source_oldest_event_us !== null) {
+          $('#skew-ref-start').value = localInput(f.source_oldest_event_us);
+          $('#skew-ref-end').value = localInput(f.source_newest_event_us + 1e6);
+        }
+        $('#skew-cur-start').value = $('#skew-cur-end').value = '';
+      } else {
+        ids.forEach((id, i) => {
+          $(id).value = offline[i];
+        });
+      }
+    };
   $('#skew-run').onclick = async () => {
     const t = id => ($(id).value ? $(id).value + 'Z' : '');
     try {
+      let current = {start: t('#skew-cur-start'), end: t('#skew-cur-end')};
+      if (skewCurrent() === 'serving_log') {
+        current =
+            current.start || current.end ? {serving_log: true, ...current} : {serving_log: true};
+      }
       const r = await api('POST', 'features/skew', {
         view: view.name,
         reference: {start: t('#skew-ref-start'), end: t('#skew-ref-end')},
-        current: {start: t('#skew-cur-start'), end: t('#skew-cur-end')}
+        current
       });
       $('#skew-result').innerHTML = skewHtml(r);
-      show('Skew over ' + r.reference_rows + ' reference and ' + r.current_rows + ' current rows');
+      const served = r.current.source === 'serving_log';
+      show(
+          'Skew over ' + r.reference_rows + ' reference and ' + r.current_rows +
+          (served ? ' served rows (' + r.current.log_files + ' log file(s))' : ' current rows'));
     } catch (e) {
       $('#skew-result').innerHTML = '';
       fail(e);
@@ -951,8 +985,17 @@ function binsSvg(f) {
       y(0)}"/></svg>`;
 }
 function skewHtml(r) {
-  return psiChartSvg(r.features) +
-      `<table id="skew-table"><thead><tr><th>Feature</th><th>Kind</th><th class="num">PSI</th><th>Verdict</th><th class="num">Reference rows</th><th class="num">Current rows</th></tr></thead><tbody>` +
+  const served = r.current.source === 'serving_log';
+  const note = served ?
+      `<p class="muted" id="skew-source">Current: the serving log, ${r.current_rows} row(s) served${
+          r.current.log_oldest_us !== null ? ' between ' + esc(isoUs(r.current.log_oldest_us)) +
+                  ' and ' + esc(isoUs(r.current.log_newest_us)) :
+                                             ''}${
+          r.not_served.length ? '; never served: ' + esc(r.not_served.join(', ')) : ''}.</p>` :
+      '<p class="muted" id="skew-source">Current: a window of the source.</p>';
+  return note + psiChartSvg(r.features) +
+      `<table id="skew-table"><thead><tr><th>Feature</th><th>Kind</th><th class="num">PSI</th><th>Verdict</th><th class="num">Reference rows</th><th class="num">${
+             served ? 'Served rows' : 'Current rows'}</th></tr></thead><tbody>` +
       r.features
           .map(
               f => `<tr><td>${esc(f.feature)}</td><td>${esc(f.kind)}</td><td class="num">${

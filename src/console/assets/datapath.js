@@ -1,7 +1,10 @@
 // Strata console, Data path page: training checkpoints in the object store
-// (read through the S3 API with the user's own rights), an FS volume's
-// sessions (console API fs/volume, admin only), the warmer (no shared state:
-// said so), and this process's cache charts. Uses app.js's helpers.
+// (read through the S3 API with the user's own rights) and in the local
+// checkpoint directories the server was given (console API
+// datapath/checkpoints, admin only), `strata warm` jobs from their progress
+// files (datapath/warm, admin only, refreshed every 2 s), an FS volume's
+// sessions (fs/volume, admin only) and this process's cache charts. Uses
+// app.js's helpers.
 'use strict';
 
 const STEP_RE = /(^|\/)step-(\d{12})\/$/;
@@ -139,17 +142,109 @@ async function showVolume() {
   el.innerHTML = html + '</tbody></table>';
 }
 
+// ---- warm jobs: progress files of `strata warm` in the --warm-dir directories
+const WARM_STATUS = {
+  running: ['', 'running'],
+  finished: ['', 'finished'],
+  stopped: ['warn', 'stopped early'],
+  gone: ['warn', 'process gone (killed?)'],
+  silent: ['warn', 'no update'],
+};
+function fmtRate(bps) {
+  return bps > 0 ? fmtBytes(Math.round(bps)) + '/s' : '—';
+}
+function warmJobHtml(j) {
+  const [cls, label] = WARM_STATUS[j.status] || ['warn', j.status];
+  const pct = Math.round(j.fraction * 1000) / 10;
+  const approx = j.bytes_exact ? '' : '~';
+  const eta = j.status !== 'running' ? '' : j.eta_s < 0 ? 'ETA unknown' : 'ETA ' + fmtAge(j.eta_s);
+  return `<tr class="warm-job" data-dir="${esc(j.cache_dir)}" data-status="${
+      esc(j.status)}" data-done="${j.objects_done}" data-total="${j.objects_total}">
+    <td><code>${esc(j.cache_dir)}</code><div class="muted">${esc(j.label)}</div>
+      <div class="muted">${esc(j.host)} pid ${j.pid}${
+      j.resumed_from ? ' · resumed at shard ' + j.resumed_from : ''}</div></td>
+    <td><progress class="warm-progress" max="100" value="${pct}"></progress>
+      <div><b>${j.objects_done}</b> of ${j.objects_total} shards (${pct}%) · ${approx}${
+      esc(fmtBytes(j.bytes_done))} of ${approx}${esc(fmtBytes(j.bytes_total))}${
+      j.objects_ready ? ' · ' + j.objects_ready + ' warm ahead' : ''}</div></td>
+    <td class="num">${esc(fmtRate(j.bytes_per_s))}<div class="muted">${
+      j.objects_per_s.toFixed(1)} shards/s</div></td>
+    <td><span class="pill ${cls}">${esc(label)}</span><div class="muted">${esc(eta)}</div>
+      <div class="muted">updated ${fmtAge(j.age_s)} ago</div></td>
+    <td class="num">${j.hits} cached · ${j.fetched} fetched${
+      j.uncached ? ' · ' + j.uncached + ' did not fit' : ''}${
+      j.failures ? ' · <span class="error">' + j.failures + ' failed</span>' : ''}</td></tr>`;
+}
+async function refreshWarm() {
+  const el = $('#warm-jobs');
+  if (!el) return;
+  const r = await api('GET', 'datapath/warm');
+  let html = '';
+  if (r.jobs.length) {
+    html +=
+        `<table id="warm-table"><thead><tr><th>Cache directory</th><th>Progress</th><th class="num">Rate (30 s)</th><th>State</th><th class="num">Shards</th></tr></thead><tbody>` +
+        r.jobs.map(warmJobHtml).join('') + '</tbody></table>';
+  } else {
+    html += `<p class="muted">No warm job has written a progress file in ${
+        r.dirs.map(d => '<code>' + esc(d.dir) + '</code>' + (d.exists ? '' : ' (missing)'))
+            .join(', ')} yet.</p>`;
+  }
+  for (const e of r.errors) html += `<p class="error">${esc(e.file)}: ${esc(e.message)}</p>`;
+  el.innerHTML = html;
+}
+
+// ---- local checkpoints: the --checkpoint-dir directories on the server's host
+function localStepRow(s) {
+  const cls = s.state === 'complete' ? '' : 'warn';
+  const upload = s.state !== 'complete' ? '' :
+      s.upload_pending                  ? '<span class="pill warn">upload pending</span>' :
+                                          '<span class="muted">no upload pending</span>';
+  return `<tr data-step="${s.step}" data-state="${esc(s.state)}" data-upload-pending="${
+      s.upload_pending}"><td class="num">${s.step}</td><td><span class="pill ${cls}">${
+      esc(s.state)}</span> ${upload}${
+      s.note ? ' <div class="muted">' + esc(s.note) + '</div>' :
+               ''}</td><td class="num">${s.files}</td><td class="num">${
+      esc(fmtBytes(s.bytes))}</td><td>${esc(s.created || isoUs(s.mtime_us))}</td></tr>`;
+}
+async function listLocalCheckpoints() {
+  const el = $('#ckpt-local');
+  const r = await api('GET', 'datapath/checkpoints');
+  let html = '';
+  for (const run of r.runs) {
+    const done = run.steps.filter(s => s.state === 'complete');
+    html += `<h3 class="ckpt-local-run" data-dir="${esc(run.dir)}">Run <code>${
+                esc(run.dir)}</code> <span class="muted">— ${run.steps.length} step(s) on ${
+                esc(r.host)}, ${done.length} complete (${esc(fmtBytes(run.complete_bytes))})${
+                done.length ? ', latest complete step ' + done[0].step : ''}</span></h3>
+      <table class="ckpt-local-table"><thead><tr><th class="num">Step</th><th>On local disk</th><th class="num">Files</th><th class="num">Bytes</th><th>Created</th></tr></thead><tbody>` +
+        run.steps.map(localStepRow).join('') + '</tbody></table>';
+  }
+  for (const d of r.dirs) {
+    if (!d.exists)
+      html += `<p class="error"><code>${esc(d.dir)}</code> does not exist.</p>`;
+    else if (d.error)
+      html += `<p class="error"><code>${esc(d.dir)}</code>: ${esc(d.error)}</p>`;
+  }
+  if (!r.runs.length && !html)
+    html =
+        '<p class="muted">No step-NNNNNNNNNNNN/ directories in the local checkpoint directories.</p>';
+  el.innerHTML = html;
+}
+
 async function dataPathPage(p) {
   p.innerHTML = `<div class="card" id="checkpoints"><h2>Checkpoints</h2>
-      <p class="muted">Training checkpoints uploaded by <code>strata ckpt</code> / CheckpointManager, read from the store with your rights: a checkpoint is published once its <code>MANIFEST.json</code> (written last) exists. Local copies live on the training host's disk (<code>strata ckpt ls --dir DIR</code>); this server cannot see them.</p>
+      <h3>On this server's disk</h3><div id="ckpt-local"></div>
+      <h3>Uploaded</h3>
+      <p class="muted">Training checkpoints uploaded by <code>strata ckpt</code> / CheckpointManager, read from the store with your rights: a checkpoint is published once its <code>MANIFEST.json</code> (written last) exists.</p>
       <div class="row">Bucket <input id="ckpt-bucket" list="ckpt-buckets" placeholder="bucket"><datalist id="ckpt-buckets"></datalist> Prefix <input id="ckpt-prefix" placeholder="run-42/ (empty: every run in the bucket)">
         <button id="ckpt-list">List checkpoints</button></div><div id="ckpt-runs"></div></div>
     <div class="card" id="fs"><h2>FS volumes</h2>
       <p class="muted">A volume's format and its sessions (one per mount: host, pid, heartbeat), read from its metadata engine as the server's host reaches it. The server is configured with no FS volume of its own: enter the metadata URL given to <code>strata fs format</code>. Needs an admin user; nothing is written.</p>
       <div class="row"><input id="fs-url" size="60" placeholder="sqlite3:///var/lib/strata/vol.db or redis://127.0.0.1:6379/1">
         <button id="fs-show">Show volume</button></div><div id="fs-volume"></div></div>
-    <div class="card" id="warmer"><h2>Warmer</h2>
-      <p class="muted">Not shown: <code>strata warm</code> runs in the training job's own process and keeps its progress only there (its position in <code>CACHE_DIR/warm.state</code> on the training host, its counters in its own summary); it shares no state with this server, so the console has nothing true to show.</p></div>
+    <div class="card" id="warmer"><h2>Warm jobs</h2>
+      <p class="muted"><code>strata warm</code> rewrites <code>CACHE_DIR/warm.progress.json</code> atomically every second while it runs, and once more when it ends; the server reads those of the directories it was started with (<code>strata server --warm-dir DIR</code>). Bytes count the shards the job finished; a shard's size is known once the job has asked for it, so until then totals are estimates (~). Refreshed every 2 s.</p>
+      <div id="warm-jobs"></div></div>
     <div class="card"><h2>Cache tiers</h2><p class="muted">The tiered cache of this process: hit ratio and bytes held over the last hour.</p></div>
     <div class="charts" id="charts"></div>`;
   $('#ckpt-list').onclick = () => listCheckpoints().catch(e => {
@@ -172,8 +267,32 @@ async function dataPathPage(p) {
   } else {
     $('#ckpt-list').disabled = true;
   }
+  const dp = state.session.datapath || {};
+  const adminNote = what => `<p class="muted">${
+      what} are read from the server's own disk and name its paths: an admin user sees them.</p>`;
+  const none = (flag, what) => `<p class="muted">The server was started without <code>${
+      flag}</code>, so it knows of no ${what} on its host.</p>`;
+  let warm = false;
+  if (!state.session.admin) {
+    $('#warm-jobs').innerHTML = adminNote('Warm jobs');
+    $('#ckpt-local').innerHTML = adminNote('Local checkpoints');
+  } else {
+    if (dp.warm_dirs) {
+      warm = true;
+      await refreshWarm().catch(fail);
+    } else {
+      $('#warm-jobs').innerHTML = none('--warm-dir DIR', 'warm jobs');
+    }
+    if (dp.checkpoint_dirs)
+      await listLocalCheckpoints().catch(fail);
+    else
+      $('#ckpt-local').innerHTML = none('--checkpoint-dir DIR', 'local checkpoints');
+  }
   const el = $('#charts');
   await renderCharts(el, c => c.id.startsWith('cache_'));
-  state.timer =
-      setInterval(() => renderCharts(el, c => c.id.startsWith('cache_')).catch(fail), 5000);
+  let tick = 0;
+  state.timer = setInterval(() => {
+    if (warm) refreshWarm().catch(fail);
+    if (++tick % 3 === 0) renderCharts(el, c => c.id.startsWith('cache_')).catch(fail);
+  }, 2000);
 }
