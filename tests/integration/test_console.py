@@ -398,6 +398,12 @@ class SlowS3Proxy:
                     return
                 proxy.gate.wait()
                 time.sleep(proxy.delay)
+                try:
+                    self.relay()
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True  # the warm job was killed or closed it
+
+            def relay(self):
                 c = http.client.HTTPConnection("127.0.0.1", target_port, timeout=30)
                 c.request(self.command, self.path, headers=dict(self.headers.items()))
                 r = c.getresponse()

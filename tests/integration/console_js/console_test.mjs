@@ -1,13 +1,15 @@
 // Drives the Strata console in Debian's chromium (headless, loopback only)
 // with puppeteer-core. Env: CONSOLE_URL, ACCESS_KEY, SECRET_KEY, UPLOAD_FILE
 // (a 20 MiB file), UPLOAD_SHA256, SHOTS (directory for screenshots), CKPT_BUCKET
-// (checkpoints of run-42/ and run-43/), FS_URL (a volume), FS_PID (its mount's pid).
+// (checkpoints of run-42/ and run-43/), FS_URL (a volume), FS_PID (its mount's pid),
+// WARM_JOB (the cache dir of a `strata warm` job held at its first request)
+// and WARM_GATE (a URL that lets it go on).
 // Prints "ok <case>" / "FAIL <case>: why"; exits 1 on any failure.
 import puppeteer from 'puppeteer-core';
 import fs from 'node:fs';
 import path from 'node:path';
 
-const { CONSOLE_URL, ACCESS_KEY, SECRET_KEY, UPLOAD_FILE, UPLOAD_SHA256, SHOTS, CKPT_BUCKET, FS_URL, FS_PID } = process.env;
+const { CONSOLE_URL, ACCESS_KEY, SECRET_KEY, UPLOAD_FILE, UPLOAD_SHA256, SHOTS, CKPT_BUCKET, FS_URL, FS_PID, WARM_JOB, WARM_GATE } = process.env;
 let failures = 0;
 async function step(name, fn) {
   try { await fn(); console.log('ok ' + name); } catch (e) { failures++; console.log('FAIL ' + name + ': ' + (e && e.message)); }
@@ -231,6 +233,27 @@ try {
     await page.click('#skew-run');
     await waitMessage(/reference window .* holds no rows/, 'empty window');
   });
+  await step('skew against what the feature server served (its log)', async () => {
+    await page.click('input[name=skew-current][value=serving_log]');
+    const ref = await page.$eval('#skew-ref-end', el => el.value);
+    assert(ref.startsWith('2024-01-02T11:00:01'), 'reference end for the log: ' + ref);
+    await page.$eval('#skew-ref-end', el => { el.value = '2024-01-02T00:00:00'; });
+    await page.click('#skew-run');
+    // Served: the python test's lookup of 12 drivers, then this page's own lookup.
+    await waitMessage(/Skew over 12 reference and \d+ served rows \(\d+ log file/, 'serving-log skew');
+    const src = await page.$eval('#skew-source', el => el.textContent);
+    const served = Number((/the serving log, (\d+) row\(s\) served/.exec(src) || [])[1]);
+    assert(served > 12, 'source note: ' + src);
+    const bars = await page.$$eval('#skew-chart rect.bar', rs => rs.map(r => [r.dataset.feature, Number(r.dataset.psi), r.getAttribute('class')]));
+    const conv = bars.find(b => b[0] === 'conv_rate'), trips = bars.find(b => b[0] === 'trips');
+    assert(conv && /psi-significant/.test(conv[2]), 'conv_rate bar: ' + JSON.stringify(conv));
+    assert(trips && trips[1] < 0.1 && /psi-stable/.test(trips[2]), 'trips bar: ' + JSON.stringify(trips));
+    await shot(page, 'features-skew-serving');
+    await page.$eval('#skew-cur-start', el => { el.value = '2020-01-01T00:00:00'; });
+    await page.$eval('#skew-cur-end', el => { el.value = '2020-01-02T00:00:00'; });
+    await page.click('#skew-run');
+    await waitMessage(/current window .* holds no rows of the served-vector log/, 'empty log window');
+  });
   await step('data path: checkpoints per run and an FS volume\'s sessions', async () => {
     await page.goto(CONSOLE_URL + '#/datapath', { waitUntil: 'networkidle0' });
     await page.waitForSelector('#ckpt-bucket');
@@ -248,9 +271,31 @@ try {
     assert(vol.includes('consolevol'), 'volume: ' + vol.slice(0, 200));
     const sess = await page.$$eval('#fs-sessions tbody tr', trs => trs.map(t => t.textContent));
     if (FS_PID) assert(sess.length === 1 && sess[0].includes(FS_PID) && sess[0].includes('alive'), 'sessions: ' + JSON.stringify(sess));
-    const warm = await page.$eval('#warmer', el => el.textContent);
-    assert(/shares no state with this server/.test(warm), 'warmer note: ' + warm);
+    // Local checkpoints on the server's disk: run-42 with a save in progress.
+    await page.waitForSelector('.ckpt-local-table', { timeout: 10000 });
+    const local = await page.$$eval('h3.ckpt-local-run', hs => hs.map(h => h.dataset.dir.split('/').pop()));
+    assert(JSON.stringify(local) === '["local-run-42","local-run-43"]', 'local runs: ' + JSON.stringify(local));
+    const lrows = await page.$$eval('.ckpt-local-table', ts => [...ts[0].querySelectorAll('tbody tr')].map(r => [r.dataset.step, r.dataset.state]));
+    assert(JSON.stringify(lrows) === '[["300","partial"],["200","complete"],["100","complete"]]', 'local run-42: ' + JSON.stringify(lrows));
+    // Warm jobs: one finished, one killed, one held at its first shard.
+    const jobs = async () => page.$$eval('tr.warm-job', trs => trs.map(t => ({ dir: t.dataset.dir, status: t.dataset.status, done: Number(t.dataset.done), total: Number(t.dataset.total), bar: Number(t.querySelector('progress').value) })));
+    await page.waitForFunction(() => document.querySelectorAll('tr.warm-job').length === 3, { timeout: 10000 });
+    const byDir = async () => Object.fromEntries((await jobs()).map(j => [j.dir.split('/').pop(), j]));
+    let j = await byDir();
+    assert(j['job-1'].status === 'finished' && j['job-1'].done === 30 && j['job-1'].bar === 100, 'job-1: ' + JSON.stringify(j['job-1']));
+    assert(j['job-2'].status === 'gone', 'job-2: ' + JSON.stringify(j['job-2']));
+    assert(j['job-3'].status === 'running' && j['job-3'].done === 0 && j['job-3'].total === 20, 'job-3: ' + JSON.stringify(j['job-3']));
+    const r = await fetch(WARM_GATE);
+    assert(r.ok, 'gate: ' + r.status);
+    // The page refreshes every 2 s: the bar moves, part-way, then to the end.
+    await page.waitForFunction(d => { const t = [...document.querySelectorAll('tr.warm-job')].find(x => x.dataset.dir === d); return t && Number(t.dataset.done) > 0 && Number(t.dataset.done) < 20; }, { timeout: 30000 }, WARM_JOB);
+    const mid = (await byDir())['job-3'];
+    assert(mid.bar > 0 && mid.bar < 100, 'progress bar part-way: ' + JSON.stringify(mid));
     await shot(page, 'datapath');
+    await page.waitForFunction((d, n) => { const t = [...document.querySelectorAll('tr.warm-job')].find(x => x.dataset.dir === d); return t && Number(t.dataset.done) > n; }, { timeout: 30000 }, WARM_JOB, mid.done);
+    await page.waitForFunction(d => { const t = [...document.querySelectorAll('tr.warm-job')].find(x => x.dataset.dir === d); return t && t.dataset.status === 'finished'; }, { timeout: 60000 }, WARM_JOB);
+    j = await byDir();
+    assert(j['job-3'].done === 20 && j['job-3'].bar === 100, 'job-3 at the end: ' + JSON.stringify(j['job-3']));
     await page.$eval('#fs-url', el => { el.value = 'sqlite3:///nonexistent/meta.db'; });
     await page.click('#fs-show');
     await waitMessage(/no volume file/, 'missing volume');
