@@ -384,6 +384,14 @@ std::string EmptyWindowMessage(const char* side, const Window& w, const std::str
                      WindowText(w), what, range);
 }
 
+// The server's own path of the log is not for every signed-in user: errors
+// name the log's files relative to it.
+std::string WithoutLogDir(std::string text, const std::string& dir) {
+  for (size_t p; !dir.empty() && (p = text.find(dir)) != std::string::npos;)
+    text.replace(p, dir.size(), "SERVING_LOG");
+  return text;
+}
+
 // Skew of the reference window of the source against what was served.
 void SkewAgainstLog(const ConsoleOptions& opts, http::ResponseWriter& w,
                     const features::FeatureRepo& repo, const FeatureViewDef& v,
@@ -396,9 +404,12 @@ void SkewAgainstLog(const ConsoleOptions& opts, http::ResponseWriter& w,
   // includes the requests served until now.
   if (opts.flush_serving_log)
     if (Status st = opts.flush_serving_log(); !st.ok())
-      return SendError(w, 502, "ServingLogUnwritable", st.ToString());
+      return SendError(w, 502, "ServingLogUnwritable",
+                       WithoutLogDir(st.ToString(), opts.serving_log_dir));
   auto log = ReadServingLog(opts.serving_log_dir, v, names, cw);
-  if (!log.ok()) return SendError(w, 422, "ServingLogUnreadable", log.error().ToString());
+  if (!log.ok())
+    return SendError(w, 422, "ServingLogUnreadable",
+                     WithoutLogDir(log.error().ToString(), opts.serving_log_dir));
   if (log->files_with_view == 0)
     return SendError(
         w, 404, "NoServingLog",

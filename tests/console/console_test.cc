@@ -519,6 +519,13 @@ TEST_F(FeatureReportsTest, SkewAgainstTheServingLog) {
   EXPECT_EQ(nlohmann::json::parse(empty.body)["error"], "EmptyWindow");
   EXPECT_NE(empty.body.find("served-vector log"), std::string::npos) << empty.body;
   EXPECT_EQ(call(R"({"serving_log":false})").status, 400);
+  // A log file that is not Parquet: 422, its name relative to the log directory.
+  ASSERT_TRUE(WriteFile(log + "/served-0002.parquet", "not parquet at all, just text"));
+  auto bad = call(R"({"serving_log":true})");
+  EXPECT_EQ(bad.status, 422) << bad.body;
+  EXPECT_NE(bad.body.find("SERVING_LOG/served-0002.parquet"), std::string::npos) << bad.body;
+  EXPECT_EQ(bad.body.find(log), std::string::npos) << bad.body;
+  std::filesystem::remove(log + "/served-0002.parquet");
   EXPECT_EQ(call(R"({"serving_log":true,"limit":3})").status, 400);
   // A feature server without a log: 501.
   Make(dir.Join("repo"));
