@@ -238,7 +238,7 @@ class IndexParams:
 # on it (as Milvus Lite shares its server): the engine holds the directory's
 # lock file (milvus/embedded.h), so another process opening it gets a clear
 # PreconditionFailedError while this one has it open.
-_open_dbs = {}  # realpath -> [_MilvusEmbedded, clients]; guarded by _open_dbs_lock
+_open_dbs = {}  # (pid, realpath) -> [_MilvusEmbedded, clients]; guarded by _open_dbs_lock
 _open_dbs_lock = threading.Lock()
 
 
@@ -246,7 +246,9 @@ class _SharedDb:
     """The engine of one directory, counted: closed with its last client."""
 
     def __init__(self, path):
-        self._key = os.path.realpath(path)
+        # By pid too: a forked child must not use the parent's engine (its
+        # threads did not fork); it opens its own, and the lock refuses it.
+        self._key = (os.getpid(), os.path.realpath(path))
         with _open_dbs_lock:
             entry = _open_dbs.get(self._key)
             if entry is None:

@@ -305,6 +305,31 @@ class OneProcessPerDirectoryTest(unittest.TestCase):
         p.kill()
         p.wait()
 
+    def test_a_forked_child_does_not_reuse_the_parents_engine(self):
+        import strata
+        path = os.path.join(tmpdir(self), "vectors.db")
+        c = MilvusClient(path)
+        self.addCleanup(c.close)
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: the directory is its parent's
+            os.close(r)
+            try:
+                MilvusClient(path)
+                code = b"opened"
+            except strata.PreconditionFailedError as e:
+                code = b"refused" if f"process {os.getppid()}" in str(e) else str(e).encode()
+            except BaseException as e:  # noqa: BLE001
+                code = repr(e).encode()
+            os.write(w, code)
+            os._exit(0)
+        os.close(w)
+        with os.fdopen(r, "rb") as f:
+            got = f.read()
+        os.waitpid(pid, 0)
+        self.assertEqual(got, b"refused")
+        self.assertEqual(c.list_collections(), [])  # the parent's engine still serves
+
     def test_server_and_embedded_exclude_each_other(self):
         import strata
         import strata_harness as h
