@@ -69,6 +69,13 @@ def local_disk(paths, workers):
     return DataLoader(LocalTars(), batch_size=64, num_workers=workers, collate_fn=ident)
 
 
+def cpu_seconds(pid):
+    """utime + stime of a process (/proc/PID/stat), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shards", type=int, default=32)
@@ -107,15 +114,19 @@ def main():
                 batch_size=64, num_workers=args.workers, collate_fn=ident)),
         )
         rates = {name: [] for name, _ in sides}
+        server_cpu = []  # the S3 server's CPU seconds per S3 epoch
         ratios = []
         print(f"{args.shards} shards x {args.samples} samples x {args.sample_kib} KiB, "
               f"{args.workers} workers, {args.rounds} interleaved rounds, {os.cpu_count()} cores")
         for r in range(args.rounds):
             order = sides if r % 2 == 0 else sides[::-1]
             for name, make in order:
+                c0 = cpu_seconds(srv.proc.pid)
                 t0 = time.perf_counter()
                 n = count(make())
                 dt = time.perf_counter() - t0
+                if name == sides[1][0]:
+                    server_cpu.append((cpu_seconds(srv.proc.pid) - c0, dt))
                 assert n == total, (name, n, total)
                 rates[name].append(total / dt)
             ratios.append(rates[sides[1][0]][-1] / rates[sides[0][0]][-1])
@@ -126,6 +137,9 @@ def main():
         for name, _ in sides:
             sps = statistics.median(rates[name])
             print(f"{name:<24}{sps:>12.0f}{sps * (args.sample_kib << 10) / 1e6:>10.1f}")
+        cpu, wall = statistics.median(c for c, _ in server_cpu), statistics.median(w for _, w in server_cpu)
+        print(f"S3 server CPU per S3 epoch: {cpu:.2f} s of a {wall:.2f} s epoch "
+              f"({cpu / wall / (os.cpu_count() or 1):.0%} of the machine's cores)")
         print(f"median ratio ShardDataset / local disk: {statistics.median(ratios):.2f} "
               f"(min {min(ratios):.2f}, max {max(ratios):.2f}), load {os.getloadavg()[0]:.1f}")
     finally:
