@@ -7,13 +7,16 @@ same WebDataset tar shards read from local disk with Python's tarfile.
         --shards 32 --samples 1000 --sample-kib 16 --workers 2
 
 Both sides do the same per-sample work (tar parse, group by key); the local
-side is the floor the object-store path is measured against. Prints one
-table; the ratio is ShardDataset / local disk.
+side is the floor the object-store path is measured against. The sides run
+in interleaved rounds (one epoch each, the order alternating, so load from
+other processes falls on both); prints each round, the medians and the median
+of the per-round ratios ShardDataset / local disk.
 """
 import argparse
 import io
 import os
 import shutil
+import statistics
 import sys
 import tarfile
 import tempfile
@@ -66,6 +69,13 @@ def local_disk(paths, workers):
     return DataLoader(LocalTars(), batch_size=64, num_workers=workers, collate_fn=ident)
 
 
+def cpu_seconds(pid):
+    """utime + stime of a process (/proc/PID/stat), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shards", type=int, default=32)
@@ -73,7 +83,8 @@ def main():
     ap.add_argument("--sample-kib", type=int, default=16)
     ap.add_argument("--workers", type=int, default=2, help="DataLoader workers")
     ap.add_argument("--lookahead", type=int, default=3)
-    ap.add_argument("--epochs", type=int, default=2, help="timed passes (the best is kept)")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="interleaved rounds (each: one epoch per side, the order alternating)")
     ap.add_argument("--strata-bin", default=os.path.join(ROOT, "build", "strata"))
     args = ap.parse_args()
     from torch.utils.data import DataLoader
@@ -95,28 +106,42 @@ def main():
             with open(paths[-1], "wb") as f:
                 f.write(blob)
         total = args.shards * args.samples
-        rows = []
-        for name, make in (
+        sides = (
             ("local disk (tarfile)", lambda: local_disk(paths, args.workers)),
             ("ShardDataset over S3", lambda: DataLoader(
                 strata.ShardDataset.from_prefix(url, "train/", shuffle=False,
                                                 lookahead=args.lookahead, ram_size="512M"),
                 batch_size=64, num_workers=args.workers, collate_fn=ident)),
-        ):
-            best = None
-            for _ in range(args.epochs):
+        )
+        rates = {name: [] for name, _ in sides}
+        server_cpu = []  # the S3 server's CPU seconds per S3 epoch
+        ratios = []
+        print(f"{args.shards} shards x {args.samples} samples x {args.sample_kib} KiB, "
+              f"{args.workers} workers, {args.rounds} interleaved rounds, {os.cpu_count()} cores")
+        for r in range(args.rounds):
+            order = sides if r % 2 == 0 else sides[::-1]
+            for name, make in order:
+                c0 = cpu_seconds(srv.proc.pid)
                 t0 = time.perf_counter()
                 n = count(make())
                 dt = time.perf_counter() - t0
+                if name == sides[1][0]:
+                    server_cpu.append((cpu_seconds(srv.proc.pid) - c0, dt))
                 assert n == total, (name, n, total)
-                best = dt if best is None else min(best, dt)
-            rows.append((name, total / best, total * (args.sample_kib << 10) / best / 1e6))
-        print(f"{args.shards} shards x {args.samples} samples x {args.sample_kib} KiB, "
-              f"{args.workers} workers, best of {args.epochs}")
-        print(f"{'reader':<24}{'samples/s':>12}{'MB/s':>10}")
-        for name, sps, mbs in rows:
-            print(f"{name:<24}{sps:>12.0f}{mbs:>10.1f}")
-        print(f"ratio ShardDataset / local disk: {rows[1][1] / rows[0][1]:.2f}")
+                rates[name].append(total / dt)
+            ratios.append(rates[sides[1][0]][-1] / rates[sides[0][0]][-1])
+            print(f"round {r}: local {rates[sides[0][0]][-1]:.0f}/s, S3 "
+                  f"{rates[sides[1][0]][-1]:.0f}/s, ratio {ratios[-1]:.2f}, "
+                  f"load {os.getloadavg()[0]:.1f}", flush=True)
+        print(f"{'reader':<24}{'samples/s':>12}{'MB/s':>10}   (medians)")
+        for name, _ in sides:
+            sps = statistics.median(rates[name])
+            print(f"{name:<24}{sps:>12.0f}{sps * (args.sample_kib << 10) / 1e6:>10.1f}")
+        cpu, wall = statistics.median(c for c, _ in server_cpu), statistics.median(w for _, w in server_cpu)
+        print(f"S3 server CPU per S3 epoch: {cpu:.2f} s of a {wall:.2f} s epoch "
+              f"({cpu / wall / (os.cpu_count() or 1):.0%} of the machine's cores)")
+        print(f"median ratio ShardDataset / local disk: {statistics.median(ratios):.2f} "
+              f"(min {min(ratios):.2f}, max {max(ratios):.2f}), load {os.getloadavg()[0]:.1f}")
     finally:
         srv.cleanup()
         shutil.rmtree(tmp, ignore_errors=True)

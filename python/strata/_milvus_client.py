@@ -234,10 +234,50 @@ class IndexParams:
 # Transports: the same messages in-process or over gRPC
 
 
+# One engine per directory in this process, shared by every embedded client
+# on it (as Milvus Lite shares its server): the engine holds the directory's
+# lock file (milvus/embedded.h), so another process opening it gets a clear
+# PreconditionFailedError while this one has it open.
+_open_dbs = {}  # (pid, realpath) -> [_MilvusEmbedded, clients]; guarded by _open_dbs_lock
+_open_dbs_lock = threading.Lock()
+
+
+class _SharedDb:
+    """The engine of one directory, counted: closed with its last client."""
+
+    def __init__(self, path):
+        # By pid too: a forked child must not use the parent's engine (its
+        # threads did not fork); it opens its own, and the lock refuses it.
+        self._key = (os.getpid(), os.path.realpath(path))
+        with _open_dbs_lock:
+            entry = _open_dbs.get(self._key)
+            if entry is None:
+                os.makedirs(path, exist_ok=True)
+                entry = _open_dbs[self._key] = [_strata._MilvusEmbedded(path), 0]
+            entry[1] += 1
+            self._db = entry[0]
+        self._closed = False
+
+    def call(self, method, data):
+        if self._closed:
+            raise _strata.Error("the MilvusClient is closed")
+        return self._db.call(method, data)
+
+    def close(self):
+        with _open_dbs_lock:
+            if self._closed:
+                return
+            self._closed = True
+            entry = _open_dbs[self._key]
+            entry[1] -= 1
+            if entry[1] == 0:
+                del _open_dbs[self._key]
+                entry[0].close()
+
+
 class _Embedded:
     def __init__(self, path):
-        os.makedirs(path, exist_ok=True)
-        self._db = _strata._MilvusEmbedded(path)
+        self._db = _SharedDb(path)
         self._pool = None
         self._lock = threading.Lock()
         self.path = path
@@ -298,7 +338,9 @@ class _Remote:
 
 def _check(status):
     if status.code != 0 or status.error_code != 0:
-        raise MilvusException(status.code or status.error_code, status.reason)
+        e = MilvusException(status.code or status.error_code, status.reason)
+        e._refused = True  # the service answered no: nothing was applied
+        raise e
 
 
 # ---------------------------------------------------------------------------
@@ -513,8 +555,27 @@ class MilvusClient:
             self._schemas[name] = d
         return d
 
-    def _pk(self, name):
-        return next(f for f in self._desc(name)["fields"] if f.get("is_primary"))
+    def _with_schema(self, name, timeout, fn):
+        """fn(description) with the cached schema; when that is refused (by
+        the service, or while encoding the rows), the collection is described
+        again and, if it is not the same collection any more (another client
+        dropped and recreated it: a new collection id), fn runs once more
+        with the new schema. A refusal by the same collection is the answer."""
+        desc = self._desc(name, timeout)
+        try:
+            return fn(desc)
+        except MilvusException as e:
+            if not (isinstance(e, ParamError) or getattr(e, "_refused", False)):
+                raise  # a transport error or a deadline: the call may have run
+            self._schemas.pop(name, None)
+            fresh = self._desc(name, timeout)  # raises "collection not found" if it is gone
+            if fresh["collection_id"] == desc["collection_id"]:
+                raise
+        return fn(fresh)
+
+    @staticmethod
+    def _pk_of(desc):
+        return next(f for f in desc["fields"] if f.get("is_primary"))
 
     # -- collections
 
@@ -713,12 +774,14 @@ class MilvusClient:
         rows = [data] if isinstance(data, dict) else list(data)
         if not rows:
             return None
-        desc = self._desc(collection_name, timeout)
         cls = _milvus.InsertRequest if insert else _milvus.UpsertRequest
-        req = cls(db_name=self._db_name, collection_name=collection_name,
-                  partition_name=partition_name or "", num_rows=len(rows))
-        req.fields_data.extend(_rows_to_columns(desc, rows, insert))
-        return self._call(method, req, _milvus.MutationResult, timeout)
+
+        def write(desc):
+            req = cls(db_name=self._db_name, collection_name=collection_name,
+                      partition_name=partition_name or "", num_rows=len(rows))
+            req.fields_data.extend(_rows_to_columns(desc, rows, insert))
+            return self._call(method, req, _milvus.MutationResult, timeout)
+        return self._with_schema(collection_name, timeout, write)
 
     def insert(self, collection_name, data, timeout=None, partition_name="", **kwargs):
         """Rows (dicts, or one dict): {"insert_count": n, "ids": [...]}."""
@@ -739,8 +802,8 @@ class MilvusClient:
             return {"upsert_count": 0, "ids": []}
         return {"upsert_count": r.upsert_cnt, "ids": _ids_list(r.IDs)}
 
-    def _ids_expr(self, collection_name, ids):
-        pk = self._pk(collection_name)
+    def _ids_expr(self, desc, ids):
+        pk = self._pk_of(desc)
         ids = [ids] if isinstance(ids, (int, str, np.integer)) else list(ids)
         vals = [json.dumps(str(i)) if pk["type"] == DataType.VARCHAR else str(int(i))
                 for i in ids]
@@ -752,10 +815,16 @@ class MilvusClient:
         _no_extra("delete", kwargs)
         if (ids is None) == (not filter):
             raise ParamError("delete: pass ids or filter (exactly one of them)")
-        expr = self._ids_expr(collection_name, ids) if ids is not None else filter
-        r = self._call("Delete", _milvus.DeleteRequest(
-            db_name=self._db_name, collection_name=collection_name,
-            partition_name=partition_name or "", expr=expr), _milvus.MutationResult, timeout)
+
+        def delete(expr):
+            return self._call("Delete", _milvus.DeleteRequest(
+                db_name=self._db_name, collection_name=collection_name,
+                partition_name=partition_name or "", expr=expr), _milvus.MutationResult, timeout)
+        if ids is None:
+            r = delete(filter)
+        else:
+            r = self._with_schema(collection_name, timeout,
+                                  lambda desc: delete(self._ids_expr(desc, ids)))
         return {"delete_count": r.delete_cnt}
 
     def search(self, collection_name, data, filter="", limit=10, output_fields=None,
@@ -834,9 +903,7 @@ class MilvusClient:
         dicts with the primary key and output_fields. limit=/offset= page."""
         if ids is not None and filter:
             raise ParamError("query: pass filter or ids, not both")
-        expr = self._ids_expr(collection_name, ids) if ids is not None else filter
-        req = _milvus.QueryRequest(db_name=self._db_name, collection_name=collection_name,
-                                   expr=expr or "")
+        req = _milvus.QueryRequest(db_name=self._db_name, collection_name=collection_name)
         req.output_fields.extend(output_fields or [])
         req.partition_names.extend(partition_names or [])
         for k in ("limit", "offset"):
@@ -848,7 +915,15 @@ class MilvusClient:
         else:
             req.use_default_consistency = True
         _no_extra("query", kwargs)
-        r = self._call("Query", req, _milvus.QueryResults, timeout)
+
+        def query(expr):
+            req.expr = expr or ""
+            return self._call("Query", req, _milvus.QueryResults, timeout)
+        if ids is None:
+            r = query(filter)
+        else:
+            r = self._with_schema(collection_name, timeout,
+                                  lambda desc: query(self._ids_expr(desc, ids)))
         n = max((_rows_in(fd) for fd in r.fields_data), default=0)
         return _entities(r.fields_data, n)
 

@@ -1,11 +1,14 @@
 // The Milvus API in-process (embedded.h): each RPC parsed from its bytes,
 // run on MilvusServiceImpl with no ServerContext (the service never reads
 // one) and serialized back.
+#include <filesystem>
 #include <functional>
 #include <map>
+#include <system_error>
 
 #include <fmt/format.h>
 
+#include <strata/core/dir_lock.h>
 #include <strata/milvus/embedded.h>
 
 #include "milvus/service.h"
@@ -87,6 +90,7 @@ const std::map<std::string, Handler, std::less<>>& Handlers() {
 }  // namespace
 
 struct Embedded::Impl {
+  DirLock lock;  // released after the manager is closed (members die in reverse order)
   std::unique_ptr<vector::CollectionManager> manager;
   std::unique_ptr<MilvusServiceImpl> service;
 };
@@ -101,6 +105,13 @@ Embedded::~Embedded() {
 Result<std::unique_ptr<Embedded>> Embedded::Open(const std::string& root,
                                                  const vector::CollectionOptions& options) {
   auto impl = std::make_unique<Impl>();
+  std::error_code ec;
+  std::filesystem::create_directories(root, ec);
+  if (ec) return Status::IOError(fmt::format("create directory {}: {}", root, ec.message()));
+  STRATA_ASSIGN_OR_RETURN(
+      impl->lock, DirLock::Open(root, kLockFile, "the Milvus database",
+                                "close the other MilvusClient on it, or serve the directory "
+                                "with `strata server` and connect with MilvusClient(uri=...)"));
   STRATA_ASSIGN_OR_RETURN(impl->manager, vector::CollectionManager::Open(root, options));
   impl->service = std::make_unique<MilvusServiceImpl>(impl->manager.get());
   return std::unique_ptr<Embedded>(new Embedded(std::move(impl)));

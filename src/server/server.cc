@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <strata/console/console.h>
+#include <strata/core/dir_lock.h>
 #include <strata/core/file_util.h>
 #include <strata/core/http_server.h>
 #include <strata/core/log.h>
@@ -15,6 +16,7 @@
 #include <strata/features/online.h>
 #include <strata/features/online_service.h>
 #include <strata/features/repo.h>
+#include <strata/milvus/embedded.h>
 #include <strata/milvus/server.h>
 #include <strata/qdrant/handler.h>
 #include <strata/s3/kms.h>
@@ -122,6 +124,7 @@ struct StrataServer::Impl {
   std::shared_ptr<s3::LifecycleWorker> lifecycle;  // shared with its /metrics callbacks
   std::unique_ptr<http::Server> admin_http;
   std::unique_ptr<console::Console> console;  // the web console on the admin port
+  DirLock vector_lock;  // DATA/vector, one process at a time (milvus/embedded.h)
   std::unique_ptr<vector::CollectionManager> collections;
   std::unique_ptr<qdrant::Handler> qdrant_handler;
   std::unique_ptr<http::Server> vector_http;
@@ -388,6 +391,13 @@ Status StrataServer::Start() {
   if (im.opts.enable_vector) {
     vector::CollectionOptions vo;
     vo.sync = im.opts.sync;
+    // The lock an embedded MilvusClient takes on the same directory.
+    std::error_code ec;
+    std::filesystem::create_directories(im.opts.data_dir + "/vector", ec);
+    STRATA_ASSIGN_OR_RETURN(
+        im.vector_lock,
+        DirLock::Open(im.opts.data_dir + "/vector", milvus::Embedded::kLockFile,
+                      "the vector directory", "close the embedded MilvusClient that has it open"));
     STRATA_ASSIGN_OR_RETURN(im.collections, vector::CollectionManager::Open(im.opts.data_dir + "/vector", vo));
     qdrant::HandlerOptions ro;
     ro.api_key = im.opts.vector_api_key;

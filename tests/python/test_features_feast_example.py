@@ -157,5 +157,115 @@ class FeastExample(unittest.TestCase):
             remote.push("no_such_source", event_df)
 
 
+def start_server(test, repo):
+    """`strata features serve --repo REPO --port 0`: the FeatureStore(url=...)."""
+    srv = subprocess.Popen([strata_bin(), "features", "serve", "--repo", repo, "--port", "0"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen, m = [], None
+    for _ in range(20):  # "Feature server listening on http://127.0.0.1:PORT", after log lines
+        seen.append(srv.stdout.readline())
+        m = re.search(r"listening on http://[\d.]+:(\d+)", seen[-1])
+        if m or not seen[-1]:
+            break
+    if m is None:
+        srv.kill()
+        srv.wait()
+        srv.stdout.close()
+        test.fail("".join(seen))
+    return srv, FeatureStore(url=f"http://127.0.0.1:{m.group(1)}")
+
+
+class RemoteWrites(unittest.TestCase):
+    """FeatureStore(url=...)'s materialize, materialize_incremental and
+    write_to_online_store go to the feature server (Feast's /materialize,
+    /materialize-incremental and /write-to-online-store endpoints) and land
+    in the repository's online store: checked through the server and, after
+    it stops, through a local FeatureStore on the same repository."""
+
+    def setUp(self):
+        self.dir = tmpdir(self)
+        self.repo = fu.copy_repo(self.dir)
+        self.end = fu.now_hour()
+        self.source = fu.driver_stats_df(self.end)
+        sf.write_table(self.source, os.path.join(self.repo, "data", "driver_stats.parquet"))
+        fu.cli("apply", "--repo", self.repo)
+        self.srv, self.remote = start_server(self, self.repo)
+        self.addCleanup(self.stop)
+
+    def stop(self):
+        if self.srv is not None:
+            self.srv.kill()
+            self.srv.wait()
+            self.srv.stdout.close()
+            self.srv = None
+
+    def online(self, store, drivers, features=FEATURES):
+        return store.get_online_features(features=features,
+                                         entity_rows=[{"driver_id": d} for d in drivers]).to_dict()
+
+    def test_materialize_and_write_over_http(self):
+        remote = self.remote
+        before = self.online(remote, [1001, 1002])
+        self.assertEqual(before["conv_rate"], [None, None])  # nothing materialized yet
+
+        # A bad request changes nothing.
+        with self.assertRaises(strata.NotFoundError):
+            remote.materialize(self.end - timedelta(hours=12), self.end, ["no_such_view"])
+        self.assertEqual(self.online(remote, [1001])["conv_rate"], [None])
+
+        # materialize(start, end): the latest row per driver in [start, end]
+        start = self.end - timedelta(hours=12)
+        st = remote.materialize(start, self.end, ["driver_hourly_stats"])
+        self.assertEqual(st["views"], 1)
+        window = self.source[(self.source["event_timestamp"] >= start) &
+                             (self.source["event_timestamp"] <= self.end)]
+        latest = window.sort_values(["event_timestamp", "created"], kind="stable") \
+            .groupby("driver_id").tail(1).set_index("driver_id")
+        self.assertEqual(st["entities_written"], len(latest))  # 1005 stopped 2 days ago
+        got = self.online(remote, [1001, 1002, 1005])
+        for i, d in enumerate([1001, 1002]):
+            self.assertAlmostEqual(got["conv_rate"][i], float(latest.loc[d, "conv_rate"]), places=6)
+            self.assertEqual(got["avg_daily_trips"][i], int(latest.loc[d, "avg_daily_trips"]))
+        self.assertIsNone(got["conv_rate"][2])
+
+        # write_to_online_store: a newer row for 1001 replaces the materialized one
+        now = datetime.now(tz=self.end.tzinfo)
+        row = pd.DataFrame.from_dict({
+            "driver_id": [1001], "event_timestamp": [now], "created": [now],
+            "conv_rate": [0.25], "acc_rate": [0.75], "avg_daily_trips": [4242]})
+        remote.write_to_online_store("driver_hourly_stats", row)
+        got = self.online(remote, [1001, 1002])
+        self.assertEqual(got["conv_rate"][0], 0.25)
+        self.assertEqual(got["avg_daily_trips"][0], 4242)
+        self.assertAlmostEqual(got["conv_rate"][1], float(latest.loc[1002, "conv_rate"]), places=6)
+        # ...an older one does not (latest event time wins, as materialize keeps it)
+        old = row.copy()
+        old["event_timestamp"] = [now - timedelta(hours=1)]
+        old["conv_rate"] = [0.125]
+        remote.write_to_online_store("driver_hourly_stats", old)
+        self.assertEqual(self.online(remote, [1001])["conv_rate"], [0.25])
+        # Bad writes are refused and change nothing.
+        with self.assertRaises(strata.NotFoundError):
+            remote.write_to_online_store("no_such_view", row)
+        with self.assertRaises(strata.InvalidArgumentError):
+            remote.write_to_online_store("driver_hourly_stats", row.drop(columns=["event_timestamp"]))
+        self.assertEqual(self.online(remote, [1001])["conv_rate"], [0.25])
+
+        # materialize_incremental: the fresh view, from end - ttl to now
+        st = remote.materialize_incremental(datetime.now(tz=self.end.tzinfo),
+                                            ["driver_hourly_stats_fresh"])
+        self.assertEqual(st["views"], 1)
+        fresh = self.online(remote, [1002], ["driver_hourly_stats_fresh:conv_rate"])
+        self.assertAlmostEqual(fresh["conv_rate"][0], float(latest.loc[1002, "conv_rate"]), places=6)
+
+        # The server wrote the repository's online store: a local store sees it.
+        self.stop()
+        local = FeatureStore(repo_path=self.repo)
+        self.addCleanup(local.close)
+        got = self.online(local, [1001, 1002])
+        self.assertEqual(got["conv_rate"][0], 0.25)
+        self.assertAlmostEqual(got["conv_rate"][1], float(latest.loc[1002, "conv_rate"]), places=6)
+
+
 if __name__ == "__main__":
     unittest.main()

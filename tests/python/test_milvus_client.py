@@ -159,7 +159,49 @@ class FlowMixin:
             MilvusClient(self.uri, token="root:Milvus")
 
 
-class EmbeddedTest(FlowMixin, unittest.TestCase):
+class RecreatedMixin:
+    """Another client drops a collection and creates one of the same name
+    with a different schema: this client's cached schema must not be used
+    for the new one (pymilvus refreshes its schema cache on a mismatch)."""
+
+    def test_schema_cache_follows_a_recreated_collection(self):
+        c = self.c
+        c.create_collection("re", dimension=DIM, metric_type="L2")
+        c.insert("re", [{"id": i, "vector": self.vecs[i]} for i in range(5)])  # caches the schema
+        self.assertEqual(len(c.get("re", ids=[1, 2])), 2)
+        old_id = c.describe_collection("re")["collection_id"]
+
+        other = MilvusClient(self.uri)
+        self.addCleanup(other.close)
+        other.drop_collection("re")
+        schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+        schema.add_field("pk", DataType.VARCHAR, is_primary=True, max_length=16)
+        schema.add_field("emb", DataType.FLOAT_VECTOR, dim=DIM + 4)
+        schema.add_field("n", DataType.INT64)
+        idx = MilvusClient.prepare_index_params()
+        idx.add_index("emb", index_type="FLAT", metric_type="L2")
+        other.create_collection("re", schema=schema, index_params=idx)
+        self.assertNotEqual(other.describe_collection("re")["collection_id"], old_id)
+
+        wide = np.random.default_rng(9).standard_normal((3, DIM + 4)).astype(np.float32)
+        rows = [{"pk": f"k{i}", "emb": wide[i], "n": i} for i in range(3)]
+        self.assertEqual(c.insert("re", rows)["insert_count"], 3)  # encoded with the new schema
+        got = c.get("re", ids=["k1"], output_fields=["n"])  # a VARCHAR key: quoted
+        self.assertEqual(got, [{"pk": "k1", "n": 1}])
+        self.assertEqual(c.delete("re", ids=["k0"])["delete_count"], 1)
+        self.assertEqual(sorted(r["pk"] for r in other.query("re", filter="n >= 0")), ["k1", "k2"])
+        # A row the new schema refuses is still refused (and nothing is written).
+        with self.assertRaises(MilvusException):
+            c.insert("re", [{"pk": "k9", "emb": wide[0]}])  # no "n"
+        self.assertEqual(other.query("re", filter='pk == "k9"'), [])
+        # Dropped without a successor: the answer is "collection not found".
+        other.drop_collection("re")
+        with self.assertRaises(MilvusException) as e:
+            c.insert("re", rows)
+        self.assertEqual(e.exception.code, 100)
+
+
+class EmbeddedTest(RecreatedMixin, FlowMixin, unittest.TestCase):
     def client(self):
         self.uri = os.path.join(tmpdir(self), "vectors.db")
         return MilvusClient(self.uri)
@@ -203,6 +245,103 @@ class EmbeddedCallTest(unittest.TestCase):
             db.call("ShowCollections", b"")
 
 
+_HOLDER = """
+import sys, time
+from strata.vector import MilvusClient
+c = MilvusClient(sys.argv[1])
+c.create_collection("held", dimension=4)
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+class OneProcessPerDirectoryTest(unittest.TestCase):
+    """An embedded database is one process's (Milvus Lite's rule): a second
+    process gets a clear error naming the holder, while clients in the same
+    process share the one engine; kill -9 of the holder frees the directory."""
+
+    def start_holder(self, path):
+        import subprocess
+        import sys
+        p = subprocess.Popen([sys.executable, "-c", _HOLDER, path], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+        self.addCleanup(lambda: (p.kill(), p.wait(), p.stdout.close(), p.stderr.close()))
+        line = p.stdout.readline()
+        self.assertEqual(line.strip(), "ready", p.stderr.read() if not line else line)
+        return p
+
+    def test_second_process_refused_until_the_holder_dies(self):
+        import strata
+        path = os.path.join(tmpdir(self), "vectors.db")
+        p = self.start_holder(path)
+        with self.assertRaises(strata.PreconditionFailedError) as e:
+            MilvusClient(path)
+        msg = str(e.exception)
+        self.assertIn(f"process {p.pid}", msg)
+        self.assertIn("one process at a time", msg)
+        self.assertIn(path, msg)
+        p.kill()  # SIGKILL: the kernel drops the lock with the process
+        p.wait()
+        c = MilvusClient(path)
+        self.addCleanup(c.close)
+        self.assertEqual(c.list_collections(), ["held"])
+
+    def test_clients_in_one_process_share_the_engine(self):
+        path = os.path.join(tmpdir(self), "vectors.db")
+        a = MilvusClient(path)
+        b = MilvusClient(path + "/")  # the same directory, spelled differently
+        self.addCleanup(b.close)
+        a.create_collection("shared", dimension=4)
+        a.insert("shared", [{"id": 1, "vector": [0.1, 0.2, 0.3, 0.4]}])
+        self.assertEqual(b.get("shared", ids=[1])[0]["id"], 1)
+        a.close()
+        a.close()  # twice is harmless and does not close b's engine
+        self.assertEqual(b.list_collections(), ["shared"])
+        with self.assertRaisesRegex(Exception, "closed"):
+            a.list_collections()
+        b.close()
+        # Every client closed: the directory is free for another process.
+        p = self.start_holder(path)
+        p.kill()
+        p.wait()
+
+    def test_a_forked_child_does_not_reuse_the_parents_engine(self):
+        import strata
+        path = os.path.join(tmpdir(self), "vectors.db")
+        c = MilvusClient(path)
+        self.addCleanup(c.close)
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: the directory is its parent's
+            os.close(r)
+            try:
+                MilvusClient(path)
+                code = b"opened"
+            except strata.PreconditionFailedError as e:
+                code = b"refused" if f"process {os.getppid()}" in str(e) else str(e).encode()
+            except BaseException as e:  # noqa: BLE001
+                code = repr(e).encode()
+            os.write(w, code)
+            os._exit(0)
+        os.close(w)
+        with os.fdopen(r, "rb") as f:
+            got = f.read()
+        os.waitpid(pid, 0)
+        self.assertEqual(got, b"refused")
+        self.assertEqual(c.list_collections(), [])  # the parent's engine still serves
+
+    def test_server_and_embedded_exclude_each_other(self):
+        import strata
+        import strata_harness as h
+        data = os.path.join(tmpdir(self), "data")
+        srv = h.StrataServer(strata_bin(), data_dir=data, vector=True, milvus=True)
+        srv.start()
+        self.addCleanup(srv.cleanup)
+        with self.assertRaises(strata.PreconditionFailedError) as e:
+            MilvusClient(os.path.join(data, "vector"))
+        self.assertIn("uri=", str(e.exception))  # says what to do instead
+
+
 class EmbeddedThenServedTest(unittest.TestCase):
     def test_server_serves_an_embedded_directory(self):
         import strata_harness as h
@@ -222,7 +361,7 @@ class EmbeddedThenServedTest(unittest.TestCase):
         self.assertEqual((hits[0][0]["id"], hits[0][0]["entity"]), (11, {"tag": "t11"}))
 
 
-class RemoteTest(FlowMixin, unittest.TestCase):
+class RemoteTest(RecreatedMixin, FlowMixin, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         import strata_harness as h

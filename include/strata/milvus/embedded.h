@@ -7,7 +7,10 @@
 // generated protocol code stays inside src/milvus.
 //
 // A directory written here can be served by `strata server` (its vector
-// directory) and the other way round; one process at a time.
+// directory) and the other way round; one process at a time: Open holds an
+// exclusive lock on ROOT/.strata-vector.lock (kLockFile, core/dir_lock.h) until
+// the Embedded is destroyed, and the server holds the same lock on
+// DATA/vector, so a second opener gets PreconditionFailed naming the holder.
 //
 // Thread-safety: Call may run concurrently from several threads.
 #pragma once
@@ -24,6 +27,9 @@ namespace strata::milvus {
 
 class Embedded {
  public:
+  // The lock file in the root (the server's vector directory takes it too).
+  static constexpr const char* kLockFile = ".strata-vector.lock";
+
   // Opens (creating when missing) the collections under `root`.
   static Result<std::unique_ptr<Embedded>> Open(const std::string& root,
                                                 const vector::CollectionOptions& options = {});

@@ -129,10 +129,20 @@ def _column_to_pandas(kind, unit, utc, values, valid):
 
 def to_pandas(cols):
     pd = _pd()
+    # Built from the columns' arrays by position, names set afterwards:
+    # pandas 1.5's DataFrame(dict, columns=...) takes a per-element object
+    # path (9 s for 1M rows x 4 columns, against 20 ms this way), and a
+    # dict of Series would align their indexes.
     data = {}
-    for name, kind, unit, utc, values, valid in cols:
-        data[name] = _column_to_pandas(kind, unit, utc, values, valid)
-    return pd.DataFrame(data, columns=[c[0] for c in cols])
+    for i, (_, kind, unit, utc, values, valid) in enumerate(cols):
+        s = _column_to_pandas(kind, unit, utc, values, valid)
+        # numpy dtypes as ndarrays (PandasArray wrappers are slower still);
+        # tz-aware timestamps keep their DatetimeArray
+        ext = isinstance(s.dtype, pd.api.extensions.ExtensionDtype)
+        data[i] = s.array if ext else s.to_numpy(copy=False)
+    df = pd.DataFrame(data)
+    df.columns = [c[0] for c in cols]
+    return df
 
 
 def _py_value(kind, unit, utc, v):

@@ -399,8 +399,9 @@ class FeatureStore:
                 return json.loads(r.read() or b"{}")
         except urllib.error.HTTPError as e:
             detail = e.read().decode(errors="replace")
-            cls = {400: _strata.InvalidArgumentError, 404: _strata.NotFoundError}.get(e.code,
-                                                                                     _strata.Error)
+            # 422: the server's (and Feast's FastAPI) answer to rows that do not fit
+            cls = {400: _strata.InvalidArgumentError, 404: _strata.NotFoundError,
+                   422: _strata.InvalidArgumentError}.get(e.code, _strata.Error)
             raise cls(f"{self.url}{path}: HTTP {e.code}: {detail}") from None
 
     def _remote_online(self, refs, service, entities, full_feature_names):
