@@ -315,6 +315,68 @@ Status AddVectorColumn(const FieldMeta& f, const FieldData& fd, uint32_t n,
   return Status::Ok();
 }
 
+// BINARY_VECTOR rows: dim/8 bytes each, bit j of a row is bit 7 - j%8 of
+// byte j/8 (numpy.packbits order, as pymilvus packs), unpacked to 0/1.
+void UnpackBits(const char* bytes, uint32_t dim, std::vector<float>* out) {
+  out->resize(dim);
+  for (uint32_t j = 0; j < dim; ++j) {
+    (*out)[j] = static_cast<float>((static_cast<uint8_t>(bytes[j / 8]) >> (7 - j % 8)) & 1);
+  }
+}
+
+Status AddBinaryColumn(const FieldMeta& f, const FieldData& fd, uint32_t n,
+                       std::vector<vector::Point>* points) {
+  if (fd.field_case() != FieldData::kVectors ||
+      fd.vectors().data_case() != pb::schema::VectorField::kBinaryVector) {
+    return Status::InvalidArgument(fmt::format(
+        "field {}: expected BinaryVector data, the request carries another type", f.name));
+  }
+  const auto& v = fd.vectors();
+  if (v.dim() != 0 && v.dim() != f.dim) {
+    return Status::InvalidArgument(fmt::format(
+        "the dim ({}) of field data({}) is not equal to schema dim ({})", v.dim(), f.name, f.dim));
+  }
+  const std::string& b = v.binary_vector();
+  const size_t row = f.dim / 8;
+  if (b.size() != size_t(n) * row) {
+    return Status::InvalidArgument(fmt::format(
+        "field {}: {} bytes of binary vectors for {} rows of dim {} (expected {} bytes, dim/8 "
+        "per row)",
+        f.name, b.size(), n, f.dim, size_t(n) * row));
+  }
+  for (uint32_t r = 0; r < n; ++r) {
+    vector::NamedVector nv;
+    nv.name = f.name;
+    UnpackBits(b.data() + size_t(r) * row, f.dim, &nv.values);
+    (*points)[r].vectors.push_back(std::move(nv));
+  }
+  return Status::Ok();
+}
+
+Status AddSparseColumn(const FieldMeta& f, const FieldData& fd, uint32_t n,
+                       std::vector<vector::Point>* points) {
+  if (fd.field_case() != FieldData::kVectors ||
+      fd.vectors().data_case() != pb::schema::VectorField::kSparseFloatVector) {
+    return Status::InvalidArgument(fmt::format(
+        "field {}: expected SparseFloatVector data, the request carries another type", f.name));
+  }
+  const auto& rows = fd.vectors().sparse_float_vector().contents();
+  if (static_cast<uint32_t>(rows.size()) != n) {
+    return Status::InvalidArgument(fmt::format(
+        "the num_rows ({}) of field data does not match the passed num_rows ({}) for field {}",
+        rows.size(), n, f.name));
+  }
+  for (uint32_t r = 0; r < n; ++r) {
+    auto sv = ParseSparseRow(rows.Get(static_cast<int>(r)));
+    if (!sv) {
+      return Status::InvalidArgument(
+          fmt::format("field {} (row {}): {}", f.name, r, sv.error().message()));
+    }
+    (*points)[r].sparse.push_back(vector::NamedSparseVector{f.name, std::move(*sv)});
+  }
+  return Status::Ok();
+}
+
 Status AddDynamicColumn(const CollectionMeta& m, const FieldData& fd, uint32_t n,
                         std::vector<json>* rows) {
   if (!m.enable_dynamic) {
@@ -554,7 +616,11 @@ Result<Rows> RowsFromFieldData(const CollectionMeta& m, const FieldDataList& fie
           "auto_id=false",
           f->name));
     }
-    if (IsFloatVectorType(f->type)) {
+    if (f->type == DataType::kSparseFloatVector) {
+      STRATA_RETURN_IF_ERROR(AddSparseColumn(*f, fd, num_rows, &out.points));
+    } else if (f->type == DataType::kBinaryVector) {
+      STRATA_RETURN_IF_ERROR(AddBinaryColumn(*f, fd, num_rows, &out.points));
+    } else if (IsFloatVectorType(f->type)) {
       STRATA_RETURN_IF_ERROR(AddVectorColumn(*f, fd, num_rows, &out.points));
     } else {
       STRATA_RETURN_IF_ERROR(AddScalarColumn(*f, fd, num_rows, &payload));
@@ -591,6 +657,88 @@ Result<Rows> RowsFromFieldData(const CollectionMeta& m, const FieldDataList& fie
   return out;
 }
 
+namespace {
+
+// The SPARSE_FLOAT_VECTOR or BINARY_VECTOR column of records (dim: the
+// largest index + 1 for sparse, the bits for binary).
+Status OtherVectorsToFieldData(const FieldMeta& f,
+                               const std::vector<const vector::Record*>& records,
+                               pb::schema::VectorField* v) {
+  if (f.type == DataType::kSparseFloatVector) {
+    auto* sp = v->mutable_sparse_float_vector();
+    int64_t dim = 0;
+    for (const auto* r : records) {
+      const vector::SparseVector* sv = nullptr;
+      for (const auto& x : r->sparse) {
+        if (x.name == f.name) sv = &x.vector;
+      }
+      static const vector::SparseVector kEmpty;
+      if (sv == nullptr) sv = &kEmpty;  // a row inserted with no terms
+      if (!sv->indices.empty()) dim = std::max<int64_t>(dim, int64_t(sv->indices.back()) + 1);
+      sp->add_contents(SparseRowBytes(*sv));
+    }
+    sp->set_dim(dim);
+    v->set_dim(dim);
+    return Status::Ok();
+  }
+  v->set_dim(f.dim);
+  std::string* b = v->mutable_binary_vector();
+  for (const auto* r : records) {
+    const vector::NamedVector* nv = nullptr;
+    for (const auto& x : r->vectors) {
+      if (x.name == f.name) nv = &x;
+    }
+    if (nv == nullptr || nv->values.size() != f.dim) {
+      return Status::Internal(fmt::format("point {} has no vector {}", r->id.ToString(), f.name));
+    }
+    const size_t at = b->size();
+    b->resize(at + f.dim / 8, '\0');
+    for (uint32_t j = 0; j < f.dim; ++j) {
+      if (nv->values[j] > 0.5f) (*b)[at + j / 8] |= static_cast<char>(1u << (7 - j % 8));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<vector::SparseVector> ParseSparseRow(const std::string& bytes) {
+  if (bytes.size() % 8 != 0) {
+    return Status::InvalidArgument(fmt::format(
+        "a sparse row is pairs of uint32 index and float32 value (8 bytes each), got {} bytes",
+        bytes.size()));
+  }
+  vector::SparseVector sv;
+  const size_t n = bytes.size() / 8;
+  sv.indices.resize(n);
+  sv.values.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::memcpy(&sv.indices[i], bytes.data() + 8 * i, 4);
+    std::memcpy(&sv.values[i], bytes.data() + 8 * i + 4, 4);
+    if (sv.indices[i] == UINT32_MAX) {
+      return Status::InvalidArgument("sparse vector index 4294967295 is out of range [0, 2^32-1)");
+    }
+    if (i > 0 && sv.indices[i] <= sv.indices[i - 1]) {
+      return Status::InvalidArgument(
+          "sparse vector indices must be unique and sorted in ascending order");
+    }
+    if (!std::isfinite(sv.values[i])) {
+      return Status::InvalidArgument(
+          fmt::format("sparse vector value at index {} is NaN or Inf", sv.indices[i]));
+    }
+  }
+  return sv;
+}
+
+std::string SparseRowBytes(const vector::SparseVector& sv) {
+  std::string out(sv.indices.size() * 8, '\0');
+  for (size_t i = 0; i < sv.indices.size(); ++i) {
+    std::memcpy(out.data() + 8 * i, &sv.indices[i], 4);
+    std::memcpy(out.data() + 8 * i + 4, &sv.values[i], 4);
+  }
+  return out;
+}
+
 Result<OutputFields> ResolveOutputFields(const CollectionMeta& m,
                                          const google::protobuf::RepeatedPtrField<std::string>& req,
                                          bool with_primary) {
@@ -600,7 +748,7 @@ Result<OutputFields> ResolveOutputFields(const CollectionMeta& m,
     if (!added.insert(f->name).second) return;
     out.fields.push_back(f);
     out.names.push_back(f->name);
-    if (IsFloatVectorType(f->type)) out.with_vectors = true;
+    if (IsVectorType(f->type)) out.with_vectors = true;
   };
   if (with_primary) add(m.Primary());
   for (const std::string& name : req) {
@@ -635,6 +783,10 @@ Status RecordsToFieldData(const CollectionMeta& m, const OutputFields& out,
     fd->set_field_name(f->name);
     fd->set_field_id(f->id);
     fd->set_type(static_cast<pb::schema::DataType>(f->type));
+    if (f->type == DataType::kSparseFloatVector || f->type == DataType::kBinaryVector) {
+      STRATA_RETURN_IF_ERROR(OtherVectorsToFieldData(*f, records, fd->mutable_vectors()));
+      continue;
+    }
     if (IsFloatVectorType(f->type)) {
       auto* v = fd->mutable_vectors();
       v->set_dim(f->dim);
@@ -753,8 +905,20 @@ Result<std::vector<std::vector<float>>> QueryVectors(const std::string& placehol
         "search by {} is not supported on a {} field: pass {} query vectors",
         pb::common::PlaceholderType_Name(ph.type()), DataTypeName(field), DataTypeName(field)));
   }
-  const size_t elem = field == DataType::kFloatVector ? sizeof(float) : 2;
   std::vector<std::vector<float>> out;
+  if (field == DataType::kBinaryVector) {
+    for (const std::string& b : ph.values()) {
+      if (b.size() * 8 != dim) {
+        return Status::InvalidArgument(fmt::format(
+            "the dimension of the query vector ({}) does not match the field's dimension ({})",
+            b.size() * 8, dim));
+      }
+      UnpackBits(b.data(), dim, &out.emplace_back());
+    }
+    if (out.empty()) return Status::InvalidArgument("no query vector given");
+    return out;
+  }
+  const size_t elem = field == DataType::kFloatVector ? sizeof(float) : 2;
   for (const std::string& b : ph.values()) {
     if (b.size() != size_t(dim) * elem) {
       return Status::InvalidArgument(fmt::format(
@@ -772,6 +936,26 @@ Result<std::vector<std::vector<float>>> QueryVectors(const std::string& placehol
       }
     }
     out.push_back(std::move(v));
+  }
+  if (out.empty()) return Status::InvalidArgument("no query vector given");
+  return out;
+}
+
+Result<std::vector<vector::SparseVector>> QuerySparseVectors(const std::string& placeholder_group) {
+  pb::common::PlaceholderGroup g;
+  if (!g.ParseFromString(placeholder_group) || g.placeholders_size() != 1) {
+    return Status::InvalidArgument("placeholder_group is not a PlaceholderGroup with one entry");
+  }
+  const auto& ph = g.placeholders(0);
+  if (ph.type() != pb::common::PlaceholderType::SparseFloatVector) {
+    return Status::NotSupported(fmt::format(
+        "search by {} is not supported on a SparseFloatVector field: pass sparse query vectors",
+        pb::common::PlaceholderType_Name(ph.type())));
+  }
+  std::vector<vector::SparseVector> out;
+  for (const std::string& b : ph.values()) {
+    STRATA_ASSIGN_OR_RETURN(auto sv, ParseSparseRow(b));
+    out.push_back(std::move(sv));
   }
   if (out.empty()) return Status::InvalidArgument("no query vector given");
   return out;
@@ -863,6 +1047,12 @@ Status SetSearchParam(SearchParams& p, const std::string& k, const json& v) {
   if (k == "ef") return as_uint(&p.ef);
   if (k == "nprobe") return as_uint(&p.nprobe);
   if (k == "search_list") return as_uint(&p.search_list);
+  if (k == "drop_ratio_search") {
+    STRATA_RETURN_IF_ERROR(as_float(&p.drop_ratio_search));
+    if (!(*p.drop_ratio_search >= 0 && *p.drop_ratio_search < 1))
+      return Status::InvalidArgument("drop_ratio_search must be in [0, 1)");
+    return Status::Ok();
+  }
   if (k == "radius") return as_float(&p.radius);
   if (k == "range_filter") return as_float(&p.range_filter);
   if (k == "group_by_field") {
@@ -894,7 +1084,8 @@ Status SetSearchParam(SearchParams& p, const std::string& k, const json& v) {
   }
   return Status::InvalidArgument(fmt::format(
       "search param \"{}\" is not supported (supported: ef, nprobe, search_list, radius, "
-      "range_filter, group_by_field, group_size, strict_group_size and the iterator's)",
+      "range_filter, drop_ratio_search, group_by_field, group_size, strict_group_size and the "
+      "iterator's)",
       k));
 }
 

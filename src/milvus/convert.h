@@ -69,9 +69,19 @@ void RecordIds(const CollectionMeta& m, const std::vector<const vector::Record*>
 
 // The query vectors of a SearchRequest.placeholder_group for a field of
 // type `field` (FloatVector: `dim` float32 little-endian; Float16Vector /
-// BFloat16Vector: `dim` IEEE half / bfloat16, converted to float32).
+// BFloat16Vector: `dim` IEEE half / bfloat16, converted to float32;
+// BinaryVector: dim/8 bytes, unpacked to 0/1 components).
 Result<std::vector<std::vector<float>>> QueryVectors(const std::string& placeholder_group,
                                                      DataType field, uint32_t dim);
+
+// The query vectors of a search on a SPARSE_FLOAT_VECTOR field.
+Result<std::vector<vector::SparseVector>> QuerySparseVectors(const std::string& placeholder_group);
+
+// One row of Milvus's sparse format (SparseFloatArray.contents, a sparse
+// placeholder value): (uint32 index, float32 value) pairs, little-endian,
+// indices strictly ascending and below 2^32-1, values finite.
+Result<vector::SparseVector> ParseSparseRow(const std::string& bytes);
+std::string SparseRowBytes(const vector::SparseVector& sv);
 
 // IEEE 754 half precision and bfloat16 <-> float32 (round to nearest even).
 float HalfToFloat(uint16_t h);
@@ -88,6 +98,9 @@ struct SearchParams {
   uint32_t ef = 0;
   uint32_t nprobe = 0;
   uint32_t search_list = 0;
+  // SPARSE_FLOAT_VECTOR searches: the fraction of each query's entries with
+  // the smallest |value| left out of the search, in [0, 1).
+  std::optional<float> drop_ratio_search;
   int round_decimal = -1;
   // Range search, in Milvus's units (squared distance for L2): L2 keeps
   // range_filter <= d < radius, IP/COSINE radius < s <= range_filter.

@@ -58,7 +58,7 @@ Result<uint32_t> ParseUint(std::string_view what, std::string_view v, uint32_t l
 // type and range.
 Status ValidateDefault(const FieldMeta& f) {
   if (f.primary || f.type == DataType::kJson || f.type == DataType::kArray ||
-      IsFloatVectorType(f.type)) {
+      IsVectorType(f.type)) {
     return Status::InvalidArgument(fmt::format("default value is not supported for field {} ({}{})",
                                                f.name, DataTypeName(f.type),
                                                f.primary ? ", the primary key" : ""));
@@ -160,12 +160,32 @@ Status ValidateField(FieldMeta& f) {
             fmt::format("vector field({}) cannot be nullable in Strata", f.name));
       }
       break;
+    case DataType::kBinaryVector:
+      if (f.dim == 0 || f.dim > kMaxDim || f.dim % 8 != 0) {
+        return Status::InvalidArgument(fmt::format(
+            "dim of the binary vector field({}) should be a multiple of 8 in range 8 ~ {}, got {}",
+            f.name, kMaxDim, f.dim));
+      }
+      if (f.nullable) {
+        return Status::NotSupported(
+            fmt::format("vector field({}) cannot be nullable in Strata", f.name));
+      }
+      break;
+    case DataType::kSparseFloatVector:
+      if (f.dim != 0) {
+        return Status::InvalidArgument(
+            fmt::format("dim should not be specified for the sparse vector field({})", f.name));
+      }
+      if (f.nullable) {
+        return Status::NotSupported(
+            fmt::format("vector field({}) cannot be nullable in Strata", f.name));
+      }
+      break;
     default:
       return Status::NotSupported(fmt::format(
           "field \"{}\": data type {} is not supported by Strata's Milvus API (supported: Bool, "
           "Int8, Int16, Int32, Int64, Float, Double, VarChar, JSON, Array, FloatVector, "
-          "Float16Vector, "
-          "BFloat16Vector)",
+          "Float16Vector, BFloat16Vector, BinaryVector, SparseFloatVector)",
           f.name, DataTypeName(f.type)));
   }
   if (f.primary && f.type != DataType::kInt64 && f.type != DataType::kVarChar) {
@@ -262,7 +282,7 @@ const IndexMeta* CollectionMeta::IndexOf(std::string_view field) const {
 std::vector<const FieldMeta*> CollectionMeta::VectorFields() const {
   std::vector<const FieldMeta*> out;
   for (const auto& f : fields) {
-    if (IsFloatVectorType(f.type)) out.push_back(&f);
+    if (IsVectorType(f.type)) out.push_back(&f);
   }
   return out;
 }
@@ -283,7 +303,7 @@ Status ValidateMeta(CollectionMeta* m) {
     }
     if (f.id < 100) f.id = next_id++;
     primaries += f.primary ? 1 : 0;
-    vectors += IsFloatVectorType(f.type) ? 1 : 0;
+    vectors += IsVectorType(f.type) ? 1 : 0;
   }
   if (primaries != 1) {
     return Status::InvalidArgument(primaries == 0
@@ -495,14 +515,123 @@ Result<vector::IndexParams> ToIndexParams(const IndexMeta& idx, uint32_t dim) {
   return p;
 }
 
+namespace {
+
+Status CheckParams(const IndexMeta& idx, const std::string& type,
+                   const std::set<std::string>& allowed) {
+  for (const auto& [k, v] : idx.params) {
+    if (!allowed.count(k)) {
+      return Status::InvalidArgument(
+          fmt::format("index parameter \"{}\" is not supported for {} index", k, type));
+    }
+  }
+  return Status::Ok();
+}
+
+// SPARSE_INVERTED_INDEX / SPARSE_WAND: the engine's exact inverted index.
+Status CheckSparseIndex(const IndexMeta& idx, const FieldMeta& f) {
+  const std::string type = Upper(idx.index_type.empty() ? "AUTOINDEX" : idx.index_type);
+  if (type != "SPARSE_INVERTED_INDEX" && type != "SPARSE_WAND" && type != "AUTOINDEX") {
+    return Status::InvalidArgument(fmt::format(
+        "invalid index type {} for sparse vector field {} (supported: SPARSE_INVERTED_INDEX, "
+        "SPARSE_WAND, AUTOINDEX)",
+        type, f.name));
+  }
+  const std::string metric = Upper(idx.metric.empty() ? "IP" : idx.metric);
+  if (metric == "BM25") {
+    return Status::NotSupported(fmt::format(
+        "metric BM25 on field {} needs a BM25 function, which Strata does not support: use IP",
+        f.name));
+  }
+  if (metric != "IP") {
+    return Status::InvalidArgument(fmt::format(
+        "metric type {} is not supported for sparse float vectors, supported: IP", metric));
+  }
+  STRATA_RETURN_IF_ERROR(CheckParams(idx, type, {"drop_ratio_build", "inverted_index_algo"}));
+  for (const auto& [k, v] : idx.params) {
+    if (k == "drop_ratio_build") {
+      double r = -1;
+      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), r);
+      if (ec != std::errc() || p != v.data() + v.size() || r < 0 || r >= 1) {
+        return Status::InvalidArgument(
+            fmt::format("drop_ratio_build must be a number in [0, 1), got \"{}\"", v));
+      }
+      if (r != 0) {
+        return Status::NotSupported(
+            "drop_ratio_build > 0 is not supported: Strata's sparse index keeps every value "
+            "(search with drop_ratio_search instead)");
+      }
+    } else if (v != "DAAT_MAXSCORE" && v != "DAAT_WAND" && v != "TAAT_NAIVE") {
+      return Status::InvalidArgument(fmt::format(
+          "inverted_index_algo must be DAAT_MAXSCORE, DAAT_WAND or TAAT_NAIVE, got \"{}\"", v));
+    }
+  }
+  return Status::Ok();
+}
+
+// BIN_FLAT / BIN_IVF_FLAT over the 0/1 expansion: squared L2 of 0/1 vectors
+// is their Hamming distance, so the engine's L2 indexes rank by HAMMING.
+// JACCARD is scored exactly by the frontend (service_search.cc), so only the
+// exact BIN_FLAT takes it.
+Result<vector::IndexParams> BinaryIndexParams(const IndexMeta& idx, const FieldMeta& f) {
+  vector::IndexParams p;
+  p.dim = f.dim;
+  p.metric = vector::Metric::kL2;
+  const std::string metric = Upper(idx.metric.empty() ? "HAMMING" : idx.metric);
+  if (metric != "HAMMING" && metric != "JACCARD") {
+    return Status::InvalidArgument(fmt::format(
+        "metric type {} is not supported for binary vectors, supported: HAMMING, JACCARD", metric));
+  }
+  const std::string type = Upper(idx.index_type.empty() ? "AUTOINDEX" : idx.index_type);
+  if (type == "BIN_FLAT" || type == "AUTOINDEX") {
+    p.type = vector::IndexType::kFlat;
+    STRATA_RETURN_IF_ERROR(CheckParams(idx, type, {}));
+  } else if (type == "BIN_IVF_FLAT") {
+    if (metric == "JACCARD") {
+      return Status::NotSupported(fmt::format(
+          "BIN_IVF_FLAT with metric JACCARD is not supported by Strata (field {}): use BIN_FLAT "
+          "for JACCARD, or BIN_IVF_FLAT with HAMMING",
+          f.name));
+    }
+    p.type = vector::IndexType::kIvfFlat;
+    STRATA_RETURN_IF_ERROR(CheckParams(idx, type, {"nlist"}));
+    for (const auto& [k, v] : idx.params) {
+      STRATA_ASSIGN_OR_RETURN(p.ivf_nlist, ParseUint("nlist", v, 1, 65536));
+    }
+  } else {
+    return Status::InvalidArgument(fmt::format(
+        "invalid index type {} for binary vector field {} (supported: BIN_FLAT, BIN_IVF_FLAT, "
+        "AUTOINDEX)",
+        type, f.name));
+  }
+  return p;
+}
+
+}  // namespace
+
+Result<vector::IndexParams> ToFieldIndexParams(const IndexMeta& idx, const FieldMeta& f) {
+  if (f.type == DataType::kSparseFloatVector) {
+    STRATA_RETURN_IF_ERROR(CheckSparseIndex(idx, f));
+    vector::IndexParams p;
+    p.type = vector::IndexType::kFlat;
+    return p;
+  }
+  if (f.type == DataType::kBinaryVector) return BinaryIndexParams(idx, f);
+  return ToIndexParams(idx, f.dim);
+}
+
 Result<vector::CollectionSchema> ToVectorSchema(const CollectionMeta& m) {
   vector::CollectionSchema s;
   for (const auto& f : m.fields) {
-    if (IsFloatVectorType(f.type)) {
+    if (f.type == DataType::kSparseFloatVector) {
+      s.sparse.push_back(vector::SparseFieldSchema{f.name, vector::SparseModifier::kNone});
+      continue;
+    }
+    if (IsVectorType(f.type)) {
       const IndexMeta* idx = m.IndexOf(f.name);
       vector::IndexParams p;
       if (idx != nullptr) {
-        STRATA_ASSIGN_OR_RETURN(p, ToIndexParams(*idx, f.dim));
+        STRATA_ASSIGN_OR_RETURN(p, ToFieldIndexParams(*idx, f));
       } else {
         // Before CreateIndex: exact segments, and L2 so that vectors are kept
         // as given (a COSINE index would store them normalised), whatever

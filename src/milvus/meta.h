@@ -59,6 +59,13 @@ inline bool IsFloatVectorType(DataType t) {
   return t == DataType::kFloatVector || t == DataType::kFloat16Vector ||
          t == DataType::kBFloat16Vector;
 }
+// Every vector type Strata serves: the float ones, SPARSE_FLOAT_VECTOR (a
+// sparse field of the engine, searched through its inverted index) and
+// BINARY_VECTOR (dim bits, stored as a dense engine vector of dim 0/1
+// components, so that squared L2 is the Hamming distance).
+inline bool IsVectorType(DataType t) {
+  return IsFloatVectorType(t) || t == DataType::kSparseFloatVector || t == DataType::kBinaryVector;
+}
 
 using KeyValues = std::vector<std::pair<std::string, std::string>>;
 
@@ -71,7 +78,7 @@ struct FieldMeta {
   bool auto_id = false;
   bool nullable = false;
   bool dynamic = false;     // the "$meta" field that holds the dynamic keys
-  uint32_t dim = 0;         // FLOAT_VECTOR, FLOAT16_VECTOR, BFLOAT16_VECTOR
+  uint32_t dim = 0;         // FLOAT_VECTOR, FLOAT16_VECTOR, BFLOAT16_VECTOR; BINARY_VECTOR: bits
   uint32_t max_length = 0;  // VARCHAR (and VARCHAR elements of an ARRAY)
   DataType element_type = DataType::kNone;  // ARRAY
   uint32_t max_capacity = 0;                // ARRAY: most elements per row
@@ -85,7 +92,7 @@ struct IndexMeta {
   std::string field;
   std::string name;        // the index name (default: the field name)
   std::string index_type;  // upper case, as given ("HNSW", "AUTOINDEX", ...)
-  std::string metric;      // "L2", "IP" or "COSINE"
+  std::string metric;      // "L2", "IP", "COSINE"; "IP" (sparse); "HAMMING", "JACCARD" (binary)
   KeyValues params;        // the index parameters (M, efConstruction, nlist, ...)
   int64_t id = 0;
 };
@@ -120,7 +127,7 @@ struct CollectionMeta {
   const FieldMeta* Primary() const;
   const FieldMeta* Field(std::string_view name) const;
   const IndexMeta* IndexOf(std::string_view field) const;
-  std::vector<const FieldMeta*> VectorFields() const;
+  std::vector<const FieldMeta*> VectorFields() const;  // every IsVectorType field
   const PartitionMeta* Partition(std::string_view name) const;
   PartitionMeta* MutablePartition(std::string_view name);
   // Sets every partition's load state (LoadCollection / ReleaseCollection).
@@ -129,7 +136,8 @@ struct CollectionMeta {
 };
 
 // Checks a schema the frontend can serve: exactly one INT64 or VARCHAR
-// primary key, at least one FLOAT_VECTOR (dim 1..32768), VARCHAR with
+// primary key, at least one vector field (float ones dim 1..32768, BINARY
+// a multiple of 8 up to 32768, SPARSE without dim), VARCHAR with
 // 1..65535 max_length, supported scalar types; assigns field ids (100, 101,
 // ...) where none were given. Unsupported types are kNotSupported naming the
 // field and type.
@@ -138,15 +146,23 @@ Status ValidateMeta(CollectionMeta* meta);
 std::string MetaToJson(const CollectionMeta& m);
 Result<CollectionMeta> MetaFromJson(std::string_view text);
 
-// The engine schema: one vector per FLOAT_VECTOR field (with its index, or
-// FLAT/L2, which keeps vectors as given, before CreateIndex), typed payload
-// fields for scalars.
+// The engine schema: one vector per float or binary vector field (with its
+// index, or FLAT/L2, which keeps vectors as given, before CreateIndex), one
+// sparse field per SPARSE_FLOAT_VECTOR, typed payload fields for scalars.
 Result<vector::CollectionSchema> ToVectorSchema(const CollectionMeta& m);
 
 // The engine index for a Milvus index type and its parameters (upper-case
 // type; params from CreateIndex: M, efConstruction, nlist, m, nbits). Unknown
 // types, unknown metrics and unknown parameter names are kInvalidArgument.
 Result<vector::IndexParams> ToIndexParams(const IndexMeta& idx, uint32_t dim);
+// The same for a field of type `type`: binary fields take BIN_FLAT (exact)
+// and BIN_IVF_FLAT (HAMMING only) with metrics HAMMING and JACCARD, mapped to
+// FLAT / IVF_FLAT with L2 over the 0/1 components. Sparse fields take
+// SPARSE_INVERTED_INDEX, SPARSE_WAND (and AUTOINDEX) with metric IP; their
+// index is the engine's inverted index whatever the type (every algorithm
+// Milvus offers is exact without drop_ratio_build), so the result has
+// type kFlat and is not used.
+Result<vector::IndexParams> ToFieldIndexParams(const IndexMeta& idx, const FieldMeta& f);
 
 // The point id of a primary key value.
 vector::PointId IdOfInt(int64_t pk);

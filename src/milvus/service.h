@@ -181,9 +181,14 @@ class MilvusServiceImpl final : public pbm::MilvusService::Service {
   struct PreparedSearch {
     const FieldMeta* field = nullptr;
     std::string metric;
-    bool l2 = false;
+    bool l2 = false;       // smaller is closer: L2, HAMMING, JACCARD
+    bool hamming = false;  // squared L2 of the 0/1 components, an integer
+    bool jaccard = false;  // scored by ExactJaccard, not by the engine's index
     SearchParams sp;
-    std::vector<std::vector<float>> queries;
+    std::vector<std::vector<float>> queries;           // dense and binary (as 0/1) fields
+    std::vector<vector::SparseVector> sparse_queries;  // a sparse field
+    size_t nq() const { return field_is_sparse() ? sparse_queries.size() : queries.size(); }
+    bool field_is_sparse() const { return field->type == DataType::kSparseFloatVector; }
     std::optional<vector::Filter> filter;  // the expression AND the partitions
     std::vector<vector::PointId> skip;     // the iterator's hits at its last bound
   };
@@ -194,6 +199,10 @@ class MilvusServiceImpl final : public pbm::MilvusService::Service {
   // The hits of query r under ps's range, grouping and iterator rules.
   static Result<std::vector<MilvusHit>> RunQuery(const vector::Collection& coll,
                                                  const PreparedSearch& ps, vector::SearchRequest r);
+  // One engine search (or the exact JACCARD scan), scores in Milvus's units.
+  static Result<std::vector<MilvusHit>> SearchHits(const vector::Collection& coll,
+                                                   const PreparedSearch& ps,
+                                                   const vector::SearchRequest& r);
   static Status FillSearchResults(const CollectionMeta& m, const OutputFields& out,
                                   const std::vector<std::vector<MilvusHit>>& results, size_t topk,
                                   int round_decimal, const std::string& group_field,

@@ -77,11 +77,11 @@ Status MilvusServiceImpl::DoHybridSearch(const pbm::HybridSearchRequest& req,
     STRATA_ASSIGN_OR_RETURN(PreparedSearch ps, PrepareSearch(m, sub, pfilter));
     STRATA_RETURN_IF_ERROR(CheckSubRequest(req, sub, ps.sp, ranker));
     ps.sp.offset = 0;  // each list from its top; the offset is the fused list's
-    if (nq != 0 && ps.queries.size() != nq) {
+    if (nq != 0 && ps.nq() != nq) {
       return Status::InvalidArgument(
           "every search request of a hybrid search must have the same number of query vectors");
     }
-    nq = ps.queries.size();
+    nq = ps.nq();
     auto& per_query = lists.emplace_back();
     for (size_t q = 0; q < nq; ++q) {
       STRATA_ASSIGN_OR_RETURN(auto hits,

@@ -53,7 +53,6 @@ Result<IndexMeta> IndexFromRequest(const pbm::CreateIndexRequest& req) {
     }
   }
   if (idx.index_type.empty()) idx.index_type = "AUTOINDEX";
-  if (idx.metric.empty()) idx.metric = "COSINE";
   return idx;
 }
 
@@ -77,7 +76,8 @@ Result<std::shared_ptr<vector::Collection>> MilvusServiceImpl::Reindex(
       std::vector<vector::Point> pts;
       pts.reserve(page.points.size());
       for (auto& r : page.points) {
-        pts.push_back(vector::Point{r.id, std::move(r.vectors), std::move(r.payload)});
+        pts.push_back(
+            vector::Point{r.id, std::move(r.vectors), std::move(r.payload), std::move(r.sparse)});
       }
       if (!pts.empty()) STRATA_RETURN_IF_ERROR(fresh->Upsert(pts));
       if (!page.next_offset) break;
@@ -114,12 +114,18 @@ Status MilvusServiceImpl::DoCreateIndex(const pbm::CreateIndexRequest& req) {
     return Status::InvalidArgument(
         fmt::format("cannot create index on non-exist field: {}", r.field_name()));
   }
-  if (!IsFloatVectorType(f->type)) {
+  if (!IsVectorType(f->type)) {
     return Status::NotSupported(fmt::format(
         "scalar index on field {}: Strata indexes typed scalar fields by itself", f->name));
   }
   STRATA_ASSIGN_OR_RETURN(IndexMeta idx, IndexFromRequest(r));
-  STRATA_ASSIGN_OR_RETURN(vector::IndexParams params, ToIndexParams(idx, f->dim));
+  // Milvus's default metric per vector type.
+  if (idx.metric.empty()) {
+    idx.metric = f->type == DataType::kSparseFloatVector ? "IP"
+                 : f->type == DataType::kBinaryVector    ? "HAMMING"
+                                                         : "COSINE";
+  }
+  STRATA_ASSIGN_OR_RETURN(vector::IndexParams params, ToFieldIndexParams(idx, *f));
   if (const IndexMeta* have = t.meta->IndexOf(f->name)) {
     if (SameMeta(*have, idx)) return Status::Ok();
     return Status::InvalidArgument(
@@ -130,6 +136,8 @@ Status MilvusServiceImpl::DoCreateIndex(const pbm::CreateIndexRequest& req) {
   CollectionMeta m = *t.meta;
   idx.id = NewId();
   m.indexes.push_back(idx);
+  // A sparse field's inverted index is kept by the engine from the first row.
+  if (f->type == DataType::kSparseFloatVector) return SaveLocked(t.name, *t.coll, std::move(m));
   const auto& vs = t.coll->schema().vectors;
   bool same = false;
   for (const auto& v : vs) {

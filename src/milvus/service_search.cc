@@ -3,6 +3,7 @@
 // inner product / cosine similarity for IP and COSINE (larger is closer).
 // Range search, grouping and the search iterator post-filter the engine's
 // nearest hits, asking for more (x4) until enough pass or none are left.
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -38,7 +39,7 @@ Result<std::pair<const FieldMeta*, const IndexMeta*>> SearchField(const Collecti
     field = vf[0];
   } else {
     field = m.Field(sp.anns_field);
-    if (field == nullptr || !IsFloatVectorType(field->type)) {
+    if (field == nullptr || !IsVectorType(field->type)) {
       return Status::InvalidArgument(fmt::format(
           "failed to get field schema by name: fieldName({}) not found", sp.anns_field));
     }
@@ -67,6 +68,81 @@ Status CheckGroupField(const CollectionMeta& m, const std::string& name) {
                     name, DataTypeName(f->type)));
   }
   return Status::Ok();
+}
+
+// drop_ratio_search: the floor(n * ratio) entries of smallest |value| are
+// left out of the query (ties: the later index goes first).
+void DropSmallest(vector::SparseVector* q, float ratio) {
+  const size_t n = q->indices.size();
+  const size_t drop = static_cast<size_t>(std::floor(static_cast<double>(n) * ratio));
+  if (drop == 0) return;
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::fabs(q->values[a]) > std::fabs(q->values[b]);
+  });
+  order.resize(n - drop);
+  std::sort(order.begin(), order.end());
+  vector::SparseVector kept;
+  for (size_t i : order) {
+    kept.indices.push_back(q->indices[i]);
+    kept.values.push_back(q->values[i]);
+  }
+  *q = std::move(kept);
+}
+
+// Milvus's JACCARD distance of 0/1 vectors: 1 - |a AND b| / |a OR b| (0 for
+// two empty vectors).
+float JaccardDistance(const std::vector<float>& a, const std::vector<float>& b) {
+  uint32_t both = 0, either = 0;
+  for (size_t j = 0; j < a.size() && j < b.size(); ++j) {
+    const bool x = a[j] > 0.5f, y = b[j] > 0.5f;
+    both += x && y;
+    either += x || y;
+  }
+  return either == 0 ? 0.f : 1.f - static_cast<float>(both) / static_cast<float>(either);
+}
+
+// BIN_FLAT with JACCARD: every (filtered) row scored exactly, as BIN_FLAT is
+// an exact scan; the nearest offset + limit kept (ties by id).
+Result<std::vector<MilvusHit>> ExactJaccard(const vector::Collection& coll,
+                                            const vector::SearchRequest& r) {
+  const size_t need = r.offset + r.limit;
+  std::vector<MilvusHit> best;
+  auto closer = [](const MilvusHit& a, const MilvusHit& b) {
+    return a.score != b.score ? a.score < b.score : a.record.id < b.record.id;
+  };
+  auto trim = [&]() {
+    if (best.size() <= need) return;
+    std::nth_element(best.begin(), best.begin() + need, best.end(), closer);
+    best.resize(need);
+  };
+  vector::ScrollRequest sr;
+  sr.filter = r.filter;
+  sr.limit = 1024;
+  sr.with_payload = r.with_payload;
+  sr.with_vectors = true;
+  while (true) {
+    STRATA_ASSIGN_OR_RETURN(auto page, coll.Scroll(sr));
+    for (auto& rec : page.points) {
+      if (std::find(r.exclude.begin(), r.exclude.end(), rec.id) != r.exclude.end()) continue;
+      const vector::NamedVector* v = nullptr;
+      for (const auto& x : rec.vectors) {
+        if (x.name == r.vector_name) v = &x;
+      }
+      if (v == nullptr) continue;
+      const float d = JaccardDistance(r.vector, v->values);
+      if (!r.with_vectors) rec.vectors.clear();
+      best.push_back({std::move(rec), d});
+    }
+    if (best.size() >= 4 * need + 1024) trim();
+    if (!page.next_offset) break;
+    sr.offset = page.next_offset;
+  }
+  trim();
+  std::sort(best.begin(), best.end(), closer);
+  best.erase(best.begin(), best.begin() + std::min(r.offset, best.size()));
+  return best;
 }
 
 // What a SearchRequest can ask that Strata does not serve: refused by name.
@@ -101,18 +177,32 @@ Result<MilvusServiceImpl::PreparedSearch> MilvusServiceImpl::PrepareSearch(
   STRATA_ASSIGN_OR_RETURN(auto fi, SearchField(m, ps.sp));
   ps.field = fi.first;
   ps.metric = fi.second->metric;
-  ps.l2 = ps.metric == "L2";
+  ps.hamming = ps.metric == "HAMMING";
+  ps.jaccard = ps.metric == "JACCARD";
+  ps.l2 = ps.metric == "L2" || ps.hamming || ps.jaccard;
   STRATA_RETURN_IF_ERROR(CheckRange(ps.sp, ps.l2));
   if (!ps.sp.group_by_field.empty()) {
     STRATA_RETURN_IF_ERROR(CheckGroupField(m, ps.sp.group_by_field));
   }
-  STRATA_ASSIGN_OR_RETURN(ps.queries,
-                          QueryVectors(req.placeholder_group(), ps.field->type, ps.field->dim));
-  if (req.nq() != 0 && static_cast<size_t>(req.nq()) != ps.queries.size()) {
-    return Status::InvalidArgument(fmt::format(
-        "nq ({}) does not match the number of query vectors ({})", req.nq(), ps.queries.size()));
+  if (ps.field_is_sparse()) {
+    STRATA_ASSIGN_OR_RETURN(ps.sparse_queries, QuerySparseVectors(req.placeholder_group()));
+    if (ps.sp.drop_ratio_search) {
+      for (auto& q : ps.sparse_queries) DropSmallest(&q, *ps.sp.drop_ratio_search);
+    }
+  } else {
+    if (ps.sp.drop_ratio_search) {
+      return Status::InvalidArgument(
+          fmt::format("drop_ratio_search applies to sparse vector fields, {} is {}", ps.field->name,
+                      DataTypeName(ps.field->type)));
+    }
+    STRATA_ASSIGN_OR_RETURN(ps.queries,
+                            QueryVectors(req.placeholder_group(), ps.field->type, ps.field->dim));
   }
-  if (ps.sp.iterator_v2 && ps.queries.size() != 1) {
+  if (req.nq() != 0 && static_cast<size_t>(req.nq()) != ps.nq()) {
+    return Status::InvalidArgument(
+        fmt::format("nq ({}) does not match the number of query vectors ({})", req.nq(), ps.nq()));
+  }
+  if (ps.sp.iterator_v2 && ps.nq() != 1) {
     return Status::InvalidArgument("a search iterator takes one query vector (nq = 1)");
   }
   if (ps.sp.iterator_v2 && ps.sp.offset != 0) {
@@ -167,15 +257,10 @@ Result<std::vector<MilvusHit>> MilvusServiceImpl::RunQuery(const vector::Collect
   const bool grouping = !sp.group_by_field.empty();
   const bool post = sp.radius || grouping || sp.iterator_v2;
   std::vector<MilvusHit> out;
-  auto take = [&](std::vector<vector::ScoredPoint>& hits) {
-    for (auto& h : hits) out.push_back({std::move(h.record), MilvusScore(h.score, ps.l2)});
-  };
   if (!post) {
     r.limit = sp.topk;
     r.offset = sp.offset;
-    STRATA_ASSIGN_OR_RETURN(auto hits, coll.Search(r));
-    take(hits);
-    return out;
+    return SearchHits(coll, ps, r);
   }
   const size_t page = sp.iterator_v2 ? std::min(sp.iter_batch_size, sp.topk) : sp.topk;
   const size_t need = sp.offset + page;  // hits, or groups when grouping
@@ -185,11 +270,11 @@ Result<std::vector<MilvusHit>> MilvusServiceImpl::RunQuery(const vector::Collect
   r.exclude = ps.skip;
   while (true) {
     r.limit = k;
-    STRATA_ASSIGN_OR_RETURN(auto hits, coll.Search(r));
+    STRATA_ASSIGN_OR_RETURN(auto hits, SearchHits(coll, ps, r));
     bool exhausted = hits.size() < k || k >= points;
     out.clear();
     for (auto& h : hits) {
-      const float d = MilvusScore(h.score, ps.l2);
+      const float d = h.score;
       if (sp.iter_last_bound && Closer(d, *sp.iter_last_bound, ps.l2)) continue;  // earlier page
       if (PastRadius(sp, d, ps.l2)) {
         exhausted = true;
@@ -225,6 +310,21 @@ Result<std::vector<MilvusHit>> MilvusServiceImpl::RunQuery(const vector::Collect
     }
     k = std::min(points, k * 4);
   }
+}
+
+Result<std::vector<MilvusHit>> MilvusServiceImpl::SearchHits(const vector::Collection& coll,
+                                                             const PreparedSearch& ps,
+                                                             const vector::SearchRequest& r) {
+  if (ps.jaccard) return ExactJaccard(coll, r);
+  STRATA_ASSIGN_OR_RETURN(auto hits, coll.Search(r));
+  std::vector<MilvusHit> out;
+  out.reserve(hits.size());
+  for (auto& h : hits) {
+    float d = MilvusScore(h.score, ps.l2);
+    if (ps.hamming) d = std::round(d);  // the sqrt and square of an integer
+    out.push_back({std::move(h.record), d});
+  }
+  return out;
 }
 
 Status MilvusServiceImpl::FillSearchResults(const CollectionMeta& m, const OutputFields& out,
@@ -263,7 +363,11 @@ vector::SearchRequest MilvusServiceImpl::EngineRequest(const PreparedSearch& ps,
                                                        bool with_vectors) {
   vector::SearchRequest r;
   r.vector_name = ps.field->name;
-  r.vector = ps.queries[q];
+  if (ps.field_is_sparse()) {
+    r.sparse = ps.sparse_queries[q];
+  } else {
+    r.vector = ps.queries[q];
+  }
   r.filter = ps.filter;
   r.with_payload = true;  // VARCHAR keys and output fields live in the payload
   r.with_vectors = with_vectors;
@@ -282,10 +386,11 @@ Status MilvusServiceImpl::DoSearch(const pbm::SearchRequest& req, pbm::SearchRes
   STRATA_ASSIGN_OR_RETURN(OutputFields out,
                           ResolveOutputFields(m, req.output_fields(), /*with_primary=*/true));
   std::vector<std::vector<MilvusHit>> results;
-  const bool simple = !ps.sp.radius && ps.sp.group_by_field.empty() && !ps.sp.iterator_v2;
+  const bool simple =
+      !ps.sp.radius && ps.sp.group_by_field.empty() && !ps.sp.iterator_v2 && !ps.jaccard;
   if (simple) {  // one engine batch
     std::vector<vector::SearchRequest> reqs;
-    for (size_t i = 0; i < ps.queries.size(); ++i) {
+    for (size_t i = 0; i < ps.nq(); ++i) {
       reqs.push_back(EngineRequest(ps, i, out.with_vectors));
       reqs.back().limit = ps.sp.topk;
       reqs.back().offset = ps.sp.offset;
@@ -293,10 +398,14 @@ Status MilvusServiceImpl::DoSearch(const pbm::SearchRequest& req, pbm::SearchRes
     STRATA_ASSIGN_OR_RETURN(auto batch, t.coll->SearchBatch(reqs));
     for (auto& hits : batch) {
       auto& dst = results.emplace_back();
-      for (auto& h : hits) dst.push_back({std::move(h.record), MilvusScore(h.score, ps.l2)});
+      for (auto& h : hits) {
+        float d = MilvusScore(h.score, ps.l2);
+        if (ps.hamming) d = std::round(d);
+        dst.push_back({std::move(h.record), d});
+      }
     }
   } else {
-    for (size_t i = 0; i < ps.queries.size(); ++i) {
+    for (size_t i = 0; i < ps.nq(); ++i) {
       STRATA_ASSIGN_OR_RETURN(auto hits,
                               RunQuery(*t.coll, ps, EngineRequest(ps, i, out.with_vectors)));
       results.push_back(std::move(hits));

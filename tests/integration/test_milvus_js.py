@@ -6,7 +6,8 @@ milvus_js/milvus_test.mjs (schema, HNSW index, 10,000 rows, filtered search
 against brute force, query with count(*), upsert, delete by expression,
 rename, drop, error cases), milvus_js/milvus_search_test.mjs (range search,
 group_by_field, filter templates, hybrid search with RRF and weighted
-rankers, search and query iterators), then a small collection with a VARCHAR key and a
+rankers, search and query iterators), milvus_js/milvus_types_test.mjs (sparse and
+binary vector fields, hybrid dense + sparse), then a small collection with a VARCHAR key and a
 dynamic field across kill -9 and a restart.
 
 Installs milvus_js/node_modules with npm (package-lock.json) when missing.
@@ -58,6 +59,9 @@ def main():
 
         runner.case("official SDK: range search, group_by, templates, hybrid search, iterators",
                     run_node, srv, "search", 120, "milvus_search_test.mjs")
+
+        runner.case("official SDK: sparse and binary vector fields, hybrid dense + sparse",
+                    run_node, srv, "types", 120, "milvus_types_test.mjs")
 
         def kill9_and_restart():
             run_node(srv, "persist-write", timeout=60)

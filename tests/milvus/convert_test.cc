@@ -85,12 +85,24 @@ TEST(MilvusSchemaTest, RejectsSchemasItCannotServe) {
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message().find("max_length"), std::string::npos);
 
-  auto sparse = DocsSchema();
-  AddField(&sparse, "sv", ps::SparseFloatVector);
-  r = MetaFromProto(sparse);
+  auto int8v = DocsSchema();
+  AddField(&int8v, "iv", ps::Int8Vector);
+  r = MetaFromProto(int8v);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), StatusCode::kNotSupported);
+  EXPECT_NE(r.error().message().find("iv"), std::string::npos);
+
+  // Milvus: a sparse field has no dim; a binary field's dim is a multiple of 8.
+  auto sparse_dim = DocsSchema();
+  AddField(&sparse_dim, "sv", ps::SparseFloatVector, {{"dim", "8"}});
+  r = MetaFromProto(sparse_dim);
+  ASSERT_FALSE(r);
   EXPECT_NE(r.error().message().find("sv"), std::string::npos);
+  auto bin12 = DocsSchema();
+  AddField(&bin12, "bv", ps::BinaryVector, {{"dim", "12"}});
+  r = MetaFromProto(bin12);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("multiple of 8"), std::string::npos);
 
   auto no_vec = DocsSchema();
   no_vec.mutable_fields()->DeleteSubrange(1, 1);

@@ -343,12 +343,12 @@ await step('unsupported requests answer an error', async () => {
   expectError(pk, 'partition key', 'a partition-key field');
   check(!(await client.hasCollection({ collection_name: 'pkey' })).value, 'no partition-key collection created');
   const bad = await client.createCollection({
-    collection_name: 'sparse', fields: [
+    collection_name: 'int8vec', fields: [
       { name: 'id', data_type: DataType.Int64, is_primary_key: true },
-      { name: 'v', data_type: DataType.SparseFloatVector }],
+      { name: 'v', data_type: DataType.Int8Vector, dim: 8 }],
   }).catch(e => e);
-  expectError(bad, 'not supported', 'a SparseFloatVector field');
-  check(!(await client.hasCollection({ collection_name: 'sparse' })).value, 'nothing created');
+  expectError(bad, 'not supported', 'an Int8Vector field');
+  check(!(await client.hasCollection({ collection_name: 'int8vec' })).value, 'nothing created');
 });
 
 await step('index created after insert (IVF_FLAT, IP) serves the rows as inserted', async () => {
