@@ -7,7 +7,9 @@
 // time, a fingerprint of the view's schema and the feature values in schema
 // order. RocksDB (embedded, the default) keys rows by project + entity key +
 // view; Redis keeps Feast's one hash per entity key (key = entity key +
-// project) with a field per view and a "_ts:<view>" field. A read of many
+// project) with a field per view and a "_ts:<view>" field, or, with
+// layout: feast, Feast's own fields (a ValueProto per feature, see
+// src/features/feast_format.h) so Feast reads it too. A read of many
 // entities across many views is one MultiGet / one pipelined round trip.
 //
 // OnlineStore implementations are thread-safe: the feature server calls them
