@@ -304,13 +304,13 @@ Status MaterializeView(const FeatureRepo& repo, const FeatureViewDef& v, OnlineS
   for (auto& [k, b] : best) {
     rows.emplace_back(k, std::move(b.row));
     if (rows.size() >= opt.write_batch) {
-      STRATA_RETURN_IF_ERROR(store->Write(v.name, rows));
+      STRATA_RETURN_IF_ERROR(store->WriteRows(v, rows));
       written += static_cast<int64_t>(rows.size());
       rows.clear();
     }
   }
   if (!rows.empty()) {
-    STRATA_RETURN_IF_ERROR(store->Write(v.name, rows));
+    STRATA_RETURN_IF_ERROR(store->WriteRows(v, rows));
     written += static_cast<int64_t>(rows.size());
   }
   std::lock_guard<std::mutex> l(*progress_mu);
@@ -449,7 +449,7 @@ Status WriteToOnlineStore(const FeatureRepo& registry, OnlineStore* store, const
     for (size_t i = 0; i < feats.size(); ++i) values[i] = feats[i] ? ValueAt(*feats[i], r) : OnlineValue{};
     out.emplace_back(SerializeEntityKey(std::move(key)), EncodeOnlineRow(*v, TimeUs(ts_col, r), values));
   }
-  return store->Write(v->name, out);
+  return store->WriteRows(*v, out);
 }
 
 namespace {
@@ -535,9 +535,11 @@ Result<const KeyGroup*> KeyGroupFor(const FeatureViewDef& v,
 // Plans every projection: the (entity key, view) pairs to read, deduplicated,
 // and the output names the projections add.
 Status PlanOnlineRead(const FeatureRepo& registry, const std::vector<FeatureProjection>& features,
-                      const std::vector<std::pair<std::string, std::vector<OnlineValue>>>& entities, size_t n,
-                      bool full_names, std::vector<ViewPlan>* plans,
-                      std::vector<std::pair<std::string, std::string>>* keys, std::vector<std::string>* names) {
+                      const std::vector<std::pair<std::string, std::vector<OnlineValue>>>& entities,
+                      size_t n, bool full_names, std::vector<ViewPlan>* plans,
+                      std::vector<std::pair<std::string, std::string>>* keys,
+                      std::vector<const FeatureViewDef*>* key_views,
+                      std::vector<std::string>* names) {
   // A deque: the strings are referenced by the dedup map below.
   std::deque<KeyGroup> groups;
   std::unordered_map<std::string_view, size_t> seen;
@@ -571,6 +573,7 @@ Status PlanOnlineRead(const FeatureRepo& registry, const std::vector<FeatureProj
       }
       plan.slot[r] = keys->size();
       keys->emplace_back(ek, v->name);
+      key_views->push_back(v);
     }
     for (const std::string& f : p.features) names->push_back(full_names ? v->name + "__" + f : f);
     plans->push_back(std::move(plan));
@@ -641,7 +644,9 @@ Result<OnlineResponse> GetOnlineFeatures(const FeatureRepo& registry, OnlineStor
   // Keys of every (row, view), deduplicated, then one read.
   std::vector<ViewPlan> plans;
   std::vector<std::pair<std::string, std::string>> keys;
-  STRATA_RETURN_IF_ERROR(PlanOnlineRead(registry, features, entities, n, full_names, &plans, &keys, &resp.names));
+  std::vector<const FeatureViewDef*> key_views;
+  STRATA_RETURN_IF_ERROR(PlanOnlineRead(registry, features, entities, n, full_names, &plans, &keys,
+                                        &key_views, &resp.names));
   // Duplicate output names need full_feature_names, as in Feast.
   for (size_t i = 0; i < resp.names.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
@@ -651,7 +656,7 @@ Result<OnlineResponse> GetOnlineFeatures(const FeatureRepo& registry, OnlineStor
       }
     }
   }
-  STRATA_ASSIGN_OR_RETURN(auto rows, store->Read(keys));
+  STRATA_ASSIGN_OR_RETURN(auto rows, store->ReadRows(keys, key_views));
   FillOnlineResponse(plans, rows, n, now_us, &resp);
   return resp;
 }

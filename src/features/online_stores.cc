@@ -1,7 +1,6 @@
 // Online store backends: RocksDB (embedded) and Redis (core's client:
 // pipelined commands, one round trip per read).
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
@@ -16,6 +15,8 @@
 #include <strata/core/coding.h>
 #include <strata/core/redis.h>
 #include <strata/features/online.h>
+
+#include "features/redis_connection.h"
 
 namespace strata::features {
 
@@ -243,37 +244,17 @@ Result<std::unique_ptr<OnlineStore>> OpenRocksDbOnlineStore(const std::string& p
 }
 
 Result<std::unique_ptr<OnlineStore>> OpenRedisOnlineStore(const std::string& connection, const std::string& project) {
-  std::string hostport = connection, password;
-  int db = 0;
-  size_t comma = connection.find(',');
-  if (comma != std::string::npos) {
-    hostport = connection.substr(0, comma);
-    std::string rest = connection.substr(comma + 1);
-    while (!rest.empty()) {
-      const size_t c = rest.find(',');
-      const std::string item = rest.substr(0, c);
-      if (item.rfind("db=", 0) == 0) db = std::atoi(item.c_str() + 3);
-      else if (item.rfind("password=", 0) == 0) password = item.substr(9);
-      rest = c == std::string::npos ? "" : rest.substr(c + 1);
-    }
-  }
-  const size_t colon = hostport.rfind(':');
-  redis::Endpoint endpoint;
-  endpoint.host = colon == std::string::npos ? hostport : hostport.substr(0, colon);
-  const std::string port = colon == std::string::npos ? "6379" : hostport.substr(colon + 1);
-  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), endpoint.port);
-  if (ec != std::errc() || end != port.data() + port.size() || endpoint.port <= 0 || endpoint.port > 65535) {
-    return Status::InvalidArgument(
-        fmt::format("redis connection_string \"{}\": \"{}\" is not a port number", connection, port));
-  }
-  endpoint.password = password;
-  endpoint.db = db;
+  STRATA_ASSIGN_OR_RETURN(redis::Endpoint endpoint, ParseRedisConnection(connection));
   auto store = std::make_unique<RedisOnlineStore>(std::move(endpoint), project);
   STRATA_RETURN_IF_ERROR(store->Ping());
   return std::unique_ptr<OnlineStore>(std::move(store));
 }
 
 Result<std::unique_ptr<OnlineStore>> OpenOnlineStore(const RepoConfig& config) {
+  if (config.online_store == "redis" && config.redis_layout == "feast") {
+    return OpenFeastRedisOnlineStore(config.redis_connection, config.project,
+                                     config.redis_key_ttl_seconds);
+  }
   if (config.online_store == "redis") return OpenRedisOnlineStore(config.redis_connection, config.project);
   return OpenRocksDbOnlineStore(config.online_path, config.project);
 }

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -475,6 +476,33 @@ struct Loader {
          [&](const YAML::Node& n) { pinned_to(n, [&] { LoadService(n, repo); }); });
   }
 
+  // online_store: {layout: feast | strata, key_ttl_seconds: N} (Redis only).
+  void LoadRedisLayout(const YAML::Node& on, RepoConfig* c) {
+    if (Str(on, "layout", "online_store", &c->redis_layout, false) && c->redis_layout != "feast" &&
+        c->redis_layout != "strata") {
+      Error(on["layout"],
+            fmt::format("online_store: layout \"{}\" is not known (use feast or strata)",
+                        c->redis_layout));
+    }
+    if (on["layout"] && c->online_store != "redis") {
+      Error(on["layout"], "online_store: layout applies to the redis store only");
+    }
+    if (const YAML::Node ttl = on["key_ttl_seconds"]) {
+      const std::string text = ttl.IsScalar() ? ttl.Scalar() : "";
+      int64_t v = -1;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (ec != std::errc() || end != text.data() + text.size() || v < 0) {
+        Error(ttl,
+              "online_store: key_ttl_seconds must be a whole number of seconds (0: keys never "
+              "expire)");
+      } else if (v > 0 && c->redis_layout != "feast") {
+        Error(ttl, "online_store: key_ttl_seconds is implemented for layout: feast only");
+      } else {
+        c->redis_key_ttl_seconds = v;
+      }
+    }
+  }
+
   void LoadConfig(const YAML::Node& root, RepoConfig* c) {
     if (!root.IsMap()) return Error(root, "feature_store.yaml must be a map (project, registry, online_store, ...)");
     CheckKeys(root, "feature_store.yaml", {"project", "registry", "provider", "offline_store", "online_store",
@@ -513,10 +541,12 @@ struct Loader {
       if (on.IsScalar()) {
         c->online_store = on.Scalar();
       } else if (on.IsMap()) {
-        CheckKeys(on, "online_store", {"type", "path", "connection_string", "key_ttl_seconds", "redis_type"});
+        CheckKeys(on, "online_store",
+                  {"type", "path", "connection_string", "key_ttl_seconds", "redis_type", "layout"});
         Str(on, "type", "online_store", &c->online_store, false);
         Str(on, "path", "online_store", &c->online_path, false);
         Str(on, "connection_string", "online_store", &c->redis_connection, false);
+        LoadRedisLayout(on, c);
       } else {
         Error(on, "online_store must be a type name or a map");
       }

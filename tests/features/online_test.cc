@@ -7,12 +7,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <strata/core/redis.h>
 #include <strata/features/online.h>
 #include <strata/features/parquet.h>
 #include <strata/features/repo.h>
 
-#include "testutil/testutil.h"
+#include "features/feast_format.h"
 #include "features/online_repo.h"
+#include "testutil/testutil.h"
 
 namespace strata::features {
 namespace {
@@ -116,6 +118,106 @@ TEST(OnlineTest, Redis) {
   auto none = OpenRedisOnlineStore("127.0.0.1:" + std::to_string(::strata::testing::FreePort()), "p");
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.error().message().find("redis"), std::string::npos) << none.error().ToString();
+}
+
+// Feast's layout: the scenario's semantics, and the bytes in Redis are the
+// ones the published format prescribes (key = entity key v3 + project, field
+// = mmh3("view:feature"), ValueProto values, Timestamp under "_ts:view").
+TEST(OnlineTest, RedisFeastLayout) {
+  ::strata::testing::TempDir dir("strata-redis-feast");
+  ::strata::testing::RedisServer redis;
+  ASSERT_OK(redis.Start())
+      << "redis-server did not come up (is it installed? scripts/install-deps.sh test)";
+  FeatureRepo reg = MakeRepo(dir.path(), "  type: redis\n  layout: feast\n  connection_string: \"" +
+                                             redis.host_port() + "\"\n");
+  ASSERT_EQ(reg.config.redis_layout, "feast");
+  ASSERT_OK_AND_ASSIGN(auto store, OpenOnlineStore(reg.config));
+  EXPECT_EQ(store->name(), "redis (feast layout)");
+  Scenario(dir.path(), reg, store.get());
+
+  redis::Endpoint ep;
+  ep.port = redis.port();
+  ASSERT_OK_AND_ASSIGN(auto conn, redis::Connection::Open(ep));
+  // Entity key {driver_id: 1} in v3: 1 key; STRING(2), len 9, "driver_id"; INT64(4), len 8, 1 LE.
+  std::string ek("\x01\x00\x00\x00\x02\x00\x00\x00\x09\x00\x00\x00", 12);
+  ek += "driver_id";
+  ek += std::string("\x04\x00\x00\x00\x08\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00", 16);
+  const std::string key = ek + "online_test";
+  ASSERT_OK_AND_ASSIGN(redis::Reply trips,
+                       conn->Command(std::vector<std::string>{
+                           "HGET", key, feast_format::FeatureField("stats", "trips")}));
+  ASSERT_EQ(trips.type, redis::Reply::kString);
+  EXPECT_EQ(trips.str,
+            std::string("\x20\x50", 2));  // int64_val = 80 (the incremental run's 8h row)
+  ASSERT_OK_AND_ASSIGN(redis::Reply ts,
+                       conn->Command(std::vector<std::string>{"HGET", key, "_ts:stats"}));
+  ASSERT_OK_AND_ASSIGN(int64_t ts_us, feast_format::DecodeTimestamp(ts.str));
+  EXPECT_EQ(ts_us, kBase + 8 * kH);
+  // Driver 2's rate is NULL: the empty ValueProto, as Feast writes None.
+  std::string ek2 = ek;
+  ek2[ek2.size() - 8] = 2;
+  ASSERT_OK_AND_ASSIGN(redis::Reply rate2, conn->Command(std::vector<std::string>{
+                                               "HGET", ek2 + "online_test",
+                                               feast_format::FeatureField("stats", "rate")}));
+  EXPECT_EQ(rate2.type, redis::Reply::kString);
+  EXPECT_EQ(rate2.str, "");
+
+  // The reverse: a hash written the way Feast writes it is served.
+  std::string ek9 = ek;
+  ek9[ek9.size() - 8] = 9;
+  const std::string sec = "\x08\x80\xe2\xcf\xaa\x06";  // Timestamp{seconds: 1700000000} = kBase
+  ASSERT_OK_AND_ASSIGN(redis::Reply set,
+                       conn->Command(std::vector<std::string>{
+                           "HSET", ek9 + "online_test", "_ts:stats", sec,
+                           feast_format::FeatureField("stats", "rate"),
+                           std::string("\x35\x00\x00\x80\x3f", 5),  // float_val 1.0
+                           feast_format::FeatureField("stats", "name"),
+                           "\x12\x03"
+                           "abc"}));
+  ASSERT_FALSE(set.is_error()) << set.str;
+  ASSERT_OK_AND_ASSIGN(auto feats,
+                       ResolveFeatureRefs(reg, {"stats:rate", "stats:trips", "stats:name"}));
+  ASSERT_OK_AND_ASSIGN(
+      OnlineResponse r,
+      GetOnlineFeatures(reg, store.get(), feats,
+                        {{"driver_id", {OnlineValue::Int(9), OnlineValue::Int(8)}}}, false,
+                        kBase + kH));
+  EXPECT_EQ(r.columns[1].values[0], OnlineValue::Double(1.0));
+  EXPECT_EQ(r.columns[1].statuses[0], "PRESENT");
+  EXPECT_EQ(r.columns[1].event_ts_us[0], kBase);
+  EXPECT_EQ(r.columns[2].statuses[0], "NULL_VALUE");  // no field for trips
+  EXPECT_EQ(r.columns[3].values[0], OnlineValue::String("abc"));
+  EXPECT_EQ(r.columns[1].statuses[1], "NOT_FOUND");  // no hash at all
+  // A value of the wrong kind is a clear error naming the feature, not a wrong answer.
+  ASSERT_OK_AND_ASSIGN(set, conn->Command(std::vector<std::string>{
+                                "HSET", ek9 + "online_test",
+                                feast_format::FeatureField("stats", "trips"), "\x12\x01x"}));
+  auto bad = GetOnlineFeatures(reg, store.get(), feats, {{"driver_id", {OnlineValue::Int(9)}}},
+                               false, kBase);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("stats:trips"), std::string::npos) << bad.error().ToString();
+}
+
+TEST(OnlineTest, RedisLayoutOptionsChecked) {
+  ::strata::testing::TempDir dir("strata-redis-layout");
+  testrepo::WriteText(dir.path() + "/feature_store.yaml",
+                      "project: p\nonline_store: {type: redis, connection_string: \"127.0.0.1:1\", "
+                      "layout: feast2}\n");
+  auto repo = LoadFeatureRepo(dir.path());
+  ASSERT_FALSE(repo.ok());
+  EXPECT_NE(repo.error().message().find("layout \"feast2\""), std::string::npos)
+      << repo.error().ToString();
+  testrepo::WriteText(dir.path() + "/feature_store.yaml",
+                      "project: p\nonline_store: {type: redis, connection_string: \"127.0.0.1:1\", "
+                      "key_ttl_seconds: 60}\n");
+  repo = LoadFeatureRepo(dir.path());
+  ASSERT_FALSE(repo.ok());  // the strata layout does not expire keys: refused, not ignored
+  EXPECT_NE(repo.error().message().find("key_ttl_seconds"), std::string::npos)
+      << repo.error().ToString();
+  // Feast's ssl=true is not implemented: refused at open.
+  auto ssl = OpenFeastRedisOnlineStore("127.0.0.1:6379,ssl=true", "p", 0);
+  ASSERT_FALSE(ssl.ok());
+  EXPECT_NE(ssl.error().message().find("ssl=true"), std::string::npos) << ssl.error().ToString();
 }
 
 }  // namespace

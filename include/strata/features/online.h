@@ -7,7 +7,9 @@
 // time, a fingerprint of the view's schema and the feature values in schema
 // order. RocksDB (embedded, the default) keys rows by project + entity key +
 // view; Redis keeps Feast's one hash per entity key (key = entity key +
-// project) with a field per view and a "_ts:<view>" field. A read of many
+// project) with a field per view and a "_ts:<view>" field, or, with
+// layout: feast, Feast's own fields (a ValueProto per feature, see
+// src/features/feast_format.h) so Feast reads it too. A read of many
 // entities across many views is one MultiGet / one pipelined round trip.
 //
 // OnlineStore implementations are thread-safe: the feature server calls them
@@ -62,12 +64,32 @@ class OnlineStore {
   // After a bulk load (materialize): make the written rows cheap to read
   // (RocksDB flushes its memtable into indexed, bloom-filtered files).
   virtual Status FinishBulkLoad() { return Status::Ok(); }
+
+  // The forms online.cc calls: they also name each row's feature view, for a
+  // layout that keeps one field per feature (Feast's Redis layout) and so
+  // needs the view's schema. By default they forward to Write and Read.
+  virtual Status WriteRows(const FeatureViewDef& view,
+                           const std::vector<std::pair<std::string, std::string>>& rows) {
+    return Write(view.name, rows);
+  }
+  // views[i] is the definition of keys[i].second.
+  virtual Result<std::vector<std::optional<std::string>>> ReadRows(
+      const std::vector<std::pair<std::string, std::string>>& keys,
+      const std::vector<const FeatureViewDef*>& views) {
+    (void)views;
+    return Read(keys);
+  }
 };
 
 // RocksDB under `path` (created if missing).
 Result<std::unique_ptr<OnlineStore>> OpenRocksDbOnlineStore(const std::string& path, const std::string& project);
 // Redis at "host:port[,db=N][,password=P]".
 Result<std::unique_ptr<OnlineStore>> OpenRedisOnlineStore(const std::string& connection, const std::string& project);
+// Redis in Feast's own layout (feast_redis_store.h), so that Feast and Strata
+// read each other's online data.
+Result<std::unique_ptr<OnlineStore>> OpenFeastRedisOnlineStore(const std::string& connection,
+                                                               const std::string& project,
+                                                               int64_t key_ttl_seconds);
 // The store feature_store.yaml names.
 Result<std::unique_ptr<OnlineStore>> OpenOnlineStore(const RepoConfig& config);
 

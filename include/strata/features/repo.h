@@ -59,6 +59,12 @@ struct RepoConfig {
   std::string online_store = "rocksdb";  // rocksdb | redis
   std::string online_path;               // rocksdb: absolute directory (default data/online_store)
   std::string redis_connection;          // redis: "host:port[,db=N][,password=..]"
+  // redis: "strata" (one field per view, Strata's row encoding) or "feast"
+  // (Feast's own layout: a field per feature holding a ValueProto), so that a
+  // Feast deployment and Strata read each other's online data.
+  std::string redis_layout = "strata";
+  int64_t redis_key_ttl_seconds =
+      0;  // feast layout: EXPIRE each entity's hash after writes (0: never)
   int entity_key_serialization_version = 3;
   // feature_server: {logging: {sample_rate: 0.1, path: data/served_log}}:
   // sampled served feature vectors written as Parquet (see serving_log.h).
