@@ -136,6 +136,18 @@ Status CollectionManager::StartRemote() {
     }
   }
   r.thread = std::thread([this] { RemoteLoop(); });
+  if (r.lease) {
+    r.on_fenced = [this](const std::string& why) {
+      std::vector<std::shared_ptr<Collection>> all;
+      {
+        std::lock_guard<std::mutex> ml(mu_);
+        remote_->fenced = why;
+        for (auto& [n, c] : collections_) all.push_back(c);
+      }
+      for (auto& c : all) c->RefuseWrites(why);
+    };
+    r.lease_thread = std::thread([&r] { r.LeaseLoop(); });
+  }
   return Status::Ok();
 }
 
@@ -147,6 +159,7 @@ void CollectionManager::StopRemote() {
   }
   remote_->loop_cv.notify_all();
   remote_->thread.join();
+  if (remote_->lease_thread.joinable()) remote_->lease_thread.join();
 }
 
 CollectionRole CollectionManager::RoleFor(const std::string& name) {
@@ -265,31 +278,11 @@ void CollectionManager::RemoteLoop() {
   Remote& r = *remote_;
   const bool replica = r.opts.role == VectorStorageOptions::Role::kReplica;
   const int64_t interval = replica ? r.opts.poll_interval_ms : r.opts.publish_interval_ms;
-  const int64_t renew_every = std::max<int64_t>(r.opts.lease_ttl_ms / 3, 1);
-  auto last_renew = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> l(r.loop_mu);
   while (!r.stop) {
-    r.loop_cv.wait_for(l, std::chrono::milliseconds(std::min(interval, renew_every)));
+    r.loop_cv.wait_for(l, std::chrono::milliseconds(interval));
     if (r.stop) break;
     l.unlock();
-    if (!replica &&
-        std::chrono::steady_clock::now() - last_renew >= std::chrono::milliseconds(renew_every)) {
-      Status st = r.lease->Renew();
-      if (st.ok()) {
-        last_renew = std::chrono::steady_clock::now();
-      } else if (st.code() == StatusCode::kPreconditionFailed) {
-        kLog.Error("{}", st.message());
-        std::vector<std::shared_ptr<Collection>> all;
-        {
-          std::lock_guard<std::mutex> ml(mu_);
-          r.fenced = st.message();
-          for (auto& [n, c] : collections_) all.push_back(c);
-        }
-        for (auto& c : all) c->RefuseWrites(st.message());
-      } else {
-        kLog.Warn("writer lease not renewed: {}", st.ToString());
-      }
-    }
     bool fenced;
     {
       std::lock_guard<std::mutex> ml(mu_);
@@ -297,6 +290,27 @@ void CollectionManager::RemoteLoop() {
     }
     Status st = fenced ? Status::Ok() : SyncNow();
     if (!st.ok() && replica) kLog.Warn("replica sync: {}", st.ToString());
+    l.lock();
+  }
+}
+
+// The lease has its own thread: a publication can wait on index builds for
+// longer than the lease's TTL.
+void CollectionManager::Remote::LeaseLoop() {
+  const int64_t interval = std::max<int64_t>(opts.lease_ttl_ms / 3, 1);
+  std::unique_lock<std::mutex> l(loop_mu);
+  while (!stop) {
+    loop_cv.wait_for(l, std::chrono::milliseconds(interval));
+    if (stop) break;
+    l.unlock();
+    Status st = lease->Renew();
+    if (st.code() == StatusCode::kPreconditionFailed) {
+      kLog.Error("{}", st.message());
+      on_fenced(st.message());
+      l.lock();
+      break;
+    }
+    if (!st.ok()) kLog.Warn("writer lease not renewed: {}", st.ToString());
     l.lock();
   }
 }

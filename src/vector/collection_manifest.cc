@@ -344,9 +344,9 @@ Status Collection::Publish(bool force) {
     STRATA_RETURN_IF_ERROR(im.RunInline());
     STRATA_RETURN_IF_ERROR(WaitIdle());
     std::shared_lock<std::shared_mutex> l(im.mu_);
-    if (im.published_lsn.load() >= im.wal->last_lsn() || !im.refuse_writes.empty()) {
-      return im.CheckWritable();
-    }
+    // The persist task's publication lost the race to another writer.
+    if (!im.refuse_writes.empty()) return Status::PreconditionFailed(im.refuse_writes);
+    if (im.published_lsn.load() >= im.wal->last_lsn()) return Status::Ok();
   }
   if (!force && !HasUnpublished()) return Status::Ok();
   std::lock_guard<std::mutex> ml(im.manifest_mu_);

@@ -12,6 +12,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -110,7 +111,10 @@ struct CollectionManager::Remote {
   std::string aliases_etag;              // replica; sync_mu
   std::string read_only;                 // replica: why writes are refused; guarded by mu_
   std::mutex sync_mu;
-  std::thread thread;
+  std::thread thread;                                 // publishes (writer) or syncs (replica)
+  std::thread lease_thread;                           // writer: renews the lease
+  std::function<void(const std::string&)> on_fenced;  // writer: the lease was lost
+  void LeaseLoop();
   std::mutex loop_mu;
   std::condition_variable loop_cv;
   bool stop = false;  // guarded by loop_mu
