@@ -349,9 +349,9 @@ class CollectionManager {
   struct Remote;  // collection_remote.cc
   std::unique_ptr<Remote> remote_;
   CollectionRole RoleFor(const std::string& name);  // mu_ held
-  Status CheckChangesAllowed() const;                // kPermissionDenied on a replica
-  Status OpenLocal();                                // the collections under root_
-  Status StartRemote();                              // Open with storage, after OpenLocal
+  Status CheckChangesAllowed() const;               // kPermissionDenied on a replica
+  Status OpenLocal();                               // the collections under root_
+  Status StartRemote();                             // Open with storage, after OpenLocal
   Status PublishCreated(const std::string& name, Collection* c);
   void DropRemote(const std::string& name);
   void PublishAliases() const;  // mu_ held
