@@ -24,6 +24,7 @@
 #include <strata/s3/user_store.h>
 #include <strata/server/server.h>
 #include <strata/vector/collection.h>
+#include <strata/vector/remote.h>
 
 #include "server/admin_users.h"
 
@@ -112,6 +113,35 @@ std::string Endpoint(const http::Server* s, bool tls) {
   return fmt::format("{}://{}:{}", tls ? "https" : "http", host, s->port());
 }
 }  // namespace
+
+// The vector collections: local (DATA/vector), or on an object store as its
+// writer or as a read-only replica (vector/remote.h).
+static Result<std::unique_ptr<vector::CollectionManager>> OpenCollections(const ServerOptions& o) {
+  vector::CollectionOptions vo;
+  vo.sync = o.sync;
+  if (o.vector_storage.empty() && o.vector_replica_of.empty())
+    return vector::CollectionManager::Open(o.data_dir + "/vector", vo);
+  if (!o.vector_storage.empty() && !o.vector_replica_of.empty())
+    return Status::InvalidArgument("--vector-storage and --vector-replica-of exclude each other");
+  const bool replica = !o.vector_replica_of.empty();
+  const std::string& url = replica ? o.vector_replica_of : o.vector_storage;
+  auto store = objstore::OpenObjectStore(url);
+  if (!store) return store.error().WithContext(fmt::format("vector storage {}", url));
+  vector::VectorStorageOptions so;
+  so.role = replica ? vector::VectorStorageOptions::Role::kReplica
+                    : vector::VectorStorageOptions::Role::kWriter;
+  so.store = std::shared_ptr<objstore::ObjectStore>(std::move(*store));
+  so.endpoint = fmt::format("vector API {}", o.vector_address);
+  if (o.enable_milvus) so.endpoint += fmt::format(", Milvus API {}", o.milvus_address);
+  so.publish_interval_ms = std::max<int64_t>(o.vector_publish_interval_ms, 10);
+  so.poll_interval_ms = std::max<int64_t>(o.vector_poll_interval_ms, 10);
+  if (replica && o.vector_cache_bytes > 0)
+    so.cache.disk_tiers.push_back(
+        cache::DiskTierOptions{o.data_dir + "/vector-cache", o.vector_cache_bytes});
+  so.cache.name = "vector-replica";
+  return vector::CollectionManager::Open(o.data_dir + (replica ? "/vector-replica" : "/vector"), vo,
+                                         so);
+}
 
 struct StrataServer::Impl {
   ServerOptions opts;
@@ -389,8 +419,6 @@ Status StrataServer::Start() {
     if (im.opts.enable_lifecycle) im.StartLifecycle();
   }
   if (im.opts.enable_vector) {
-    vector::CollectionOptions vo;
-    vo.sync = im.opts.sync;
     // The lock an embedded MilvusClient takes on the same directory.
     std::error_code ec;
     std::filesystem::create_directories(im.opts.data_dir + "/vector", ec);
@@ -398,7 +426,7 @@ Status StrataServer::Start() {
         im.vector_lock,
         DirLock::Open(im.opts.data_dir + "/vector", milvus::Embedded::kLockFile,
                       "the vector directory", "close the embedded MilvusClient that has it open"));
-    STRATA_ASSIGN_OR_RETURN(im.collections, vector::CollectionManager::Open(im.opts.data_dir + "/vector", vo));
+    STRATA_ASSIGN_OR_RETURN(im.collections, OpenCollections(im.opts));
     qdrant::HandlerOptions ro;
     ro.api_key = im.opts.vector_api_key;
     im.qdrant_handler = std::make_unique<qdrant::Handler>(im.collections.get(), ro);

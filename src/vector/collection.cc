@@ -442,6 +442,7 @@ Status Collection::Upsert(std::span<const Point> points, const WriteOptions& wo,
   {
     std::unique_lock<std::shared_mutex> l(im.mu_);
     if (im.closed) return Status::Unavailable(fmt::format("collection \"{}\" is closed", im.name));
+    STRATA_RETURN_IF_ERROR(im.CheckWritable());
     STRATA_RETURN_IF_ERROR(im.UpsertLocked(prepared, rec, &lsn, &sealed_id));
   }
   if (sealed_id) im.Enqueue(Impl::Task{Impl::TaskKind::kPersist, sealed_id});
@@ -461,6 +462,7 @@ Status Collection::Delete(std::span<const PointId> ids, const WriteOptions& wo, 
   {
     std::unique_lock<std::shared_mutex> l(im.mu_);
     if (im.closed) return Status::Unavailable(fmt::format("collection \"{}\" is closed", im.name));
+    STRATA_RETURN_IF_ERROR(im.CheckWritable());
     std::vector<PointId> live;
     for (const auto& id : ids) {
       if (im.points.count(id)) live.push_back(id);
@@ -510,6 +512,7 @@ Status Collection::CreatePayloadIndex(const std::string& key, PayloadType type) 
   if (key.empty()) return Status::InvalidArgument("a payload index needs a field name");
   std::unique_lock<std::shared_mutex> l(im.mu_);
   if (im.closed) return Status::Unavailable(fmt::format("collection \"{}\" is closed", im.name));
+  STRATA_RETURN_IF_ERROR(im.CheckWritable());
   for (const auto& f : im.schema.payload) {
     if (f.name == key && f.type != type) {
       return Status::InvalidArgument(
@@ -542,6 +545,7 @@ Status Collection::DropPayloadIndex(const std::string& key) {
   Impl& im = *impl_;
   std::unique_lock<std::shared_mutex> l(im.mu_);
   if (im.closed) return Status::Unavailable(fmt::format("collection \"{}\" is closed", im.name));
+  STRATA_RETURN_IF_ERROR(im.CheckWritable());
   for (const auto& f : im.schema.payload) {
     if (f.name == key) {
       return Status::InvalidArgument(
@@ -565,6 +569,7 @@ Status Collection::Reconfigure(const CollectionOptions& options,
   {
     std::unique_lock<std::shared_mutex> l(im.mu_);
     if (im.closed) return Status::Unavailable(fmt::format("collection \"{}\" is closed", im.name));
+    STRATA_RETURN_IF_ERROR(im.CheckWritable());
     if (vectors.size() != im.schema.vectors.size())
       return Status::InvalidArgument(
           "the vector fields of a collection cannot be added or removed");

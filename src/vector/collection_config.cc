@@ -221,6 +221,7 @@ Status Collection::Impl::WriteConfig() const {
   for (const auto& p : extra_indexes) xs.push_back(PayloadFieldToJson(p));
   j["payload_indexes"] = xs;
   j["options"] = OptionsToJson(opts);
+  config_version.fetch_add(1);
   return WriteFileAtomic(dir + "/config.json", j.dump(2));
 }
 

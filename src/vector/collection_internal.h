@@ -16,6 +16,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <condition_variable>
 #include <cstddef>
@@ -170,6 +171,19 @@ struct Collection::Impl {
 
   mutable std::mutex manifest_mu_;
 
+  // Publication (CollectionRole). The publisher is set at open and not
+  // changed; refuse_writes is guarded by mu_.
+  std::shared_ptr<ManifestPublisher> publisher;
+  std::string refuse_writes;               // non-empty: every write fails kPermissionDenied with it
+  std::atomic<uint64_t> published_lsn{0};  // last_lsn of the newest published manifest
+  mutable std::atomic<uint64_t> config_version{1};  // bumped by WriteConfig
+  std::atomic<uint64_t> published_config{0};        // config_version when last published
+  bool read_only() const { return !refuse_writes.empty() && !publisher; }
+  Status CheckWritable() const {  // mu_ held (any mode)
+    if (refuse_writes.empty()) return Status::Ok();
+    return Status::PermissionDenied(refuse_writes);
+  }
+
   // Background work.
   enum class TaskKind { kPersist, kBuildIndex, kMaintain };
   struct Task {
@@ -307,8 +321,10 @@ struct Collection::Impl {
   // Built under mu_ (shared is enough).
   std::string ManifestBytes() const;
   static uint64_t ManifestWalStart(const std::string& m);
+  static uint64_t ManifestLastLsn(const std::string& m);
   // manifest_mu_ held.
   Status WriteManifest(const std::string& bytes);
+  void RefuseWritesNow(const std::string& why);  // takes mu_
 
   struct Manifest {
     uint64_t wal_start = 1;

@@ -453,12 +453,17 @@ void Collection::Impl::StopBackground() {
 
 Status Collection::Compact(bool seal_growing) {
   Impl& im = *impl_;
+  {
+    std::shared_lock<std::shared_mutex> l(im.mu_);
+    STRATA_RETURN_IF_ERROR(im.CheckWritable());
+  }
   if (seal_growing) {
     uint64_t sid = 0;
     {
       std::unique_lock<std::shared_mutex> l(im.mu_);
       if (im.closed)
         return Status::Unavailable(fmt::format("collection \"{}\" is closed", im.name));
+      STRATA_RETURN_IF_ERROR(im.CheckWritable());
       STRATA_ASSIGN_OR_RETURN(sid, im.SealLocked());
     }
     if (sid) im.Enqueue(Impl::Task{Impl::TaskKind::kPersist, sid});

@@ -20,6 +20,7 @@
 #include <strata/vector/collection.h>
 
 #include "vector/collection_internal.h"
+#include "vector/collection_remote.h"
 
 namespace strata::vector {
 
@@ -52,6 +53,15 @@ Result<std::unique_ptr<CollectionManager>> CollectionManager::Open(
   fs::create_directories(root, ec);
   if (ec) return Status::IOError(fmt::format("cannot create {}: {}", root, ec.message()));
   std::unique_ptr<CollectionManager> m(new CollectionManager(root, defaults));
+  STRATA_RETURN_IF_ERROR(m->OpenLocal());
+  return m;
+}
+
+Status CollectionManager::OpenLocal() {
+  const std::string& root = root_;
+  const CollectionOptions& defaults = defaults_;
+  CollectionManager* m = this;
+  std::error_code ec;
   for (const auto& e : fs::directory_iterator(root, ec)) {
     std::string name = e.path().filename().string();
     if (!e.is_directory() || name.empty() || name[0] == '.') continue;
@@ -73,7 +83,12 @@ Result<std::unique_ptr<CollectionManager>> CollectionManager::Open(
     }
     opts.sync = opts.sync && defaults.sync;  // --no-fsync turns every collection's off
     opts.background = defaults.background;
-    auto c = Collection::Open(e.path().string(), opts);
+    CollectionRole role;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      role = RoleFor(name);
+    }
+    auto c = Collection::Open(e.path().string(), opts, role);
     if (!c) {
       kLog.Error("collection {} cannot be opened and is skipped: {}", name, c.error().ToString());
       continue;
@@ -81,8 +96,7 @@ Result<std::unique_ptr<CollectionManager>> CollectionManager::Open(
     m->collections_[name] = std::shared_ptr<Collection>(std::move(*c));
   }
   if (ec) return Status::IOError(fmt::format("cannot list {}: {}", root, ec.message()));
-  STRATA_RETURN_IF_ERROR(m->LoadAliases());
-  return m;
+  return m->LoadAliases();
 }
 
 Status CollectionManager::LoadAliases() {
@@ -120,6 +134,7 @@ Result<std::shared_ptr<Collection>> CollectionManager::Resolve(
 }
 
 Status CollectionManager::UpdateAliases(std::span<const AliasAction> actions) {
+  STRATA_RETURN_IF_ERROR(CheckChangesAllowed());
   std::lock_guard<std::mutex> l(mu_);
   std::map<std::string, std::string> next = aliases_;
   using K = AliasAction::Kind;
@@ -150,6 +165,7 @@ Status CollectionManager::UpdateAliases(std::span<const AliasAction> actions) {
   std::swap(aliases_, next);
   Status st = SaveAliases();
   if (!st.ok()) std::swap(aliases_, next);
+  if (st.ok()) PublishAliases();
   return st;
 }
 
@@ -159,6 +175,7 @@ std::map<std::string, std::string> CollectionManager::Aliases() const {
 }
 
 CollectionManager::~CollectionManager() {
+  StopRemote();
   std::lock_guard<std::mutex> l(mu_);
   for (auto& [n, c] : collections_) c->Close();
 }
@@ -167,6 +184,7 @@ Result<std::shared_ptr<Collection>> CollectionManager::Create(
     const std::string& name, const CollectionSchema& schema,
     const std::optional<CollectionOptions>& options) {
   STRATA_RETURN_IF_ERROR(ValidateName(name));
+  STRATA_RETURN_IF_ERROR(CheckChangesAllowed());
   std::lock_guard<std::mutex> l(mu_);
   if (collections_.count(name))
     return Status::AlreadyExists(fmt::format("collection \"{}\" already exists", name));
@@ -175,10 +193,15 @@ Result<std::shared_ptr<Collection>> CollectionManager::Create(
   const std::string dir = root_ + "/" + name;
   std::error_code ec;
   if (fs::exists(dir, ec)) fs::remove_all(dir, ec);  // debris of a failed create
-  auto c = Collection::Create(dir, name, schema, options ? *options : defaults_);
+  auto c = Collection::Create(dir, name, schema, options ? *options : defaults_, RoleFor(name));
   if (!c) {
     fs::remove_all(dir, ec);
     return c.error();
+  }
+  if (Status st = PublishCreated(name, c->get()); !st.ok()) {
+    (*c)->Close();
+    fs::remove_all(dir, ec);
+    return st;
   }
   std::shared_ptr<Collection> sp(std::move(*c));
   collections_[name] = sp;
@@ -199,6 +222,7 @@ bool CollectionManager::Exists(const std::string& name) const {
 }
 
 Status CollectionManager::Drop(const std::string& name) {
+  STRATA_RETURN_IF_ERROR(CheckChangesAllowed());
   std::shared_ptr<Collection> c;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -213,6 +237,7 @@ Status CollectionManager::Drop(const std::string& name) {
     }
   }
   c->Close();
+  DropRemote(name);
   const std::string dir = root_ + "/" + name;
   const std::string trash = fmt::format("{}/.{}.dropping-{}", root_, name, NowUnixNanos());
   std::error_code ec;
@@ -268,6 +293,11 @@ Result<std::vector<std::string>> CollectionManager::ListSnapshots(const std::str
 Result<std::shared_ptr<Collection>> CollectionManager::RestoreSnapshot(
     const std::string& snapshot_dir, const std::string& name) {
   STRATA_RETURN_IF_ERROR(ValidateName(name));
+  STRATA_RETURN_IF_ERROR(CheckChangesAllowed());
+  if (remote_)
+    return Status::NotSupported(
+        "restoring a snapshot is not supported with --vector-storage: restore it on a server "
+        "with local vector storage and copy the points");
   std::lock_guard<std::mutex> l(mu_);
   if (collections_.count(name))
     return Status::AlreadyExists(fmt::format("collection \"{}\" already exists", name));
@@ -312,6 +342,11 @@ namespace strata::vector {
 Result<std::shared_ptr<Collection>> CollectionManager::Rename(const std::string& from,
                                                               const std::string& to) {
   STRATA_RETURN_IF_ERROR(ValidateName(to));
+  STRATA_RETURN_IF_ERROR(CheckChangesAllowed());
+  if (remote_)
+    return Status::NotSupported(
+        "renaming a collection is not supported with --vector-storage (replicas name "
+        "collections by their key prefix); create an alias instead");
   std::lock_guard<std::mutex> l(mu_);
   auto it = collections_.find(from);
   if (it == collections_.end())

@@ -75,11 +75,31 @@ uint64_t Collection::Impl::ManifestWalStart(const std::string& m) {
   return DecodeFixed64(m.data() + 12);
 }
 
-// manifest_mu_ held.
+uint64_t Collection::Impl::ManifestLastLsn(const std::string& m) {
+  return DecodeFixed64(m.data() + 20);
+}
+
+// manifest_mu_ held. With a publisher, the WAL is trimmed only once the
+// manifest is published: until then the WAL is the only copy of what a
+// replica (or a writer that lost this disk) cannot see yet.
 Status Collection::Impl::WriteManifest(const std::string& bytes) {
   STRATA_RETURN_IF_ERROR(WriteFileAtomic(dir + "/MANIFEST", bytes));
+  if (publisher) {
+    const uint64_t config = config_version.load();
+    Status st = publisher->Publish(dir, bytes);
+    if (st.code() == StatusCode::kPreconditionFailed) RefuseWritesNow(st.message());
+    if (!st.ok()) return st;
+    published_lsn.store(ManifestLastLsn(bytes));
+    published_config.store(config);
+  }
   wal->RemoveBefore(ManifestWalStart(bytes));
   return Status::Ok();
+}
+
+void Collection::Impl::RefuseWritesNow(const std::string& why) {
+  std::unique_lock<std::shared_mutex> l(mu_);
+  if (refuse_writes.empty()) kLog.Error("collection {}: writes stopped: {}", name, why);
+  refuse_writes = why;
 }
 
 Result<Collection::Impl::Manifest> Collection::Impl::ReadManifest(const std::string& path) {
@@ -220,7 +240,8 @@ void Collection::Impl::IndexLivePoints() {
 
 Result<std::unique_ptr<Collection>> Collection::Create(const std::string& dir, std::string name,
                                                        const CollectionSchema& schema,
-                                                       const CollectionOptions& options) {
+                                                       const CollectionOptions& options,
+                                                       const CollectionRole& role) {
   STRATA_RETURN_IF_ERROR(ValidateSchema(schema));
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_empty(dir, ec)) {
@@ -236,14 +257,17 @@ Result<std::unique_ptr<Collection>> Collection::Create(const std::string& dir, s
   for (auto& v : impl->schema.vectors) v.index.num_threads = 0;
   STRATA_RETURN_IF_ERROR(impl->WriteConfig());
   STRATA_RETURN_IF_ERROR(FsyncDir(fs::path(dir).parent_path().string()));
-  return Open(dir, options);
+  return Open(dir, options, role);
 }
 
 Result<std::unique_ptr<Collection>> Collection::Open(
-    const std::string& dir, const std::optional<CollectionOptions>& options) {
+    const std::string& dir, const std::optional<CollectionOptions>& options,
+    const CollectionRole& role) {
   auto impl = std::make_unique<Impl>();
   Impl& im = *impl;
   im.dir = dir;
+  im.publisher = role.publisher;
+  im.refuse_writes = role.read_only;
   STRATA_RETURN_IF_ERROR(im.LoadConfig(options));
 
   STRATA_ASSIGN_OR_RETURN(Impl::Manifest man, Impl::ReadManifest(dir + "/MANIFEST"));
@@ -273,7 +297,13 @@ Result<std::unique_ptr<Collection>> Collection::Open(
 
   std::unique_ptr<Collection> c(new Collection(std::move(impl)));
   Impl& ci = *c->impl_;
+  ci.published_lsn.store(man.last_lsn);
   ci.StartBackground();
+  if (ci.read_only()) {  // a replica: what the writer published, as it is
+    kLog.Info("collection {} opened read-only: {} points, {} sealed segments", ci.name,
+              ci.points.size(), ci.sealed.size());
+    return c;
+  }
   {
     std::unique_lock<std::shared_mutex> l(ci.mu_);
     if (ci.growing->rows() >= ci.opts.segment_rows) {
@@ -291,5 +321,52 @@ Result<std::unique_ptr<Collection>> Collection::Open(
             ci.points.size(), ci.sealed.size(), ci.growing->rows());
   return c;
 }
+
+}  // namespace strata::vector
+
+namespace strata::vector {
+
+Status Collection::Publish(bool force) {
+  Impl& im = *impl_;
+  if (!im.publisher) return Status::InvalidArgument("this collection has nowhere to publish to");
+  uint64_t sid = 0;
+  {
+    std::unique_lock<std::shared_mutex> l(im.mu_);
+    if (im.closed) return Status::Unavailable(fmt::format("collection \"{}\" is closed", im.name));
+    STRATA_RETURN_IF_ERROR(im.CheckWritable());
+    if (im.growing->rows() > 0) {
+      STRATA_ASSIGN_OR_RETURN(sid, im.SealLocked());
+    }
+  }
+  if (sid) {
+    // The persist task writes (and publishes) the manifest.
+    im.Enqueue(Impl::Task{Impl::TaskKind::kPersist, sid});
+    STRATA_RETURN_IF_ERROR(im.RunInline());
+    STRATA_RETURN_IF_ERROR(WaitIdle());
+    std::shared_lock<std::shared_mutex> l(im.mu_);
+    // The persist task's publication lost the race to another writer.
+    if (!im.refuse_writes.empty()) return Status::PreconditionFailed(im.refuse_writes);
+    if (im.published_lsn.load() >= im.wal->last_lsn()) return Status::Ok();
+  }
+  if (!force && !HasUnpublished()) return Status::Ok();
+  std::lock_guard<std::mutex> ml(im.manifest_mu_);
+  std::string manifest;
+  {
+    std::shared_lock<std::shared_mutex> l(im.mu_);
+    if (im.closed) return Status::Unavailable(fmt::format("collection \"{}\" is closed", im.name));
+    manifest = im.ManifestBytes();
+  }
+  return im.WriteManifest(manifest);
+}
+
+bool Collection::HasUnpublished() const {
+  const Impl& im = *impl_;
+  std::shared_lock<std::shared_mutex> l(im.mu_);
+  if (im.closed || !im.publisher || !im.refuse_writes.empty()) return false;
+  return im.published_lsn.load() < im.wal->last_lsn() ||
+         im.published_config.load() < im.config_version.load() || im.growing->rows() > 0;
+}
+
+void Collection::RefuseWrites(const std::string& why) { impl_->RefuseWritesNow(why); }
 
 }  // namespace strata::vector

@@ -65,6 +65,11 @@ Result<std::shared_ptr<Collection>> CollectionManager::RecoverFromArchive(const 
                                                                           uint64_t length,
                                                                           const std::string& name) {
   STRATA_RETURN_IF_ERROR(ValidateName(name));
+  STRATA_RETURN_IF_ERROR(CheckChangesAllowed());
+  if (remote_)
+    return Status::NotSupported(
+        "recovering a snapshot is not supported with --vector-storage: recover it on a server "
+        "with local vector storage and copy the points");
   const std::string tmp = fmt::format("{}/.recover-{}-{}", root_, name, NowUnixNanos());
   STRATA_RETURN_IF_ERROR(internal::ExtractSnapshotArchive(path, offset, length, tmp));
   std::error_code ec;

@@ -204,6 +204,7 @@ Status Collection::Impl::UpdateSelected(
   {
     std::unique_lock<std::shared_mutex> l(mu_);
     if (closed) return Status::Unavailable(fmt::format("collection \"{}\" is closed", name));
+    STRATA_RETURN_IF_ERROR(CheckWritable());
     std::vector<std::pair<const Segment*, uint32_t>> rows;
     STRATA_RETURN_IF_ERROR(select(&rows));
     std::vector<Point> pts;

@@ -37,6 +37,17 @@ struct ServerOptions {
   // false: when vector_address cannot be bound (another server holds the
   // default port) the vector API is skipped with a warning, not fatal.
   bool vector_bind_required = false;
+  // Vector collections on an object store (vector/remote.h, docs/scale-out.md):
+  // vector_storage: this server is the store's one writer (sealed segments and
+  // manifests are published there; the WAL stays in DATA/vector);
+  // vector_replica_of: a read-only replica following the store's manifests
+  // (DATA/vector-replica is its copy, DATA/vector-cache the cache's disk
+  // tier). At most one of the two; "" = local collections only.
+  std::string vector_storage;
+  std::string vector_replica_of;
+  int64_t vector_publish_interval_ms = 1'000;  // writer: unpublished writes published after this
+  int64_t vector_poll_interval_ms = 200;       // replica: manifests checked this often
+  uint64_t vector_cache_bytes = 8ull << 30;    // replica: disk tier capacity
   // The Milvus-compatible gRPC API over the same collections (needs enable_vector).
   bool enable_milvus = true;
   std::string milvus_address = "127.0.0.1:19530";

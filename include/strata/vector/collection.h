@@ -47,6 +47,8 @@
 
 namespace strata::vector {
 
+struct VectorStorageOptions;  // remote.h
+
 struct WriteOptions {
   bool wait = true;  // return after the WAL is fsynced (when CollectionOptions::sync)
 };
@@ -125,16 +127,39 @@ struct CollectionInfo {
   std::vector<std::pair<PayloadFieldSchema, size_t>> payload_indexes;
 };
 
+// Where a collection publishes its sealed state (remote.h: an object store).
+// Publish is called, under the collection's manifest lock, each time
+// dir/MANIFEST is replaced; the WAL files that manifest makes unnecessary are
+// removed only after it returned OK, so a failed publication loses nothing
+// and the next manifest publishes again. kPreconditionFailed means another
+// writer published: the collection stops writing (its message is then the
+// error every write gets).
+class ManifestPublisher {
+ public:
+  virtual ~ManifestPublisher() = default;
+  virtual Status Publish(const std::string& dir, const std::string& manifest) = 0;
+};
+
+// How a collection is opened besides its options: by a writer that publishes
+// (publisher set), or read-only (read_only: the error message writes get,
+// kPermissionDenied; no WAL replayed or written, no background maintenance).
+struct CollectionRole {
+  std::shared_ptr<ManifestPublisher> publisher;
+  std::string read_only;
+};
+
 class Collection {
  public:
   // Creates a new collection in `dir` (which must not exist or be empty).
   static Result<std::unique_ptr<Collection>> Create(const std::string& dir, std::string name,
                                                     const CollectionSchema& schema,
-                                                    const CollectionOptions& options);
+                                                    const CollectionOptions& options,
+                                                    const CollectionRole& role = {});
   // Opens an existing collection: loads sealed segments and replays the WAL.
   // `options` replaces the stored options when given.
   static Result<std::unique_ptr<Collection>> Open(
-      const std::string& dir, const std::optional<CollectionOptions>& options = std::nullopt);
+      const std::string& dir, const std::optional<CollectionOptions>& options = std::nullopt,
+      const CollectionRole& role = {});
   ~Collection();
   Collection(const Collection&) = delete;
   Collection& operator=(const Collection&) = delete;
@@ -211,6 +236,16 @@ class Collection {
 
   CollectionInfo Info() const;
 
+  // With a publisher: seals the growing segment (when it has rows) and waits
+  // until it is persisted and published; with nothing to seal, publishes the
+  // current manifest (deletes since the last one) when anything changed since
+  // the last publication, or always with `force`.
+  Status Publish(bool force = false);
+  // Whether anything (a write, config.json) is unpublished.
+  bool HasUnpublished() const;
+  // Stops writes from now on: each gets kPermissionDenied with `why`.
+  void RefuseWrites(const std::string& why);
+
   // Stops the background thread (finishing its current task) and syncs the
   // WAL. Further calls fail with kUnavailable. The destructor calls it.
   void Close();
@@ -242,7 +277,21 @@ class CollectionManager {
   // process's (defaults').
   static Result<std::unique_ptr<CollectionManager>> Open(const std::string& root,
                                                          const CollectionOptions& defaults = {});
+  // As Open, with the collections published to (writer) or read from
+  // (replica) an object store; see remote.h. A writer takes the store's lease
+  // first (kPreconditionFailed naming the writer that holds it) and fetches
+  // the published collections root lacks. A replica's root is its local copy
+  // (cleared at open); its collections are read-only and follow the store.
+  static Result<std::unique_ptr<CollectionManager>> Open(const std::string& root,
+                                                         const CollectionOptions& defaults,
+                                                         const VectorStorageOptions& storage);
   ~CollectionManager();
+  // Replica: why collection changes are refused here (names the writer); ""
+  // otherwise.
+  std::string ReadOnlyReason() const;
+  // Replica: fetches what changed in the store now (the poller does it every
+  // poll_interval_ms). Writer: publishes every collection's unpublished writes.
+  Status SyncNow();
 
   // Names: 1-255 characters of [A-Za-z0-9_.-], not starting with '.'.
   Result<std::shared_ptr<Collection>> Create(const std::string& name,
@@ -296,8 +345,20 @@ class CollectionManager {
 
  private:
   Result<std::string> ExistingSnapshotDir(const std::string& name, const std::string& snapshot);
-  CollectionManager(std::string root, CollectionOptions defaults)
-      : root_(std::move(root)), defaults_(defaults) {}
+  CollectionManager(std::string root, CollectionOptions defaults);
+  struct Remote;  // collection_remote.cc
+  std::unique_ptr<Remote> remote_;
+  CollectionRole RoleFor(const std::string& name);  // mu_ held
+  Status CheckChangesAllowed() const;               // kPermissionDenied on a replica
+  Status OpenLocal();                               // the collections under root_
+  Status StartRemote();                             // Open with storage, after OpenLocal
+  Status PublishCreated(const std::string& name, Collection* c);
+  void DropRemote(const std::string& name);
+  void PublishAliases() const;  // mu_ held
+  Status SyncReplica();
+  Status LoadReplica(const std::string& name);
+  void RemoteLoop();
+  void StopRemote();
   std::string root_;
   CollectionOptions defaults_;
   mutable std::mutex mu_;
