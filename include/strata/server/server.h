@@ -41,6 +41,12 @@ struct ServerOptions {
   bool enable_milvus = true;
   std::string milvus_address = "127.0.0.1:19530";
   bool milvus_bind_required = false;  // as vector_bind_required, for milvus_address
+  // Milvus authentication (off by default, as Milvus standalone): tokens
+  // "user:password" name an S3 user (access key or user name, and its secret
+  // key); tokens without ':' must be one of milvus_api_keys.
+  bool milvus_auth = false;
+  std::vector<std::string> milvus_api_keys;
+  bool milvus_rest = true;  // the RESTful API v2 on the Milvus port
   bool enable_features = true;
   std::string features_address = "127.0.0.1:6566";
   std::string features_repo;       // "" = DATA/features (created with a default feature_store.yaml)
