@@ -1,7 +1,7 @@
 // StrataServer: the process behind `strata server`. Opens the local engine in
 // the data directory and hosts the frontends (S3 on 9000, admin on 9001 with
 // /metrics and /health, the Qdrant-compatible vector API on 6333 over
-// DATA/vector, the Milvus-compatible gRPC API on 19530 over the same
+// DATA/vector, the Milvus-compatible gRPC and REST v2 API on 19530 over the same
 // collections, the Feast-compatible feature server on 6566 over a feature
 // repository, by default DATA/features, created empty), each on its own HTTP
 // server and switchable.
