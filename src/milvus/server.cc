@@ -4,6 +4,8 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -184,6 +186,10 @@ void Server::Impl::AcceptLoop() {
         int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&ss), &sl,
                            SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) break;  // EAGAIN, or out of descriptors (retried on the next wakeup)
+        // As gRPC and the HTTP server set on the sockets they accept: small
+        // frames (HTTP/2 SETTINGS, acks, responses) must not wait for Nagle.
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         char host[INET6_ADDRSTRLEN] = {0};
         if (ss.ss_family == AF_INET) {
           inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, host, sizeof(host));
@@ -213,6 +219,18 @@ Status Server::Start() {
   grpc::ServerBuilder b;
   b.SetMaxReceiveMessageSize(static_cast<int>(im.opts.max_message_bytes));
   b.SetMaxSendMessageSize(static_cast<int>(im.opts.max_message_bytes));
+  // The SDKs ping every 10 s, with or without calls in flight (the Node
+  // SDK: keepalive_time 10 s, permit_without_calls); Milvus's server allows
+  // pings 5 s apart without streams. gRPC's defaults (5 min, 2 strikes)
+  // would answer them with GOAWAY and drop the calls in flight, which the
+  // SDKs then retry: a retried Insert stores its rows twice.
+  b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // Pollers left free while handlers run long writes, so that HTTP/2 pings
+  // are acknowledged within the SDKs' keepalive timeout (5 s).
+  b.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 4);
+  b.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 8);
   if (im.auth->enabled()) {
     im.guarded = std::make_unique<GuardedService>(im.service.get(), im.auth.get());
     b.RegisterService(im.guarded.get());
