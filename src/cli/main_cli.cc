@@ -110,7 +110,8 @@ int RunServer(server::ServerOptions opts, const std::string& log_level) {
                opts.vector_api_key.empty() ? "" : ", api-key required");
   }
   if (srv.milvus_port() != 0) {
-    fmt::print("  Milvus API: {} (gRPC, Milvus-compatible)\n", opts.milvus_address);
+    fmt::print("  Milvus API: {} (gRPC{}, Milvus-compatible{})\n", opts.milvus_address,
+               opts.milvus_rest ? " and REST v2" : "", opts.milvus_auth ? ", token required" : "");
   }
   if (opts.enable_features && srv.features_port() != 0) {
     fmt::print("  Features:   {} (Feast-compatible; repository {}){}\n", srv.features_endpoint(), srv.features_repo(),
@@ -185,6 +186,15 @@ int Main(int argc, char** argv) {
                   "Milvus-compatible gRPC API port (over the vector collections); 0 disables it")
       ->capture_default_str();
   srv->add_option("--milvus-host", milvus_host, "Milvus API listen address")->capture_default_str();
+  srv->add_flag(
+      "--milvus-auth", sopts.milvus_auth,
+      "Require a Milvus token (user:password of an S3 user, or a --milvus-api-key) on the "
+      "Milvus gRPC and REST API (also STRATA_MILVUS_AUTH=1)");
+  srv->add_option("--milvus-api-key", sopts.milvus_api_keys,
+                  "An API key accepted as a Milvus token with --milvus-auth (repeatable; also "
+                  "STRATA_MILVUS_API_KEY)");
+  srv->add_flag("--no-milvus-rest{false}", sopts.milvus_rest,
+                "Serve only gRPC on the Milvus port, not the RESTful API v2");
   srv->add_option("--features-repo", sopts.features_repo,
                   "Feature repository served on the feature port (default: DATA/features, created empty)");
   srv->add_option("--features-port", features_port, "Feature server (Feast HTTP API) port; 0 disables it")
@@ -271,6 +281,11 @@ int Main(int argc, char** argv) {
     sopts.features_bind_required = srv->count("--features-port") > 0 || srv->count("--features-host") > 0;
     if (const char* k = std::getenv("STRATA_FEATURES_API_KEY"); k != nullptr && sopts.features_api_key.empty())
       sopts.features_api_key = k;
+    if (const char* a = std::getenv("STRATA_MILVUS_AUTH");
+        a != nullptr && std::string_view(a) == "1")
+      sopts.milvus_auth = true;
+    if (const char* k = std::getenv("STRATA_MILVUS_API_KEY"); k != nullptr && *k != '\0')
+      sopts.milvus_api_keys.emplace_back(k);
     if (const char* k = std::getenv("STRATA_VECTOR_API_KEY"); k != nullptr && sopts.vector_api_key.empty())
       sopts.vector_api_key = k;
     return RunServer(sopts, log_level);

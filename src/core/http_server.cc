@@ -94,6 +94,7 @@ struct Server::Impl {
 
   void WorkerLoop();
   void AcceptAll();
+  void Admit(int fd, const std::string& host);
   bool MakeRoom();
   int EvictLocked(const std::string* remote, int want, int extra);
   void ClaimLocked(Connection* c);
@@ -146,6 +147,13 @@ Status Server::Start() {
       return Status::InvalidArgument("cannot load TLS key \"" + im.opts.tls_key_file +
                                      "\": check the path and that it matches the certificate");
   }
+  if (!im.opts.listen) {
+    // Connections arrive through Adopt (a frontend that shares its port).
+    im.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (im.epoll_fd < 0) return Status::FromErrno(errno, "epoll_create1");
+    StartWorkers();
+    return Status::Ok();
+  }
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -188,11 +196,37 @@ Status Server::Start() {
   ev.events = EPOLLIN | EPOLLEXCLUSIVE;
   ev.data.ptr = nullptr;  // nullptr = the listener
   epoll_ctl(im.epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+  StartWorkers();
+  return Status::Ok();
+}
+
+void Server::StartWorkers() {
+  Impl& im = *impl_;
   im.running = true;
   int n = im.opts.threads;
   if (n <= 0) n = std::max(8, 4 * static_cast<int>(std::thread::hardware_concurrency()));
   for (int i = 0; i < n; ++i) im.workers.emplace_back([&im] { im.WorkerLoop(); });
   im.sweeper = std::thread([&im] { im.SweepLoop(); });
+}
+
+Status Server::Adopt(int fd, const std::string& remote_addr) {
+  Impl& im = *impl_;
+  if (!im.running.load()) {
+    ::close(fd);
+    return Status::Unavailable(im.opts.name + ": the server is not running");
+  }
+  int flags = fcntl(fd, F_GETFL, 0);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return Status::FromErrno(e, "fcntl");
+  }
+  if (!im.MakeRoom()) {
+    ::close(fd);
+    return Status::ResourceExhausted(im.opts.name +
+                                     ": at --max-connections with none idle; connection closed");
+  }
+  im.Admit(fd, remote_addr);
   return Status::Ok();
 }
 
@@ -301,49 +335,55 @@ void Server::Impl::AcceptAll() {
       }
       return;  // EAGAIN or a transient error: try again on the next wakeup
     }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     char host[INET6_ADDRSTRLEN] = {0};
     if (ss.ss_family == AF_INET)
       inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, host, sizeof(host));
     else
       inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, host, sizeof(host));
-    SSL* ssl = nullptr;
-    if (ssl_ctx != nullptr) {
-      ssl = SSL_new(ssl_ctx);
-      SSL_set_fd(ssl, fd);
-      SSL_set_accept_state(ssl);
-    }
-    auto* c = new Connection(fd, ssl, host, &opts);
-    c->accepted_ns_ = MonotonicNanos();
-    c->head_started_ns_ = c->accepted_ns_;
-    int over_cap = 0;  // > 0: this address's open connections, all busy
-    {
-      std::lock_guard<std::mutex> lock(conns_mu);
-      const int cap = opts.max_connections_per_ip;
-      if (cap > 0) {
-        auto it = per_ip.find(c->remote());
-        const int have = it == per_ip.end() ? 0 : it->second;
-        if (have >= cap) {
-          const int need = have - cap + 1;
-          if (EvictLocked(&c->remote(), need, kEvictBatch - 1) < need) over_cap = have;
-        }
-      }
-      if (over_cap == 0) {
-        c->slot_held_ = true;
-        slots.fetch_add(1);
-        ++per_ip[c->remote()];
-        conns.insert(c);
-      }
-    }
-    if (over_cap > 0) {
-      Reject(c, over_cap);
-      continue;
-    }
-    accepted.fetch_add(1);
-    open.fetch_add(1);
-    ParkAndArm(c, EPOLLIN, EPOLL_CTL_ADD);
+    Admit(fd, host);
   }
+}
+
+// A connection accepted here or handed over by Adopt: counted against the
+// limits, then parked until its first bytes.
+void Server::Impl::Admit(int fd, const std::string& host) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  SSL* ssl = nullptr;
+  if (ssl_ctx != nullptr) {
+    ssl = SSL_new(ssl_ctx);
+    SSL_set_fd(ssl, fd);
+    SSL_set_accept_state(ssl);
+  }
+  auto* c = new Connection(fd, ssl, host, &opts);
+  c->accepted_ns_ = MonotonicNanos();
+  c->head_started_ns_ = c->accepted_ns_;
+  int over_cap = 0;  // > 0: this address's open connections, all busy
+  {
+    std::lock_guard<std::mutex> lock(conns_mu);
+    const int cap = opts.max_connections_per_ip;
+    if (cap > 0) {
+      auto it = per_ip.find(c->remote());
+      const int have = it == per_ip.end() ? 0 : it->second;
+      if (have >= cap) {
+        const int need = have - cap + 1;
+        if (EvictLocked(&c->remote(), need, kEvictBatch - 1) < need) over_cap = have;
+      }
+    }
+    if (over_cap == 0) {
+      c->slot_held_ = true;
+      slots.fetch_add(1);
+      ++per_ip[c->remote()];
+      conns.insert(c);
+    }
+  }
+  if (over_cap > 0) {
+    Reject(c, over_cap);
+    return;
+  }
+  accepted.fetch_add(1);
+  open.fetch_add(1);
+  ParkAndArm(c, EPOLLIN, EPOLL_CTL_ADD);
 }
 
 // True when a connection may be admitted: a slot is free, or idle connections

@@ -447,6 +447,32 @@ Status StrataServer::Start() {
   if (im.opts.enable_vector && im.opts.enable_milvus) {
     milvus::ServerOptions mo;
     mo.address = im.opts.milvus_address;
+    mo.rest = im.opts.milvus_rest;
+    Status hst;
+    int unused = 0;
+    mo.http = im.HttpOptions("milvus-rest", im.opts.milvus_address, unused, hst);
+    (void)hst;  // bind and port are the Milvus server's own (the REST side shares its socket)
+    mo.auth.enabled = im.opts.milvus_auth;
+    mo.auth.api_keys = im.opts.milvus_api_keys;
+    s3::UserStore* store = im.users.get();
+    mo.auth.verify_password = [store](std::string_view user, std::string_view password) {
+      auto table = store->Snapshot();
+      auto matches = [password](const s3::User& u) {
+        // Constant-time in the secret's length: no early exit on a mismatch.
+        if (u.secret_key.size() != password.size()) return false;
+        unsigned char diff = 0;
+        for (size_t i = 0; i < password.size(); ++i) {
+          diff |= static_cast<unsigned char>(u.secret_key[i] ^ password[i]);
+        }
+        return diff == 0;
+      };
+      auto it = table->by_key.find(std::string(user));
+      if (it != table->by_key.end()) return matches(it->second->user);
+      for (const auto& e : table->ordered) {
+        if (e->user.name == user) return matches(e->user);
+      }
+      return false;
+    };
     im.milvus = std::make_unique<milvus::Server>(im.collections.get(), mo);
     if (Status ms = im.milvus->Start(); !ms.ok()) {
       if (im.opts.milvus_bind_required) return ms;

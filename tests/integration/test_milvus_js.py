@@ -8,7 +8,9 @@ rename, drop, error cases), milvus_js/milvus_search_test.mjs (range search,
 group_by_field, filter templates, hybrid search with RRF and weighted
 rankers, search and query iterators), milvus_js/milvus_types_test.mjs (sparse and
 binary vector fields, hybrid dense + sparse), then a small collection with a VARCHAR key and a
-dynamic field across kill -9 and a restart.
+dynamic field across kill -9 and a restart, then milvus_js/milvus_rest_test.mjs: the
+RESTful API v2 on the same port through the SDK's HttpClient, and authentication
+(--milvus-auth) over gRPC and REST on a second server.
 
 Installs milvus_js/node_modules with npm (package-lock.json) when missing.
 Exit 77 (skipped) only when node/npm are not installed or the SDK cannot be
@@ -36,9 +38,9 @@ def ensure_node_modules():
     return p.returncode == 0 and os.path.exists(MARKER)
 
 
-def run_node(srv, phase, timeout=280, script="milvus_test.mjs"):
+def run_node(srv, phase, timeout=280, script="milvus_test.mjs", extra_env=None):
     env = H.clean_env({"MILVUS_ADDRESS": f"127.0.0.1:{srv.milvus_port}", "PHASE": phase,
-                       "HOME": os.environ.get("HOME", "/tmp")})
+                       "HOME": os.environ.get("HOME", "/tmp"), **(extra_env or {})})
     p = H.run_tool([H.NODE, os.path.join(JS_DIR, script)], env, timeout=timeout, check=False,
                    cwd=JS_DIR)
     assert p.returncode == 0, f"node ({phase}) exited {p.returncode}: " + \
@@ -75,8 +77,25 @@ def main():
             assert srv.alive(), f"strata server died:\n{srv.log_tail()}"
 
         runner.case("server still running", server_alive)
+
+        runner.case("RESTful API v2 on the gRPC port: HttpClient create, insert, search with "
+                    "filter, count, delete, partitions, aliases, errors",
+                    run_node, srv, "rest", 120, "milvus_rest_test.mjs")
+        runner.case("server still running after REST", server_alive)
     finally:
         srv.cleanup()
+
+    # Authentication on: a second server with --milvus-auth and an API key.
+    api_key = "milvus-test-api-key-7f3c"
+    auth = H.StrataServer(args.strata, vector=True, milvus=True,
+                          extra_args=["--milvus-auth", "--milvus-api-key", api_key])
+    try:
+        auth.start()
+        runner.case("auth: bad tokens refused over gRPC and REST, user:password and API key work",
+                    run_node, auth, "auth", 120, "milvus_rest_test.mjs",
+                    {"TOKEN": f"{auth.access_key}:{auth.secret_key}", "API_KEY": api_key})
+    finally:
+        auth.cleanup()
     return runner.finish()
 
 

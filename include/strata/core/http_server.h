@@ -147,6 +147,9 @@ struct ServerOptions {
   int header_timeout_ms = 10'000;
   int idle_timeout_ms = 60'000;       // between requests on a keep-alive connection
   int io_timeout_ms = 30'000;         // each body read / response write
+  // false: no listening socket; connections are handed in by Adopt (a
+  // frontend that accepts on a port shared with another protocol).
+  bool listen = true;
   std::string tls_cert_file;          // both set -> TLS
   std::string tls_key_file;
   ErrorHandler error_handler;
@@ -160,6 +163,11 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   Status Start();
+  // Serves a connection accepted elsewhere (the server takes the descriptor
+  // and closes it when done, or at once on an error): bytes already peeked
+  // and left in the socket are read as the start of its first request. The
+  // same limits apply as to a connection accepted here. Call after Start.
+  Status Adopt(int fd, const std::string& remote_addr);
   // Stops accepting, lets in-flight requests finish (up to grace_ms), closes the rest.
   void Stop(int grace_ms = 5000);
   int port() const;
@@ -179,6 +187,7 @@ class Server {
   Stats GetStats() const;
 
  private:
+  void StartWorkers();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

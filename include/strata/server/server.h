@@ -1,7 +1,7 @@
 // StrataServer: the process behind `strata server`. Opens the local engine in
 // the data directory and hosts the frontends (S3 on 9000, admin on 9001 with
 // /metrics and /health, the Qdrant-compatible vector API on 6333 over
-// DATA/vector, the Milvus-compatible gRPC API on 19530 over the same
+// DATA/vector, the Milvus-compatible gRPC and REST v2 API on 19530 over the same
 // collections, the Feast-compatible feature server on 6566 over a feature
 // repository, by default DATA/features, created empty), each on its own HTTP
 // server and switchable.
@@ -52,6 +52,12 @@ struct ServerOptions {
   bool enable_milvus = true;
   std::string milvus_address = "127.0.0.1:19530";
   bool milvus_bind_required = false;  // as vector_bind_required, for milvus_address
+  // Milvus authentication (off by default, as Milvus standalone): tokens
+  // "user:password" name an S3 user (access key or user name, and its secret
+  // key); tokens without ':' must be one of milvus_api_keys.
+  bool milvus_auth = false;
+  std::vector<std::string> milvus_api_keys;
+  bool milvus_rest = true;  // the RESTful API v2 on the Milvus port
   bool enable_features = true;
   std::string features_address = "127.0.0.1:6566";
   std::string features_repo;       // "" = DATA/features (created with a default feature_store.yaml)
