@@ -379,7 +379,8 @@ Status StrataServer::Start() {
   if (im.opts.enable_vector) {
     vector::CollectionOptions vo;
     vo.sync = im.opts.sync;
-    STRATA_ASSIGN_OR_RETURN(im.collections, vector::CollectionManager::Open(im.opts.data_dir + "/vector", vo));
+    STRATA_ASSIGN_OR_RETURN(im.collections,
+                            vector::CollectionManager::Open(im.opts.data_dir + "/vector", vo));
     qdrant::HandlerOptions ro;
     ro.api_key = im.opts.vector_api_key;
     im.qdrant_handler = std::make_unique<qdrant::Handler>(im.collections.get(), ro);

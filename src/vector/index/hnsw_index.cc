@@ -690,8 +690,8 @@ class HnswIndex final : public IndexBase {
   // into the beam.
   template <bool kTwoHop>
   void SearchFiltered(const DistanceKernels& K, const Query& q, uint32_t ep, float ep_dist,
-                      size_t ef, uint32_t cap, const QueryContext& ctx,
-                      std::vector<HeapItem>* top, WalkCount* wc) const {
+                      size_t ef, uint32_t cap, const QueryContext& ctx, std::vector<HeapItem>* top,
+                      WalkCount* wc) const {
     constexpr size_t kReserve = 256, kRefills = 8;
     const IdFilter* filter = ctx.filter;
     auto visited = pool_.Get(rows());
