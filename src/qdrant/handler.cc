@@ -44,8 +44,9 @@ struct Reply {
 
 struct Clock {
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  double injected = 0;  // HandlerOptions::inject_delay (tests)
   double Elapsed() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return injected + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 };
 
@@ -122,9 +123,38 @@ Status CheckQueryParams(std::string_view query) {
       if (*n != 1)
         return Status::InvalidArgument(fmt::format(
             "consistency={} asks for {} replicas; a Strata collection has exactly one", *n, *n));
+    } else if (k == "ordering") {
+      // Qdrant's write ordering. One node applies every write through one
+      // WAL in arrival order, so each level's promise (weak: no ordering
+      // asked; medium: ordered by the current leader; strong: by the
+      // permanent leader) is kept.
+      if (v == "weak" || v == "medium" || v == "strong") continue;
+      return Status::InvalidArgument(
+          fmt::format("ordering must be weak, medium or strong; got \"{}\"", v));
     }
   }
   return Status::Ok();
+}
+
+// The request's `timeout` in seconds, 0 without one.
+uint64_t TimeoutOf(std::string_view query) {
+  for (auto part : Split(query, '&')) {
+    const size_t eq = part.find('=');
+    if (part.substr(0, eq) != "timeout" || eq == std::string_view::npos) continue;
+    auto n = ParseUint64(part.substr(eq + 1));
+    return n ? *n : 0;
+  }
+  return 0;
+}
+
+// A request already past its `timeout` before its operation runs answers
+// Qdrant's timeout error and applies nothing.
+Status CheckTimeoutBefore(std::string_view query, double elapsed) {
+  const uint64_t t = TimeoutOf(query);
+  if (t == 0 || elapsed <= double(t)) return Status::Ok();
+  return ProtocolError(408, fmt::format("Timeout error: the request waited {:.3f} s, past its "
+                                        "timeout of {} s, before it ran; nothing was applied",
+                                        elapsed, t));
 }
 
 // A request that ran past its `timeout` answers Qdrant's timeout error
@@ -532,8 +562,14 @@ struct Handler::Impl {
       op = "metrics";
     } else {
       Result<json> r = Status::Internal("unreachable");
+      if (opts.inject_delay) clock.injected += opts.inject_delay("before");
       try {
-        r = Route(method, seg, query, body, &op);
+        if (Status late = CheckTimeoutBefore(query, clock.Elapsed()); !late.ok()) {
+          r = late;
+        } else {
+          r = Route(method, seg, query, body, &op);
+          if (opts.inject_delay) clock.injected += opts.inject_delay("after");
+        }
       } catch (const std::exception& e) {
         // The operations catch what nlohmann throws where they parse; this is
         // the net for anything else, so no exception leaves the adapter.

@@ -123,11 +123,25 @@ Result<Bm25IndexResult> Bm25IndexField(Collection& c, const std::string& text_fi
         NamedSparseVector{sparse_name, Bm25DocumentVector(texts[i].second, out.avg_len, o)});
     ids.push_back(texts[i].first);
   }
-  if (ids.empty()) return out;
-  size_t updated = 0;
-  STRATA_RETURN_IF_ERROR(c.UpdatePoints(ids, u, wo, &updated, &out.operation));
-  out.points = updated;
-  return out;
+  if (o.after_read) o.after_read();
+  // A point deleted since the scroll makes the update refuse the whole batch
+  // (kNotFound, nothing applied): drop the ids that are gone and retry. Each
+  // retry follows a concurrent delete, so a few rounds settle.
+  for (int attempt = 0;; ++attempt) {
+    if (ids.empty()) return out;
+    size_t updated = 0;
+    Status st = c.UpdatePoints(ids, u, wo, &updated, &out.operation);
+    if (st.ok()) {
+      out.points = updated;
+      return out;
+    }
+    if (!st.IsNotFound() || attempt == 8) return st;
+    STRATA_ASSIGN_OR_RETURN(std::vector<Record> live, c.Get(ids, false, false));
+    std::set<PointId> present;
+    for (const auto& r : live) present.insert(r.id);
+    std::erase_if(ids, [&](const PointId& id) { return !present.count(id); });
+    std::erase_if(u.sparse, [&](const auto& kv) { return !present.count(kv.first); });
+  }
 }
 
 }  // namespace strata::vector

@@ -154,25 +154,49 @@ TEST_F(QdrantSnapshotTest, TelemetryTimeoutAndConsistency) {
   ExpectError(Call("POST", "/collections/s/points/query?timeout=1.5", q), 400, "timeout");
   ExpectError(Call("POST", "/collections/s/points/query", R"({"query": [1, 0], "timeout": 3})"),
               400, "URL parameter");
-  // A query that runs past its timeout answers Qdrant's timeout error: a
-  // best_score recommendation scores every point exactly, 200k of them take
-  // well over a second here.
-  ExpectOk(Call("PUT", "/collections/big", R"({"vectors": {"size": 64, "distance": "Dot"}})"));
-  for (int b = 0; b < 40; ++b) {
-    json pts = json::array();
-    for (int i = 0; i < 5000; ++i) {
-      std::vector<float> v(64, float((b * 5000 + i) % 97));
-      pts.push_back({{"id", b * 5000 + i}, {"vector", v}});
-    }
-    ExpectOk(Call("PUT", "/collections/big/points?wait=false", json{{"points", pts}}.dump()));
+  // A request past its timeout answers Qdrant's timeout error (408). The
+  // delay is injected through HandlerOptions::inject_delay (no sleep):
+  // "after" makes the operation itself run long, "before" makes the request
+  // wait past its timeout before it runs, and then a write is not applied.
+  std::string stage_to_delay;
+  HandlerOptions o;
+  o.inject_delay = [&stage_to_delay](std::string_view stage) {
+    return stage == stage_to_delay ? 2.5 : 0.0;
+  };
+  Open(o);
+  stage_to_delay = "after";
+  ExpectError(Call("POST", "/collections/s/points/query?timeout=2", q), 408, "Timeout error");
+  ExpectOk(Call("POST", "/collections/s/points/query?timeout=3", q));  // 2.5 s < 3 s
+  ExpectOk(Call("POST", "/collections/s/points/query", q));            // no timeout asked
+  stage_to_delay = "before";
+  ExpectError(Call("PUT", "/collections/s/points?wait=true&timeout=1",
+                   R"({"points": [{"id": 3, "vector": {"": [1, 1]}}]})"),
+              408, "nothing was applied");
+  ExpectError(Call("POST", "/collections/s/points/delete?timeout=1", R"({"points": [1]})"), 408,
+              "nothing was applied");
+  stage_to_delay.clear();
+  json c = ExpectOk(Call("POST", "/collections/s/points/count", "{}"));
+  EXPECT_EQ(c["count"], 2) << "a write refused with 408 before it ran was applied";
+  ExpectOk(Call("GET", "/collections/s/points/1"));
+}
+
+// Qdrant's `ordering` write parameter: one node orders every write through
+// its WAL, so weak, medium and strong are all kept; anything else is a 400
+// that changes nothing.
+TEST_F(QdrantSnapshotTest, WriteOrdering) {
+  for (const char* o : {"weak", "medium", "strong"}) {
+    ExpectOk(Call("PUT", std::string("/collections/s/points?wait=true&ordering=") + o,
+                  R"({"points": [{"id": 7, "vector": {"": [1, 1]}}]})"));
   }
-  Answer slow = Call("POST", "/collections/big/points/query?timeout=1", R"({"query":
-      {"recommend": {"positive": [1, 2, 3, 4, 5, 6, 7, 8], "negative": [9, 10, 11, 12],
-                     "strategy": "best_score"}}, "limit": 5})");
-  if (slow.status == 200) {
-    GTEST_SKIP() << "the query finished within 1 s on this machine; timeout not exercised";
-  }
-  ExpectError(slow, 408, "Timeout error");
+  ExpectOk(Call("POST", "/collections/s/points/payload?ordering=strong",
+                R"({"payload": {"b": 1}, "points": [7]})"));
+  ExpectError(Call("PUT", "/collections/s/points?wait=true&ordering=strongest",
+                   R"({"points": [{"id": 8, "vector": {"": [1, 1]}}]})"),
+              400, "ordering must be weak, medium or strong");
+  ExpectError(Call("POST", "/collections/s/points/delete?ordering=", R"({"points": [7]})"), 400,
+              "ordering");
+  json c = ExpectOk(Call("POST", "/collections/s/points/count", "{}"));
+  EXPECT_EQ(c["count"], 3);  // 1, 2 and 7: neither refused write was applied
 }
 
 }  // namespace

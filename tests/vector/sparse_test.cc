@@ -460,5 +460,37 @@ TEST(Bm25Test, TokenizerWeightsAndIndexing) {
   EXPECT_EQ(got[1].record.id.hi, 0u);
 }
 
+// A point deleted between Bm25IndexField's read of the texts and its write
+// is skipped: the others get their vectors, the deleted one stays deleted.
+TEST(Bm25Test, PointDeletedDuringIndexingIsSkipped) {
+  testing::TempDir tmp;
+  CollectionSchema s = HybridSchema(SparseModifier::kIdf);
+  ASSERT_OK_AND_ASSIGN(auto c, Collection::Create(tmp.Join("c"), "c", s, Inline(100)));
+  std::vector<Point> pts;
+  const char* texts[] = {"red apples", "green apples", "apples and pears"};
+  for (uint64_t id = 0; id < 3; ++id) {
+    Point p = HybridPoint(id, {});
+    p.payload = nlohmann::json{{"body", texts[id]}}.dump();
+    pts.push_back(p);
+  }
+  ASSERT_OK(c->Upsert(pts));
+  Bm25Options o;
+  int calls = 0;
+  o.after_read = [&] {
+    ++calls;
+    const PointId gone = PointId::Number(1);
+    ASSERT_OK(c->Delete(std::span<const PointId>(&gone, 1)));
+  };
+  ASSERT_OK_AND_ASSIGN(auto res, Bm25IndexField(*c, "body", "text", o));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(res.points, 2u);
+  ASSERT_OK_AND_ASSIGN(size_t n, c->Count(std::nullopt));
+  EXPECT_EQ(n, 2u);
+  ASSERT_OK_AND_ASSIGN(auto got, c->Search(SparseReq(Bm25QueryVector("apples"), 5)));
+  std::set<uint64_t> ids;
+  for (const auto& h : got) ids.insert(h.record.id.hi);
+  EXPECT_EQ(ids, (std::set<uint64_t>{0, 2}));
+}
+
 }  // namespace
 }  // namespace strata::vector

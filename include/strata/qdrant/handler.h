@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -31,6 +32,12 @@ struct HandlerOptions {
   size_t max_body_bytes = 256 << 20;  // larger request bodies get 413
   // Snapshot uploads stream to a file under the manager's root instead.
   uint64_t max_upload_bytes = uint64_t{64} << 30;
+  // Test-only fault hook (unset in production): called with "before" just
+  // before a request's operation runs and with "after" once it has run; the
+  // seconds it returns are added to the request's measured time, as a slow
+  // queue or a slow disk would add them, so a test reaches the `timeout`
+  // paths without sleeping.
+  std::function<double(std::string_view stage)> inject_delay;
 };
 
 class Handler {

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,9 @@ namespace strata::vector {
 struct Bm25Options {
   float k1 = 1.2f;  // term-frequency saturation
   float b = 0.75f;  // length normalisation (0: none, 1: full)
+  // Test-only hook (unset in production): called after the texts are read
+  // and before the vectors are written, where a concurrent delete can land.
+  std::function<void()> after_read;
 };
 
 std::vector<std::string> Bm25Tokenize(std::string_view text);
@@ -51,7 +55,8 @@ struct Bm25IndexResult {
 // Reads the string payload key `text_field` of every point, computes the
 // average length, and writes each point's BM25 document vector into the
 // sparse field `sparse_name` (one atomic update; points without the key, or
-// whose text has no tokens, are left as they are). kInvalidArgument when the
+// whose text has no tokens, are left as they are; a point deleted after its
+// text was read is skipped, not an error). kInvalidArgument when the
 // sparse field does not exist.
 Result<Bm25IndexResult> Bm25IndexField(Collection& c, const std::string& text_field,
                                        const std::string& sparse_name, const Bm25Options& o = {},

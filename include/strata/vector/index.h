@@ -157,6 +157,13 @@ struct SearchResults {
   size_t nq = 0;
   size_t k = 0;
   std::vector<Neighbor> neighbors;  // nq * k, row-major
+  // The work the call did, summed over its queries, as counts that do not
+  // depend on machine load: distances computed (an exact scan counts one per
+  // row it scores) and graph link lists read (HNSW level 0: nodes expanded
+  // and, in a two-hop walk, the non-matching neighbours looked through).
+  // HNSW and exact scans count; the other indexes leave their own walks out.
+  uint64_t distances = 0;
+  uint64_t link_reads = 0;
 
   const Neighbor* Row(size_t q) const { return neighbors.data() + q * k; }
   size_t Count(size_t q) const;  // results in row q before the padding

@@ -503,31 +503,52 @@ class HnswIndex final : public IndexBase {
   }
   double MinGraphSelectivity() const override { return 0.02; }
 
-  // Cost in random-access distance evaluations. A walk expands about ef
-  // nodes. Unfiltered, each scores ~M0/2 new neighbours. Two-hop (ACORN),
-  // each reads the link lists of its ~M0 (1 - sel) non-matching neighbours
-  // (a cache miss, a quarter of a distance) and scores the new matching
-  // nodes within two hops, ~sel * M0 (M0 + 1) / 2, at most M0. A plain
-  // filtered walk expands ~ef / sel nodes. The exact scan reads the matching
-  // rows in order, prefetched, yet costs about one random-access distance per
-  // row (kScanCost, measured in FilteredGuaranteeTest: a 6,000-row scan took
-  // 8-12 unfiltered 30k x 128 searches; the vectors stream from memory where
-  // the walk's neighbourhood stays in cache).
+  // One query's work (SearchResults::distances, link_reads).
+  struct WalkCount {
+    uint64_t dist = 0, links = 0;
+  };
+
+  // Greedy descents run from the closest sampled seeds before the beam walk
+  // (see SearchFiltered), each at most kGreedyHops steps.
+  static constexpr size_t kGreedySeeds = 8, kGreedyHops = 12;
+  // Candidates one expansion may gather (two-hop lists are truncated at 2M,
+  // or at this where the query's region is excluded).
+  static constexpr uint32_t kMaxFresh = 1024;
+
+  // Cost in random-access distance evaluations (the unit SearchResults
+  // counts; a link list read costs kLinkCost of one). The exact scan reads
+  // the matching rows in order, prefetched, yet costs about one random-access
+  // distance per row (kScanCost, measured in FilteredGuaranteeTest: a
+  // 6,000-row scan took 8-12 unfiltered 30k x 128 searches; the vectors
+  // stream from memory where the walk's neighbourhood stays in cache).
   // Under kMinTwoHopMatches matching nodes within two hops the predicate's
   // subgraph falls apart and no walk is worth trying.
   bool PreferExact(const SearchParams& p, size_t k, double sel, double matches) const override {
-    constexpr double kScanCost = 1.0, kLinkCost = 0.25, kMinTwoHopMatches = 4;
-    const double ef = double(FilteredEf(std::max<size_t>(p.ef ? p.ef : DefaultEf(), k), sel));
+    constexpr double kScanCost = 1.0, kMinTwoHopMatches = 4;
     const double m0 = double(M0_);
     if (sel * m0 * m0 < kMinTwoHopMatches) return true;
-    double walk;
+    const size_t ef = FilteredEf(std::max<size_t>(p.ef ? p.ef : DefaultEf(), k), sel);
+    return matches * kScanCost <= WalkCost(double(ef), sel);
+  }
+
+  // A filtered walk with beam ef expands about ef nodes, each scoring about
+  // half of the (at most 2M) candidates it gathers (the rest were seen
+  // before, as in an unfiltered walk). Two-hop (ACORN), a node's candidates
+  // are its sel * 2M matching neighbours and then those of its non-matching
+  // neighbours, whose link lists it reads until 2M candidates are gathered:
+  // each read adds ~sel * 2M, so (1 - sel) / sel reads, at most 2M (1 - sel).
+  // The plain filtered walk expands ef / sel nodes of ~M fresh neighbours.
+  // Both first score the seeds and descend greedily from the closest few.
+  double WalkCost(double ef, double sel) const {
+    constexpr double kLinkCost = 0.25;
+    const double m0 = double(M0_);
+    const double start = double(kFilterSeeds) + double(kGreedySeeds) * 4 * m0 * 0.5;
     if (GraphStrategy(sel) == FilterStrategy::kAcorn) {
-      walk = ef * (kLinkCost * m0 * (1 - sel) + std::min(m0, 0.5 * sel * m0 * (m0 + 1))) +
-             double(kFilterSeeds);
-    } else {
-      walk = ef * m0 * 0.5 / sel + double(kFilterSeeds);
+      const double scored = 0.5 * std::min(m0, sel * m0 * (m0 + 1));
+      const double reads = 1 + std::min(m0 * (1 - sel), (1 - sel) / sel);
+      return ef * (scored + kLinkCost * reads) + start;
     }
-    return matches * kScanCost <= walk;
+    return ef / sel * (0.5 * m0 + kLinkCost) + start;
   }
 
   FilterStrategy GraphStrategy(double selectivity) const override {
@@ -542,15 +563,35 @@ class HnswIndex final : public IndexBase {
   // (FilteredRecallFull).
   size_t DefaultEf() const { return std::max<size_t>(64, params_.hnsw_ef_construction); }
 
-  // A filtered walk's beam: ef / sel^2, at most 8 ef. When the query's own
-  // region does not match, its nearest matching points are spread over the
-  // neighbouring regions; a beam of ef alone settles in one of them. With
-  // ef / sel (at most 4 ef) a 37% category filter on clustered 100k x 128
-  // gave recall@10 0.865, 20% 0.905; with ef / sel^2 0.966 and 1.0 (where
-  // the larger beam makes the planner scan instead) (FilteredRecallFull).
-  static size_t FilteredEf(size_t ef, double sel) {
+  // A filtered walk's beam: ef where the query's own region passes the
+  // filter about as often as the whole index does (a filter independent of
+  // the data, or a correlated one that keeps the query's region): the seeds,
+  // the greedy descents and the truncated two-hop lists find its matching
+  // neighbours at the cost of an unfiltered walk (FilteredCostTest).
+  static size_t FilteredEf(size_t ef, double sel) { return ef; }
+
+  // The beam where the query's region fails a correlated filter (see
+  // LocalRegionExcluded): ef / sel^2, at most 8 ef. Its nearest matching
+  // points are then spread over several neighbouring regions; with ef / sel
+  // (at most 4 ef) a 37% category filter on clustered 100k x 128 gave
+  // recall@10 0.865, 20% 0.905; with ef / sel^2 0.966 and 1.0
+  // (FilteredRecallFull).
+  static size_t ExcludedEf(size_t ef, double sel) {
     const double inv = 1.0 / std::max(sel, 1e-9);
     return size_t(double(ef) * std::clamp(inv * inv, 1.0, 8.0));
+  }
+
+  // True when the descent's node and its level-0 neighbours pass the filter
+  // at under half the index-wide selectivity: the filter correlates
+  // with the data and leaves out the query's own region. Costs one link
+  // list read and 2M filter probes, no distance.
+  bool LocalRegionExcluded(uint32_t ep, const IdFilter* filter, double sel, WalkCount* wc) const {
+    const uint32_t* links = Links0(ep);
+    const uint32_t cnt = links[0];
+    ++wc->links;
+    uint32_t pass = Passes(ep, filter) ? 1 : 0;
+    for (uint32_t j = 1; j <= cnt; ++j) pass += Passes(links[j], filter) ? 1 : 0;
+    return double(pass) < 0.5 * sel * double(cnt + 1);
   }
 
   Status SearchOne(const float* query, size_t k, const QueryContext& ctx,
@@ -558,14 +599,17 @@ class HnswIndex final : public IndexBase {
     const DistanceKernels& K = Kernels();
     Query q;
     PrepareQ(query, &q);
+    WalkCount wc;
     uint32_t ep = entry_;
     float ep_dist = DistQ(K, q, ep);
+    ++wc.dist;
     for (int l = max_level_; l > 0; --l) {
       bool changed = true;
       while (changed) {
         changed = false;
         const uint32_t* links = LinksUpper(ep, l);
         uint32_t cnt = links[0];
+        wc.dist += cnt;
         for (uint32_t j = 0; j < cnt; ++j) PrefetchData(links[1 + j]);
         for (uint32_t j = 0; j < cnt; ++j) {
           float dd = DistQ(K, q, links[1 + j]);
@@ -582,24 +626,43 @@ class HnswIndex final : public IndexBase {
     top.clear();
     if (ctx.filter == nullptr) {
       if (live_ == rows()) {
-        SearchLevel0<false, false>(K, q, ep, ep_dist, ef, nullptr, &top);
+        SearchLevel0<false>(K, q, ep, ep_dist, ef, &top, &wc);
       } else {
-        SearchLevel0<true, false>(K, q, ep, ep_dist, ef, nullptr, &top);
+        SearchLevel0<true>(K, q, ep, ep_dist, ef, &top, &wc);
       }
-    } else if (ctx.strategy == FilterStrategy::kAcorn) {
-      ef = FilteredEf(ef, ctx.selectivity);
-      SearchFiltered<true>(K, q, ep, ep_dist, ef, ctx, &top);
     } else {
-      ef = FilteredEf(ef, ctx.selectivity);
-      SearchFiltered<false>(K, q, ep, ep_dist, ef, ctx, &top);
+      const double sel = ctx.selectivity;
+      uint32_t cap = M0_;
+      if (LocalRegionExcluded(ep, ctx.filter, sel, &wc)) {
+        // Strategy auto: the exact scan of the matching rows. The wide walk
+        // below (forced strategies only) loses recall here: FilteredRecallFull
+        // gave 0.936 at category 20% and 0.929-0.937 at 37% on 100k x 128
+        // and 50k x 768 with it; before this branch those buckets were
+        // answered by the scan for every query.
+        if (ctx.matching != nullptr && ctx.params->filter_strategy == FilterStrategy::kAuto) {
+          ctx.counters->Add(wc.dist, wc.links);
+          const std::vector<uint32_t>& match = ctx.matching->Get();
+          return ExactOverRows(query, match.data(), match.size(), k, out, ctx.counters);
+        }
+        ef = ExcludedEf(ef, sel);
+        cap = kMaxFresh;  // the walk as it was: every matching node within two hops
+      } else {
+        ef = FilteredEf(ef, sel);
+      }
+      if (ctx.strategy == FilterStrategy::kAcorn) {
+        SearchFiltered<true>(K, q, ep, ep_dist, ef, cap, ctx, &top, &wc);
+      } else {
+        SearchFiltered<false>(K, q, ep, ep_dist, ef, cap, ctx, &top, &wc);
+      }
     }
+    ctx.counters->Add(wc.dist, wc.links);
     // A walk that could not gather ef matching nodes saw too little of the
     // predicate's subgraph to trust: finish exactly over the matching rows
     // (there are few of them, or the planner would not have walked).
     if (ctx.filter != nullptr && top.size() < ef && ctx.matching != nullptr) {
       const std::vector<uint32_t>& match = ctx.matching->Get();
       if (top.size() < match.size()) {
-        return ExactOverRows(query, match.data(), match.size(), k, out);
+        return ExactOverRows(query, match.data(), match.size(), k, out, ctx.counters);
       }
     }
     WriteResults(top, k, LabelsPtr(), out);
@@ -608,22 +671,37 @@ class HnswIndex final : public IndexBase {
 
   // The filtered level-0 walk; *top gets the (up to) ef best matching nodes.
   // kTwoHop (ACORN-1): candidates are matching nodes, found directly or
-  // through a non-matching neighbour's links; non-matching neighbours are
-  // remembered (up to kReserve) and, when no matching candidate is left
-  // before ef are found, scored and queued (at most kRefills times).
-  // Otherwise (hnswlib's filtered walk) every neighbour is a candidate and
-  // only matching ones enter *top.
+  // through a non-matching neighbour's links, at most 2M per expanded node
+  // (ACORN's truncated two-hop list: scoring every matching node within two
+  // hops cost up to sel * (2M)^2 distances per node); non-matching
+  // neighbours are remembered (up to kReserve) and, when no matching
+  // candidate is left before ef are found, scored and queued (at most
+  // kRefills times). Otherwise (hnswlib's filtered walk) every neighbour is a
+  // candidate and only matching ones enter *top.
+  //
+  // Entry: the descent's node and the sampled matching seeds, all scored;
+  // then a greedy descent (move to the closest new candidate while it
+  // improves) from each of the kGreedySeeds closest seeds. A filter that
+  // correlates with the data leaves the query's own region without matches:
+  // its nearest matching points lie in several other regions, and a seed is
+  // a random point of its region, farther than the best points of the first
+  // region the beam fills with, so the beam never expanded it (a beam of 8 ef
+  // was needed). Descending first brings each seed's region's best points
+  // into the beam.
   template <bool kTwoHop>
   void SearchFiltered(const DistanceKernels& K, const Query& q, uint32_t ep, float ep_dist,
-                      size_t ef, const QueryContext& ctx, std::vector<HeapItem>* top) const {
+                      size_t ef, uint32_t cap, const QueryContext& ctx, std::vector<HeapItem>* top,
+                      WalkCount* wc) const {
     constexpr size_t kReserve = 256, kRefills = 8;
     const IdFilter* filter = ctx.filter;
     auto visited = pool_.Get(rows());
     VisitedList& vis = *visited;
     thread_local std::vector<HeapItem> cand;  // min-heap by dist
     thread_local std::vector<uint32_t> reserve;
+    thread_local std::vector<HeapItem> scored_seeds;
     cand.clear();
     reserve.clear();
+    scored_seeds.clear();
     top->reserve(ef + 1);
     float lower = std::numeric_limits<float>::infinity();
     auto offer = [&](float dd, uint32_t id, bool match) {
@@ -639,6 +717,50 @@ class HnswIndex final : public IndexBase {
       }
       lower = top->size() >= ef ? top->front().dist : std::numeric_limits<float>::infinity();
     };
+    // Scores node c's new candidates (offering each); returns the closest.
+    uint32_t fresh[kMaxFresh], nonmatch[kMaxFresh];
+    auto expand = [&](uint32_t c) {
+      const uint32_t* links = Links0(c);
+      const uint32_t cnt = links[0];
+      ++wc->links;
+      uint32_t nf = 0, nn = 0;
+      for (uint32_t j = 1; j <= cnt; ++j) Prefetch(&vis.mark[links[j]]);
+      for (uint32_t j = 1; j <= cnt; ++j) {
+        uint32_t nb = links[j];
+        if (vis.Visited(nb)) continue;
+        vis.Set(nb);
+        if (kTwoHop && !Passes(nb, filter)) {
+          Prefetch(Links0(nb));
+          nonmatch[nn++] = nb;
+          if (reserve.size() < kReserve) reserve.push_back(nb);
+          continue;
+        }
+        PrefetchData(nb);
+        fresh[nf++] = nb;
+      }
+      if constexpr (kTwoHop) {
+        for (uint32_t i = 0; i < nn && nf < cap; ++i) {
+          const uint32_t* l2 = Links0(nonmatch[i]);
+          ++wc->links;
+          for (uint32_t t = 1, c2 = l2[0]; t <= c2 && nf < cap; ++t) {
+            uint32_t nb2 = l2[t];
+            if (vis.Visited(nb2) || !Passes(nb2, filter)) continue;
+            vis.Set(nb2);
+            PrefetchData(nb2);
+            fresh[nf++] = nb2;
+          }
+        }
+      }
+      HeapItem best{std::numeric_limits<float>::infinity(), UINT32_MAX};
+      for (uint32_t j = 0; j < nf; ++j) {
+        uint32_t nb = fresh[j];
+        float dd = DistQ(K, q, nb);
+        offer(dd, nb, kTwoHop || Passes(nb, filter));
+        if (dd < best.dist) best = {dd, nb};
+      }
+      wc->dist += nf;
+      return best;
+    };
     vis.Set(ep);
     offer(ep_dist, ep, Passes(ep, filter));
     if (ctx.seeds != nullptr) {
@@ -646,16 +768,30 @@ class HnswIndex final : public IndexBase {
       for (uint32_t s : *ctx.seeds) {
         if (vis.Visited(s)) continue;
         vis.Set(s);
-        offer(DistQ(K, q, s), s, true);
+        float dd = DistQ(K, q, s);
+        scored_seeds.push_back({dd, s});
+        offer(dd, s, true);
+      }
+      wc->dist += scored_seeds.size();
+      const size_t g = std::min(kGreedySeeds, scored_seeds.size());
+      std::partial_sort(scored_seeds.begin(), scored_seeds.begin() + g, scored_seeds.end(),
+                        HeapLess);
+      for (size_t i = 0; i < g; ++i) {
+        HeapItem cur = scored_seeds[i];
+        for (size_t hop = 0; hop < kGreedyHops; ++hop) {
+          HeapItem b = expand(cur.id);
+          if (!(b.dist < cur.dist)) break;
+          cur = b;
+        }
       }
     }
-    uint32_t fresh[1024];
     size_t refills = 0;
     for (;;) {
       if (cand.empty()) {
         if (!kTwoHop || top->size() >= ef || reserve.empty() || refills++ == kRefills) break;
         for (uint32_t r : reserve) PrefetchData(r);
         for (uint32_t r : reserve) offer(DistQ(K, q, r), r, false);
+        wc->dist += reserve.size();
         reserve.clear();
         continue;
       }
@@ -663,36 +799,7 @@ class HnswIndex final : public IndexBase {
       if (c.dist > lower) break;  // lower is finite only once top holds ef nodes
       std::pop_heap(cand.begin(), cand.end(), HeapGreater);
       cand.pop_back();
-      const uint32_t* links = Links0(c.id);
-      uint32_t cnt = links[0];
-      uint32_t nf = 0;
-      for (uint32_t j = 1; j <= cnt; ++j) Prefetch(&vis.mark[links[j]]);
-      for (uint32_t j = 1; j <= cnt; ++j) {
-        uint32_t nb = links[j];
-        if (vis.Visited(nb)) continue;
-        vis.Set(nb);
-        if constexpr (kTwoHop) {
-          if (!Passes(nb, filter)) {
-            const uint32_t* l2 = Links0(nb);
-            uint32_t c2 = l2[0];
-            for (uint32_t t = 1; t <= c2 && nf < 1024; ++t) {
-              uint32_t nb2 = l2[t];
-              if (vis.Visited(nb2) || !Passes(nb2, filter)) continue;
-              vis.Set(nb2);
-              PrefetchData(nb2);
-              fresh[nf++] = nb2;
-            }
-            if (reserve.size() < kReserve) reserve.push_back(nb);
-            continue;
-          }
-        }
-        PrefetchData(nb);
-        fresh[nf++] = nb;
-      }
-      for (uint32_t j = 0; j < nf; ++j) {
-        uint32_t nb = fresh[j];
-        offer(DistQ(K, q, nb), nb, kTwoHop || Passes(nb, filter));
-      }
+      expand(c.id);
       if (!cand.empty()) {
         const char* next = reinterpret_cast<const char*>(Links0(cand.front().id));
         Prefetch(next);
@@ -702,16 +809,18 @@ class HnswIndex final : public IndexBase {
     pool_.Put(std::move(visited));
   }
 
-  template <bool kFiltered, bool kAcorn>
-  void SearchLevel0(const DistanceKernels& K, const Query& q, uint32_t ep, float ep_dist,
-                    size_t ef, const IdFilter* filter, std::vector<HeapItem>* top) const {
+  // The unfiltered level-0 walk (kSkipDeleted: deleted rows are walked
+  // through but not returned).
+  template <bool kSkipDeleted>
+  void SearchLevel0(const DistanceKernels& K, const Query& q, uint32_t ep, float ep_dist, size_t ef,
+                    std::vector<HeapItem>* top, WalkCount* wc) const {
     auto visited = pool_.Get(rows());
     VisitedList& vis = *visited;
     thread_local std::vector<HeapItem> cand;  // min-heap by dist
     cand.clear();
     top->reserve(ef + 1);
     float lower = std::numeric_limits<float>::infinity();
-    if (!kFiltered || Passes(ep, filter)) {
+    if (!kSkipDeleted || Passes(ep, nullptr)) {
       top->push_back({ep_dist, ep});
       lower = ep_dist;
     }
@@ -720,42 +829,29 @@ class HnswIndex final : public IndexBase {
     uint32_t fresh[1024];
     while (!cand.empty()) {
       HeapItem c = cand.front();
-      if (c.dist > lower && (top->size() >= ef || !kFiltered || kAcorn)) break;
+      if (c.dist > lower && (top->size() >= ef || !kSkipDeleted)) break;
       std::pop_heap(cand.begin(), cand.end(), HeapGreater);
       cand.pop_back();
       const uint32_t* links = Links0(c.id);
       uint32_t cnt = links[0];
       uint32_t nf = 0;
+      ++wc->links;
       for (uint32_t j = 1; j <= cnt; ++j) Prefetch(&vis.mark[links[j]]);
       for (uint32_t j = 1; j <= cnt; ++j) {
         uint32_t nb = links[j];
         if (vis.Visited(nb)) continue;
         vis.Set(nb);
-        if constexpr (kAcorn) {
-          if (!Passes(nb, filter)) {
-            // Two hops: the matching neighbours of a non-matching neighbour.
-            const uint32_t* l2 = Links0(nb);
-            uint32_t c2 = l2[0];
-            for (uint32_t t = 1; t <= c2 && nf < 1024; ++t) {
-              uint32_t nb2 = l2[t];
-              if (vis.Visited(nb2) || !Passes(nb2, filter)) continue;
-              vis.Set(nb2);
-              PrefetchData(nb2);
-              fresh[nf++] = nb2;
-            }
-            continue;
-          }
-        }
         PrefetchData(nb);
         fresh[nf++] = nb;
       }
+      wc->dist += nf;
       for (uint32_t j = 0; j < nf; ++j) {
         uint32_t nb = fresh[j];
         float dd = DistQ(K, q, nb);
         if (top->size() < ef || dd < lower) {
           cand.push_back({dd, nb});
           std::push_heap(cand.begin(), cand.end(), HeapGreater);
-          if (!kFiltered || kAcorn || Passes(nb, filter)) {
+          if (!kSkipDeleted || Passes(nb, nullptr)) {
             top->push_back({dd, nb});
             std::push_heap(top->begin(), top->end(), HeapLess);
             if (top->size() > ef) {

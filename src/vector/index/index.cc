@@ -490,7 +490,8 @@ bool IndexBase::PreferExact(const SearchParams& p, size_t k, double selectivity,
 }
 
 Status IndexBase::ExactOverRows(const float* query, const uint32_t* rows, size_t n, size_t k,
-                                Neighbor* out) const {
+                                Neighbor* out, SearchCounters* counters) const {
+  if (counters != nullptr) counters->Add(n, 0);
   constexpr size_t kChunk = 256;
   float dist[kChunk];
   TopK top(k);
@@ -531,6 +532,7 @@ Status IndexBase::Search(size_t nq, const float* queries, size_t k, const Search
   out->nq = nq;
   out->k = k;
   out->neighbors.assign(nq * k, {kNoId, std::numeric_limits<float>::infinity()});
+  out->distances = out->link_reads = 0;
   if (nq == 0 || live_ == 0) return Status::Ok();  // an empty index answers nothing, trained or not
 
   std::vector<float> normalized;
@@ -541,7 +543,19 @@ Status IndexBase::Search(size_t nq, const float* queries, size_t k, const Search
   }
   const unsigned threads = ResolveThreads(params.num_threads);
 
+  SearchCounters counters;
+  Status st = SearchPlanned(nq, queries, k, params, threads, &counters, out);
+  out->distances = counters.distances.load();
+  out->link_reads = counters.link_reads.load();
+  return st;
+}
+
+Status IndexBase::SearchPlanned(size_t nq, const float* queries, size_t k,
+                                const SearchParams& params, unsigned threads,
+                                SearchCounters* counters, SearchResults* out) const {
+  const size_t d = params_.dim;
   QueryContext ctx{&params, params.filter, FilterStrategy::kGraph, 1.0};
+  ctx.counters = counters;
   LazyMatchingRows matching(this, params.filter);
   std::vector<uint32_t> seeds;
   if (params.filter != nullptr) {
@@ -562,7 +576,7 @@ Status IndexBase::Search(size_t nq, const float* queries, size_t k, const Search
       ParallelFor(nq, threads, [&](size_t q, unsigned) {
         if (err.failed()) return;
         err.Set(ExactOverRows(queries + q * d, match.data(), match.size(), k,
-                              out->neighbors.data() + q * k));
+                              out->neighbors.data() + q * k, counters));
       });
       return err.Take();
     }
@@ -583,7 +597,7 @@ Status IndexBase::Search(size_t nq, const float* queries, size_t k, const Search
     const std::vector<uint32_t>& match = matching.Get();
     if (out->Count(q) >= std::min(k, match.size())) return;
     err.Set(ExactOverRows(queries + q * d, match.data(), match.size(), k,
-                          out->neighbors.data() + q * k));
+                          out->neighbors.data() + q * k, counters));
   });
   return err.Take();
 }
@@ -612,11 +626,14 @@ Status IndexBase::SearchSubset(size_t nq, const float* queries, size_t k, const 
     queries = normalized.data();
   }
   FirstError err;
+  SearchCounters counters;
   ParallelFor(nq, ResolveThreads(num_threads), [&](size_t q, unsigned) {
     if (err.failed()) return;
     err.Set(ExactOverRows(queries + q * d, rows_list.data(), rows_list.size(), k,
-                          out->neighbors.data() + q * k));
+                          out->neighbors.data() + q * k, &counters));
   });
+  out->distances = counters.distances.load();
+  out->link_reads = 0;
   return err.Take();
 }
 

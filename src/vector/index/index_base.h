@@ -255,6 +255,16 @@ class LazyMatchingRows {
   mutable std::vector<uint32_t> rows_;  // written once under once_
 };
 
+// SearchResults' work counters, added to by the queries of one call.
+struct SearchCounters {
+  std::atomic<uint64_t> distances{0};
+  std::atomic<uint64_t> link_reads{0};
+  void Add(uint64_t d, uint64_t l) {
+    distances.fetch_add(d, std::memory_order_relaxed);
+    link_reads.fetch_add(l, std::memory_order_relaxed);
+  }
+};
+
 // How a single query is to be answered (fixed for a whole Search call).
 struct QueryContext {
   const SearchParams* params;
@@ -266,6 +276,7 @@ struct QueryContext {
   // matching rows for an exact fallback. Both null without a filter.
   const std::vector<uint32_t>* seeds = nullptr;
   const LazyMatchingRows* matching = nullptr;
+  SearchCounters* counters = nullptr;  // never null inside Search
 };
 
 class IndexBase : public Index {
@@ -350,14 +361,17 @@ class IndexBase : public Index {
   virtual bool PreferExact(const SearchParams& p, size_t k, double selectivity,
                            double matches) const;
 
+  // Search after the argument checks: the planner, the walk, the fallback.
+  Status SearchPlanned(size_t nq, const float* queries, size_t k, const SearchParams& params,
+                       unsigned threads, SearchCounters* counters, SearchResults* out) const;
   // Query prepared for search: copied and normalised for COSINE.
   const float* PrepareQuery(const float* q, std::vector<float>* buf) const;
   // Up to `want` live rows passing the filter, spread over the index (for
   // entry points), found by probing rows in a fixed pseudo-random order.
   std::vector<uint32_t> SampleMatchingRows(const IdFilter& filter, double selectivity,
                                            size_t want) const;
-  Status ExactOverRows(const float* query, const uint32_t* rows, size_t n, size_t k,
-                       Neighbor* out) const;
+  Status ExactOverRows(const float* query, const uint32_t* rows, size_t n, size_t k, Neighbor* out,
+                       SearchCounters* counters = nullptr) const;
   Status EnsureWritableDisk();
 
   IndexParams params_;
