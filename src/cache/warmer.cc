@@ -1,5 +1,3 @@
-#include <strata/cache/warmer.h>
-
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -14,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <strata/cache/warmer.h>
 #include <strata/core/checksum.h>
 #include <strata/core/file_util.h>
 #include <strata/core/log.h>
@@ -123,7 +122,8 @@ struct Warmer::Impl {
     std::lock_guard<std::mutex> lock(mu);
     if (s.status.ok()) {
       if (s.was_cached) ++stats.hits;
-      else ++stats.fetched;
+      else
+        ++stats.fetched;
     }
     slots[i] = std::move(s);
     --inflight;

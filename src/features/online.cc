@@ -549,9 +549,10 @@ Result<const KeyGroup*> KeyGroupFor(const FeatureViewDef& v,
 // Plans every projection: the (entity key, view) pairs to read, deduplicated,
 // and the output names the projections add.
 Status PlanOnlineRead(const FeatureRepo& registry, const std::vector<FeatureProjection>& features,
-                      const std::vector<std::pair<std::string, std::vector<OnlineValue>>>& entities, size_t n,
-                      bool full_names, std::vector<ViewPlan>* plans,
-                      std::vector<std::pair<std::string, std::string>>* keys, std::vector<std::string>* names) {
+                      const std::vector<std::pair<std::string, std::vector<OnlineValue>>>& entities,
+                      size_t n, bool full_names, std::vector<ViewPlan>* plans,
+                      std::vector<std::pair<std::string, std::string>>* keys,
+                      std::vector<std::string>* names) {
   // A deque: the strings are referenced by the dedup map below.
   std::deque<KeyGroup> groups;
   std::unordered_map<std::string_view, size_t> seen;
@@ -655,7 +656,8 @@ Result<OnlineResponse> GetOnlineFeatures(const FeatureRepo& registry, OnlineStor
   // Keys of every (row, view), deduplicated, then one read.
   std::vector<ViewPlan> plans;
   std::vector<std::pair<std::string, std::string>> keys;
-  STRATA_RETURN_IF_ERROR(PlanOnlineRead(registry, features, entities, n, full_names, &plans, &keys, &resp.names));
+  STRATA_RETURN_IF_ERROR(
+      PlanOnlineRead(registry, features, entities, n, full_names, &plans, &keys, &resp.names));
   // Duplicate output names need full_feature_names, as in Feast.
   for (size_t i = 0; i < resp.names.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {

@@ -315,8 +315,10 @@ Result<std::unique_ptr<OnlineStore>> OpenRedisOnlineStore(const std::string& con
     while (!rest.empty()) {
       const size_t c = rest.find(',');
       const std::string item = rest.substr(0, c);
-      if (item.rfind("db=", 0) == 0) db = std::atoi(item.c_str() + 3);
-      else if (item.rfind("password=", 0) == 0) password = item.substr(9);
+      if (item.rfind("db=", 0) == 0)
+        db = std::atoi(item.c_str() + 3);
+      else if (item.rfind("password=", 0) == 0)
+        password = item.substr(9);
       rest = c == std::string::npos ? "" : rest.substr(c + 1);
     }
   }
@@ -325,9 +327,10 @@ Result<std::unique_ptr<OnlineStore>> OpenRedisOnlineStore(const std::string& con
   endpoint.host = colon == std::string::npos ? hostport : hostport.substr(0, colon);
   const std::string port = colon == std::string::npos ? "6379" : hostport.substr(colon + 1);
   const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), endpoint.port);
-  if (ec != std::errc() || end != port.data() + port.size() || endpoint.port <= 0 || endpoint.port > 65535) {
-    return Status::InvalidArgument(
-        fmt::format("redis connection_string \"{}\": \"{}\" is not a port number", connection, port));
+  if (ec != std::errc() || end != port.data() + port.size() || endpoint.port <= 0 ||
+      endpoint.port > 65535) {
+    return Status::InvalidArgument(fmt::format(
+        "redis connection_string \"{}\": \"{}\" is not a port number", connection, port));
   }
   endpoint.password = password;
   endpoint.db = db;

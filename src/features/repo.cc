@@ -513,7 +513,8 @@ struct Loader {
       if (on.IsScalar()) {
         c->online_store = on.Scalar();
       } else if (on.IsMap()) {
-        CheckKeys(on, "online_store", {"type", "path", "connection_string", "key_ttl_seconds", "redis_type"});
+        CheckKeys(on, "online_store",
+                  {"type", "path", "connection_string", "key_ttl_seconds", "redis_type"});
         Str(on, "type", "online_store", &c->online_store, false);
         Str(on, "path", "online_store", &c->online_path, false);
         Str(on, "connection_string", "online_store", &c->redis_connection, false);

@@ -11,8 +11,8 @@
 #include <strata/features/parquet.h>
 #include <strata/features/repo.h>
 
-#include "testutil/testutil.h"
 #include "features/online_repo.h"
+#include "testutil/testutil.h"
 
 namespace strata::features {
 namespace {

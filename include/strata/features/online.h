@@ -67,7 +67,8 @@ class OnlineStore {
 // RocksDB under `path` (created if missing).
 Result<std::unique_ptr<OnlineStore>> OpenRocksDbOnlineStore(const std::string& path, const std::string& project);
 // Redis at "host:port[,db=N][,password=P]".
-Result<std::unique_ptr<OnlineStore>> OpenRedisOnlineStore(const std::string& connection, const std::string& project);
+Result<std::unique_ptr<OnlineStore>> OpenRedisOnlineStore(const std::string& connection,
+                                                          const std::string& project);
 // The store feature_store.yaml names.
 Result<std::unique_ptr<OnlineStore>> OpenOnlineStore(const RepoConfig& config);
 

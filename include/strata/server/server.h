@@ -48,7 +48,7 @@ struct ServerOptions {
   bool features_bind_required = false;  // as vector_bind_required, for features_address
   // Served-vector logging; < 0 keeps what the repository's feature_store.yaml says.
   double features_log_sample_rate = -1;
-  std::string features_log_dir;    // "" = the repository's (default REPO/data/served_log)
+  std::string features_log_dir;  // "" = the repository's (default REPO/data/served_log)
   std::string region = "us-east-1";
   std::vector<std::string> domains = {"localhost"};
   std::string tls_cert_file;
