@@ -20,6 +20,8 @@ std::atomic<bool> g_armed{false};
 std::atomic<uint64_t> g_injected{0};
 std::mutex g_mu;
 WriteFault g_fault;  // guarded by g_mu
+std::atomic<bool> g_sync_armed{false};
+SyncFault g_sync_fault;  // guarded by g_mu
 
 // Power-loss tracking: per inode, the size its last sync left and the old
 // bytes of every synced range overwritten since (applied newest first).
@@ -31,6 +33,7 @@ struct Undo {
 struct Unsynced {
   uint64_t synced_size = 0;
   std::vector<Undo> undo;
+  bool sync_failed = false;  // a sync failed: what is un-synced now never becomes durable
 };
 using InodeKey = std::pair<uint64_t, uint64_t>;  // st_dev, st_ino
 std::atomic<bool> g_tracking{false};
@@ -129,10 +132,18 @@ void InjectWriteFault(WriteFault f) {
   g_armed.store(g_fault.times != 0, std::memory_order_release);
 }
 
+void InjectSyncFault(SyncFault f) {
+  std::lock_guard<std::mutex> l(g_mu);
+  g_sync_fault = std::move(f);
+  g_sync_armed.store(g_sync_fault.times != 0, std::memory_order_release);
+}
+
 void ClearFaults() {
   std::lock_guard<std::mutex> l(g_mu);
   g_fault = WriteFault{};
   g_armed.store(false, std::memory_order_release);
+  g_sync_fault = SyncFault{};
+  g_sync_armed.store(false, std::memory_order_release);
 }
 
 uint64_t FaultsInjected() { return g_injected.load(std::memory_order_relaxed); }
@@ -155,6 +166,36 @@ int OnWrite(std::string_view what, size_t n, size_t* written_first) {
   g_injected.fetch_add(1, std::memory_order_relaxed);
   *written_first = std::min(n, g_fault.written_first);
   return g_fault.err;
+}
+
+int OnSync(int fd, std::string_view what) {
+  if (!g_sync_armed.load(std::memory_order_relaxed)) return 0;
+  int err = 0;
+  {
+    std::lock_guard<std::mutex> l(g_mu);
+    if (g_sync_fault.times == 0) return 0;
+    if (!g_sync_fault.path_contains.empty() &&
+        what.find(g_sync_fault.path_contains) == std::string_view::npos) {
+      return 0;
+    }
+    if (g_sync_fault.skip > 0) {
+      --g_sync_fault.skip;
+      return 0;
+    }
+    if (g_sync_fault.times > 0 && --g_sync_fault.times == 0) {
+      g_sync_armed.store(false, std::memory_order_relaxed);
+    }
+    g_injected.fetch_add(1, std::memory_order_relaxed);
+    err = g_sync_fault.err;
+  }
+  struct stat st;
+  if (fd < 0 || !g_tracking.load(std::memory_order_relaxed) || ::fstat(fd, &st) != 0) return err;
+  std::lock_guard<std::mutex> l(g_track_mu);
+  auto [it, fresh] =
+      g_unsynced.try_emplace({static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)});
+  if (fresh) it->second.synced_size = static_cast<uint64_t>(st.st_size);
+  it->second.sync_failed = true;
+  return err;
 }
 
 void BeforeWrite(int fd, int64_t offset, size_t n) {
@@ -203,6 +244,7 @@ void AfterSync(int fd, SyncMark mark) {
   auto it = g_unsynced.find({static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)});
   if (it == g_unsynced.end()) return;
   Unsynced& u = it->second;
+  if (u.sync_failed) return;  // the kernel dropped those pages: a later sync cannot save them
   // Overwrites recorded before the sync started are durable now.
   std::erase_if(u.undo, [&](const Undo& d) { return d.seq < mark.seq; });
   u.synced_size = std::max(u.synced_size, mark.size);

@@ -109,6 +109,9 @@ Status PreadFull(int fd, void* buf, size_t n, uint64_t offset, std::string_view 
 }
 
 Status SyncFile(int fd, std::string_view what) {
+  if (const int err = fault::internal::OnSync(fd, what); err != 0) {
+    return Status::FromErrno(err, Op("fsync", what));
+  }
   const fault::internal::SyncMark mark = fault::internal::BeforeSync(fd);
   if (::fsync(fd) != 0) return Status::FromErrno(errno, Op("fsync", what));
   fault::internal::AfterSync(fd, mark);
@@ -116,6 +119,9 @@ Status SyncFile(int fd, std::string_view what) {
 }
 
 Status SyncFileData(int fd, std::string_view what) {
+  if (const int err = fault::internal::OnSync(fd, what); err != 0) {
+    return Status::FromErrno(err, Op("fdatasync", what));
+  }
   const fault::internal::SyncMark mark = fault::internal::BeforeSync(fd);
   if (::fdatasync(fd) != 0) return Status::FromErrno(errno, Op("fdatasync", what));
   fault::internal::AfterSync(fd, mark);
@@ -123,6 +129,9 @@ Status SyncFileData(int fd, std::string_view what) {
 }
 
 Status FsyncDir(const std::string& dir) {
+  if (const int err = fault::internal::OnSync(-1, dir); err != 0) {
+    return Status::FromErrno(err, Op("fsync directory", dir));
+  }
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(errno, Op("open directory", dir));
   const int rc = ::fsync(fd);

@@ -359,15 +359,29 @@ Status Materialize(FeatureRepo* registry, OnlineStore* store, const MaterializeO
     }
     for (auto& f : running) f.get();
   }
+  // A view is marked materialized only once all its rows are written and the
+  // store has finished the load (flushed); a view that failed part-way stays
+  // unmarked, so materialize-incremental covers its interval again.
+  Status first_error;
   for (size_t i = 0; i < views.size(); ++i) {
-    STRATA_RETURN_IF_ERROR(results[i]);
+    if (!results[i].ok() && first_error.ok()) {
+      first_error =
+          results[i].WithContext(fmt::format("materializing feature view \"{}\"", views[i]->name));
+    }
+  }
+  Status finished = store->FinishBulkLoad();
+  if (!finished.ok()) return first_error.ok() ? finished : first_error;
+  bool marked = false;
+  for (size_t i = 0; i < views.size(); ++i) {
+    if (!results[i].ok()) continue;
     views[i]->materialization_intervals.push_back({opt.start_us, opt.end_us});
+    marked = true;
   }
-  STRATA_RETURN_IF_ERROR(store->FinishBulkLoad());
-  if (!registry->config.registry_path.empty()) {
-    STRATA_RETURN_IF_ERROR(SaveRegistry(registry->config.registry_path, *registry));
+  if (marked && !registry->config.registry_path.empty()) {
+    Status saved = SaveRegistry(registry->config.registry_path, *registry);
+    if (!saved.ok() && first_error.ok()) first_error = saved;
   }
-  return Status::Ok();
+  return first_error;
 }
 
 Status MaterializeIncremental(FeatureRepo* registry, OnlineStore* store, int64_t end_us, MaterializeOptions opt,

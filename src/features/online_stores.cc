@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
+#include <shared_mutex>
 #include <string_view>
 #include <unordered_map>
 
@@ -13,8 +14,10 @@
 #include <rocksdb/write_batch.h>
 
 #include <strata/core/coding.h>
+#include <strata/core/log.h>
 #include <strata/core/redis.h>
 #include <strata/features/online.h>
+#include <strata/objstore/rocksdb_env.h>
 
 #include "features/redis_connection.h"
 
@@ -22,19 +25,26 @@ namespace strata::features {
 
 namespace {
 
+constexpr log::Logger kLog("features");
+
 int64_t RowTs(std::string_view row) {
   return row.size() >= 8 ? static_cast<int64_t>(DecodeFixed64(row.data())) : INT64_MIN;
 }
 
+// RocksDB stops taking writes after a failed write or sync of its files (a
+// full disk, a failing device) rather than retrying it; reads go on. The next
+// write (a materialize retried once the disk recovers) reopens the database,
+// which recovers from what its log holds; reads wait only for that swap.
 class RocksDbOnlineStore final : public OnlineStore {
  public:
-  RocksDbOnlineStore(std::unique_ptr<rocksdb::DB> db, std::string project)
-      : db_(std::move(db)), prefix_(std::move(project) + '\0') {}
+  RocksDbOnlineStore(std::unique_ptr<rocksdb::DB> db, std::string path, rocksdb::Options options,
+                     std::string project)
+      : db_(std::move(db)),
+        path_(std::move(path)),
+        options_(std::move(options)),
+        prefix_(std::move(project) + '\0') {}
   std::string name() const override { return "rocksdb"; }
 
-  // hash(project, entity key) first: serialized entity keys share long
-  // prefixes, and comparisons that differ in the first bytes keep the memtable
-  // and index seeks cheap. The full key follows, so collisions cannot alias.
   std::string Key(const std::string& ek, const std::string& view) const {
     uint64_t h = 1469598103934665603ULL;
     for (char c : prefix_) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ULL;
@@ -66,6 +76,8 @@ class RocksDbOnlineStore final : public OnlineStore {
     std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
     // Check-then-write must not interleave with another writer of the same keys.
     std::lock_guard<std::mutex> l(write_mu_);
+    STRATA_RETURN_IF_ERROR(ReopenIfStoppedLocked());
+    std::shared_lock<std::shared_mutex> d(db_mu_);
     std::vector<std::string> old(keys.size());
     std::vector<rocksdb::Status> sts = db_->MultiGet(rocksdb::ReadOptions(), slices, &old);
     rocksdb::WriteBatch batch;
@@ -76,25 +88,25 @@ class RocksDbOnlineStore final : public OnlineStore {
       }
       batch.Put(keys[i], rows[i].second);
     }
-    rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &batch);
-    if (!s.ok()) return Status::IOError(fmt::format("online store write: {}", s.ToString()));
-    return Status::Ok();
+    return FailedWrite(db_->Write(rocksdb::WriteOptions(), &batch), "write");
   }
 
   // Reads from the memtable walk a skiplist (a few cache misses per level);
   // flushed files answer through bloom filters and hash-indexed blocks.
   Status FinishBulkLoad() override {
+    std::lock_guard<std::mutex> l(write_mu_);
+    STRATA_RETURN_IF_ERROR(ReopenIfStoppedLocked());
+    std::shared_lock<std::shared_mutex> d(db_mu_);
     rocksdb::FlushOptions fo;
     fo.wait = true;
-    rocksdb::Status s = db_->Flush(fo);
-    if (!s.ok()) return Status::IOError(fmt::format("online store flush: {}", s.ToString()));
+    STRATA_RETURN_IF_ERROR(FailedWrite(db_->Flush(fo), "flush"));
     // Several overlapping L0 files (a bulk load spills many memtables): every
     // lookup would probe each one. Compacting them into one sorted run costs
     // one rewrite of the store, paid at materialization instead of per read.
     uint64_t l0 = 0;
     if (db_->GetIntProperty("rocksdb.num-files-at-level0", &l0) && l0 >= 2) {
-      s = db_->CompactRange(rocksdb::CompactRangeOptions(), nullptr, nullptr);
-      if (!s.ok()) return Status::IOError(fmt::format("online store compaction: {}", s.ToString()));
+      STRATA_RETURN_IF_ERROR(FailedWrite(
+          db_->CompactRange(rocksdb::CompactRangeOptions(), nullptr, nullptr), "compaction"));
     }
     return Status::Ok();
   }
@@ -109,6 +121,10 @@ class RocksDbOnlineStore final : public OnlineStore {
     // vector<string> overload is a loop of Gets.
     std::vector<rocksdb::PinnableSlice> vals(keys.size());
     std::vector<rocksdb::Status> sts(keys.size());
+    std::shared_lock<std::shared_mutex> d(db_mu_);
+    if (!db_)
+      return Status::IOError(fmt::format(
+          "the online store at {} is not open (a reopen after a failed write failed)", path_));
     db_->MultiGet(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), keys.size(), slices.data(), vals.data(),
                   sts.data());
     std::vector<std::optional<std::string>> out(keys.size());
@@ -123,9 +139,53 @@ class RocksDbOnlineStore final : public OnlineStore {
   }
 
  private:
-  std::unique_ptr<rocksdb::DB> db_;
+  // write_mu_ held, db_mu_ shared: a failed write as a Status; the next write reopens.
+  Status FailedWrite(const rocksdb::Status& s, std::string_view what) {
+    if (s.ok()) return Status::Ok();
+    stopped_ = true;
+    std::string msg = fmt::format(
+        "online store at {}: {} failed: {}; values materialized before are still served, run the "
+        "materialization again once the disk is healthy",
+        path_, what, s.ToString());
+    if (s.IsNoSpace()) return Status::ResourceExhausted(msg + " (free space on its filesystem)");
+    return Status::IOError(std::move(msg));
+  }
+
+  // write_mu_ held: reopens the database after a failed write.
+  Status ReopenIfStoppedLocked() {
+    if (!stopped_) return Status::Ok();
+    std::unique_lock<std::shared_mutex> d(db_mu_);
+    rocksdb::Status closed = db_->Close();
+    if (!closed.ok())
+      kLog.Warn("closing the stopped online store {}: {}", path_, closed.ToString());
+    db_.reset();
+    rocksdb::DB* raw = nullptr;
+    rocksdb::Status s = rocksdb::DB::Open(options_, path_, &raw);
+    if (!s.ok()) {
+      // Keep a handle for reads: open it read-only over what is there.
+      rocksdb::DB* ro = nullptr;
+      if (rocksdb::DB::OpenForReadOnly(options_, path_, &ro).ok()) db_.reset(ro);
+      if (!db_)
+        return Status::IOError(
+            fmt::format("cannot reopen the online store at {}: {}", path_, s.ToString()));
+      return Status::IOError(
+          fmt::format("the online store at {} stopped after a failed write and cannot be reopened "
+                      "for writing: {}",
+                      path_, s.ToString()));
+    }
+    db_.reset(raw);
+    stopped_ = false;
+    kLog.Info("reopened the online store at {} after a failed write", path_);
+    return Status::Ok();
+  }
+
+  mutable std::shared_mutex db_mu_;  // swapping db_ (exclusive) vs using it (shared)
+  std::unique_ptr<rocksdb::DB> db_;  // guarded by db_mu_
+  const std::string path_;
+  const rocksdb::Options options_;
   std::string prefix_;
   std::mutex write_mu_;
+  bool stopped_ = false;  // a write failed: reopen before the next; guarded by write_mu_
 };
 
 class RedisOnlineStore final : public OnlineStore {
@@ -237,10 +297,13 @@ Result<std::unique_ptr<OnlineStore>> OpenRocksDbOnlineStore(const std::string& p
   // so a cached lookup costs no decompression.
   options.OptimizeForPointLookup(256);
   options.compression = rocksdb::kNoCompression;
+  // Through the file-fault seam, as the object engine's metadata.
+  options.env = objstore::FileSeamRocksDbEnv();
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(options, path, &raw);
   if (!s.ok()) return Status::IOError(fmt::format("cannot open the RocksDB online store at {}: {}", path, s.ToString()));
-  return std::unique_ptr<OnlineStore>(new RocksDbOnlineStore(std::unique_ptr<rocksdb::DB>(raw), project));
+  return std::unique_ptr<OnlineStore>(
+      new RocksDbOnlineStore(std::unique_ptr<rocksdb::DB>(raw), path, options, project));
 }
 
 Result<std::unique_ptr<OnlineStore>> OpenRedisOnlineStore(const std::string& connection, const std::string& project) {

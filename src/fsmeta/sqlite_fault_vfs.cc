@@ -45,7 +45,14 @@ int Write(sqlite3_file* f, const void* buf, int n, sqlite3_int64 off) {
 int Truncate(sqlite3_file* f, sqlite3_int64 size) {
   return Real(f)->pMethods->xTruncate(Real(f), size);
 }
-int Sync(sqlite3_file* f, int flags) { return Real(f)->pMethods->xSync(Real(f), flags); }
+int Sync(sqlite3_file* f, int flags) {
+  // A failed fsync is not retried (SQLite returns the error; the pager rolls
+  // the transaction back and later writers overwrite its WAL frames).
+  if (fault::internal::OnSync(-1, reinterpret_cast<File*>(f)->name) != 0) {
+    return SQLITE_IOERR_FSYNC;
+  }
+  return Real(f)->pMethods->xSync(Real(f), flags);
+}
 int FileSize(sqlite3_file* f, sqlite3_int64* size) {
   return Real(f)->pMethods->xFileSize(Real(f), size);
 }

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -11,6 +13,7 @@
 
 #include <strata/core/fault_injection.h>
 #include <strata/core/file_util.h>
+#include <strata/objstore/rocksdb_env.h>
 
 namespace strata::objstore::internal {
 namespace {
@@ -21,23 +24,28 @@ namespace {
 class TrackedFile final : public rocksdb::FSWritableFileOwnerWrapper {
  public:
   TrackedFile(std::unique_ptr<rocksdb::FSWritableFile> f, const std::string& path)
-      : FSWritableFileOwnerWrapper(std::move(f)), fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {}
+      : FSWritableFileOwnerWrapper(std::move(f)),
+        path_(path),
+        fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {}
 
   rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& o,
                            rocksdb::IODebugContext* dbg) override {
     Before(static_cast<int64_t>(target()->GetFileSize(o, dbg)), data.size());
+    if (rocksdb::IOStatus f = WriteFault(data, o, dbg); !f.ok()) return f;
     return target()->Append(data, o, dbg);
   }
   rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& o,
                            const rocksdb::DataVerificationInfo& v,
                            rocksdb::IODebugContext* dbg) override {
     Before(static_cast<int64_t>(target()->GetFileSize(o, dbg)), data.size());
+    if (rocksdb::IOStatus f = WriteFault(data, o, dbg); !f.ok()) return f;
     return target()->Append(data, o, v, dbg);
   }
   rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& data, uint64_t offset,
                                      const rocksdb::IOOptions& o,
                                      rocksdb::IODebugContext* dbg) override {
     Before(static_cast<int64_t>(offset), data.size());
+    if (rocksdb::IOStatus f = WriteFault(data, o, dbg, offset); !f.ok()) return f;
     return target()->PositionedAppend(data, offset, o, dbg);
   }
   rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& data, uint64_t offset,
@@ -45,19 +53,45 @@ class TrackedFile final : public rocksdb::FSWritableFileOwnerWrapper {
                                      const rocksdb::DataVerificationInfo& v,
                                      rocksdb::IODebugContext* dbg) override {
     Before(static_cast<int64_t>(offset), data.size());
+    if (rocksdb::IOStatus f = WriteFault(data, o, dbg, offset); !f.ok()) return f;
     return target()->PositionedAppend(data, offset, o, v, dbg);
   }
   rocksdb::IOStatus Sync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* dbg) override {
+    if (rocksdb::IOStatus f = Injected(); !f.ok()) return f;
     const fault::internal::SyncMark mark = Mark();
     return After(target()->Sync(o, dbg), mark);
   }
   rocksdb::IOStatus Fsync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* dbg) override {
+    if (rocksdb::IOStatus f = Injected(); !f.ok()) return f;
     const fault::internal::SyncMark mark = Mark();
     return After(target()->Fsync(o, dbg), mark);
   }
   // RangeSync (sync_file_range) makes nothing durable: not reported.
 
  private:
+  // An injected write failure (core/fault_injection.h): the part a full disk
+  // takes is written, then the error as the device reports it.
+  rocksdb::IOStatus WriteFault(const rocksdb::Slice& data, const rocksdb::IOOptions& o,
+                               rocksdb::IODebugContext* dbg, int64_t offset = -1) {
+    size_t first = 0;
+    const int err = fault::internal::OnWrite(path_, data.size(), &first);
+    if (err == 0) return rocksdb::IOStatus::OK();
+    if (first > 0) {
+      const rocksdb::Slice part(data.data(), first);
+      rocksdb::IOStatus s = offset < 0 ? target()->Append(part, o, dbg)
+                                       : target()->PositionedAppend(part, uint64_t(offset), o, dbg);
+      if (!s.ok()) return s;
+    }
+    const std::string msg = "write " + path_;
+    if (err == ENOSPC) return rocksdb::IOStatus::NoSpace(msg, std::strerror(err));
+    return rocksdb::IOStatus::IOError(msg, std::strerror(err));
+  }
+  // An injected fsync failure (core/fault_injection.h), as the device reports it.
+  rocksdb::IOStatus Injected() {
+    const int err = fault::internal::OnSync(fd_.valid() ? fd_.get() : -1, path_);
+    if (err == 0) return rocksdb::IOStatus::OK();
+    return rocksdb::IOStatus::IOError("fsync " + path_, std::strerror(err));
+  }
   void Before(int64_t offset, size_t n) {
     if (fd_.valid()) fault::internal::BeforeWrite(fd_.get(), offset, n);
   }
@@ -68,6 +102,7 @@ class TrackedFile final : public rocksdb::FSWritableFileOwnerWrapper {
     if (s.ok() && fd_.valid()) fault::internal::AfterSync(fd_.get(), mark);
     return s;
   }
+  std::string path_;
   UniqueFd fd_;
 };
 
@@ -111,3 +146,7 @@ rocksdb::Env* CrashTrackingEnv() {
 }
 
 }  // namespace strata::objstore::internal
+
+namespace strata::objstore {
+rocksdb::Env* FileSeamRocksDbEnv() { return internal::CrashTrackingEnv(); }
+}  // namespace strata::objstore

@@ -1,7 +1,10 @@
-// Private to objstore: a RocksDB Env whose writable files report to core's
-// power-loss tracking (core/fault_injection.h), so a crash image of an
-// engine's directory drops what RocksDB had not synced. The engine opens its
-// metadata store with it only while a test tracks un-synced writes.
+// Private to objstore: a RocksDB Env whose writable files go through core's
+// file-fault seam (core/fault_injection.h): they report to the power-loss
+// tracking, so a crash image of an engine's directory drops what RocksDB had
+// not synced, and their Sync/Fsync can be made to fail (injected EIO). The
+// engine always opens its metadata store with it, so tests see the
+// production path; disarmed, each append or sync pays a relaxed load (and
+// each new file a second descriptor, for its inode).
 #pragma once
 
 namespace rocksdb {

@@ -579,6 +579,17 @@ class LocalEngineImpl final : public LocalEngine {
     return FromRocks(s, "get body");
   }
   Status Write(rocksdb::WriteBatch& b) { return FromRocks(db_->Write(commit_wo_, &b), "write"); }
+  // Commits `b`, which references `in`'s data file and deletes its intent
+  // record. The file is kept even when the write fails: a failed fsync of
+  // RocksDB's log leaves the batch written there, and a reopen may replay it
+  // (RocksDB stops taking writes until then). The intent record, synced
+  // before the file was written, decides at the next open: collected if the
+  // batch was lost, kept (with the object) if it was replayed.
+  Status CommitIngested(rocksdb::WriteBatch& b, Ingested& in) {
+    Status st = Write(b);
+    in.Keep();
+    return st;
+  }
   // Adds the body record of an ingested small body to `b`.
   void AddBody(rocksdb::WriteBatch* b, const Ingested& in) {
     if (in.is_blob) b->Put(inline_cf_, in.blob_id.Raw(), in.inline_data);

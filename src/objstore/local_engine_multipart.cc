@@ -150,8 +150,7 @@ Result<PartInfo> LocalEngineImpl::UploadPart(std::string_view bucket, std::strin
     b.Put(pkey, value);
     AddBody(&b, in);
     if (in.is_file) b.Delete(GarbageKey(in.file));
-    STRATA_RETURN_IF_ERROR(Write(b));
-    in.Keep();
+    STRATA_RETURN_IF_ERROR(CommitIngested(b, in));
   }
   CollectGarbage(garbage);
   PartInfo info;

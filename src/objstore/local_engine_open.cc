@@ -59,8 +59,9 @@ Status LocalEngineImpl::Init() {
   }
 
   rocksdb::Options o;
-  // Power-loss tests: RocksDB's files report what they have synced.
-  if (fault::TrackingUnsyncedWrites()) o.env = internal::CrashTrackingEnv();
+  // RocksDB's files go through the file-fault seam: power-loss tests see what
+  // they have synced, sync-fault tests can fail their fsyncs.
+  o.env = internal::CrashTrackingEnv();
   o.create_if_missing = true;
   o.max_background_jobs = 4;
   o.bytes_per_sync = 1 << 20;

@@ -240,8 +240,7 @@ Result<ObjectMeta> LocalEngineImpl::PutInternal(std::string_view bucket, std::st
     STRATA_RETURN_IF_ERROR(StageCurrent(bucket, key, dbkey, cur, meta, pieces, &b, &garbage));
     AddBody(&b, in);
     if (in.is_file) b.Delete(GarbageKey(in.file));
-    STRATA_RETURN_IF_ERROR(Write(b));
-    in.Keep();
+    STRATA_RETURN_IF_ERROR(CommitIngested(b, in));
     NoteCommitLocked(ref);
   }
   CollectGarbage(garbage);
@@ -394,8 +393,7 @@ Result<ObjectMeta> LocalEngineImpl::AppendObject(std::string_view bucket, std::s
     EncodeObject(meta, pieces, &value);
     b.Put(dbkey, value);
     if (in.is_file) b.Delete(GarbageKey(in.file));
-    STRATA_RETURN_IF_ERROR(Write(b));
-    in.Keep();
+    STRATA_RETURN_IF_ERROR(CommitIngested(b, in));
     NoteCommitLocked(ref);
   }
   objects_put_.fetch_add(1, std::memory_order_relaxed);

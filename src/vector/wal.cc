@@ -46,10 +46,29 @@ Status Wal::CreateFile(uint64_t seq, uint64_t first_lsn) {
     return st;
   }
   fd_ = fd;
+  fd_path_ = path;
   seq_ = seq;
   offset_ = kHeader;
   seqs_.push_back(seq);
   return Status::Ok();
+}
+
+Status Wal::FailSyncLocked(const Status& st) {
+  if (sync_failed_.ok()) {
+    kLog.Error("WAL {}: fsync failed, refusing writes until the collection is reopened: {}",
+               fd_path_, st.ToString());
+    sync_failed_ = st;
+  }
+  return PoisonedLocked();
+}
+
+Status Wal::PoisonedLocked() const {
+  if (sync_failed_.ok()) return Status::Ok();
+  return Status(sync_failed_.code(),
+                fmt::format("the collection's WAL could not be made durable ({}); records after "
+                            "lsn {} may be lost, so it takes no more writes: reopen the "
+                            "collection (restart the server) once the disk is healthy",
+                            sync_failed_.message(), synced_lsn_));
 }
 
 Result<std::unique_ptr<Wal>> Wal::Open(const std::string& dir, uint64_t start_seq,
@@ -174,6 +193,7 @@ Result<std::unique_ptr<Wal>> Wal::Open(const std::string& dir, uint64_t start_se
       return Status::FromErrno(err, "seek " + path);
     }
     w->fd_ = fd;
+    w->fd_path_ = path;
     w->seq_ = seqs.back();
     w->offset_ = last_good_offset;
     w->seqs_ = seqs;
@@ -187,11 +207,24 @@ void Wal::Close() {
   std::lock_guard<std::mutex> a(append_mu_);
   std::unique_lock<std::mutex> s(sync_mu_);
   sync_cv_.wait(s, [&] { return !sync_running_; });
-  if (fd_ >= 0) {
-    if (sync_) (void)SyncFileData(fd_, PathOf(seq_));
+  if (fd_ < 0) return;
+  if (!sync_failed_.ok()) {
+    // Never sync the poisoned file again (a success would mean nothing); the
+    // next open appends to a fresh one.
     ::close(fd_);
     fd_ = -1;
+    const uint64_t next_lsn = next_lsn_;
+    if (Status st = CreateFile(seq_ + 1, next_lsn); st.ok()) {
+      ::close(fd_);
+    } else {
+      kLog.Error("WAL {}: cannot start a fresh file after a failed fsync: {}", dir_, st.ToString());
+    }
+    fd_ = -1;
+    return;
   }
+  if (sync_) (void)SyncFileData(fd_, PathOf(seq_));
+  ::close(fd_);
+  fd_ = -1;
 }
 
 Result<uint64_t> Wal::Append(uint8_t type, std::string_view body) {
@@ -202,6 +235,10 @@ Result<uint64_t> Wal::Append(uint8_t type, std::string_view body) {
   }
   std::lock_guard<std::mutex> l(append_mu_);
   if (fd_ < 0) return Status::Unavailable("the collection is closed");
+  {
+    std::lock_guard<std::mutex> s(sync_mu_);
+    STRATA_RETURN_IF_ERROR(PoisonedLocked());
+  }
   uint64_t lsn = next_lsn_;
   std::string rec;
   rec.reserve(kRecordHead + body.size());
@@ -234,6 +271,9 @@ Status Wal::Sync(uint64_t lsn) {
   if (!sync_) return Status::Ok();
   std::unique_lock<std::mutex> l(sync_mu_);
   while (synced_lsn_ < lsn) {
+    // A waiter of a failed group fails too: retrying the fsync could succeed
+    // without its record on disk.
+    STRATA_RETURN_IF_ERROR(PoisonedLocked());
     if (sync_running_) {
       sync_cv_.wait(l);
       continue;
@@ -241,14 +281,15 @@ Status Wal::Sync(uint64_t lsn) {
     sync_running_ = true;
     uint64_t target = written_lsn_;
     int fd = fd_;
+    const std::string path = fd_path_;
     l.unlock();
-    Status synced = fd >= 0 ? SyncFileData(fd, "WAL") : Status::Ok();
+    Status synced = fd >= 0 ? SyncFileData(fd, path) : Status::Ok();
     l.lock();
     sync_running_ = false;
     ++syncs_;
     sync_cv_.notify_all();
     if (fd < 0) return Status::Unavailable("the collection is closed");
-    if (!synced.ok()) return synced;
+    if (!synced.ok()) return FailSyncLocked(synced);
     synced_lsn_ = std::max(synced_lsn_, target);
   }
   return Status::Ok();
@@ -259,14 +300,19 @@ Result<uint64_t> Wal::Rotate() {
   if (fd_ < 0) return Status::Unavailable("the collection is closed");
   std::unique_lock<std::mutex> s(sync_mu_);
   sync_cv_.wait(s, [&] { return !sync_running_; });
-  STRATA_RETURN_IF_ERROR(SyncFileData(fd_, PathOf(seq_)));
+  STRATA_RETURN_IF_ERROR(PoisonedLocked());
+  if (Status synced = SyncFileData(fd_, PathOf(seq_)); !synced.ok()) {
+    return FailSyncLocked(synced);
+  }
   synced_lsn_ = written_lsn_;
   int old = fd_;
+  std::string old_path = fd_path_;
   uint64_t old_size = offset_;
   fd_ = -1;
   Status st = CreateFile(seq_ + 1, next_lsn_);
   if (!st.ok()) {
     fd_ = old;  // keep appending to the old file
+    fd_path_ = std::move(old_path);
     return st;
   }
   ::close(old);

@@ -11,6 +11,13 @@
 // returns; Sync(lsn) makes it survive power loss, one fdatasync shared by all
 // callers waiting at the time (group commit).
 //
+// A failed fsync poisons the log: Linux may have dropped the pages it could
+// not write and reports the error once, so a retried fsync would succeed
+// without the records on disk. From then on Append, Sync and Rotate fail with
+// the first error (nothing more is acknowledged), until the collection is
+// reopened; Close then starts a fresh file, so records written after the
+// reopen never share a file with pages the kernel may have lost.
+//
 // Thread-safety: Append and Rotate serialise on an internal mutex (the
 // collection also calls Append under its own write lock, so WAL order is apply
 // order); Sync may run concurrently with both.
@@ -64,6 +71,10 @@ class Wal {
   Wal() = default;
   std::string PathOf(uint64_t seq) const;
   Status CreateFile(uint64_t seq, uint64_t first_lsn);
+  // sync_mu_ held: records a failed fsync of the current file (poisons the log).
+  Status FailSyncLocked(const Status& st);
+  // sync_mu_ held: the poisoning error, or Ok.
+  Status PoisonedLocked() const;
 
   std::string dir_;
   bool sync_ = true;
@@ -81,6 +92,8 @@ class Wal {
   bool sync_running_ = false;  // guarded by sync_mu_
   uint64_t synced_lsn_ = 0;    // guarded by sync_mu_
   uint64_t written_lsn_ = 0;   // guarded by sync_mu_ (set after each append)
+  std::string fd_path_;        // the current file's path; as fd_
+  Status sync_failed_;         // the first failed fsync (poisoned); guarded by sync_mu_
   uint64_t syncs_ = 0;
 };
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <strata/core/fault_injection.h>
+#include <strata/core/file_sync.h>
 #include <strata/core/file_util.h>
 
 #include "testutil/testutil.h"
@@ -101,6 +102,54 @@ TEST(FileUtilTest, InjectedWriteFaults) {
   ASSERT_OK(PwriteAll(fd, "x", 1, 0, path));
   EXPECT_EQ("xnetwothrfour", ReadFileOrEmpty(path));
   ::close(fd);
+}
+
+// fsync / fdatasync / directory fsync report an injected EIO naming the
+// file; skip, path filter and times as for writes. While tracking un-synced
+// writes, the failed file is modelled as Linux leaves it after a failed
+// writeback: a later fsync that reports success does not make the bytes
+// written before it durable (fsyncgate), so retry-and-pretend is caught.
+TEST(FileUtilTest, InjectedSyncFaults) {
+  TempDir dir;
+  const std::string path = dir.Join("f");
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  const uint64_t before = fault::FaultsInjected();
+  fault::InjectSyncFault({.path_contains = "/f", .skip = 1, .err = EIO, .times = 1});
+  ASSERT_OK(SyncFile(fd, "elsewhere"));  // the filter does not match
+  ASSERT_OK(SyncFileData(fd, path));     // skipped
+  Status st = SyncFile(fd, path);
+  EXPECT_EQ(StatusCode::kIOError, st.code()) << st.ToString();
+  EXPECT_NE(std::string::npos, st.ToString().find("fsync " + path)) << st.ToString();
+  EXPECT_EQ(before + 1, fault::FaultsInjected());
+  ASSERT_OK(SyncFile(fd, path));  // times = 1: disarmed
+  fault::InjectSyncFault({});
+  st = SyncFileData(fd, path);
+  EXPECT_NE(std::string::npos, st.ToString().find("fdatasync " + path)) << st.ToString();
+  st = FsyncDir(dir.path());
+  EXPECT_NE(std::string::npos, st.ToString().find("fsync directory " + dir.path()))
+      << st.ToString();
+  fault::ClearFaults();
+  ASSERT_OK(FsyncDir(dir.path()));
+  ::close(fd);
+
+  fault::TrackUnsyncedWrites(true);
+  const std::string g = dir.Join("g");
+  const int gd = ::open(g.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(gd, 0);
+  ASSERT_OK(WriteAll(gd, "durable.", 8, g));
+  ASSERT_OK(SyncFileData(gd, g));
+  ASSERT_OK(WriteAll(gd, "lost.", 5, g));
+  fault::InjectSyncFault({.path_contains = g, .times = 1});
+  EXPECT_FALSE(SyncFileData(gd, g).ok());
+  ASSERT_OK(WriteAll(gd, "later.", 6, g));
+  ASSERT_OK(SyncFileData(gd, g));  // reports success, saves nothing
+  ::close(gd);
+  TempDir images;
+  ASSERT_OK_AND_ASSIGN(auto stats, fault::WriteCrashImage(dir.path(), images.Join("i")));
+  fault::TrackUnsyncedWrites(false);
+  EXPECT_EQ("durable.", ReadFileOrEmpty(images.Join("i/g")));
+  EXPECT_EQ(11u, stats.bytes_dropped);
 }
 
 }  // namespace

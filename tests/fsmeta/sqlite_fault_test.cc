@@ -3,9 +3,10 @@
 // after a short write) or a failing device (EIO) while a transaction writes
 // the WAL fails that operation with an error naming the database, leaves the
 // committed metadata as it was (also after reopening), and operations succeed
-// again once the fault clears.
+// again once the fault clears. The same for an fsync of the WAL that fails.
 #include <sys/stat.h>
 
+#include <functional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -33,8 +34,11 @@ class SqliteFaultTest : public ::testing::Test {
   void TearDown() override { fault::ClearFaults(); }
 
   void CheckFailedMkdir(fault::WriteFault f, StatusCode want) {
+    CheckFailedMkdir([&] { fault::InjectWriteFault(std::move(f)); }, want);
+  }
+  void CheckFailedMkdir(const std::function<void()>& arm, StatusCode want) {
     const uint64_t before = fault::FaultsInjected();
-    fault::InjectWriteFault(std::move(f));
+    arm();
     auto r = m_->Mkdir(ctx_, kRootIno, "lost", 0755, 0);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(want, r.error().code()) << r.error().ToString();
@@ -55,7 +59,7 @@ class SqliteFaultTest : public ::testing::Test {
 
   ::strata::testing::TempDir dir_{"strata-sqlite-fault"};
   const std::string db_ = dir_.Join("meta.db");
-  const std::string url_ = "sqlite3://" + db_;
+  std::string url_ = "sqlite3://" + db_;
   Context ctx_;
   std::unique_ptr<MetaEngine> m_;
 };
@@ -67,6 +71,19 @@ TEST_F(SqliteFaultTest, EnospcShortWriteOfTheWalFailsTheTransaction) {
 
 TEST_F(SqliteFaultTest, EioOnTheSecondWalWriteFailsTheTransaction) {
   CheckFailedMkdir({.path_contains = db_ + "-wal", .skip = 1, .err = EIO}, StatusCode::kIOError);
+}
+
+// With sync=full every commit fsyncs the WAL; that fsync reports EIO. The
+// transaction fails naming the database and is not visible (SQLite returns
+// the error instead of retrying the fsync, and the next transaction
+// overwrites its frames), also not after reopening; the next one commits.
+TEST_F(SqliteFaultTest, FsyncEioOfTheWalFailsTheTransaction) {
+  m_.reset();
+  url_ += "?sync=full";
+  ASSERT_OK_AND_ASSIGN(m_, OpenMeta(url_));
+  CheckFailedMkdir(
+      [&] { fault::InjectSyncFault({.path_contains = db_ + "-wal", .err = EIO, .times = 1}); },
+      StatusCode::kIOError);
 }
 
 }  // namespace

@@ -102,6 +102,13 @@ Status RedisServer::Start() {
   return last.WithContext("redis-server did not answer PING in 10 s");
 }
 
+void RedisServer::Kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
 RedisServer::~RedisServer() {
   if (pid_ > 0) {
     ::kill(pid_, SIGTERM);

@@ -63,6 +63,8 @@ class RedisServer {
   RedisServer& operator=(const RedisServer&) = delete;
   // Unavailable when redis-server is missing or does not come up in 10 s.
   Status Start();
+  // SIGKILL, as a crashed server (fault tests); the destructor then does nothing.
+  void Kill();
   int port() const { return port_; }
   std::string host_port() const { return "127.0.0.1:" + std::to_string(port_); }
 

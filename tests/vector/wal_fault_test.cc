@@ -2,6 +2,7 @@
 // WAL: a full disk (ENOSPC, with a short write first) or a failing device
 // (EIO) fails the append with a clear error, leaves nothing half-written
 // behind for later appends or replay, and appends resume once the fault clears.
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -123,6 +124,92 @@ TEST_F(WalFaultTest, ReopenAfterAFailedRotation) {
   EXPECT_EQ("one", recs[0].body);
   ASSERT_OK_AND_ASSIGN(uint64_t lsn, w->Append(1, "two"));
   EXPECT_EQ(recs[0].lsn + 1, lsn);
+}
+
+size_t LogFiles(const std::string& dir) {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    n += e.path().extension() == ".log";
+  return n;
+}
+
+// fdatasync of the log reports EIO (fsyncgate: Linux may have dropped the
+// pages and reports it once). The waiting append fails; the log then refuses
+// appends, syncs and rotation even after the device recovers, instead of
+// retrying the fsync and acknowledging records that may not be on disk. A
+// reopen replays what is there and appends go on in a fresh file.
+TEST_F(WalFaultTest, FsyncEioPoisonsTheLogUntilReopen) {
+  std::vector<Rec> recs;
+  {
+    ASSERT_OK_AND_ASSIGN(auto w, OpenWal(tmp_.path(), &recs));
+    ASSERT_OK_AND_ASSIGN(uint64_t a, w->Append(1, "acked"));
+    ASSERT_OK(w->Sync(a));
+    const uint64_t before = fault::FaultsInjected();
+    fault::InjectSyncFault({.path_contains = ".log", .err = EIO, .times = 1});
+    ASSERT_OK_AND_ASSIGN(uint64_t b, w->Append(1, "unsynced"));
+    Status st = w->Sync(b);
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(StatusCode::kIOError, st.code()) << st.ToString();
+    EXPECT_NE(std::string::npos, st.ToString().find("fdatasync " + tmp_.path())) << st.ToString();
+    EXPECT_EQ(before + 1, fault::FaultsInjected());
+    // The device works again (times = 1), but nothing more is acknowledged.
+    st = w->Sync(b);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(std::string::npos, st.ToString().find("reopen")) << st.ToString();
+    auto c = w->Append(1, "refused");
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(StatusCode::kIOError, c.error().code()) << c.error().ToString();
+    EXPECT_FALSE(w->Rotate().ok());
+    EXPECT_EQ(before + 1, fault::FaultsInjected());
+  }
+  EXPECT_EQ(2u, LogFiles(tmp_.path()));  // closing started a fresh file
+  {
+    ASSERT_OK_AND_ASSIGN(auto w, OpenWal(tmp_.path(), &recs));
+    ASSERT_GE(recs.size(), 1u);
+    EXPECT_EQ("acked", recs[0].body);
+    for (const Rec& r : recs) EXPECT_NE("refused", r.body);
+    ASSERT_OK_AND_ASSIGN(uint64_t d, w->Append(1, "after"));
+    EXPECT_GT(d, recs.back().lsn);
+    ASSERT_OK(w->Sync(d));
+  }
+  EXPECT_EQ(2u, LogFiles(tmp_.path()));
+  recs.clear();
+  ASSERT_OK_AND_ASSIGN(auto w, OpenWal(tmp_.path(), &recs));
+  ASSERT_GE(recs.size(), 2u);
+  EXPECT_EQ("acked", recs.front().body);
+  EXPECT_EQ("after", recs.back().body);
+}
+
+// The same under a power-loss simulation that models the dropped pages: a
+// file whose fsync failed never gets its un-synced bytes durable again. A log
+// that kept appending to that file after a reopen would lose records it
+// acknowledged later; the fresh file keeps them.
+TEST_F(WalFaultTest, AfterAFailedFsyncLaterAcknowledgedRecordsSurvivePowerLoss) {
+  fault::TrackUnsyncedWrites(true);
+  std::vector<Rec> recs;
+  {
+    ASSERT_OK_AND_ASSIGN(auto w, OpenWal(tmp_.path(), &recs));
+    ASSERT_OK_AND_ASSIGN(uint64_t a, w->Append(1, "acked"));
+    ASSERT_OK(w->Sync(a));
+    fault::InjectSyncFault({.path_contains = ".log", .err = EIO, .times = 1});
+    ASSERT_OK_AND_ASSIGN(uint64_t b, w->Append(1, "unsynced"));
+    ASSERT_FALSE(w->Sync(b).ok());
+  }
+  {
+    ASSERT_OK_AND_ASSIGN(auto w, OpenWal(tmp_.path(), &recs));
+    ASSERT_OK_AND_ASSIGN(uint64_t c, w->Append(1, "acked later"));
+    ASSERT_OK(w->Sync(c));
+    ::strata::testing::TempDir images;
+    const std::string image = images.Join("image");
+    ASSERT_OK_AND_ASSIGN(auto stats, fault::WriteCrashImage(tmp_.path(), image));
+    EXPECT_GE(stats.files_cut, 1u);  // "unsynced" is gone from the image
+    fault::TrackUnsyncedWrites(false);
+    std::vector<Rec> after;
+    ASSERT_OK_AND_ASSIGN(auto w2, OpenWal(image, &after));
+    std::vector<std::string> bodies;
+    for (const Rec& r : after) bodies.push_back(r.body);
+    EXPECT_EQ((std::vector<std::string>{"acked", "acked later"}), bodies);
+  }
 }
 
 }  // namespace

@@ -7,6 +7,16 @@
 // the buffer (a short write, as Linux does when the disk fills mid-write).
 // Disarmed, a write pays one relaxed atomic load. Thread-safe.
 //
+// Sync faults: the same files' fsync/fdatasync (SyncFile / SyncFileData,
+// FsyncDir, CommitTempFile, RocksDB's files under the object engine, the
+// SQLite VFS's xSync) can be made to fail with EIO, as a device that lost
+// writeback does. Linux then forgets the error and drops the dirty pages'
+// "dirty" mark, so a retried fsync succeeds without the data ever reaching
+// the disk ("fsyncgate"): a caller must fail the write and stop trusting the
+// file, never retry and acknowledge. While tracking un-synced writes, a file
+// whose sync failed is modelled that way: nothing written to it since its
+// last good sync becomes durable again, whatever later syncs report.
+//
 // Power loss: while TrackUnsyncedWrites(true) is on, the same seam remembers,
 // per file (inode), the size and contents its last fsync made durable
 // (SyncFile / SyncFileData in core/file_sync.h, CommitTempFile, and RocksDB's
@@ -35,11 +45,20 @@ struct WriteFault {
   int times = -1;             // faults to inject, then disarm (-1: until ClearFaults)
 };
 
+struct SyncFault {
+  std::string path_contains;  // only syncs of files whose path / description contains this
+  int skip = 0;               // matching syncs that succeed before the first fault
+  int err = EIO;              // errno the failing fsync/fdatasync reports
+  int times = -1;             // faults to inject, then disarm (-1: until ClearFaults)
+};
+
 // Arms one write fault (replacing any armed one).
 void InjectWriteFault(WriteFault f);
-// Disarms; the disk is healthy again.
+// Arms one sync fault (replacing any armed sync fault; write faults stay).
+void InjectSyncFault(SyncFault f);
+// Disarms write and sync faults; the disk is healthy again.
 void ClearFaults();
-// Faults injected since the process started (tests check they hit).
+// Faults (write and sync) injected since the process started (tests check they hit).
 uint64_t FaultsInjected();
 
 // Starts (true) or stops and forgets (false) tracking un-synced writes.
@@ -62,6 +81,11 @@ namespace internal {
 // For file_util: 0 to write normally, or the errno to fail with after
 // writing *written_first bytes (at most n).
 int OnWrite(std::string_view what, size_t n, size_t* written_first);
+// For syncers, before fsync/fdatasync of fd (-1: a directory or a file the
+// tracker does not see) described by `what`: 0 to sync normally, or the errno
+// to fail with (the sync is then not done, and while tracking the file's
+// un-synced bytes are lost for good, as after a real failed writeback).
+int OnSync(int fd, std::string_view what);
 // For writers: fd is about to get n bytes at offset (-1: its file position).
 // Remembers what the write replaces while tracking; one relaxed load when not.
 void BeforeWrite(int fd, int64_t offset, size_t n);
