@@ -133,6 +133,26 @@ int RunServer(server::ServerOptions opts, const std::string& log_level) {
   return 0;
 }
 
+// strata server's flags for vector collections on an object store
+// (docs/scale-out.md): the one writer and its read-only replicas.
+void AddVectorStorageOptions(CLI::App* srv, server::ServerOptions& sopts) {
+  srv->add_option(
+      "--vector-storage", sopts.vector_storage,
+      "Keep sealed vector segments and manifests in this object store (s3://BUCKET/PREFIX?"
+      "endpoint=..., file://...); this server is its one writer (docs/scale-out.md)");
+  srv->add_option("--vector-replica-of", sopts.vector_replica_of,
+                  "Serve a read-only replica of the vector collections in this object store");
+  srv->add_option("--vector-publish-interval-ms", sopts.vector_publish_interval_ms,
+                  "Writer: unpublished vector writes are sealed and published after this long")
+      ->capture_default_str();
+  srv->add_option("--vector-poll-interval-ms", sopts.vector_poll_interval_ms,
+                  "Replica: how often the published manifests are checked")
+      ->capture_default_str();
+  srv->add_option("--vector-cache-bytes", sopts.vector_cache_bytes,
+                  "Replica: disk cache (DATA/vector-cache) for segments read from the store")
+      ->capture_default_str();
+}
+
 }  // namespace
 
 int Main(int argc, char** argv) {
@@ -165,21 +185,7 @@ int Main(int argc, char** argv) {
   srv->add_option("--vector-address", sopts.vector_address, "Vector (Qdrant-compatible REST) listen address")
       ->capture_default_str();
   srv->add_flag("--no-vector{false}", sopts.enable_vector, "Do not serve the vector API");
-  srv->add_option(
-      "--vector-storage", sopts.vector_storage,
-      "Keep sealed vector segments and manifests in this object store (s3://BUCKET/PREFIX?"
-      "endpoint=..., file://...); this server is its one writer (docs/scale-out.md)");
-  srv->add_option("--vector-replica-of", sopts.vector_replica_of,
-                  "Serve a read-only replica of the vector collections in this object store");
-  srv->add_option("--vector-publish-interval-ms", sopts.vector_publish_interval_ms,
-                  "Writer: unpublished vector writes are sealed and published after this long")
-      ->capture_default_str();
-  srv->add_option("--vector-poll-interval-ms", sopts.vector_poll_interval_ms,
-                  "Replica: how often the published manifests are checked")
-      ->capture_default_str();
-  srv->add_option("--vector-cache-bytes", sopts.vector_cache_bytes,
-                  "Replica: disk cache (DATA/vector-cache) for segments read from the store")
-      ->capture_default_str();
+  AddVectorStorageOptions(srv, sopts);
   srv->add_option("--vector-api-key", sopts.vector_api_key,
                   "Require this key in the api-key header of vector API requests (also STRATA_VECTOR_API_KEY)");
   srv->add_option("--milvus-port", milvus_port,
