@@ -130,10 +130,7 @@ Status FeastRedisOnlineStore::WriteRows(
       ++sent;
     }
   }
-  for (size_t i = 0; i < sent; ++i) {
-    STRATA_ASSIGN_OR_RETURN(redis::Reply r, conn->GetReply());
-    if (r.is_error()) return Status::IOError("redis: " + r.str);
-  }
+  STRATA_RETURN_IF_ERROR(DrainReplies(*conn, sent));
   pool_.Release(std::move(conn));
   return Status::Ok();
 }

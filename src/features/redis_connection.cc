@@ -56,4 +56,12 @@ Result<redis::Endpoint> ParseRedisConnection(const std::string& connection) {
   return endpoint;
 }
 
+Status DrainReplies(redis::Connection& conn, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    STRATA_ASSIGN_OR_RETURN(redis::Reply r, conn.GetReply());
+    if (r.is_error()) return Status::IOError("redis: " + r.str);
+  }
+  return Status::Ok();
+}
+
 }  // namespace strata::features
